@@ -1,0 +1,39 @@
+"""The ``datagouv-eval`` command: what is useful outside the Dagster UI.
+
+Each subcommand lives in its own module of this package and exposes a click command named
+``command``; ``_COMMANDS`` lists them. Modules are imported lazily so that ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+# subcommand name -> module under datagouv_eval_pipeline.cli
+_COMMANDS: dict[str, str] = {
+    "cells": "cells",
+    "schema": "schema",
+    "validate": "validate",
+    "score": "score",
+    "twin": "twin",
+}
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module_name = _COMMANDS.get(cmd_name)
+        if module_name is None:
+            return None
+        module = importlib.import_module(f"datagouv_eval_pipeline.cli.{module_name}")
+        command: click.Command = module.command
+        return command
+
+
+@click.group(cls=_LazyGroup)
+@click.version_option(package_name="datagouv-eval-pipeline")
+def main() -> None:
+    """Evaluate AI agents on the data.gouv.fr toolsets."""

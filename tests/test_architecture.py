@@ -1,0 +1,50 @@
+"""The pure core never imports Dagster: only ``defs/`` (and the CLI entry that launches it) may."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "datagouv_eval_pipeline"
+# Modules allowed to import dagster: the orchestration layer and the Dagster entry points.
+ORCHESTRATION = {"defs", "definitions.py"}
+FORBIDDEN_ROOTS = {"dagster", "dagster_dbt", "dagster_duckdb", "dagster_duckdb_pandas"}
+
+
+def _pure_modules() -> list[Path]:
+    modules = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE)
+        if relative.parts[0] in ORCHESTRATION:
+            continue
+        modules.append(path)
+    return modules
+
+
+def _imported_roots(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    roots: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+def test_the_walk_sees_the_core_packages() -> None:
+    seen = {path.relative_to(PACKAGE).parts[0] for path in _pure_modules()}
+    assert {"tasks", "semantic", "metrics", "benchmark"} <= seen
+
+
+@pytest.mark.parametrize("path", _pure_modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_pure_module_does_not_import_dagster(path: Path) -> None:
+    assert not (_imported_roots(path) & FORBIDDEN_ROOTS), f"{path} imports Dagster"
+
+
+def test_the_check_catches_a_dagster_import(tmp_path: Path) -> None:
+    offender = tmp_path / "offender.py"
+    offender.write_text("import os\nfrom dagster import asset\n", encoding="utf-8")
+    assert "dagster" in _imported_roots(offender)
