@@ -1,0 +1,290 @@
+"""The task specification: one curated question with its criteria, expected actions and checks.
+
+These pydantic models are the boundary for ``task_specs/*.yml``. Every model forbids unknown keys
+so that a typo in a spec is an error, never a silently ignored field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from enum import StrEnum
+from typing import Any, Literal
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from datagouv_eval_pipeline.tasks.chain import ChainNode, parse_chain
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class TaskStatus(StrEnum):
+    """Lifecycle of a task; only ``active`` tasks are run."""
+
+    DRAFT = "draft"
+    ACTIVE = "active"
+    DEPRECATED = "deprecated"
+
+
+class TaskSource(StrEnum):
+    """Where the question came from."""
+
+    FORUM = "forum"
+    SUPPORT = "support"
+    INTERVIEW = "interview"
+    SYNTHETIC = "synthetic"
+
+
+class ExpectedBehaviour(StrEnum):
+    """Whether a good agent answers the question or declines it."""
+
+    ANSWER = "answer"
+    DECLINE = "decline"
+
+
+class TaskMeta(_Strict):
+    """Bookkeeping about a task."""
+
+    status: TaskStatus
+    """Only ``active`` tasks are run."""
+    source: TaskSource
+    """Where the question came from."""
+    language: str = Field(default="fr", pattern=r"^[a-z]{2}$")
+    """ISO 639-1 code of the prompt's language."""
+
+
+class Criterion(_Strict):
+    """One property a good answer has, judged independently of the tools used."""
+
+    criteria: str = Field(min_length=1)
+    """The property, in plain words, as a judge reads it."""
+    keywords: list[str] = Field(default_factory=list)
+    """Optional words that must all appear in the answer (case- and accent-insensitive)."""
+    patterns: list[str] = Field(default_factory=list)
+    """Optional regular expressions that must all match the answer."""
+
+
+class EvaluationCriteria(_Strict):
+    """Criteria per tier; ``optimal`` lists only what it adds to ``minimal``."""
+
+    minimal: list[Criterion] = Field(min_length=1)
+    optimal: list[Criterion] = Field(default_factory=list)
+
+
+class RequiredActionArg(_Strict):
+    """An argument of an expected action: exactly one of ``strict_value`` or ``criteria``."""
+
+    name: str = Field(min_length=1)
+    """Semantic argument name (``query``, ``dataset_id``, ``resource_id``, …)."""
+    strict_value: str | int | float | bool | None = None
+    """An exact value, compared after normalising case, whitespace and quotes."""
+    criteria: str | None = None
+    """A natural-language condition on the value, for a judge."""
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> RequiredActionArg:
+        has_value = self.strict_value is not None
+        has_criteria = self.criteria is not None and self.criteria.strip() != ""
+        if has_value == has_criteria:
+            found = "both" if has_value else "neither"
+            raise ValueError(
+                f"argument {self.name!r} needs exactly one of 'strict_value' or 'criteria' "
+                f"(found {found})"
+            )
+        return self
+
+
+class RequiredAction(_Strict):
+    """One expected semantic action instance."""
+
+    name: str = Field(min_length=1)
+    """Semantic action name, e.g. ``get.dataset.info``."""
+    args: list[RequiredActionArg] = Field(default_factory=list)
+
+
+class ActionChainLevel(_Strict):
+    """The expected trajectory of one tier."""
+
+    chain: str = Field(min_length=1)
+    """The trajectory in the chain grammar (``>`` sequence, ``+`` parallel, parentheses)."""
+    required_actions: list[RequiredAction] = Field(default_factory=list)
+
+    @field_validator("chain")
+    @classmethod
+    def _parses(cls, value: str) -> str:
+        parse_chain(value)
+        return value
+
+    def tree(self) -> ChainNode:
+        """Return the parsed chain."""
+        return parse_chain(self.chain)
+
+
+class ActionChains(_Strict):
+    """Expected actions per tier; ``optimal.required_actions`` lists only the additions."""
+
+    minimal: ActionChainLevel
+    optimal: ActionChainLevel | None = None
+
+
+class RowFilter(_Strict):
+    """A filter applied to a tabular resource when recomputing an expected value."""
+
+    column: str = Field(min_length=1)
+    operator: Literal[
+        "exact", "differs", "contains", "less", "greater", "strictly_less", "strictly_greater"
+    ] = "exact"
+    value: str | int | float
+
+
+class Recompute(_Strict):
+    """How to recompute an expected value from a resource at evaluation time."""
+
+    resource_id: str = Field(min_length=1)
+    filters: list[RowFilter] = Field(default_factory=list)
+    aggregate: Literal["count", "sum", "avg", "min", "max", "count_distinct"] = "count"
+    column: str | None = None
+    """The aggregated column; required for every aggregate except ``count``."""
+
+    @model_validator(mode="after")
+    def _column_when_needed(self) -> Recompute:
+        if self.aggregate != "count" and not self.column:
+            raise ValueError(f"aggregate {self.aggregate!r} needs a 'column'")
+        return self
+
+
+class ExpectedValue(_Strict):
+    """A number a correct answer states."""
+
+    name: str = Field(min_length=1)
+    """Short identifier, e.g. ``datasets_before_2012``."""
+    value: float
+    unit: str | None = None
+    """What the number counts, e.g. ``jeux de données``."""
+    tolerance: float = Field(default=0.0, ge=0)
+    """Absolute tolerance: a stated number within ``value ± tolerance`` counts."""
+    recompute: Recompute | None = None
+
+
+class SourceType(StrEnum):
+    """Catalog object types."""
+
+    DATASET = "dataset"
+    RESOURCE = "resource"
+    DATASERVICE = "dataservice"
+    ORGANIZATION = "organization"
+
+
+class ExpectedSource(_Strict):
+    """A catalog object whose data.gouv.fr URL a good answer cites."""
+
+    type: Literal[SourceType.DATASET, SourceType.DATASERVICE]
+    id: str = Field(min_length=1)
+
+
+class CheckFn(StrEnum):
+    """Resource pre-flight checks."""
+
+    SAME_TITLE_DESCRIPTION = "same_title_description"
+    DOWNLOAD_URL_REACHABLE = "download_url_reachable"
+    TABULAR_API_AVAILABLE = "tabular_api_available"
+    TABULAR_API_UNAVAILABLE = "tabular_api_unavailable"
+    UPDATE_DATE_MORE_RECENT_THAN = "update_date_more_recent_than"
+
+
+class ResourceCheck(_Strict):
+    """One validation check on a catalog object."""
+
+    fn: CheckFn
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class ResourceRef(_Strict):
+    """A catalog object the task relies on, with its pre-flight checks."""
+
+    type: SourceType
+    id: str = Field(min_length=1)
+    dataset_id: str | None = None
+    """Parent dataset; required when ``type`` is ``resource``."""
+    checks: list[ResourceCheck] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _resource_has_dataset(self) -> ResourceRef:
+        if self.type == SourceType.RESOURCE and not self.dataset_id:
+            raise ValueError("a resource needs its parent 'dataset_id'")
+        return self
+
+
+class ToolsetConstraints(_Strict):
+    """PEP 440 specifiers for the toolset versions a task makes sense on."""
+
+    mcp: str | None = None
+    """E.g. ``>=0.2.15`` for a task that needs the dataservice tools."""
+
+    @field_validator("mcp")
+    @classmethod
+    def _valid_specifier(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                SpecifierSet(value)
+            except InvalidSpecifier as error:
+                raise ValueError(
+                    f"{value!r} is not a valid PEP 440 version specifier (e.g. '>=0.2.15')"
+                ) from error
+        return value
+
+
+class TaskSpec(_Strict):
+    """A curated question and everything needed to score an agent's attempt at it."""
+
+    task_id: str = Field(pattern=r"^task_\d{4}$")
+    """Unique id, ``task_NNNN``."""
+    version: int = Field(ge=1)
+    """Bumped on every edit that changes what is expected."""
+    task_name: str = Field(min_length=1)
+    meta: TaskMeta
+    prompt: str
+    """The single-turn user message."""
+    expected_behaviour: ExpectedBehaviour = ExpectedBehaviour.ANSWER
+    evaluation_criteria: EvaluationCriteria
+    action_chain: ActionChains
+    expected_values: list[ExpectedValue] = Field(default_factory=list)
+    expected_sources: list[ExpectedSource] = Field(default_factory=list)
+    resources: list[ResourceRef] = Field(default_factory=list)
+    toolset_constraints: ToolsetConstraints = Field(default_factory=ToolsetConstraints)
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt_not_empty(cls, value: str) -> str:
+        stripped = value.strip()
+        if not stripped:
+            raise ValueError("the prompt is empty: write the user's question")
+        return stripped
+
+    def criteria(self, tier: Tier) -> list[Criterion]:
+        """Return the criteria of a tier (optimal = minimal + additions)."""
+        minimal = list(self.evaluation_criteria.minimal)
+        return minimal if tier == "minimal" else minimal + list(self.evaluation_criteria.optimal)
+
+    def chain(self, tier: Tier) -> ActionChainLevel:
+        """Return the chain of a tier, with optimal required actions = minimal + additions."""
+        minimal = self.action_chain.minimal
+        optimal = self.action_chain.optimal
+        if tier == "minimal" or optimal is None:
+            return minimal
+        return ActionChainLevel(
+            chain=optimal.chain,
+            required_actions=list(minimal.required_actions) + list(optimal.required_actions),
+        )
+
+    def spec_hash(self) -> str:
+        """Return a stable sha256 of the spec's content (provenance for every result row)."""
+        payload = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+Tier = Literal["minimal", "optimal"]
+TIERS: tuple[Tier, Tier] = ("minimal", "optimal")
