@@ -1,0 +1,45 @@
+"""The benchmark configuration (models, versions, prompts, evaluation types) and its cells."""
+
+from datagouv_eval_pipeline.benchmark.cells import (
+    Cell,
+    CellModel,
+    UnknownEvaluationTypeError,
+    expand_cells,
+)
+from datagouv_eval_pipeline.benchmark.config import Capability, Metric, ProviderKind
+from datagouv_eval_pipeline.benchmark.cost import CostEstimate, TokenBudget, estimate_cost
+from datagouv_eval_pipeline.benchmark.keys import (
+    UnknownCellKeyError,
+    cell_key,
+    decode_cell_key,
+    encode_cell_key,
+    is_valid_partition_key,
+)
+from datagouv_eval_pipeline.benchmark.loader import (
+    BENCHMARK_CONFIG_DIR,
+    BenchmarkConfig,
+    BenchmarkConfigErrors,
+    load_benchmark_config,
+)
+
+__all__ = [
+    "BENCHMARK_CONFIG_DIR",
+    "BenchmarkConfig",
+    "BenchmarkConfigErrors",
+    "Capability",
+    "Cell",
+    "CellModel",
+    "CostEstimate",
+    "Metric",
+    "ProviderKind",
+    "TokenBudget",
+    "UnknownCellKeyError",
+    "UnknownEvaluationTypeError",
+    "cell_key",
+    "decode_cell_key",
+    "encode_cell_key",
+    "estimate_cost",
+    "expand_cells",
+    "is_valid_partition_key",
+    "load_benchmark_config",
+]

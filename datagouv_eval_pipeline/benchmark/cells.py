@@ -1,0 +1,292 @@
+"""The cross-product of the benchmark configuration: one cell per distinct agent setup.
+
+For each selected evaluation type, each of its capability sets, each active model, each
+selected MCP version (only for sets with ``mcp``), each selected skills version (only for sets
+with ``skills``) and each selected system prompt, there is one cell. Evaluation types often
+share configurations (``[mcp]`` at the latest version appears in several); such cells have the
+same key and are merged: the cell runs once, records every evaluation type that includes it,
+and computes the union of their metrics.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from datagouv_eval_pipeline.benchmark.config import (
+    Capability,
+    EvaluationType,
+    McpVersion,
+    Metric,
+    ModelEntry,
+    Provider,
+    ProviderKind,
+    SkillsVersion,
+    select,
+)
+from datagouv_eval_pipeline.benchmark.keys import cell_key, model_key, setup_key
+from datagouv_eval_pipeline.benchmark.loader import BenchmarkConfig
+
+
+@dataclass(frozen=True)
+class CellModel:
+    """The model of a cell and how to reach it.
+
+    Attributes:
+        provider: Provider name, e.g. ``mistral``.
+        name: Model id as the provider spells it.
+        kind: ``openai_compatible`` or ``offline`` (a deterministic baseline, not an LLM).
+        base_url: API base URL (None for offline models).
+        api_key_env: Name of the environment variable holding the key (None for offline models).
+        input_price_per_mtok: Price per million input tokens, None when unknown.
+        output_price_per_mtok: Price per million output tokens, None when unknown.
+        currency: ISO 4217 code of the prices.
+        label: Free text shown in reports.
+    """
+
+    provider: str
+    name: str
+    kind: ProviderKind
+    base_url: str | None
+    api_key_env: str | None
+    input_price_per_mtok: float | None
+    output_price_per_mtok: float | None
+    currency: str
+    label: str | None = None
+
+    @property
+    def is_llm(self) -> bool:
+        """False for the offline baseline policies."""
+        return self.kind != ProviderKind.OFFLINE
+
+    @property
+    def key(self) -> str:
+        """The model part of cell keys, e.g. ``albert~openai~gpt-oss-120b``."""
+        return model_key(self.provider, self.name)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One agent setup to run every task against.
+
+    Attributes:
+        key: Stable partition key (see ``keys.py``); decode it with ``decode_cell_key``.
+        evaluation_types: Every evaluation type that includes this setup, in file order.
+        model: The model.
+        capabilities: Capability names, sorted.
+        mcp_version: The pinned MCP version, None without ``mcp``.
+        mcp_url: The MCP endpoint, possibly with ``{twin_port}``; None without ``mcp``.
+        skills_version: The skills version, None without ``skills``.
+        skills_sha256: sha256 of the skills document, None without ``skills``.
+        skills_text: The skills document, None without ``skills``.
+        system_prompt: The system prompt name.
+        system_prompt_sha256: sha256 of the system prompt text.
+        system_prompt_text: The system prompt text.
+        metrics: Metric groups to compute (union over ``evaluation_types``), in enum order.
+    """
+
+    key: str
+    evaluation_types: tuple[str, ...]
+    model: CellModel
+    capabilities: tuple[str, ...]
+    mcp_version: str | None
+    mcp_url: str | None
+    skills_version: str | None
+    skills_sha256: str | None
+    system_prompt: str
+    system_prompt_sha256: str
+    metrics: tuple[str, ...]
+    skills_text: str | None = field(default=None, repr=False)
+    system_prompt_text: str = field(default="", repr=False)
+
+    @property
+    def model_key(self) -> str:
+        """The model part of the key (a possible first partition dimension)."""
+        return self.model.key
+
+    @property
+    def setup_key(self) -> str:
+        """The key without its model part (a possible second partition dimension)."""
+        return setup_key(
+            self.capabilities, self.mcp_version, self.skills_version, self.system_prompt
+        )
+
+    def mcp_url_for(self, twin_port: int | None) -> str | None:
+        """Return the MCP URL with ``{twin_port}`` filled in.
+
+        Args:
+            twin_port: The port the local twin listens on; may be None for URLs without it.
+
+        Raises:
+            ValueError: If the URL needs a port and none is given.
+        """
+        if self.mcp_url is None:
+            return None
+        if "{twin_port}" in self.mcp_url:
+            if twin_port is None:
+                raise ValueError(f"cell {self.key}: the MCP URL needs the twin's port")
+            return self.mcp_url.format(twin_port=twin_port)
+        return self.mcp_url
+
+    def to_record(self) -> dict[str, Any]:
+        """Return the cell as a flat JSON-ready dict (texts replaced by their hashes)."""
+        return {
+            "key": self.key,
+            "evaluation_types": list(self.evaluation_types),
+            "model_provider": self.model.provider,
+            "model_name": self.model.name,
+            "model_kind": str(self.model.kind),
+            "model_is_llm": self.model.is_llm,
+            "model_label": self.model.label,
+            "base_url": self.model.base_url,
+            "api_key_env": self.model.api_key_env,
+            "input_price_per_mtok": self.model.input_price_per_mtok,
+            "output_price_per_mtok": self.model.output_price_per_mtok,
+            "currency": self.model.currency,
+            "capabilities": list(self.capabilities),
+            "mcp_version": self.mcp_version,
+            "mcp_url": self.mcp_url,
+            "skills_version": self.skills_version,
+            "skills_sha256": self.skills_sha256,
+            "system_prompt": self.system_prompt,
+            "system_prompt_sha256": self.system_prompt_sha256,
+            "metrics": list(self.metrics),
+        }
+
+
+class UnknownEvaluationTypeError(ValueError):
+    """An evaluation type asked for by name that the configuration does not define."""
+
+
+def sha256_text(text: str) -> str:
+    """Return the hex sha256 of a text encoded as UTF-8."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def expand_cells(
+    config: BenchmarkConfig, evaluation_types: Sequence[str] | None = None
+) -> list[Cell]:
+    """Expand the configuration into its distinct cells.
+
+    Args:
+        config: A loaded configuration (``load_benchmark_config``).
+        evaluation_types: Names of the evaluation types to expand (inactive ones included when
+            named); None expands every active evaluation type.
+
+    Returns:
+        The cells in order of first appearance (file order of types, capability sets, models,
+        versions and prompts), one per distinct key.
+
+    Raises:
+        UnknownEvaluationTypeError: If a name matches no evaluation type.
+    """
+    cells: dict[str, Cell] = {}
+    for etype in _selected_types(config, evaluation_types):
+        for cell in _cells_of(config, etype):
+            existing = cells.get(cell.key)
+            cells[cell.key] = cell if existing is None else _merge(existing, cell)
+    return list(cells.values())
+
+
+def _selected_types(config: BenchmarkConfig, names: Sequence[str] | None) -> list[EvaluationType]:
+    types = config.evaluation_types.evaluation_types
+    if names is None:
+        return [etype for etype in types if etype.active]
+    by_name = {etype.name: etype for etype in types}
+    unknown = [name for name in names if name not in by_name]
+    if unknown:
+        hints = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, list(by_name), n=3, cutoff=0.6)
+            hints.append(f"{name!r}" + (f" (did you mean {' or '.join(close)}?)" if close else ""))
+        raise UnknownEvaluationTypeError(
+            f"unknown evaluation type(s) {', '.join(hints)}; defined: {', '.join(by_name)}"
+        )
+    return [etype for etype in types if etype.name in set(names)]
+
+
+def _active_models(config: BenchmarkConfig) -> list[CellModel]:
+    return [
+        _cell_model(provider, entry, config.models.currency)
+        for provider in config.models.providers
+        for entry in provider.models
+        if entry.active
+    ]
+
+
+def _cell_model(provider: Provider, entry: ModelEntry, currency: str) -> CellModel:
+    return CellModel(
+        provider=provider.name,
+        name=entry.name,
+        kind=provider.kind,
+        base_url=provider.base_url,
+        api_key_env=provider.api_key_env,
+        input_price_per_mtok=entry.input_price_per_mtok,
+        output_price_per_mtok=entry.output_price_per_mtok,
+        currency=currency,
+        label=entry.label,
+    )
+
+
+def _cells_of(config: BenchmarkConfig, etype: EvaluationType) -> list[Cell]:
+    prompts = select(etype.system_prompts, config.system_prompts.system_prompts)
+    mcp_versions = select(etype.mcp_versions, config.mcp_versions.mcp_versions)
+    skills_versions = select(etype.skills_versions, config.skills_versions.skills_versions)
+    metrics = tuple(metric.value for metric in Metric if metric in etype.metrics)
+    models = _active_models(config)
+    cells: list[Cell] = []
+    for capability_set in etype.capability_sets:
+        capabilities = tuple(sorted(capability.value for capability in capability_set))
+        mcp_options: list[McpVersion | None] = (
+            list(mcp_versions) if Capability.MCP in capability_set else [None]
+        )
+        skills_options: list[SkillsVersion | None] = (
+            list(skills_versions) if Capability.SKILLS in capability_set else [None]
+        )
+        for model, mcp, skills, prompt in itertools.product(
+            models, mcp_options, skills_options, prompts
+        ):
+            skills_text = config.skills_texts[skills.version] if skills else None
+            cells.append(
+                Cell(
+                    key=cell_key(
+                        model.provider,
+                        model.name,
+                        capabilities,
+                        mcp.version if mcp else None,
+                        skills.version if skills else None,
+                        prompt.name,
+                    ),
+                    evaluation_types=(etype.name,),
+                    model=model,
+                    capabilities=capabilities,
+                    mcp_version=mcp.version if mcp else None,
+                    mcp_url=mcp.url if mcp else None,
+                    skills_version=skills.version if skills else None,
+                    skills_sha256=sha256_text(skills_text) if skills_text is not None else None,
+                    system_prompt=prompt.name,
+                    system_prompt_sha256=sha256_text(prompt.text),
+                    metrics=metrics,
+                    skills_text=skills_text,
+                    system_prompt_text=prompt.text,
+                )
+            )
+    return cells
+
+
+def _merge(existing: Cell, other: Cell) -> Cell:
+    """Merge two cells with the same key: same setup, more evaluation types and metrics."""
+    same_setup = replace(
+        other, evaluation_types=existing.evaluation_types, metrics=existing.metrics
+    )
+    if same_setup != existing:  # pragma: no cover - the configuration models make keys injective
+        raise AssertionError(f"two different setups share the key {existing.key!r}")
+    types = existing.evaluation_types + tuple(
+        name for name in other.evaluation_types if name not in existing.evaluation_types
+    )
+    metrics = tuple(m.value for m in Metric if m.value in existing.metrics + other.metrics)
+    return replace(existing, evaluation_types=types, metrics=metrics)

@@ -1,0 +1,343 @@
+"""The benchmark configuration files of ``task_specs/benchmark/``, as strict pydantic models.
+
+Five files, one top-level key each: ``models.yml`` (``providers``), ``mcp_versions.yml``,
+``skills_versions.yml``, ``system_prompts.yml`` and ``evaluation_types.yml``. Every model
+forbids unknown keys, and every entry states ``active`` explicitly. Names that end up in cell
+keys are restricted (see ``keys.py``) so that keys stay readable, unambiguous and valid Dagster
+partition keys.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import Protocol, TypeVar
+
+from packaging.version import InvalidVersion, Version
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+_IDENTIFIER = r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$"
+"""Lower snake case without double or trailing underscores (so ``__`` can separate key parts)."""
+
+_PROVIDER = r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$"
+_MODEL_NAME = re.compile(r"^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+|/[A-Za-z0-9]+)*$")
+_ENV_VAR = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_VERSION_TEXT = re.compile(r"^[0-9][0-9a-z.]*$")
+URL_PLACEHOLDERS = frozenset({"twin_port"})
+"""Placeholders an MCP URL may contain; filled in when the local twin has started."""
+
+
+def _released_version(value: str) -> str:
+    """Check that a version is a normalised PEP 440 public version, e.g. ``0.2.26``."""
+    try:
+        parsed = Version(value)
+    except InvalidVersion:
+        raise ValueError(f"{value!r} is not a valid PEP 440 version (e.g. '0.2.26')") from None
+    if str(parsed) != value:
+        raise ValueError(f"write the version in its normalised PEP 440 form {str(parsed)!r}")
+    if not _VERSION_TEXT.match(value):
+        raise ValueError(f"{value!r}: epochs ('!') and local labels ('+') are not allowed here")
+    return value
+
+
+class ProviderKind(StrEnum):
+    """How a provider's models are reached."""
+
+    OPENAI_COMPATIBLE = "openai_compatible"
+    """A real model behind an OpenAI-compatible chat completions API."""
+    OFFLINE = "offline"
+    """A deterministic baseline policy run in-process: not an LLM, no network, no key."""
+
+
+class ModelEntry(_Strict):
+    """One model of a provider."""
+
+    name: str
+    """The model id exactly as the provider's API spells it, e.g. ``mistral-small-2603``."""
+    active: bool
+    """Only active models enter the cross-product."""
+    input_price_per_mtok: float | None = Field(ge=0)
+    """Price per million input tokens, in the file's currency; null when unknown."""
+    output_price_per_mtok: float | None = Field(ge=0)
+    """Price per million output tokens, in the file's currency; null when unknown."""
+    label: str | None = None
+    """Shown next to the model in reports, e.g. ``small`` or ``baseline policy, not an LLM``."""
+
+    @field_validator("name")
+    @classmethod
+    def _key_safe_name(cls, value: str) -> str:
+        if not _MODEL_NAME.match(value) or "__" in value:
+            raise ValueError(
+                f"model name {value!r} may only use letters, digits and single '.', '-', '_' or "
+                "'/' between them (it becomes part of the cell key)"
+            )
+        return value
+
+
+class Provider(_Strict):
+    """A model provider and how to reach it."""
+
+    name: str = Field(pattern=_PROVIDER)
+    """Short lower-case name, e.g. ``mistral``."""
+    kind: ProviderKind = ProviderKind.OPENAI_COMPATIBLE
+    """``openai_compatible`` (needs base_url and api_key_env) or ``offline`` (needs neither)."""
+    base_url: str | None = Field(default=None, pattern=r"^https?://\S+$")
+    """Base URL of the OpenAI-compatible API, e.g. ``https://api.mistral.ai/v1``."""
+    api_key_env: str | None = None
+    """NAME of the environment variable that holds the API key (never the key itself)."""
+    models: list[ModelEntry] = Field(min_length=1)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_var_name(cls, value: str | None) -> str | None:
+        # The value is deliberately not echoed: it might be a pasted key.
+        if value is not None and not _ENV_VAR.match(value):
+            raise ValueError(
+                "api_key_env must be the NAME of an environment variable in upper case, such as "
+                "MISTRAL_API_KEY, never the key itself"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _kind_matches_access(self) -> Provider:
+        if self.kind == ProviderKind.OPENAI_COMPATIBLE:
+            missing = [f for f in ("base_url", "api_key_env") if getattr(self, f) is None]
+            if missing:
+                raise ValueError(f"an openai_compatible provider needs {' and '.join(missing)}")
+        else:
+            present = [f for f in ("base_url", "api_key_env") if getattr(self, f) is not None]
+            if present:
+                raise ValueError(f"an offline provider takes no {' or '.join(present)}")
+        return self
+
+
+class ModelsFile(_Strict):
+    """``models.yml``: the models under evaluation, grouped by provider."""
+
+    currency: str = Field(pattern=r"^[A-Z]{3}$")
+    """ISO 4217 code of every price in the file, e.g. ``EUR``."""
+    providers: list[Provider] = Field(min_length=1)
+
+
+class McpVersion(_Strict):
+    """One pinned version of the data.gouv.fr MCP server."""
+
+    version: str
+    """Normalised PEP 440 version, e.g. ``0.2.26`` (quote it in YAML)."""
+    url: str = Field(pattern=r"^https?://\S+$")
+    """Streamable-HTTP endpoint; may contain ``{twin_port}``, filled in when the twin starts."""
+    active: bool
+    """Only active versions enter the cross-product (unless an evaluation type names them)."""
+
+    @field_validator("version")
+    @classmethod
+    def _valid_version(cls, value: str) -> str:
+        return _released_version(value)
+
+    @property
+    def key(self) -> str:
+        """The name evaluation types select this entry by."""
+        return self.version
+
+    @field_validator("url")
+    @classmethod
+    def _known_placeholders(cls, value: str) -> str:
+        try:
+            fields = {name for _, name, _, _ in string.Formatter().parse(value) if name is not None}
+        except ValueError as error:
+            raise ValueError(f"malformed placeholder in URL {value!r}: {error}") from None
+        unknown = fields - URL_PLACEHOLDERS
+        if unknown:
+            raise ValueError(
+                f"unknown placeholder(s) {sorted(unknown)} in URL; allowed: "
+                f"{', '.join('{' + name + '}' for name in sorted(URL_PLACEHOLDERS))}"
+            )
+        return value
+
+
+class McpVersionsFile(_Strict):
+    """``mcp_versions.yml``: the MCP server versions an evaluation can pin."""
+
+    mcp_versions: list[McpVersion] = Field(min_length=1)
+
+
+class SkillsVersion(_Strict):
+    """One version of the skills document appended to the system prompt."""
+
+    version: str
+    """Normalised PEP 440 version, e.g. ``0.0.1`` (quote it in YAML)."""
+    file: str = Field(min_length=1)
+    """Path of the Markdown document, relative to the benchmark configuration directory."""
+    active: bool
+    """Only active versions enter the cross-product (unless an evaluation type names them)."""
+
+    @field_validator("version")
+    @classmethod
+    def _valid_version(cls, value: str) -> str:
+        return _released_version(value)
+
+    @property
+    def key(self) -> str:
+        """The name evaluation types select this entry by."""
+        return self.version
+
+
+class SkillsVersionsFile(_Strict):
+    """``skills_versions.yml``: the skills documents an evaluation can use."""
+
+    skills_versions: list[SkillsVersion] = Field(min_length=1)
+
+
+class SystemPrompt(_Strict):
+    """A named system prompt."""
+
+    name: str = Field(pattern=_IDENTIFIER)
+    """Lower snake case, e.g. ``data_gouv_context``."""
+    active: bool
+    """Selected by evaluation types whose ``system_prompts`` is ``active``."""
+    text: str
+    """The prompt itself (may be empty, for a no-system-prompt variant)."""
+
+    @property
+    def key(self) -> str:
+        """The name evaluation types select this entry by."""
+        return self.name
+
+
+class SystemPromptsFile(_Strict):
+    """``system_prompts.yml``: the named system prompts."""
+
+    system_prompts: list[SystemPrompt] = Field(min_length=1)
+
+
+class Capability(StrEnum):
+    """What an agent is given besides the model."""
+
+    MCP = "mcp"
+    """The data.gouv.fr MCP server, at one pinned version."""
+    SKILLS = "skills"
+    """The skills document, appended to the system prompt, at one version."""
+    CODE = "code"
+    """A sandbox that runs Python (and reaches the REST and Tabular APIs)."""
+    WEB_SEARCH = "web_search"
+    """A web search tool."""
+    DATAGOUV_CLI = "datagouv-cli"
+    """The ``datagouv`` command line, run inside the code sandbox."""
+
+
+class Metric(StrEnum):
+    """Groups of metrics an evaluation type computes."""
+
+    RESULT_ACCURACY = "result_accuracy"
+    """Criteria verdicts on the answer, deterministic answer checks and failure modes."""
+    EFFICIENCY = "efficiency"
+    """Tokens, latency, tool calls and cost."""
+    ACTION_USAGE = "action_usage"
+    """Semantic action precision/recall, parameters and trajectory against the task's chains."""
+
+
+SELECTOR_WORDS = ("active", "all")
+
+
+class EvaluationType(_Strict):
+    """A question the benchmark answers, and the part of the cross-product it needs."""
+
+    name: str = Field(pattern=_IDENTIFIER)
+    """Lower snake case, e.g. ``mcp_versions``."""
+    description: str = Field(min_length=1)
+    """The question this evaluation type answers."""
+    active: bool
+    """Active types are expanded by default; an inactive one only when asked for by name."""
+    capability_sets: list[list[Capability]] = Field(min_length=1)
+    """Each set is one configuration, e.g. ``[mcp, web_search]``; ``[]`` means no tools."""
+    system_prompts: str | list[str] = "active"
+    """``active`` (the active prompts), ``all``, or a list of names (used even when inactive)."""
+    mcp_versions: str | list[str] = "active"
+    """For sets with ``mcp``: ``active``, ``all`` or a list of versions."""
+    skills_versions: str | list[str] = "active"
+    """For sets with ``skills``: ``active``, ``all`` or a list of versions."""
+    metrics: list[Metric] = Field(min_length=1)
+    """The metric groups computed for this type's cells."""
+
+    @field_validator("system_prompts", "mcp_versions", "skills_versions")
+    @classmethod
+    def _selector(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, str) and value not in SELECTOR_WORDS:
+            raise ValueError(
+                f"expected 'active', 'all' or a list of names; got {value!r}"
+                + (" (write a single name as a one-item list)" if value else "")
+            )
+        if isinstance(value, list):
+            if not value:
+                raise ValueError("the list of names is empty: name at least one, or use 'all'")
+            repeated = sorted({item for item in value if value.count(item) > 1})
+            if repeated:
+                raise ValueError(f"names listed more than once: {', '.join(repeated)}")
+        return value
+
+    @field_validator("capability_sets")
+    @classmethod
+    def _distinct_sets(cls, value: list[list[Capability]]) -> list[list[Capability]]:
+        seen: dict[frozenset[Capability], int] = {}
+        for index, capability_set in enumerate(value):
+            as_set = frozenset(capability_set)
+            if len(as_set) != len(capability_set):
+                raise ValueError(f"capability set {index} names a capability twice")
+            if as_set in seen:
+                raise ValueError(
+                    f"capability sets {seen[as_set]} and {index} are the same set "
+                    f"({sorted(as_set)}): order does not matter"
+                )
+            seen[as_set] = index
+        return value
+
+    @field_validator("metrics")
+    @classmethod
+    def _distinct_metrics(cls, value: list[Metric]) -> list[Metric]:
+        if len(set(value)) != len(value):
+            raise ValueError("a metric is listed more than once")
+        return value
+
+
+class EvaluationTypesFile(_Strict):
+    """``evaluation_types.yml``: the evaluation types."""
+
+    evaluation_types: list[EvaluationType] = Field(min_length=1)
+
+
+class Selectable(Protocol):
+    """An entry an evaluation type can select: by name, or because it is active."""
+
+    @property
+    def key(self) -> str: ...  # noqa: D102
+
+    @property
+    def active(self) -> bool: ...  # noqa: D102
+
+
+S = TypeVar("S", bound=Selectable)
+
+
+def select(selector: str | list[str], entries: Sequence[S]) -> list[S]:
+    """Resolve a selector against entries, in the order of the selector (names) or the file.
+
+    Args:
+        selector: ``active``, ``all`` or a list of entry names.
+        entries: The entries of the configuration file.
+
+    Returns:
+        The selected entries; names that match no entry are skipped (the loader reports them).
+    """
+    if selector == "all":
+        return list(entries)
+    if selector == "active":
+        return [entry for entry in entries if entry.active]
+    by_key = {entry.key: entry for entry in entries}
+    return [by_key[name] for name in selector if name in by_key]

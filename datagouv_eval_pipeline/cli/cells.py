@@ -1,0 +1,84 @@
+"""``datagouv-eval cells``: list the cells of the benchmark cross-product (a dry run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from datagouv_eval_pipeline.benchmark.cells import (
+    Cell,
+    UnknownEvaluationTypeError,
+    expand_cells,
+)
+from datagouv_eval_pipeline.benchmark.loader import (
+    BENCHMARK_CONFIG_DIR,
+    BenchmarkConfigErrors,
+    load_benchmark_config,
+)
+from datagouv_eval_pipeline.cli.validate import format_error
+
+_COLUMNS = ("key", "evaluation types", "model", "capabilities", "mcp", "skills", "prompt")
+
+
+def _row(cell: Cell) -> tuple[str, ...]:
+    model = f"{cell.model.provider}/{cell.model.name}" + ("" if cell.model.is_llm else " *")
+    return (
+        cell.key,
+        ",".join(cell.evaluation_types),
+        model,
+        "+".join(cell.capabilities) or "-",
+        cell.mcp_version or "-",
+        cell.skills_version or "-",
+        cell.system_prompt,
+    )
+
+
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(row[i]) for row in [_COLUMNS, *rows]) for i in range(len(_COLUMNS))]
+    return [
+        "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
+        for row in [_COLUMNS, *rows]
+    ]
+
+
+@click.command("cells")
+@click.option(
+    "--evaluation-type",
+    "-e",
+    "evaluation_types",
+    multiple=True,
+    help="Expand only this evaluation type (repeatable; inactive types allowed).",
+)
+@click.option(
+    "--config-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=BENCHMARK_CONFIG_DIR,
+    show_default="task_specs/benchmark",
+    help="The benchmark configuration directory.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the cells as a JSON list.")
+def command(evaluation_types: tuple[str, ...], config_dir: Path, as_json: bool) -> None:
+    """List the cells (agent setups) the benchmark configuration expands to, without running."""
+    try:
+        config = load_benchmark_config(config_dir)
+        selected = list(evaluation_types) or None
+        cells = expand_cells(config, selected)
+    except BenchmarkConfigErrors as error:
+        for item in error.errors:
+            click.echo(format_error(item), err=True)
+        raise SystemExit(1) from None
+    except UnknownEvaluationTypeError as error:
+        raise click.BadParameter(str(error), param_hint="--evaluation-type") from None
+    if as_json:
+        click.echo(json.dumps([cell.to_record() for cell in cells], indent=2, ensure_ascii=False))
+        return
+    for line in _table([_row(cell) for cell in cells]):
+        click.echo(line)
+    memberships = sum(len(cell.evaluation_types) for cell in cells)
+    offline = sum(not cell.model.is_llm for cell in cells)
+    click.echo(
+        f"\n{len(cells)} cells ({memberships} evaluation-type memberships, identical setups "
+        f"merged); {offline} on offline baselines (* = not an LLM)"
+    )
