@@ -1,0 +1,835 @@
+"""The deterministic action mapper: literal tool calls → semantic action instances.
+
+``map_trace`` reads every call of a trace once, in order, and decides its category, its error
+flag and the action instances it performed, using only the registry and static analysis (no LLM).
+Calls it cannot decide are listed in :attr:`TraceMapping.unmapped_call_ids` for a later
+classifier; calls that deliberately perform no action (a web search, local analysis, a write
+command) are *decided*, not unmapped.
+
+Rules, by tool kind:
+
+* **MCP tools** (a name the registry knows, or one of ``mcp_tool_names``): the registry resolves
+  the tool at the trace's ``mcp_version``; arguments are renamed to semantic names. Confidence 1.0.
+  A trace without ``mcp_version`` is matched across all versions (confidence 0.9, with a warning).
+  A version label that is not PEP 440 raises :class:`UnknownVersionError`.
+* **Shell tools**: ``datagouv`` CLI commands (confidence 0.9), ``curl``/``wget``/httpie URLs and
+  ``python -c``/heredoc code, see :mod:`code_calls`.
+* **Python tools**: URLs requested through ``requests``/``httpx``/``urllib``/``pandas.read_*``
+  and ``datagouv`` client calls, in source order (0.9; 0.8 when part of a URL was unresolved).
+* **Web search tools**: category ``web_search``, no action.
+* **Web fetch tools**: a data.gouv.fr API URL *is* a REST call (category ``datagouv_api_http``,
+  0.9); a catalog web page (dataset/dataservice page, search page) is credited with 0.7 and stays
+  ``web_page_fetch``; other pages perform no action.
+* A URL outside the catalog that an earlier result listed as a resource's file (``URL:`` after
+  ``Resource ID:``, or ``{"id", "url", "format"}`` JSON) is ``get.data`` on that resource (0.85);
+  one listed as a dataservice's OpenAPI spec is ``get.dataservice.openapi_spec`` (0.85).
+
+Error detection (:func:`detect_error`), first rule that fires:
+
+1. ``ToolCall.error`` is true.
+2. The result, after leading whitespace, starts with ``Error`` (any case; covers FastMCP's
+   ``Error executing tool``), ``[error]`` (sandbox timeouts) or ``❌``.
+3. It starts with ``[stderr]`` (no stdout) and mentions a failure: traceback, error, exception,
+   not found, no such file, permission denied, fatal, failed, ``curl: (N)``. Plain stderr chatter
+   (curl/wget progress meters) is not an error.
+4. It contains a Python traceback header anywhere, or a line starting with ``SyntaxError:`` /
+   ``IndentationError:`` (``python -c`` prints those without a traceback header).
+5. It contains a Tabular API failure notice of the MCP server (resource not found in the Tabular
+   API, temporarily unavailable, returned HTTP, rejected the request, ``Error querying resource``)
+   or a line starting with ``Error fetching`` (per-section metrics/spec failures).
+6. Its first or last 2 000 characters show an HTTP error status line (``404 Not Found``,
+   ``500 Internal Server Error``, ...) or ``command not found``.
+
+Empty results are not errors. Not flagged on purpose: ``⚠️ Large dataset``, ``⚠️ No rows
+available`` and ``⚠️ Not available via Tabular API`` (informational MCP notices).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from datagouv_eval_pipeline.semantic.code_calls import (
+    SENTINEL,
+    ClientEvent,
+    CliInvocation,
+    CodeAnalysis,
+    HttpRequest,
+    SessionState,
+    analyze_python,
+    analyze_shell,
+    urls_in_text,
+)
+from datagouv_eval_pipeline.semantic.instances import ActionInstance, CallCategory
+from datagouv_eval_pipeline.semantic.registry import (
+    ActionRegistry,
+    UrlMatch,
+    load_registry,
+    parse_version,
+)
+from datagouv_eval_pipeline.traces import ToolCall, Trace
+
+CONFIDENCE_MCP = 1.0
+CONFIDENCE_MCP_UNVERSIONED = 0.9
+CONFIDENCE_PARSED = 0.9
+CONFIDENCE_LINKED_URL = 0.85
+CONFIDENCE_UNPARSED_CODE = 0.6
+
+
+class MappingStatus(StrEnum):
+    """Whether the deterministic mapper decided a call."""
+
+    MAPPED = "mapped"
+    """At least one action instance."""
+    NO_ACTION = "no_action"
+    """Decided: the call performs no semantic action (web search, local analysis, a write...)."""
+    UNMAPPED = "unmapped"
+    """Undecided: left for a classifier (unknown tool, unmatched catalog URL, dynamic URL...)."""
+
+
+@dataclass(frozen=True)
+class CallMapping:
+    """How one literal call was mapped.
+
+    Attributes:
+        call_id: The tool call id.
+        tool_name: The literal tool name.
+        category: How the call reached the catalog (or did not).
+        status: Mapped, deliberately no action, or left unmapped.
+        instances: The action instances, in execution order.
+        confidence: Highest instance confidence; 1.0 for a decided no-action call; 0.0 unmapped.
+        errored: Whether the call failed (see :func:`detect_error`).
+        error_reason: Which error rule fired (empty when not errored).
+        reason: Why this mapping.
+    """
+
+    call_id: str
+    tool_name: str
+    category: CallCategory
+    status: MappingStatus
+    instances: tuple[ActionInstance, ...]
+    confidence: float
+    errored: bool
+    error_reason: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "call_id": self.call_id,
+            "tool_name": self.tool_name,
+            "category": self.category.value,
+            "status": self.status.value,
+            "confidence": self.confidence,
+            "errored": self.errored,
+            "error_reason": self.error_reason,
+            "reason": self.reason,
+            "instances": [instance_to_dict(instance) for instance in self.instances],
+        }
+
+
+@dataclass(frozen=True)
+class TraceMapping:
+    """The mapping of a whole trace.
+
+    Attributes:
+        calls: One mapping per tool call, in trace order.
+        registry_version: The registry's version label (provenance).
+        mcp_version: The MCP version used for resolution (``None``: matched across versions).
+        warnings: Notices about the mapping itself (missing version, tool not at this version...).
+    """
+
+    calls: tuple[CallMapping, ...]
+    registry_version: str
+    mcp_version: str | None
+    warnings: tuple[str, ...] = ()
+    _instances: tuple[ActionInstance, ...] = field(default=(), repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        flat = tuple(instance for call in self.calls for instance in call.instances)
+        object.__setattr__(self, "_instances", flat)
+
+    @property
+    def instances(self) -> list[ActionInstance]:
+        """Every action instance, in call order then execution order (the source for metrics)."""
+        return list(self._instances)
+
+    @property
+    def counts(self) -> dict[CallCategory, int]:
+        """Literal calls per category (every category present, zeros included)."""
+        result = dict.fromkeys(CallCategory, 0)
+        for call in self.calls:
+            result[call.category] += 1
+        return result
+
+    @property
+    def mapped_fraction(self) -> float | None:
+        """Share of calls decided deterministically (mapped or no action); None without calls."""
+        if not self.calls:
+            return None
+        decided = sum(1 for call in self.calls if call.status is not MappingStatus.UNMAPPED)
+        return decided / len(self.calls)
+
+    @property
+    def mapped_fraction_reason(self) -> str:
+        """Why :attr:`mapped_fraction` is ``None`` (empty when it is defined)."""
+        return "" if self.calls else "the trace has no tool calls"
+
+    @property
+    def action_fraction(self) -> float | None:
+        """Share of calls with at least one action instance; ``None`` without calls."""
+        if not self.calls:
+            return None
+        return sum(1 for call in self.calls if call.instances) / len(self.calls)
+
+    @property
+    def unmapped_call_ids(self) -> list[str]:
+        """Ids of the calls left for a classifier, in trace order."""
+        return [call.call_id for call in self.calls if call.status is MappingStatus.UNMAPPED]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (what the ``action_mappings`` stage stores)."""
+        return {
+            "registry_version": self.registry_version,
+            "mcp_version": self.mcp_version,
+            "warnings": list(self.warnings),
+            "mapped_fraction": self.mapped_fraction,
+            "counts": {category.value: count for category, count in self.counts.items()},
+            "calls": [call.to_dict() for call in self.calls],
+        }
+
+
+def instance_to_dict(instance: ActionInstance) -> dict[str, Any]:
+    """A JSON-ready dict of one instance."""
+    return {
+        "action": instance.action,
+        "args": dict(instance.args),
+        "source_call_id": instance.source_call_id,
+        "source_tool": instance.source_tool,
+        "category": instance.category.value,
+        "confidence": instance.confidence,
+        "errored": instance.errored,
+        "reason": instance.reason,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors.
+
+_STDERR_FAILURE = re.compile(
+    r"traceback|error|exception|not found|no such file|permission denied|fatal|failed|"
+    r"curl: \(\d+\)",
+    re.IGNORECASE,
+)
+_TABULAR_FAILURES = (
+    "This resource ID was not found in the Tabular API",
+    "The Tabular API is temporarily unavailable",
+    "The Tabular API returned HTTP",
+    "The Tabular API rejected the request",
+    "Error querying resource",
+)
+# Lower-case phrases; plain substring tests are several times faster than one regex here.
+_HTTP_ERROR_PHRASES = (
+    "400 bad request",
+    "401 unauthorized",
+    "403 forbidden",
+    "404 not found",
+    "410 gone",
+    "429 too many requests",
+    "500 internal server error",
+    "502 bad gateway",
+    "503 service unavailable",
+    "504 gateway time",
+    "command not found",
+)
+_ERROR_FETCHING = re.compile(r"^\s*Error fetching", re.MULTILINE)
+_SYNTAX_ERROR = re.compile(r"^\s*(?:SyntaxError|IndentationError): ", re.MULTILINE)
+
+
+def detect_error(call: ToolCall) -> tuple[bool, str]:
+    """Decide whether a call failed, and which rule says so (see the module docstring).
+
+    Returns:
+        ``(errored, reason)``; the reason is empty when not errored.
+    """
+    if call.error:
+        return True, "the tool reported an error"
+    text = call.result.lstrip()
+    if not text:
+        return False, ""
+    head = text[:16].lower()
+    if head.startswith("error"):
+        return True, "result starts with 'Error'"
+    if head.startswith("[error]"):
+        return True, "result starts with '[error]'"
+    if text.startswith("❌"):
+        return True, "result starts with '❌'"
+    if head.startswith("[stderr]") and _STDERR_FAILURE.search(text[:4000]):
+        return True, "stderr-only output reporting a failure"
+    if "Traceback (most recent call last)" in text:
+        return True, "Python traceback in result"
+    if ("SyntaxError" in text or "IndentationError" in text) and _SYNTAX_ERROR.search(text):
+        return True, "Python syntax error in result"
+    for notice in _TABULAR_FAILURES:
+        if notice in text:
+            return True, f"Tabular API failure notice: {notice!r}"
+    if "Error fetching" in text and _ERROR_FETCHING.search(text):
+        return True, "a section failed ('Error fetching ...')"
+    edges = (text if len(text) <= 4000 else text[:2000] + "\n" + text[-2000:]).lower()
+    for phrase in _HTTP_ERROR_PHRASES:
+        if phrase in edges:
+            return True, f"error status in output: {phrase!r}"
+    return False, ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Links from earlier results (resource file URLs, OpenAPI spec URLs).
+
+
+def _normalise_url(url: str) -> str:
+    text = url.strip().split("#", 1)[0]
+    text = re.sub(r"^https?://", "", text, flags=re.IGNORECASE)
+    return text.rstrip("/").lower()
+
+
+class _ResultLinks:
+    """URL → (action, args) learnt from the results of earlier calls, built lazily."""
+
+    def __init__(self) -> None:
+        self._pending: list[tuple[str, dict[str, Any]]] = []
+        self._index: dict[str, tuple[str, dict[str, Any]]] = {}
+
+    def add(self, result: str, hints: dict[str, Any]) -> None:
+        if result:
+            self._pending.append((result, hints))
+
+    def lookup(self, url: str) -> tuple[str, dict[str, Any]] | None:
+        if self._pending:
+            for result, hints in self._pending:
+                self._scan(result, hints)
+            self._pending.clear()
+        return self._index.get(_normalise_url(url))
+
+    def _put(self, url: str, action: str, args: dict[str, Any]) -> None:
+        if url.lower().startswith(("http://", "https://")):
+            self._index.setdefault(_normalise_url(url), (action, args))
+
+    def _scan(self, result: str, hints: dict[str, Any]) -> None:
+        stripped = result.lstrip()
+        if stripped[:1] in ("{", "[") and len(stripped) < 5_000_000:
+            with contextlib.suppress(ValueError):
+                self._walk(json.loads(stripped), 0)
+        if "Resource ID:" in result or "OpenAPI/Swagger spec:" in result or hints:
+            self._scan_lines(result, hints)
+
+    def _walk(self, node: Any, depth: int) -> None:
+        if depth > 8:
+            return
+        if isinstance(node, dict):
+            ident = node.get("id")
+            if isinstance(ident, str):
+                url = node.get("url")
+                if isinstance(url, str) and any(k in node for k in ("format", "filetype", "mime")):
+                    self._put(url, "get.data", {"resource_id": ident})
+                spec = node.get("machine_documentation_url")
+                if isinstance(spec, str):
+                    self._put(spec, "get.dataservice.openapi_spec", {"dataservice_id": ident})
+            for value in node.values():
+                if isinstance(value, dict | list):
+                    self._walk(value, depth + 1)
+        elif isinstance(node, list):
+            for value in node[:10_000]:
+                if isinstance(value, dict | list):
+                    self._walk(value, depth + 1)
+
+    def _scan_lines(self, result: str, hints: dict[str, Any]) -> None:
+        resource_id: str | None = hints.get("resource_id")
+        object_id: str | None = hints.get("dataservice_id")
+        for raw in result.splitlines():
+            line = raw.strip()
+            if line.startswith("Resource ID:"):
+                resource_id = line.split(":", 1)[1].strip() or None
+            elif line.startswith("ID:"):
+                object_id = line.split(":", 1)[1].strip() or None
+            elif line.startswith(("URL:", "url:")) and resource_id:
+                self._put(line.split(":", 1)[1].strip(), "get.data", {"resource_id": resource_id})
+            elif line.startswith("OpenAPI/Swagger spec:") and object_id:
+                spec = line.split(":", 1)[1].strip()
+                self._put(spec, "get.dataservice.openapi_spec", {"dataservice_id": object_id})
+
+
+# ---------------------------------------------------------------------------------------------
+# The mapper.
+
+# Actions whose id an earlier result can supply for a URL (file URLs, spec URLs).
+_LINK_KEYS = {"get.data": "resource_id", "get.dataservice.openapi_spec": "dataservice_id"}
+
+_CATEGORY_PRIORITY = (
+    CallCategory.DATAGOUV_CLI,
+    CallCategory.PYTHON_CLIENT,
+    CallCategory.DATAGOUV_API_HTTP,
+    CallCategory.WEB_PAGE_FETCH,
+    CallCategory.FILE_LOAD_EXTERNAL,
+)
+
+
+@dataclass
+class _Outcome:
+    instances: list[ActionInstance] = field(default_factory=list)
+    catalog_unmatched: list[str] = field(default_factory=list)
+    external: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    undecided: list[str] = field(default_factory=list)
+
+
+class _TraceMapper:
+    def __init__(
+        self,
+        trace: Trace,
+        registry: ActionRegistry,
+        mcp_version: str | None,
+        cli_version: str | None,
+        client_version: str | None,
+        mcp_tool_names: Collection[str] | None,
+    ) -> None:
+        self.trace = trace
+        self.registry = registry
+        self.mcp_version = mcp_version
+        self.cli_version = cli_version
+        self.specs = registry.client_specs(client_version)
+        self.mcp_names = registry.mcp_tool_names() | frozenset(mcp_tool_names or ())
+        self.state = SessionState()
+        self.links = _ResultLinks()
+        self.warnings: list[str] = []
+        self._warned_unversioned = False
+
+    def run(self) -> TraceMapping:
+        calls = [self.map_call(call) for call in self.trace.tool_calls]
+        return TraceMapping(
+            tuple(calls), self.registry.version, self.mcp_version, tuple(self.warnings)
+        )
+
+    def map_call(self, call: ToolCall) -> CallMapping:
+        errored, error_reason = detect_error(call)
+        registry = self.registry
+        name = call.name
+        if name in self.mcp_names:
+            mapping = self.map_mcp(call, errored, error_reason)
+        elif name in registry.python_tools:
+            keys = registry.data.capability_tools.python.argument_keys
+            code = _first_text(call.arguments, keys)
+            mapping = self.map_code(call, "python", code, errored, error_reason)
+        elif name in registry.shell_tools:
+            keys = registry.data.capability_tools.shell.argument_keys
+            command = _first_text(call.arguments, keys)
+            mapping = self.map_code(call, "shell", command, errored, error_reason)
+        elif name in registry.web_search_tools:
+            mapping = _decided(call, CallCategory.WEB_SEARCH, errored, error_reason, "web search")
+        elif name in registry.web_fetch_tools:
+            mapping = self.map_fetch(call, errored, error_reason)
+        else:
+            mapping = CallMapping(
+                call.id,
+                name,
+                CallCategory.UNCLASSIFIED,
+                MappingStatus.UNMAPPED,
+                (),
+                0.0,
+                errored,
+                error_reason,
+                f"tool {name!r} is neither an MCP tool the registry knows nor a capability tool",
+            )
+        hints = {
+            key: value
+            for instance in mapping.instances
+            if instance.action in ("get.resource.info", "get.dataservice.info")
+            for key, value in instance.args.items()
+            if key in ("resource_id", "dataservice_id")
+        }
+        self.links.add(call.result, hints)
+        return mapping
+
+    # -- MCP ------------------------------------------------------------------------------------
+
+    def map_mcp(self, call: ToolCall, errored: bool, error_reason: str) -> CallMapping:
+        version = self.mcp_version
+        confidence = CONFIDENCE_MCP
+        if version is None:
+            confidence = CONFIDENCE_MCP_UNVERSIONED
+            if not self._warned_unversioned:
+                self.warnings.append(
+                    "the trace has no mcp_version: MCP tools were matched across all versions"
+                )
+                self._warned_unversioned = True
+        resolution = self.registry.resolve_mcp_call(call.name, version, call.arguments)
+        if not resolution.actions:
+            status = MappingStatus.NO_ACTION if resolution.known else MappingStatus.UNMAPPED
+            if not resolution.known:
+                self.warnings.append(resolution.reason)
+            return CallMapping(
+                call.id,
+                call.name,
+                CallCategory.MCP_TOOL,
+                status,
+                (),
+                1.0 if resolution.known else 0.0,
+                errored,
+                error_reason,
+                resolution.reason,
+            )
+        args = self.registry.semantic_args("mcp", call.arguments)
+        instances = tuple(
+            ActionInstance(
+                action=action,
+                args=dict(args),
+                source_call_id=call.id,
+                source_tool=call.name,
+                category=CallCategory.MCP_TOOL,
+                confidence=confidence,
+                errored=errored,
+                reason=resolution.reason,
+            )
+            for action in resolution.actions
+        )
+        return CallMapping(
+            call.id,
+            call.name,
+            CallCategory.MCP_TOOL,
+            MappingStatus.MAPPED,
+            instances,
+            confidence,
+            errored,
+            error_reason,
+            resolution.reason,
+        )
+
+    # -- code and shell --------------------------------------------------------------------------
+
+    def map_code(
+        self, call: ToolCall, kind: str, text: str, errored: bool, error_reason: str
+    ) -> CallMapping:
+        if kind == "python":
+            analysis = analyze_python(text, self.state, self.specs)
+        else:
+            analysis = analyze_shell(text, self.state, self.specs, self.registry.cli_executables)
+        outcome = _Outcome()
+        ceiling = 1.0
+        if not analysis.parsed:
+            syntax_error = "SyntaxError" in call.result or "IndentationError" in call.result
+            if errored or syntax_error:
+                # CPython runs nothing from a cell with a syntax error.
+                return CallMapping(
+                    call.id,
+                    call.name,
+                    CallCategory.PYTHON_LOCAL_ANALYSIS,
+                    MappingStatus.NO_ACTION,
+                    (),
+                    1.0,
+                    True,
+                    error_reason or "Python syntax error",
+                    f"code does not parse ({analysis.parse_error}); nothing ran",
+                )
+            # The sandbox ran it anyway (not plain CPython?): fall back to the URLs in the text.
+            ceiling = CONFIDENCE_UNPARSED_CODE
+            analysis = CodeAnalysis(
+                events=[HttpRequest("GET", url, (), "text") for url in urls_in_text(text)]
+            )
+        external_category = CallCategory.FILE_LOAD_EXTERNAL
+        for event in analysis.events:
+            if isinstance(event, HttpRequest):
+                self.resolve_request(call, event, outcome, external_category, errored, ceiling)
+            elif isinstance(event, ClientEvent):
+                outcome.instances.append(
+                    ActionInstance(
+                        action=event.action,
+                        args=dict(event.args),
+                        source_call_id=call.id,
+                        source_tool=call.name,
+                        category=CallCategory.PYTHON_CLIENT,
+                        confidence=min(CONFIDENCE_PARSED, ceiling),
+                        errored=errored,
+                        reason=f"datagouv client {event.target} (line {event.line})",
+                    )
+                )
+            elif isinstance(event, CliInvocation):
+                self.resolve_cli(call, event, outcome, errored, ceiling)
+        return self.finish(call, analysis, outcome, errored, error_reason)
+
+    def resolve_cli(
+        self,
+        call: ToolCall,
+        event: CliInvocation,
+        outcome: _Outcome,
+        errored: bool,
+        ceiling: float,
+    ) -> None:
+        shown = " ".join((event.executable, *event.words))
+        if event.help:
+            outcome.notes.append(f"'{shown} --help' prints help only")
+            return
+        match = self.registry.match_cli(event.words, self.cli_version)
+        if match is None:
+            outcome.undecided.append(f"unknown CLI command '{shown}'")
+            return
+        if not match.actions:
+            outcome.notes.append(f"CLI '{match.command}': {match.known_no_action}")
+            return
+        for action, args in match.actions:
+            outcome.instances.append(
+                ActionInstance(
+                    action=action,
+                    args=dict(args),
+                    source_call_id=call.id,
+                    source_tool=call.name,
+                    category=CallCategory.DATAGOUV_CLI,
+                    confidence=min(CONFIDENCE_PARSED, ceiling),
+                    errored=errored,
+                    reason=f"CLI '{event.executable} {match.command}'",
+                )
+            )
+
+    def resolve_request(
+        self,
+        call: ToolCall,
+        event: HttpRequest,
+        outcome: _Outcome,
+        external_category: CallCategory,
+        errored: bool,
+        ceiling: float = 1.0,
+    ) -> UrlMatch:
+        match = self.registry.match_url(event.url, event.method, event.params)
+        shown = _show_url(event.url)
+        if match.actions:
+            for found in match.actions:
+                args = dict(found.args)
+                confidence = found.confidence
+                key = _LINK_KEYS.get(found.action)
+                if key is not None and key not in args and event.method == "GET":
+                    linked = self.links.lookup(event.url)
+                    if linked is not None and linked[0] == found.action:
+                        args.update(linked[1])
+                        confidence = max(confidence, CONFIDENCE_LINKED_URL)
+                if found.page:
+                    category = CallCategory.WEB_PAGE_FETCH
+                elif match.catalog:
+                    category = CallCategory.DATAGOUV_API_HTTP
+                else:
+                    category = external_category
+                outcome.instances.append(
+                    ActionInstance(
+                        action=found.action,
+                        args=args,
+                        source_call_id=call.id,
+                        source_tool=call.name,
+                        category=category,
+                        confidence=min(confidence, ceiling),
+                        errored=errored,
+                        reason=f"{event.method} {shown} ~ {found.pattern}",
+                    )
+                )
+            return match
+        if match.catalog:
+            outcome.catalog_unmatched.append(f"{event.method} {shown}")
+            return match
+        linked = self.links.lookup(event.url) if event.method == "GET" else None
+        if linked is not None:
+            action, args = linked
+            outcome.instances.append(
+                ActionInstance(
+                    action=action,
+                    args=dict(args),
+                    source_call_id=call.id,
+                    source_tool=call.name,
+                    category=external_category,
+                    confidence=min(CONFIDENCE_LINKED_URL, ceiling),
+                    errored=errored,
+                    reason=f"GET {shown}: URL listed for {action} {args} in an earlier result",
+                )
+            )
+            return match
+        outcome.external.append(f"{event.method} {shown}")
+        return match
+
+    def finish(
+        self,
+        call: ToolCall,
+        analysis: CodeAnalysis,
+        outcome: _Outcome,
+        errored: bool,
+        error_reason: str,
+    ) -> CallMapping:
+        instances = tuple(outcome.instances)
+        opaque_catalog = [
+            url for url in analysis.opaque_urls if self.registry.match_url(url).catalog
+        ]
+        if opaque_catalog:
+            shown = ", ".join(_show_url(url) for url in opaque_catalog[:3])
+            outcome.undecided.append(f"catalog URL(s) passed to unknown calls: {shown}")
+        if analysis.unresolved_requests:
+            outcome.undecided.append(f"{analysis.unresolved_requests} request(s) with dynamic URL")
+        if outcome.catalog_unmatched:
+            outcome.undecided.append(
+                "catalog URL(s) matching no endpoint: " + ", ".join(outcome.catalog_unmatched[:3])
+            )
+        if instances:
+            categories = {instance.category for instance in instances}
+            category = next(c for c in _CATEGORY_PRIORITY if c in categories)
+            status = MappingStatus.MAPPED
+            confidence = max(instance.confidence for instance in instances)
+            reason = f"{len(instances)} action instance(s)"
+        else:
+            has_cli = any(isinstance(event, CliInvocation) for event in analysis.events)
+            if has_cli:
+                category = CallCategory.DATAGOUV_CLI
+            elif analysis.uses_client:
+                category = CallCategory.PYTHON_CLIENT
+            elif outcome.catalog_unmatched or opaque_catalog:
+                category = CallCategory.DATAGOUV_API_HTTP
+            elif outcome.external or analysis.unresolved_requests:
+                category = CallCategory.FILE_LOAD_EXTERNAL
+            else:
+                category = CallCategory.PYTHON_LOCAL_ANALYSIS
+            if outcome.undecided:
+                status = MappingStatus.UNMAPPED
+                confidence = 0.0
+                reason = "undecided: " + "; ".join(outcome.undecided)
+            else:
+                status = MappingStatus.NO_ACTION
+                confidence = 1.0
+                if outcome.external:
+                    outcome.notes.append("external URL(s): " + ", ".join(outcome.external[:3]))
+                reason = "; ".join(outcome.notes) or "no catalog access"
+        if instances and (outcome.undecided or outcome.notes):
+            reason += " (" + "; ".join(outcome.undecided + outcome.notes) + ")"
+        return CallMapping(
+            call.id,
+            call.name,
+            category,
+            status,
+            instances,
+            confidence,
+            errored,
+            error_reason,
+            reason,
+        )
+
+    # -- web fetch -------------------------------------------------------------------------------
+
+    def map_fetch(self, call: ToolCall, errored: bool, error_reason: str) -> CallMapping:
+        keys = self.registry.data.capability_tools.web_fetch.argument_keys
+        url = _first_text(call.arguments, keys)
+        method = str(call.arguments.get("method") or "GET").upper()
+        if not url:
+            return CallMapping(
+                call.id,
+                call.name,
+                CallCategory.WEB_PAGE_FETCH,
+                MappingStatus.UNMAPPED,
+                (),
+                0.0,
+                errored,
+                error_reason,
+                "fetch call without a URL argument",
+            )
+        outcome = _Outcome()
+        event = HttpRequest(method, url, (), call.name)
+        match = self.resolve_request(call, event, outcome, CallCategory.WEB_PAGE_FETCH, errored)
+        instances = tuple(outcome.instances)
+        if instances:
+            categories = {instance.category for instance in instances}
+            category = next(c for c in _CATEGORY_PRIORITY if c in categories)
+            return CallMapping(
+                call.id,
+                call.name,
+                category,
+                MappingStatus.MAPPED,
+                instances,
+                max(instance.confidence for instance in instances),
+                errored,
+                error_reason,
+                instances[0].reason,
+            )
+        if match.catalog and _is_api_url(url, match.family):
+            return CallMapping(
+                call.id,
+                call.name,
+                CallCategory.DATAGOUV_API_HTTP,
+                MappingStatus.UNMAPPED,
+                (),
+                0.0,
+                errored,
+                error_reason,
+                f"catalog API URL matching no endpoint: {method} {_show_url(url)}",
+            )
+        return _decided(
+            call,
+            CallCategory.WEB_PAGE_FETCH,
+            errored,
+            error_reason,
+            f"web page {_show_url(url)} (browsing is not a catalog action)",
+        )
+
+
+def _is_api_url(url: str, family: str | None) -> bool:
+    if family not in (None, "main"):
+        return True
+    return "/api/" in url
+
+
+def _decided(
+    call: ToolCall, category: CallCategory, errored: bool, error_reason: str, reason: str
+) -> CallMapping:
+    status = MappingStatus.NO_ACTION
+    return CallMapping(call.id, call.name, category, status, (), 1.0, errored, error_reason, reason)
+
+
+def _first_text(arguments: Mapping[str, Any], keys: Collection[str]) -> str:
+    for key in keys:
+        value = arguments.get(key)
+        if isinstance(value, str):
+            return value
+    strings = [value for value in arguments.values() if isinstance(value, str)]
+    return strings[0] if len(strings) == 1 else ""
+
+
+def _show_url(url: str) -> str:
+    text = url.replace(SENTINEL, "{?}")
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def map_trace(
+    trace: Trace,
+    registry: ActionRegistry | None = None,
+    *,
+    mcp_version: str | None = None,
+    cli_version: str | None = None,
+    client_version: str | None = None,
+    mcp_tool_names: Collection[str] | None = None,
+) -> TraceMapping:
+    """Map every call of a trace to semantic action instances, deterministically.
+
+    Args:
+        trace: The trace (arguments are already dicts).
+        registry: The action registry; the packaged one when omitted.
+        mcp_version: Overrides ``trace.mcp_version``.
+        cli_version: The ``datagouv`` CLI version, when known (``None`` accepts every entry).
+        client_version: The ``datagouv-client`` version, when known.
+        mcp_tool_names: The server's tool list, when known: unknown tools in it are categorised
+            ``mcp_tool`` (and left unmapped) instead of ``unclassified``.
+
+    Raises:
+        UnknownVersionError: When a given version label is not PEP 440 (e.g. ``"local"``).
+    """
+    active = registry if registry is not None else load_registry()
+    version = mcp_version if mcp_version is not None else trace.mcp_version
+    if version is not None:
+        parse_version(version)
+    if cli_version is not None:
+        parse_version(cli_version, "datagouv CLI version")
+    mapper = _TraceMapper(trace, active, version, cli_version, client_version, mcp_tool_names)
+    return mapper.run()
