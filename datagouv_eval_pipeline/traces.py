@@ -1,0 +1,124 @@
+"""The trace format: the interchange between agent runs and scoring.
+
+A trace is what one agent did on one task: its final answer, every tool call with its (parsed)
+arguments and result, token usage and timings. Agents write traces; the action mapper, judges and
+metrics read them. ``docs/trace-format.md`` documents it and ``traces.schema.json`` is generated
+from these models.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class ToolCall(_Strict):
+    """One tool call made by the agent."""
+
+    id: str
+    """The call id given by the model (unique within the trace)."""
+    name: str
+    """The literal tool name, e.g. ``search_datasets`` or ``execute_python``."""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    """Arguments as an object; a JSON string (as OpenAI-style models send) is parsed on load."""
+    result: str = ""
+    """The text the tool returned to the model."""
+    error: bool = False
+    """Whether the tool reported an error (a tool error, not a crash of the run)."""
+    duration_ms: float | None = Field(default=None, ge=0)
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _parse_json_string(cls, value: Any) -> Any:
+        if value is None or value == "":
+            return {}
+        if isinstance(value, str):
+            try:
+                parsed = json.loads(value)
+            except json.JSONDecodeError as error:
+                raise ValueError(
+                    f"arguments is a string that is not valid JSON: {error}"
+                ) from error
+            if not isinstance(parsed, dict):
+                raise ValueError("arguments must be a JSON object")
+            return parsed
+        return value
+
+
+class Usage(_Strict):
+    """Agent token usage (judge usage is counted separately)."""
+
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    requests: int = Field(default=0, ge=0)
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+class Trace(_Strict):
+    """What one agent did on one task."""
+
+    task_id: str
+    answer: str = ""
+    """The final answer text."""
+    declined: bool | None = None
+    """Structured output: the agent says it declines or found nothing suitable."""
+    cited_urls: list[str] | None = None
+    """Structured output: URLs the agent cites; when absent, URLs are read from the answer."""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    latency_ms: float = Field(default=0.0, ge=0)
+    """Wall time of the run, including rate-limit waits."""
+    rate_limit_wait_ms: float = Field(default=0.0, ge=0)
+    """Time spent waiting on rate limits; subtracted from latency in efficiency metrics."""
+    model: str = ""
+    capabilities: list[str] = Field(default_factory=list)
+    mcp_version: str | None = None
+    """The MCP server version the agent talked to (None when MCP was not a capability)."""
+
+
+def load_trace(path: Path) -> Trace:
+    """Read a trace JSON file.
+
+    Raises:
+        ValueError: Naming the file and the offending fields when the content is invalid.
+    """
+    from pydantic import ValidationError
+
+    try:
+        return Trace.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValidationError as error:
+        lines = [f"{path}: invalid trace"]
+        for item in error.errors():
+            loc = ".".join(str(part) for part in item["loc"]) or "<root>"
+            lines.append(f"  {loc}: {item['msg']}")
+        raise ValueError("\n".join(lines)) from error
+
+
+TRACE_SCHEMA_PATH = Path(__file__).resolve().parents[1] / "docs" / "trace.schema.json"
+"""Where the generated JSON schema of the trace format is committed."""
+
+
+def trace_json_schema() -> dict[str, Any]:
+    """Return the JSON schema of one trace file (see ``docs/trace-format.md``)."""
+    generated = Trace.model_json_schema()
+    generated.pop("title", None)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "datagouv-eval agent trace",
+        "description": (
+            "What one agent did on one task: final answer, tool calls with arguments and "
+            "results, usage and timings. Generated from datagouv_eval_pipeline.traces; "
+            "regenerate with `datagouv-eval schema`."
+        ),
+    } | generated
