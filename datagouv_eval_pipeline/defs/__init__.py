@@ -1,0 +1,1 @@
+"""Dagster wiring: the only package that imports Dagster. Each module is one pipeline stage."""

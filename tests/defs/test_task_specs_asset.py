@@ -1,0 +1,45 @@
+"""The Dagster code location loads and the ``task_specs`` asset materializes for real."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from datagouv_eval_pipeline.definitions import defs
+from datagouv_eval_pipeline.defs import task_specs as task_specs_module
+from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
+
+
+def test_definitions_load_with_the_task_specs_asset() -> None:
+    graph = defs.resolve_asset_graph()
+    assert dg.AssetKey("task_specs") in graph.get_all_asset_keys()
+
+
+def test_task_specs_materializes_with_counts_and_hashes() -> None:
+    result = dg.materialize([task_specs_module.task_specs])
+    assert result.success
+    materialization = result.asset_materializations_for_node("task_specs")[0]
+    metadata = materialization.metadata
+    specs = load_task_specs([TASK_SPECS_DIR])
+    assert metadata["tasks"].value == len(specs)
+    hashes = metadata["spec_hashes"].value
+    assert isinstance(hashes, dict)
+    assert hashes["task_0002"] == next(s for s in specs if s.task_id == "task_0002").spec_hash()
+
+
+def test_an_invalid_spec_fails_the_asset_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = tmp_path / "task_specs"
+    shutil.copytree(TASK_SPECS_DIR, broken)
+    path = broken / "task_0002.yml"
+    path.write_text(path.read_text(encoding="utf-8").replace("prompt: >", "promt: >"), "utf-8")
+    monkeypatch.setattr(task_specs_module, "TASK_SPECS_DIR", broken)
+    result = dg.materialize([task_specs_module.task_specs], raise_on_error=False)
+    assert not result.success
+    failure = result.failure_data_for_node("task_specs")
+    assert failure is not None
+    assert "task_0002.yml" in str(failure.user_failure_data.metadata["errors"].value)  # type: ignore[union-attr]
