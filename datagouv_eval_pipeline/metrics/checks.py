@@ -1,0 +1,433 @@
+"""Deterministic answer checks: tools, value, citation, behaviour and grounded ids.
+
+Each check passes (True), fails (False) or does not apply (None), always with a reason. Definitions
+and their limits are in ``docs/metrics.md``.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from datagouv_eval_pipeline.metrics.numbers import find_value
+from datagouv_eval_pipeline.semantic.instances import ActionInstance, CallCategory
+from datagouv_eval_pipeline.tasks.spec import (
+    ExpectedBehaviour,
+    ExpectedSource,
+    SourceType,
+    TaskSpec,
+)
+from datagouv_eval_pipeline.traces import Trace
+
+CHECK_NAMES: tuple[str, ...] = ("tools", "value", "citation", "behaviour", "grounded_ids")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """Outcome of one answer check.
+
+    Attributes:
+        passed: True or False, or None when the check does not apply.
+        reason: Why it passed, failed or does not apply.
+        details: JSON-serialisable evidence (what was expected, what was found).
+    """
+
+    passed: bool | None
+    reason: str
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return ``{"passed": ..., "reason": ..., "details": {...}}``."""
+        return {"passed": self.passed, "reason": self.reason, "details": dict(self.details)}
+
+
+# --- tools -------------------------------------------------------------------------------------
+
+#: The ways of reaching the catalog, and the call categories that belong to each.
+FAMILY_OF_CATEGORY: dict[CallCategory, str] = {
+    CallCategory.MCP_TOOL: "mcp",
+    CallCategory.DATAGOUV_CLI: "cli",
+    CallCategory.DATAGOUV_API_HTTP: "api",
+    CallCategory.PYTHON_CLIENT: "api",
+}
+#: Families each capability grants (``datagouv-cli`` runs inside ``code``, which grants ``api``).
+FAMILIES_OF_CAPABILITY: dict[str, frozenset[str]] = {
+    "mcp": frozenset({"mcp"}),
+    "code": frozenset({"api"}),
+    "datagouv-cli": frozenset({"cli"}),
+}
+#: The CLI only fetches one object by id: it cannot search, profile, read metrics or dataservices.
+CLI_ACTIONS: frozenset[str] = frozenset(
+    {"get.dataset.info", "get.dataset.resources", "get.resource.info", "get.data"}
+)
+
+
+def _family_can(family: str, action: str, mcp_actions: Collection[str] | None) -> bool:
+    if family == "cli":
+        return action in CLI_ACTIONS
+    if family == "mcp":
+        return mcp_actions is None or action in mcp_actions
+    return True
+
+
+def tools_check(
+    task: TaskSpec,
+    trace: Trace,
+    instances: Sequence[ActionInstance],
+    mcp_actions: Collection[str] | None = None,
+) -> CheckResult:
+    """Check that every required action the trace's tools could perform was performed with them.
+
+    The families available to the trace are those its capabilities grant (``mcp`` → MCP tools,
+    ``code`` → the HTTP API or Python client, ``datagouv-cli`` → the CLI) plus any family its calls
+    actually used. For each distinct action name required by the minimal tier, the expected
+    families are the available ones able to perform it: the CLI cannot search, profile, read
+    metrics or reach dataservices, and the MCP server only performs ``mcp_actions`` (the actions
+    its version has tools for; None = all). The check passes when every action with at least one
+    expected family has a non-errored instance whose call category belongs to one of them.
+    """
+    required = sorted({action.name for action in task.chain("minimal").required_actions})
+    if not required:
+        return CheckResult(None, "the minimal tier requires no actions")
+    capabilities = sorted({cap.strip().lower().replace("_", "-") for cap in trace.capabilities})
+    available: set[str] = set()
+    for capability in capabilities:
+        available |= FAMILIES_OF_CAPABILITY.get(capability, frozenset())
+    performed: dict[str, set[str]] = {}
+    for instance in instances:
+        family = FAMILY_OF_CATEGORY.get(instance.category)
+        if family is None:
+            continue
+        available.add(family)
+        if not instance.errored:
+            performed.setdefault(instance.action, set()).add(family)
+    expected = {
+        name: sorted(family for family in available if _family_can(family, name, mcp_actions))
+        for name in required
+    }
+    unreachable = [name for name, families in expected.items() if not families]
+    reachable = {name: families for name, families in expected.items() if families}
+    details: dict[str, Any] = {
+        "capabilities": capabilities,
+        "available_families": sorted(available),
+        "expected": reachable,
+        "performed": {name: sorted(families) for name, families in sorted(performed.items())},
+        "unreachable": unreachable,
+    }
+    if not reachable:
+        return CheckResult(
+            None,
+            f"no tool family available to the trace (capabilities {capabilities}) can perform "
+            "the required actions",
+            details,
+        )
+    missing = [
+        name
+        for name, families in reachable.items()
+        if not performed.get(name, set()) & set(families)
+    ]
+    details["missing"] = missing
+    if missing:
+        return CheckResult(False, f"required actions not performed: {', '.join(missing)}", details)
+    return CheckResult(True, "every reachable required action was performed", details)
+
+
+# --- value -------------------------------------------------------------------------------------
+
+
+def value_check(task: TaskSpec, trace: Trace) -> CheckResult:
+    """Check that each expected value appears in the answer within its tolerance.
+
+    Numbers are read with :mod:`datagouv_eval_pipeline.metrics.numbers` (French and English
+    formats). Does not apply when the task states no value or expects a decline.
+    """
+    if task.expected_behaviour == ExpectedBehaviour.DECLINE:
+        return CheckResult(None, "the task expects a decline")
+    if not task.expected_values:
+        return CheckResult(None, "the task states no expected value")
+    found: dict[str, str | None] = {}
+    for expected in task.expected_values:
+        reading = find_value(trace.answer, expected.value, expected.tolerance)
+        found[expected.name] = reading.text if reading else None
+    missing = [name for name, text in found.items() if text is None]
+    details = {
+        "expected": {
+            v.name: {"value": v.value, "tolerance": v.tolerance} for v in task.expected_values
+        },
+        "found": found,
+    }
+    if missing:
+        return CheckResult(False, f"not found in the answer: {', '.join(missing)}", details)
+    return CheckResult(True, "every expected value is in the answer", details)
+
+
+# --- citation ----------------------------------------------------------------------------------
+
+_URL = re.compile(r"(?:https?://|www\.)[^\s<>()\[\]{}\"'`«»]+", re.IGNORECASE)
+_CATALOG_URL = re.compile(
+    r"^(?:https?://)?(?:www\.)?data\.gouv\.fr/(?:(?:fr|en|es)/)?(datasets|dataservices)/([^/?#\s]+)",
+    re.IGNORECASE,
+)
+_SLUG_LINE = re.compile(r"^\s*slug\s*:\s*(\S+)", re.IGNORECASE | re.MULTILINE)
+_SLUG_JSON = re.compile(r"\"slug\"\s*:\s*\"([^\"]+)\"")
+_BLOCK_SPLIT = re.compile(r"\n\s*\n")
+_MAX_ALIAS_BLOCK = 2000
+
+
+def extract_urls(text: str) -> list[str]:
+    """Return the URLs in a text, without trailing punctuation."""
+    return [match.group(0).rstrip(".,;:!?") for match in _URL.finditer(text)]
+
+
+def _kind(source: ExpectedSource) -> str:
+    return "datasets" if source.type == SourceType.DATASET else "dataservices"
+
+
+def learn_aliases(trace: Trace, sources: Iterable[ExpectedSource]) -> dict[str, set[str]]:
+    """Find the slugs a trace's tool results give for the expected sources.
+
+    Tool outputs show slug URLs (``{site}datasets/{slug}``); a slug counts as an alias of an id when
+    both appear in the same short block of a result (blank-line separated, at most 2,000
+    characters), which is how the MCP tools lay out one object.
+    """
+    ids = {source.id.casefold() for source in sources}
+    aliases: dict[str, set[str]] = {}
+    if not ids:
+        return aliases
+    for call in trace.tool_calls:
+        lowered = call.result.casefold()
+        if not any(identifier in lowered for identifier in ids):
+            continue
+        for block in _BLOCK_SPLIT.split(call.result):
+            if len(block) > _MAX_ALIAS_BLOCK:
+                continue
+            folded = block.casefold()
+            present = [identifier for identifier in ids if identifier in folded]
+            if not present:
+                continue
+            slugs = {m.group(1).casefold().rstrip("/") for m in _SLUG_LINE.finditer(block)}
+            slugs |= {m.group(1).casefold() for m in _SLUG_JSON.finditer(block)}
+            for url in extract_urls(block):
+                match = _CATALOG_URL.match(url)
+                if match:
+                    slugs.add(match.group(2).casefold())
+            for identifier in present:
+                aliases.setdefault(identifier, set()).update(slugs)
+    return aliases
+
+
+def citation_check(
+    task: TaskSpec, trace: Trace, aliases: Mapping[str, Iterable[str]] | None = None
+) -> CheckResult:
+    """Check that the answer cites a URL and, when the task names sources, one of them.
+
+    URLs come from ``trace.cited_urls`` when the agent gave structured citations, else from the
+    answer text. An expected source is cited by ``https://www.data.gouv.fr/datasets/{id or slug}``
+    (``/dataservices/{id}`` for a dataservice), with or without ``www.`` and a ``/fr/`` prefix.
+    Slugs come from ``aliases`` (id → slugs, e.g. from the catalog snapshot) and from the trace's
+    own tool results (:func:`learn_aliases`). Does not apply when the task expects a decline.
+    """
+    if task.expected_behaviour == ExpectedBehaviour.DECLINE:
+        return CheckResult(None, "the task expects a decline")
+    structured = trace.cited_urls is not None
+    urls = list(trace.cited_urls or []) if structured else extract_urls(trace.answer)
+    origin = "structured cited_urls" if structured else "the answer text"
+    details: dict[str, Any] = {"urls": urls, "origin": origin}
+    if not urls:
+        return CheckResult(False, f"no URL in {origin}", details)
+    if not task.expected_sources:
+        return CheckResult(True, "a URL is cited and the task names no expected source", details)
+    cited_paths: set[tuple[str, str]] = set()
+    for url in urls:
+        match = _CATALOG_URL.match(url.strip())
+        if match:
+            cited_paths.add((match.group(1).lower(), match.group(2).casefold()))
+    by_id = {(_kind(source), source.id.casefold()) for source in task.expected_sources}
+    known: dict[str, set[str]] = {}
+    if cited_paths - by_id:
+        # Only a path that is not an expected id can be a slug: learning aliases scans every tool
+        # result, so it is skipped when the citations are plain ids.
+        known = learn_aliases(trace, task.expected_sources)
+        for identifier, slugs in (aliases or {}).items():
+            known.setdefault(identifier.casefold(), set()).update(s.casefold() for s in slugs)
+    cited: list[str] = []
+    for source in task.expected_sources:
+        names = {source.id.casefold()} | known.get(source.id.casefold(), set())
+        if any((_kind(source), name) in cited_paths for name in names):
+            cited.append(source.id)
+    details["expected"] = [source.id for source in task.expected_sources]
+    details["cited"] = cited
+    if not cited:
+        return CheckResult(False, "no expected source's data.gouv.fr URL is cited", details)
+    return CheckResult(True, f"cites {len(cited)} of {len(task.expected_sources)} sources", details)
+
+
+# --- behaviour ---------------------------------------------------------------------------------
+
+#: Phrases (accents removed, lower case, straight apostrophes) that say the agent declines or found
+#: nothing suitable. Only used when the trace has no structured ``declined`` flag.
+DECLINE_PHRASES: tuple[str, ...] = (
+    "je n'ai pas trouve",
+    "je n'ai trouve aucun",
+    "je n'ai trouve aucune",
+    "je ne trouve pas",
+    "je ne peux pas repondre",
+    "je ne suis pas en mesure",
+    "impossible de repondre",
+    "impossible de trouver",
+    "aucun jeu de donnees ne",
+    "aucune donnee ne",
+    "il n'existe pas de jeu de donnees",
+    "il n'y a pas de jeu de donnees",
+    "n'est pas disponible sur data.gouv.fr",
+    "ne sont pas disponibles sur data.gouv.fr",
+    "i could not find",
+    "i couldn't find",
+    "i did not find",
+    "i didn't find",
+    "i cannot answer",
+    "i can't answer",
+    "i am unable to",
+    "i'm unable to",
+    "there is no dataset",
+    "no dataset on data.gouv.fr",
+    "is not available on data.gouv.fr",
+)
+
+
+def _fold(text: str) -> str:
+    # NFKD then dropping non-ASCII removes accents in C code (str.translate with a dict is ~10x
+    # slower on long answers); apostrophes and no-break spaces are mapped first so they survive.
+    for source, target in (("\u2019", "'"), ("\u02bc", "'"), ("\u00a0", " "), ("\u202f", " ")):
+        text = text.replace(source, target)
+    decomposed = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    return " ".join(decomposed.lower().split())  # lower() on ASCII is cheap, casefold() is not
+
+
+def detect_decline(answer: str) -> str | None:
+    """Return the decline phrase found in an answer, or None (a heuristic; see DECLINE_PHRASES)."""
+    folded = _fold(answer)
+    for phrase in DECLINE_PHRASES:
+        if phrase in folded:
+            return phrase
+    return None
+
+
+def behaviour_check(task: TaskSpec, trace: Trace) -> CheckResult:
+    """Check that the agent declined when it should and answered when it should.
+
+    Uses ``trace.declined`` when set; otherwise the answer is searched for a decline phrase. An
+    empty answer is neither an answer nor an explained decline, so it fails.
+    """
+    expected = task.expected_behaviour
+    details: dict[str, Any] = {"expected": expected.value}
+    if trace.declined is not None:
+        declined = trace.declined
+        details["source"] = "structured declined flag"
+    elif not trace.answer.strip():
+        details["source"] = "empty answer"
+        return CheckResult(False, "the answer is empty: neither an answer nor a decline", details)
+    else:
+        phrase = detect_decline(trace.answer)
+        declined = phrase is not None
+        details["source"] = "decline-phrase heuristic"
+        details["phrase"] = phrase
+    details["declined"] = declined
+    should_decline = expected == ExpectedBehaviour.DECLINE
+    if declined == should_decline:
+        return CheckResult(True, "declined as expected" if declined else "answered", details)
+    if declined:
+        return CheckResult(False, "declined a question it should have answered", details)
+    return CheckResult(False, "answered a question it should have declined", details)
+
+
+# --- grounded ids ------------------------------------------------------------------------------
+
+_CATALOG_ID = re.compile(
+    r"(?<![0-9a-z])(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{24})"
+    r"(?![0-9a-z])",
+    re.IGNORECASE,
+)
+
+
+def catalog_ids(text: str) -> set[str]:
+    """Return the catalog ids (24-hex object ids and UUIDs) in a text, lower-cased."""
+    return {match.group(0).lower() for match in _CATALOG_ID.finditer(text)}
+
+
+def _evidence(task: TaskSpec, trace: Trace) -> Iterator[str]:
+    yield task.prompt
+    for call in trace.tool_calls:
+        yield call.result
+        if call.arguments:
+            # repr keeps every string value verbatim; an id has no character repr would escape.
+            yield repr(call.arguments)
+
+
+def grounded_ids_check(task: TaskSpec, trace: Trace) -> CheckResult:
+    """Check that every catalog id in the answer was seen in the run.
+
+    An id is grounded when it occurs (case-insensitively) in a tool result, a string value of a
+    tool argument (code included) or the prompt. Ids in the structured ``cited_urls`` count as part
+    of the answer. Does not apply to an answer without ids.
+    """
+    answer_text = trace.answer + "\n" + "\n".join(trace.cited_urls or [])
+    stated = catalog_ids(answer_text)
+    if not stated:
+        return CheckResult(None, "the answer states no catalog id")
+    # Substring search, not a regex scan of every result: ids are long and distinctive, and this
+    # keeps the check cheap on traces with large tool results.
+    remaining = set(stated)
+    for text in _evidence(task, trace):
+        if not remaining:
+            break
+        found = {identifier for identifier in remaining if identifier in text}
+        if len(found) < len(remaining):
+            lowered = text.lower()
+            found |= {identifier for identifier in remaining if identifier in lowered}
+        remaining -= found
+    ungrounded = sorted(remaining)
+    details = {"stated": sorted(stated), "ungrounded": ungrounded}
+    if ungrounded:
+        return CheckResult(False, f"ids never seen in the run: {', '.join(ungrounded)}", details)
+    return CheckResult(
+        True, f"all {len(stated)} ids were seen in tool results or arguments", details
+    )
+
+
+def answer_checks(
+    task: TaskSpec,
+    trace: Trace,
+    instances: Sequence[ActionInstance] | None,
+    aliases: Mapping[str, Iterable[str]] | None = None,
+    instances_reason: str | None = None,
+    mcp_actions: Collection[str] | None = None,
+) -> dict[str, CheckResult]:
+    """Run every answer check.
+
+    Args:
+        task: The task.
+        trace: The run.
+        instances: The mapped action instances, or None when mapping failed (``tools`` is then
+            None with ``instances_reason``).
+        aliases: Known slugs per expected source id, for the citation check.
+        instances_reason: Why there are no instances.
+        mcp_actions: Actions the trace's MCP server version can perform (None = all).
+
+    Returns:
+        One result per name in :data:`CHECK_NAMES`.
+    """
+    if instances is None:
+        tools = CheckResult(None, f"no action mapping: {instances_reason or 'unknown reason'}")
+    else:
+        tools = tools_check(task, trace, instances, mcp_actions)
+    return {
+        "tools": tools,
+        "value": value_check(task, trace),
+        "citation": citation_check(task, trace, aliases),
+        "behaviour": behaviour_check(task, trace),
+        "grounded_ids": grounded_ids_check(task, trace),
+    }

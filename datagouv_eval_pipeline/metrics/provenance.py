@@ -1,0 +1,66 @@
+"""The code version stamped on every score: package version and, when available, the git commit."""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+_PACKAGE = "datagouv-eval-pipeline"
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+CODE_VERSION_ENV = "DATAGOUV_EVAL_GIT_SHA"
+"""Overrides the git commit (for installs without a ``.git`` directory, e.g. container images)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CodeVersion:
+    """Which code produced a result.
+
+    Attributes:
+        package: The installed package version, or None when it is not installed.
+        git_sha: The commit of the work tree, or None outside a git checkout (or before the first
+            commit).
+    """
+
+    package: str | None
+    git_sha: str | None
+
+
+@functools.cache
+def code_version() -> CodeVersion:
+    """Return the code version, read once per process.
+
+    The git commit is read from ``.git`` files directly (no subprocess), so scoring stays cheap and
+    works where git is not installed.
+    """
+    try:
+        package: str | None = metadata.version(_PACKAGE)
+    except metadata.PackageNotFoundError:
+        package = None
+    sha = os.environ.get(CODE_VERSION_ENV) or _read_git_sha(_REPO_ROOT / ".git")
+    return CodeVersion(package=package, git_sha=sha)
+
+
+def _read_git_sha(git_dir: Path) -> str | None:
+    try:
+        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    if not head.startswith("ref:"):
+        return head or None
+    ref = head.removeprefix("ref:").strip()
+    try:
+        return (git_dir / ref).read_text(encoding="utf-8").strip() or None
+    except OSError:
+        pass
+    try:
+        packed = (git_dir / "packed-refs").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    for line in packed.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1] == ref:
+            return parts[0]
+    return None

@@ -1,0 +1,499 @@
+"""The per-trace scorer: every deterministic metric of one agent run on one task.
+
+``score_trace`` maps the trace's literal calls to semantic action instances (unless given them),
+then computes per tier the action-type and action-instance usage and the trajectory adherence, the
+answer checks, efficiency and provenance. ``TraceScore.to_json`` is the output of
+``datagouv-eval score``; ``docs/metrics.md`` documents every field.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from datagouv_eval_pipeline.metrics.checks import CheckResult, answer_checks
+from datagouv_eval_pipeline.metrics.efficiency import EfficiencyScore, efficiency_score
+from datagouv_eval_pipeline.metrics.provenance import CodeVersion, code_version
+from datagouv_eval_pipeline.metrics.trajectory import TrajectoryStep, trajectory_adherence
+from datagouv_eval_pipeline.metrics.usage import (
+    MatchedPair,
+    PairCache,
+    action_instance_score,
+    action_type_score,
+)
+from datagouv_eval_pipeline.metrics.values import MetricValue, undefined
+from datagouv_eval_pipeline.semantic.instances import ActionInstance
+from datagouv_eval_pipeline.semantic.mapper import TraceMapping, map_trace
+from datagouv_eval_pipeline.semantic.registry import (
+    ActionRegistry,
+    UnknownVersionError,
+    load_registry,
+)
+from datagouv_eval_pipeline.tasks.chain import ChainNode, action_names
+from datagouv_eval_pipeline.tasks.spec import TIERS, RequiredAction, TaskSpec, Tier
+from datagouv_eval_pipeline.traces import Trace
+
+SCORER_VERSION = "1"
+"""Bumped whenever a deterministic metric's definition changes (results are not comparable)."""
+
+TIER_METRICS: tuple[str, ...] = (
+    "action_type_precision",
+    "action_type_recall",
+    "action_type_f1",
+    "action_precision",
+    "action_recall",
+    "action_f1",
+    "trajectory_adherence",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TierScore:
+    """Usage and trajectory metrics of one tier.
+
+    Counts derived from the trace are None when the trace could not be mapped.
+    """
+
+    action_type_precision: MetricValue
+    action_type_recall: MetricValue
+    action_type_f1: MetricValue
+    action_precision: MetricValue
+    action_recall: MetricValue
+    action_f1: MetricValue
+    trajectory_adherence: MetricValue
+    unverified_criteria: int | None
+    required_action_types: int
+    required_actions: int
+    chain_actions: int
+    actual_action_types: int | None
+    actual_actions: int | None
+    matched_action_types: int | None
+    matched_actions: int | None
+    matched_chain_actions: int | None
+    missing_action_types: tuple[str, ...]
+    unmatched_required: tuple[int, ...]
+    pairs: tuple[MatchedPair, ...]
+    steps: tuple[TrajectoryStep, ...]
+
+    def to_json(self, instances: Sequence[ActionInstance] = ()) -> dict[str, Any]:
+        """Return the tier block of the JSON output (call ids resolved from ``instances``)."""
+        out: dict[str, Any] = {name: getattr(self, name).to_json() for name in TIER_METRICS}
+        out.update(
+            unverified_criteria=self.unverified_criteria,
+            required_action_types=self.required_action_types,
+            required_actions=self.required_actions,
+            chain_actions=self.chain_actions,
+            actual_action_types=self.actual_action_types,
+            actual_actions=self.actual_actions,
+            matched_action_types=self.matched_action_types,
+            matched_actions=self.matched_actions,
+            matched_chain_actions=self.matched_chain_actions,
+            missing_action_types=list(self.missing_action_types),
+            unmatched_required=list(self.unmatched_required),
+            pairs=[
+                {
+                    "required_index": pair.required_index,
+                    "action": pair.action,
+                    "call_id": pair.call_id,
+                    "instance_index": pair.instance_index,
+                    "unverified_criteria": list(pair.unverified_criteria),
+                }
+                for pair in self.pairs
+            ],
+            trajectory_steps=[
+                {
+                    "action": step.action,
+                    "chain_position": step.chain_position,
+                    "instance_index": step.instance_index,
+                    "call_id": (
+                        instances[step.instance_index].source_call_id
+                        if step.instance_index is not None and step.instance_index < len(instances)
+                        else None
+                    ),
+                }
+                for step in self.steps
+            ],
+        )
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """What a score was computed from.
+
+    Attributes:
+        spec_hash: ``TaskSpec.spec_hash()`` of the task.
+        task_version: The task's ``version``.
+        model: The trace's model id.
+        mcp_version: The MCP server version of the trace.
+        capabilities: The trace's capability set.
+        code: Package version and git commit.
+        scorer_version: :data:`SCORER_VERSION`.
+    """
+
+    spec_hash: str
+    task_version: int
+    model: str
+    mcp_version: str | None
+    capabilities: tuple[str, ...]
+    code: CodeVersion
+    scorer_version: str = SCORER_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the provenance block of the JSON output."""
+        return {
+            "spec_hash": self.spec_hash,
+            "task_version": self.task_version,
+            "model": self.model,
+            "mcp_version": self.mcp_version,
+            "capabilities": list(self.capabilities),
+            "code_version": {"package": self.code.package, "git_sha": self.code.git_sha},
+            "scorer_version": self.scorer_version,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MappingSummary:
+    """How the trace's calls were mapped.
+
+    Attributes:
+        instances: The instances, or None when mapping failed.
+        mapped_fraction: Share of calls the mapper decided (mapped, or known to perform no action).
+        counts: Literal calls per call category.
+        error: Why mapping failed (e.g. an unknown MCP version), else None.
+        registry_version: Version of the action registry used, when the mapper ran.
+        unmapped_call_ids: Calls the mapper could not decide (left for a classifier).
+        warnings: The mapper's notices (e.g. a trace without MCP version).
+    """
+
+    instances: tuple[ActionInstance, ...] | None
+    mapped_fraction: MetricValue
+    counts: dict[str, int]
+    error: str | None
+    registry_version: str | None = None
+    unmapped_call_ids: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the mapping block of the JSON output."""
+        return {
+            "mapped_fraction": self.mapped_fraction.to_json(),
+            "counts": dict(self.counts),
+            "error": self.error,
+            "registry_version": self.registry_version,
+            "unmapped_call_ids": list(self.unmapped_call_ids),
+            "warnings": list(self.warnings),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TraceScore:
+    """Every deterministic score of one trace on one task."""
+
+    task_id: str
+    tiers: dict[Tier, TierScore]
+    checks: dict[str, CheckResult]
+    efficiency: EfficiencyScore
+    mapping: MappingSummary
+    provenance: Provenance
+
+    @property
+    def minimal(self) -> TierScore:
+        """The minimal tier."""
+        return self.tiers["minimal"]
+
+    @property
+    def optimal(self) -> TierScore:
+        """The optimal tier."""
+        return self.tiers["optimal"]
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the JSON document printed by ``datagouv-eval score``."""
+        instances = self.mapping.instances or ()
+        return {
+            "task_id": self.task_id,
+            "minimal": self.tiers["minimal"].to_json(instances),
+            "optimal": self.tiers["optimal"].to_json(instances),
+            "checks": {name: check.to_json() for name, check in self.checks.items()},
+            "efficiency": efficiency_json(self.efficiency),
+            "mapping": self.mapping.to_json(),
+            "actions": [instance_json(instance) for instance in instances],
+            "provenance": self.provenance.to_json(),
+        }
+
+
+def instance_json(instance: ActionInstance) -> dict[str, Any]:
+    """Return one mapped instance as JSON."""
+    return {
+        "action": instance.action,
+        "args": instance.args,
+        "call_id": instance.source_call_id,
+        "tool": instance.source_tool,
+        "category": instance.category.value,
+        "confidence": instance.confidence,
+        "errored": instance.errored,
+        "reason": instance.reason,
+    }
+
+
+def efficiency_json(score: EfficiencyScore) -> dict[str, Any]:
+    """Return the efficiency block as JSON."""
+    return {
+        "latency_ms": score.latency_ms.to_json(),
+        "wall_latency_ms": score.wall_latency_ms,
+        "rate_limit_wait_ms": score.rate_limit_wait_ms,
+        "input_tokens": score.input_tokens,
+        "output_tokens": score.output_tokens,
+        "total_tokens": score.total_tokens,
+        "accuracy": {tier: value.to_json() for tier, value in score.accuracy.items()},
+        "token_efficiency": {tier: v.to_json() for tier, v in score.token_efficiency.items()},
+        "time_efficiency": {tier: v.to_json() for tier, v in score.time_efficiency.items()},
+    }
+
+
+# --- task plans (cached: parsing chains and hashing specs dominate the cost of small traces) -----
+
+
+@dataclass(frozen=True, slots=True)
+class _TierPlan:
+    required: tuple[RequiredAction, ...]
+    chain: ChainNode
+    chain_actions: int
+
+
+@dataclass(frozen=True, slots=True)
+class _TaskPlan:
+    tiers: dict[Tier, _TierPlan]
+    spec_hash: str
+
+
+_PLAN_CACHE_SIZE = 512
+# Keyed by id(); the entry keeps the TaskSpec alive, so its id cannot be reused while cached.
+_plans: OrderedDict[int, tuple[TaskSpec, _TaskPlan]] = OrderedDict()
+_plans_lock = threading.Lock()  # scoring may run in several threads of one process
+
+
+def _plan(task: TaskSpec) -> _TaskPlan:
+    key = id(task)
+    with _plans_lock:
+        cached = _plans.get(key)
+        if cached is not None and cached[0] is task:
+            _plans.move_to_end(key)
+            return cached[1]
+    tiers: dict[Tier, _TierPlan] = {}
+    for tier in TIERS:
+        level = task.chain(tier)
+        tree = level.tree()
+        tiers[tier] = _TierPlan(tuple(level.required_actions), tree, len(action_names(tree)))
+    plan = _TaskPlan(tiers=tiers, spec_hash=task.spec_hash())
+    with _plans_lock:
+        _plans[key] = (task, plan)
+        if len(_plans) > _PLAN_CACHE_SIZE:
+            _plans.popitem(last=False)
+    return plan
+
+
+# --- mapping -----------------------------------------------------------------------------------
+
+
+def _map_trace(trace: Trace, registry: ActionRegistry | None) -> MappingSummary:
+    """Run the action mapper; an unknown toolset version becomes a mapping error, not a crash."""
+    try:
+        mapping = map_trace(trace, registry=registry)
+    except UnknownVersionError as error:
+        return MappingSummary(None, undefined(f"mapping failed: {error}"), {}, str(error))
+    return _summary(mapping)
+
+
+@functools.lru_cache(maxsize=64)
+def _mcp_actions(registry: ActionRegistry, version: str) -> frozenset[str] | None:
+    """Actions the MCP server at ``version`` has tools for (None when the version is unknown)."""
+    try:
+        return frozenset(a for a in registry.action_names if registry.mcp_tools(a, version))
+    except UnknownVersionError:
+        return None
+
+
+def _summary(mapping: TraceMapping) -> MappingSummary:
+    fraction = mapping.mapped_fraction
+    return MappingSummary(
+        instances=tuple(mapping.instances),
+        mapped_fraction=(
+            MetricValue(fraction)
+            if fraction is not None
+            else undefined(mapping.mapped_fraction_reason or "the trace has no calls")
+        ),
+        counts={category.value: count for category, count in mapping.counts.items()},
+        error=None,
+        registry_version=mapping.registry_version,
+        unmapped_call_ids=tuple(mapping.unmapped_call_ids),
+        warnings=tuple(mapping.warnings),
+    )
+
+
+# --- scoring -----------------------------------------------------------------------------------
+
+
+def score_tier(
+    required: Sequence[RequiredAction],
+    chain: ChainNode,
+    instances: Sequence[ActionInstance],
+    pair_cache: PairCache | None = None,
+) -> TierScore:
+    """Score one tier: action-type and action-instance usage, and trajectory adherence.
+
+    Args:
+        required: The tier's required actions (optimal = minimal + additions).
+        chain: The tier's parsed chain.
+        instances: The trace's semantic action instances, in call order.
+        pair_cache: Argument-match memo shared between the tiers of one trace (see
+            :func:`action_instance_score`); it must not outlive ``required`` and ``instances``.
+
+    Returns:
+        The tier's metrics with the counts and matchings behind them.
+    """
+    types = action_type_score(required, instances)
+    usage = action_instance_score(required, instances, pair_cache)
+    trajectory = trajectory_adherence(chain, instances)
+    return TierScore(
+        action_type_precision=types.precision,
+        action_type_recall=types.recall,
+        action_type_f1=types.f1,
+        action_precision=usage.precision,
+        action_recall=usage.recall,
+        action_f1=usage.f1,
+        trajectory_adherence=trajectory.adherence,
+        unverified_criteria=usage.unverified_criteria,
+        required_action_types=types.required,
+        required_actions=usage.required,
+        chain_actions=trajectory.total,
+        actual_action_types=types.actual,
+        actual_actions=usage.actual,
+        matched_action_types=types.matched,
+        matched_actions=usage.matched,
+        matched_chain_actions=trajectory.matched,
+        missing_action_types=types.missing,
+        unmatched_required=usage.unmatched_required,
+        pairs=usage.pairs,
+        steps=trajectory.steps,
+    )
+
+
+def _unavailable_tier(plan: _TierPlan, reason: str) -> TierScore:
+    missing = undefined(reason)
+    return TierScore(
+        action_type_precision=missing,
+        action_type_recall=missing,
+        action_type_f1=missing,
+        action_precision=missing,
+        action_recall=missing,
+        action_f1=missing,
+        trajectory_adherence=missing,
+        unverified_criteria=None,
+        required_action_types=len({action.name for action in plan.required}),
+        required_actions=len(plan.required),
+        chain_actions=plan.chain_actions,
+        actual_action_types=None,
+        actual_actions=None,
+        matched_action_types=None,
+        matched_actions=None,
+        matched_chain_actions=None,
+        missing_action_types=(),
+        unmatched_required=(),
+        pairs=(),
+        steps=(),
+    )
+
+
+def score_trace(
+    task: TaskSpec,
+    trace: Trace,
+    *,
+    mapping: TraceMapping | None = None,
+    instances: Sequence[ActionInstance] | None = None,
+    accuracy: Mapping[Tier, float | None] | None = None,
+    aliases: Mapping[str, Iterable[str]] | None = None,
+    registry: ActionRegistry | None = None,
+) -> TraceScore:
+    """Compute every deterministic score of one trace on one task.
+
+    Args:
+        task: The task the trace attempted.
+        trace: The agent's run.
+        mapping: An action mapping already computed for this trace (e.g. loaded from the
+            ``action_mappings`` stage); when absent the mapper is run.
+        instances: Instances given directly instead of a mapping (tests, replays); the mapping
+            summary then has no counts.
+        accuracy: Result accuracy per tier from the judges; None (the default) leaves the
+            efficiency ratios undefined with a reason.
+        aliases: Known slugs per source id, for the citation check.
+        registry: The action registry for the mapper and the tools check (None = the packaged
+            one).
+
+    Returns:
+        The scores. An unknown toolset version does not raise: the usage and trajectory metrics
+        and the tools check are then None with the mapper's message as the reason.
+
+    Raises:
+        ValueError: When both ``mapping`` and ``instances`` are given, the trace is for another
+            task, or an accuracy is outside [0, 1].
+    """
+    if mapping is not None and instances is not None:
+        raise ValueError("give either 'mapping' or 'instances', not both")
+    if trace.task_id != task.task_id:
+        raise ValueError(
+            f"the trace is for task {trace.task_id!r} but the task is {task.task_id!r}"
+        )
+    plan = _plan(task)
+    if instances is not None:
+        summary = MappingSummary(
+            instances=tuple(instances),
+            mapped_fraction=undefined("instances were given without a mapping"),
+            counts={},
+            error=None,
+        )
+    elif mapping is not None:
+        summary = _summary(mapping)
+    else:
+        summary = _map_trace(trace, registry)
+
+    tiers: dict[Tier, TierScore] = {}
+    pair_cache: PairCache = {}
+    for tier, tier_plan in plan.tiers.items():
+        if summary.instances is None:
+            tiers[tier] = _unavailable_tier(tier_plan, f"no action mapping: {summary.error}")
+        else:
+            tiers[tier] = score_tier(
+                tier_plan.required, tier_plan.chain, summary.instances, pair_cache
+            )
+
+    return TraceScore(
+        task_id=task.task_id,
+        tiers=tiers,
+        checks=answer_checks(
+            task,
+            trace,
+            summary.instances,
+            aliases,
+            summary.error,
+            mcp_actions=(
+                _mcp_actions(registry or load_registry(), trace.mcp_version)
+                if trace.mcp_version
+                else None
+            ),
+        ),
+        efficiency=efficiency_score(trace, accuracy),
+        mapping=summary,
+        provenance=Provenance(
+            spec_hash=plan.spec_hash,
+            task_version=task.version,
+            model=trace.model,
+            mcp_version=trace.mcp_version,
+            capabilities=tuple(trace.capabilities),
+            code=code_version(),
+        ),
+    )

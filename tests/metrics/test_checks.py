@@ -1,0 +1,279 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from metrics_factories import inst, make_task, make_trace, req
+
+from datagouv_eval_pipeline.metrics.checks import (
+    behaviour_check,
+    citation_check,
+    detect_decline,
+    extract_urls,
+    grounded_ids_check,
+    learn_aliases,
+    tools_check,
+    value_check,
+)
+from datagouv_eval_pipeline.semantic.instances import CallCategory
+from datagouv_eval_pipeline.tasks.spec import TaskSpec
+
+DS = "5d13a8b6634f41070a43dff3"
+RID = "f868cca6-8da1-4369-a78d-47463f19a9a3"
+DSV = "68629060ac286e24c94ba08c"
+
+
+def task(**extra: Any) -> TaskSpec:
+    return make_task(
+        "search.datasets > get.dataset.info > get.data",
+        [req("search.datasets"), req("get.dataset.info", dataset_id=DS), req("get.data")],
+        **extra,
+    )
+
+
+# --- tools -------------------------------------------------------------------------------------
+
+
+def test_tools_passes_when_every_required_action_is_done_with_mcp() -> None:
+    trace = make_trace(capabilities=["mcp"])
+    instances = [inst("search.datasets"), inst("get.dataset.info"), inst("get.data")]
+    result = tools_check(task(), trace, instances)
+    assert result.passed is True
+    assert result.details["expected"] == {
+        "get.data": ["mcp"],
+        "get.dataset.info": ["mcp"],
+        "search.datasets": ["mcp"],
+    }
+
+
+def test_tools_fails_when_a_reachable_action_is_missing() -> None:
+    trace = make_trace(capabilities=["mcp", "web_search"])
+    result = tools_check(task(), trace, [inst("search.datasets"), inst("get.dataset.info")])
+    assert result.passed is False
+    assert result.details["missing"] == ["get.data"]
+
+
+def test_tools_any_granted_family_satisfies_an_action() -> None:
+    trace = make_trace(capabilities=["mcp", "code"])
+    http = CallCategory.DATAGOUV_API_HTTP
+    instances = [
+        inst("search.datasets"),
+        inst("get.dataset.info", category=http),
+        inst("get.data", category=http),
+    ]
+    result = tools_check(task(), trace, instances)
+    assert result.passed is True
+    assert result.details["expected"]["get.data"] == ["api", "mcp"]
+
+
+def test_tools_cli_cannot_search_so_search_is_not_expected_from_it() -> None:
+    trace = make_trace(capabilities=["datagouv-cli"])
+    cli = CallCategory.DATAGOUV_CLI
+    instances = [inst("get.dataset.info", category=cli), inst("get.data", category=cli)]
+    result = tools_check(task(), trace, instances)
+    assert result.passed is True
+    assert result.details["unreachable"] == ["search.datasets"]
+
+
+def test_tools_errored_call_does_not_count() -> None:
+    trace = make_trace(capabilities=["mcp"])
+    instances = [
+        inst("search.datasets"),
+        inst("get.dataset.info"),
+        inst("get.data", errored=True),
+    ]
+    assert tools_check(task(), trace, instances).passed is False
+
+
+def test_tools_does_not_apply_without_catalog_tools() -> None:
+    result = tools_check(task(), make_trace(capabilities=["web_search"]), [])
+    assert result.passed is None
+    assert "capabilities" in result.reason
+
+
+def test_tools_does_not_apply_without_required_actions() -> None:
+    no_actions = make_task("search.datasets", [])
+    assert tools_check(no_actions, make_trace(capabilities=["mcp"]), []).passed is None
+
+
+# --- value -------------------------------------------------------------------------------------
+
+
+def test_value_found_in_french_format() -> None:
+    spec = task(expected_values=[{"name": "count", "value": 2076}])
+    trace = make_trace(answer="Il y avait 2\u00a0076 jeux de données.")
+    result = value_check(spec, trace)
+    assert result.passed is True
+    assert result.details["found"] == {"count": "2\u00a0076"}
+
+
+def test_value_every_expected_number_must_be_found() -> None:
+    spec = task(
+        expected_values=[
+            {"name": "count", "value": 2076},
+            {"name": "rate", "value": 6.1, "tolerance": 0.05},
+        ]
+    )
+    # 6,3 is 0.2 away from 6.1 > 0.05
+    result = value_check(spec, make_trace(answer="2 076 jeux, soit 6,3 %"))
+    assert result.passed is False
+    assert result.details["found"] == {"count": "2 076", "rate": None}
+
+
+def test_value_does_not_apply_without_values_or_for_a_decline() -> None:
+    assert value_check(task(), make_trace(answer="2076")).passed is None
+    decline = task(expected_behaviour="decline", expected_values=[{"name": "n", "value": 1}])
+    assert value_check(decline, make_trace(answer="1")).passed is None
+
+
+# --- citation ----------------------------------------------------------------------------------
+
+
+def test_extract_urls_strips_trailing_punctuation_and_markdown() -> None:
+    text = f"Voir [le jeu](https://www.data.gouv.fr/datasets/{DS}/). Et www.insee.fr, aussi."
+    assert extract_urls(text) == [f"https://www.data.gouv.fr/datasets/{DS}/", "www.insee.fr"]
+
+
+def test_citation_any_url_when_no_source_is_expected() -> None:
+    assert citation_check(task(), make_trace(answer="Source : https://x.org/a")).passed is True
+    no_url = citation_check(task(), make_trace(answer="Source : le catalogue"))
+    assert no_url.passed is False
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"https://www.data.gouv.fr/datasets/{DS}",
+        f"https://www.data.gouv.fr/fr/datasets/{DS}/",
+        f"http://data.gouv.fr/datasets/{DS.upper()}/#resources",
+        "https://www.data.gouv.fr/datasets/catalogue-des-donnees-de-data-gouv-fr/",
+    ],
+)
+def test_citation_expected_dataset_by_id_or_known_slug(url: str) -> None:
+    spec = task(expected_sources=[{"type": "dataset", "id": DS}])
+    aliases = {DS: ["catalogue-des-donnees-de-data-gouv-fr"]}
+    assert citation_check(spec, make_trace(answer=f"Source : {url}"), aliases).passed is True
+
+
+def test_citation_wrong_kind_or_other_dataset_fails() -> None:
+    spec = task(expected_sources=[{"type": "dataservice", "id": DSV}])
+    trace = make_trace(answer=f"https://www.data.gouv.fr/datasets/{DSV}/")  # dataset path
+    result = citation_check(spec, trace)
+    assert result.passed is False
+    assert result.details["cited"] == []
+    ok = make_trace(answer=f"https://www.data.gouv.fr/dataservices/{DSV}/")
+    assert citation_check(spec, ok).passed is True
+
+
+def test_citation_prefers_structured_urls() -> None:
+    spec = task(expected_sources=[{"type": "dataset", "id": DS}])
+    trace = make_trace(
+        answer=f"https://www.data.gouv.fr/datasets/{DS}/",
+        cited_urls=["https://www.insee.fr/"],
+    )
+    result = citation_check(spec, trace)
+    assert result.passed is False
+    assert result.details["origin"] == "structured cited_urls"
+
+
+def test_citation_learns_the_slug_from_a_tool_result() -> None:
+    result_text = (
+        "Dataset Information: Catalogue des données de data.gouv.fr\n\n"
+        f"ID: {DS}\nSlug: catalogue-des-donnees-de-data-gouv-fr\n"
+        "URL: https://www.data.gouv.fr/datasets/catalogue-des-donnees-de-data-gouv-fr/\n\n"
+        "1. Autre jeu\n   ID: 000000000000000000000000\n"
+        "   URL: https://www.data.gouv.fr/datasets/autre-jeu\n"
+    )
+    trace = make_trace(
+        answer="Source : https://www.data.gouv.fr/datasets/catalogue-des-donnees-de-data-gouv-fr/",
+        tool_calls=[{"id": "c1", "name": "get_dataset_info", "result": result_text}],
+    )
+    spec = task(expected_sources=[{"type": "dataset", "id": DS}])
+    # only the block holding the id gives aliases, so "autre-jeu" is not one
+    assert learn_aliases(trace, spec.expected_sources) == {
+        DS: {"catalogue-des-donnees-de-data-gouv-fr"}
+    }
+    assert citation_check(spec, trace).passed is True
+    other = trace.model_copy(update={"answer": "https://www.data.gouv.fr/datasets/autre-jeu"})
+    assert citation_check(spec, other).passed is False
+
+
+def test_citation_does_not_apply_to_a_decline_task() -> None:
+    spec = task(expected_behaviour="decline")
+    assert citation_check(spec, make_trace(answer="rien")).passed is None
+
+
+# --- behaviour ---------------------------------------------------------------------------------
+
+
+def test_behaviour_uses_the_structured_flag_first() -> None:
+    # the text sounds like a decline, but the structured flag says it answered
+    trace = make_trace(answer="Je n'ai pas trouvé mieux que 2076.", declined=False)
+    result = behaviour_check(task(), trace)
+    assert result.passed is True
+    assert result.details["source"] == "structured declined flag"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Je n\u2019ai pas trouvé de jeu de données sur ce sujet.",
+        "JE NE SUIS PAS EN MESURE de répondre.",
+        "Aucun jeu de données ne recense les services de neurologie.",
+        "I could not find any dataset about this.",
+    ],
+)
+def test_behaviour_heuristic_detects_declines(answer: str) -> None:
+    assert detect_decline(answer) is not None
+    decline_task = task(expected_behaviour="decline")
+    assert behaviour_check(decline_task, make_trace(answer=answer)).passed is True
+    assert behaviour_check(task(), make_trace(answer=answer)).passed is False
+
+
+def test_behaviour_answer_without_decline_phrase() -> None:
+    trace = make_trace(answer="Il y avait 2 076 jeux de données.")
+    assert behaviour_check(task(), trace).passed is True
+    decline_task = task(expected_behaviour="decline")
+    result = behaviour_check(decline_task, trace)
+    assert result.passed is False
+    assert result.reason == "answered a question it should have declined"
+
+
+def test_behaviour_empty_answer_fails() -> None:
+    assert behaviour_check(task(), make_trace(answer="  ")).passed is False
+
+
+# --- grounded ids ------------------------------------------------------------------------------
+
+
+def test_grounded_ids_seen_in_results_and_arguments() -> None:
+    trace = make_trace(
+        answer=f"Jeu {DS.upper()}, ressource {RID}.",
+        tool_calls=[
+            {"id": "c1", "name": "search_datasets", "result": f"ID: {DS}"},
+            {"id": "c2", "name": "query_resource_data", "arguments": {"resource_id": RID}},
+        ],
+    )
+    result = grounded_ids_check(task(), trace)
+    assert result.passed is True
+    assert result.details["stated"] == sorted([DS, RID])
+
+
+def test_grounded_ids_flags_an_invented_id() -> None:
+    invented = "0123456789abcdef01234567"
+    trace = make_trace(
+        answer=f"Voir https://www.data.gouv.fr/datasets/{invented}/",
+        tool_calls=[{"id": "c1", "name": "search_datasets", "result": f"ID: {DS}"}],
+    )
+    result = grounded_ids_check(task(), trace)
+    assert result.passed is False
+    assert result.details["ungrounded"] == [invented]
+
+
+def test_grounded_ids_from_the_prompt_count() -> None:
+    spec = task(prompt=f"Que contient le jeu {DS} ?")
+    assert grounded_ids_check(spec, make_trace(answer=f"Le jeu {DS} contient...")).passed is True
+
+
+def test_grounded_ids_does_not_apply_without_ids() -> None:
+    assert grounded_ids_check(task(), make_trace(answer="2 076 jeux")).passed is None
