@@ -15,10 +15,12 @@ from datagouv_eval_pipeline.tasks.schema import (
     render_schema,
     task_spec_json_schema,
 )
+from datagouv_eval_pipeline.traces import TRACE_SCHEMA_PATH, trace_json_schema
 
 SCHEMAS: dict[Path, Callable[[], dict[str, Any]]] = {
     TASK_SPEC_SCHEMA_PATH: task_spec_json_schema,
     BENCHMARK_SCHEMA_PATH: benchmark_json_schema,
+    TRACE_SCHEMA_PATH: trace_json_schema,
 }
 """Each committed schema file and the function that generates it."""
 
@@ -36,7 +38,7 @@ def stale_schemas() -> list[Path]:
 @click.command("schema")
 @click.option("--check", is_flag=True, help="Only check that the committed schemas are current.")
 def command(check: bool) -> None:
-    """Regenerate the JSON schemas of the task specs and of the benchmark configuration."""
+    """Regenerate the JSON schemas of the task specs, the benchmark configuration and traces."""
     if check:
         stale = stale_schemas()
         for path in stale:
