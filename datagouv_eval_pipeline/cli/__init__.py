@@ -12,11 +12,11 @@ import click
 
 # subcommand name -> module under datagouv_eval_pipeline.cli
 _COMMANDS: dict[str, str] = {
+    "demo": "demo",
     "cells": "cells",
     "schema": "schema",
     "validate": "validate",
     "score": "score",
-    "twin": "twin",
 }
 
 
