@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+TraceStatus = Literal["ok", "error", "budget_exceeded", "skipped"]
+"""How a run ended: ``ok`` (an answer), ``error`` (the run failed), ``budget_exceeded`` (a
+request, token or time budget ended it), ``skipped`` (never started, e.g. a quarantined task)."""
 
 
 class _Strict(BaseModel):
@@ -33,6 +37,8 @@ class ToolCall(_Strict):
     error: bool = False
     """Whether the tool reported an error (a tool error, not a crash of the run)."""
     duration_ms: float | None = Field(default=None, ge=0)
+    result_chars: int | None = Field(default=None, ge=0)
+    """Length of the full result when ``result`` was truncated; None when it was not."""
 
     @field_validator("arguments", mode="before")
     @classmethod
@@ -65,6 +71,28 @@ class Usage(_Strict):
         return self.input_tokens + self.output_tokens
 
 
+class RequestUsage(_Strict):
+    """Tokens of one model request."""
+
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    duration_ms: float | None = Field(default=None, ge=0)
+
+
+class Provenance(_Strict):
+    """Where a trace comes from; every result row derived from it carries these."""
+
+    cell_key: str | None = None
+    spec_hash: str | None = None
+    snapshot_id: str | None = None
+    skills_version: str | None = None
+    system_prompt: str | None = None
+    system_prompt_sha256: str | None = None
+    code_version: str | None = None
+    started_at: str | None = None
+    """UTC ISO timestamp of the run's start."""
+
+
 class Trace(_Strict):
     """What one agent did on one task."""
 
@@ -85,6 +113,20 @@ class Trace(_Strict):
     capabilities: list[str] = Field(default_factory=list)
     mcp_version: str | None = None
     """The MCP server version the agent talked to (None when MCP was not a capability)."""
+    ids_used: list[str] | None = None
+    """Structured output: catalog ids the agent says its answer relies on."""
+    status: TraceStatus = "ok"
+    status_reason: str | None = None
+    """Why the run ended as it did when the status is not ``ok``."""
+    repeat: int = Field(default=0, ge=0)
+    """Repeat index of this task in its cell."""
+    requests: list[RequestUsage] = Field(default_factory=list)
+    """Per-request token usage, in order."""
+    cost: float | None = Field(default=None, ge=0)
+    """Agent cost in the model's currency; None when the model has no price."""
+    reasoning: list[str] = Field(default_factory=list)
+    """Reasoning (thinking) parts the model returned, if any."""
+    provenance: Provenance = Field(default_factory=Provenance)
 
 
 def load_trace(path: Path) -> Trace:
