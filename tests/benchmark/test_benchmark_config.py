@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from benchmark_fixtures import write_config
 
 from datagouv_eval_pipeline.benchmark.loader import (
     BENCHMARK_CONFIG_DIR,
@@ -13,6 +12,7 @@ from datagouv_eval_pipeline.benchmark.loader import (
     load_benchmark_config,
 )
 from datagouv_eval_pipeline.tasks.errors import SpecError
+from tests.benchmark.benchmark_fixtures import write_config
 
 
 def edit(path: Path, old: str, new: str) -> None:

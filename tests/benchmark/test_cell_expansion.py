@@ -6,7 +6,6 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from benchmark_fixtures import SKILLS_TEXT, write_config
 
 from datagouv_eval_pipeline.benchmark.cells import (
     UnknownEvaluationTypeError,
@@ -15,6 +14,7 @@ from datagouv_eval_pipeline.benchmark.cells import (
 from datagouv_eval_pipeline.benchmark.config import ProviderKind
 from datagouv_eval_pipeline.benchmark.cost import TokenBudget, estimate_cost
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
+from tests.benchmark.benchmark_fixtures import SKILLS_TEXT, write_config
 
 
 def sha(text: str) -> str:

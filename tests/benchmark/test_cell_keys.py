@@ -7,7 +7,6 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-from benchmark_fixtures import write_config
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -21,6 +20,7 @@ from datagouv_eval_pipeline.benchmark.keys import (
     is_valid_partition_key,
 )
 from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR, load_benchmark_config
+from tests.benchmark.benchmark_fixtures import write_config
 
 
 def test_key_examples() -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmark_fixtures import write_config
 from click.testing import CliRunner
 
 from datagouv_eval_pipeline.benchmark.cells import expand_cells
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.cli import main
+from tests.benchmark.benchmark_fixtures import write_config
 
 
 def test_cells_prints_a_table_and_a_total(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from metrics_factories import inst, make_task, make_trace, req
 
 from datagouv_eval_pipeline.metrics.checks import (
     behaviour_check,
@@ -17,6 +16,7 @@ from datagouv_eval_pipeline.metrics.checks import (
 )
 from datagouv_eval_pipeline.semantic.instances import CallCategory
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
+from tests.metrics.metrics_factories import inst, make_task, make_trace, req
 
 DS = "5d13a8b6634f41070a43dff3"
 RID = "f868cca6-8da1-4369-a78d-47463f19a9a3"

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 import pytest
-from metrics_factories import make_trace
 
 from datagouv_eval_pipeline.metrics.efficiency import efficiency_score
+from tests.metrics.metrics_factories import make_trace
 
 
 def test_latency_is_net_of_rate_limit_waits_and_ratios_use_it() -> None:

@@ -6,7 +6,6 @@ import itertools
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from metrics_factories import inst
 
 from datagouv_eval_pipeline.metrics.trajectory import trajectory_adherence
 from datagouv_eval_pipeline.metrics.usage import (
@@ -18,6 +17,7 @@ from datagouv_eval_pipeline.metrics.values import MetricValue
 from datagouv_eval_pipeline.semantic.instances import ActionInstance
 from datagouv_eval_pipeline.tasks.chain import Action, ChainNode, Parallel, Sequence
 from datagouv_eval_pipeline.tasks.spec import RequiredAction
+from tests.metrics.metrics_factories import inst
 
 ACTIONS = ["search.datasets", "get.dataset.info", "get.data", "get.resource.info"]
 IDS = ["a", "b", "c"]

@@ -4,7 +4,6 @@ import json
 from pathlib import Path
 
 import pytest
-from metrics_factories import inst, make_task, make_trace, req
 
 from datagouv_eval_pipeline.metrics.scorer import TIER_METRICS, score_trace
 from datagouv_eval_pipeline.metrics.values import MetricValue
@@ -12,6 +11,7 @@ from datagouv_eval_pipeline.semantic.mapper import map_trace
 from datagouv_eval_pipeline.tasks.loader import load_task_specs
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
 from datagouv_eval_pipeline.traces import Trace, load_trace
+from tests.metrics.metrics_factories import inst, make_task, make_trace, req
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

@@ -1,11 +1,11 @@
 from __future__ import annotations
 
 import pytest
-from metrics_factories import inst
 
 from datagouv_eval_pipeline.metrics.trajectory import trajectory_adherence
 from datagouv_eval_pipeline.semantic.instances import ActionInstance
 from datagouv_eval_pipeline.tasks.chain import parse_chain
+from tests.metrics.metrics_factories import inst
 
 
 def names(*actions: str) -> list[ActionInstance]:

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pytest
-from metrics_factories import Criteria, inst, make_task, req
 
 from datagouv_eval_pipeline.metrics.usage import (
     action_instance_score,
@@ -12,6 +11,7 @@ from datagouv_eval_pipeline.metrics.usage import (
 from datagouv_eval_pipeline.metrics.values import MetricValue, f1
 from datagouv_eval_pipeline.tasks.spec import RequiredAction
 from datagouv_eval_pipeline.traces import ToolCall
+from tests.metrics.metrics_factories import Criteria, inst, make_task, req
 
 DS = "5d13a8b6634f41070a43dff3"
 RID = "f868cca6-8da1-4369-a78d-47463f19a9a3"
