@@ -1,0 +1,771 @@
+"""The twin's ASGI application: main API v1/v2, Tabular, Metrics, crawler, files and pages.
+
+One Starlette app serves every data.gouv.fr service under a path prefix (see ``urls.py``):
+
+* ``/api/1/…`` and ``/api/2/…``: the udata endpoints the MCP server, the CLI and the
+  ``datagouv-client`` library call (reference §2.1), with udata's pagination envelope and
+  ``{"message": …}`` errors;
+* ``/tabular/api/resources/{rid}/…``: api-tabular (meta, profile, data, data/csv, swagger);
+* ``/metrics/api/{model}/data/``: the Metrics API (api-tabular in metrics mode);
+* ``/crawler/api/resources-exceptions``: the crawler's large-file exceptions;
+* ``/datasets/r/{rid}`` (and ``/api/1/datasets/r/{rid}``): 302 to the file, served under
+  ``/_ext/{host}/{path}`` along with the dataservices' OpenAPI specs;
+* ``/datasets/{slug}/``, ``/dataservices/{id}/``, ``/organizations/{slug}/``: minimal HTML pages.
+* ``/mcp/v{version}/mcp``: the MCP server at each pinned release (``twin/mcp/``).
+
+Absolute URLs in responses are built from the request's own base URL, so the same app works
+behind any port or host name.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
+from starlette.routing import Route
+
+from datagouv_eval_pipeline.twin import render, tabular
+from datagouv_eval_pipeline.twin.catalog import CatalogStore
+from datagouv_eval_pipeline.twin.mcp.server import mount_mcp
+from datagouv_eval_pipeline.twin.urls import TwinUrls
+
+NOT_FOUND_MESSAGE = (
+    "The requested URL was not found on the server. If you entered the URL manually please "
+    "check your spelling and try again."
+)
+TABULAR_VERSION = "0.3.3.dev0"
+PLACEHOLDER_HEADER = "X-Twin-Placeholder"
+METRIC_MODELS = ("datasets", "resources", "organizations", "dataservices")
+
+
+@dataclass(frozen=True)
+class TwinConfig:
+    """Settings of the twin's APIs.
+
+    Attributes:
+        tabular_page_size_max: Tabular API maximum ``page_size`` (api-tabular's default config
+            says 50; a live survey saw 200 — make it match what you emulate).
+        tabular_page_size_default: Tabular API ``page_size`` when none is given.
+        metrics_page_size_max: Metrics API maximum ``page_size``.
+        metrics_page_size_default: Metrics API ``page_size`` when none is given.
+        csv_export_max_rows: Above this, ``data/csv/`` answers 403 "Output is too long".
+    """
+
+    tabular_page_size_max: int = 50
+    tabular_page_size_default: int = 20
+    metrics_page_size_max: int = 50
+    metrics_page_size_default: int = 20
+    csv_export_max_rows: int = 50_000
+
+
+def _urls(request: Request) -> TwinUrls:
+    return TwinUrls.for_site(str(request.base_url))
+
+
+def _udata_error(status: int, message: str = NOT_FOUND_MESSAGE) -> JSONResponse:
+    return JSONResponse({"message": message}, status_code=status)
+
+
+class _BadParam(Exception):
+    def __init__(self, name: str, detail: str) -> None:
+        super().__init__(detail)
+        self.name = name
+        self.detail = detail
+
+
+def _int_param(request: Request, name: str, default: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise _BadParam(name, f"invalid literal for int() with base 10: {raw!r}") from None
+    if value < 1:
+        raise _BadParam(name, f"{name} must be greater than or equal to 1")
+    return value
+
+
+def _page_url(request: Request, page: int) -> str:
+    params = [(k, v) for k, v in request.query_params.multi_items() if k != "page"]
+    params.append(("page", str(page)))
+    base = str(request.url.replace(query=""))
+    return f"{base}?{urlencode(params)}"
+
+
+def _envelope(
+    request: Request, data: list[Any], page: int, page_size: int, total: int
+) -> dict[str, Any]:
+    """Udata's list envelope: data, page, page_size, total, next_page, previous_page."""
+    return {
+        "data": data,
+        "page": page,
+        "page_size": page_size,
+        "total": total,
+        "next_page": _page_url(request, page + 1) if page * page_size < total else None,
+        "previous_page": _page_url(request, page - 1) if page > 1 else None,
+    }
+
+
+class _Handlers:
+    def __init__(self, store: CatalogStore, config: TwinConfig) -> None:
+        self.store = store
+        self.config = config
+        self.started_at = datetime.now(UTC).isoformat()
+
+    # ------------------------------------------------------------------ main API helpers
+
+    def _pagination(self, request: Request, default_size: int) -> tuple[int, int]:
+        return _int_param(request, "page", 1), _int_param(request, "page_size", default_size)
+
+    def _dataset_or_error(self, key: str) -> dict[str, Any] | JSONResponse:
+        record = self.store.dataset(key)
+        if record is None or record.get("private"):
+            return _udata_error(404)
+        if record.get("deleted"):
+            return _udata_error(410, "Dataset has been deleted")
+        return record
+
+    def _search_datasets(self, request: Request, version: int) -> Response:
+        try:
+            page, page_size = self._pagination(request, 20)
+        except _BadParam as error:
+            return _validation_error(error)
+        q = request.query_params
+        result = self.store.search_datasets(
+            q.get("q"),
+            page=page,
+            page_size=page_size,
+            sort=q.get("sort"),
+            last_update_range=q.get("last_update_range"),
+            organization=q.get("organization"),
+            tag=q.get("tag"),
+            dataservice=q.get("dataservice"),
+            format=q.get("format"),
+            badge=q.get("badge"),
+        )
+        urls = _urls(request)
+        renderer = render.dataset_v1 if version == 1 else render.dataset_v2
+        data = [renderer(self.store, urls, self.store.datasets[i]) for i in result.ids]
+        return JSONResponse(_envelope(request, data, page, page_size, result.total))
+
+    # ------------------------------------------------------------------ main API v1
+
+    async def datasets_v1(self, request: Request) -> Response:
+        return self._search_datasets(request, 1)
+
+    async def dataset_v1(self, request: Request) -> Response:
+        record = self._dataset_or_error(request.path_params["dataset"])
+        if isinstance(record, Response):
+            return record
+        return JSONResponse(render.dataset_v1(self.store, _urls(request), record))
+
+    async def dataset_resources_v1(self, request: Request) -> Response:
+        record = self._dataset_or_error(request.path_params["dataset"])
+        if isinstance(record, Response):
+            return record
+        urls = _urls(request)
+        return JSONResponse([render.resource(self.store, urls, r) for r in record["resources"]])
+
+    async def dataset_resource_v1(self, request: Request) -> Response:
+        record = self._dataset_or_error(request.path_params["dataset"])
+        if isinstance(record, Response):
+            return record
+        for resource in record["resources"]:
+            if resource["id"] == request.path_params["rid"]:
+                return JSONResponse(render.resource(self.store, _urls(request), resource))
+        return _udata_error(404, "Resource does not exist")
+
+    async def dataservices_v1(self, request: Request) -> Response:
+        return self._search_dataservices(request)
+
+    async def dataservice(self, request: Request) -> Response:
+        record = self.store.dataservice(request.path_params["dataservice"])
+        if record is None or record.get("deleted_at"):
+            return _udata_error(404)
+        return JSONResponse(render.dataservice(self.store, _urls(request), record))
+
+    async def organizations_v1(self, request: Request) -> Response:
+        return self._search_organizations(request)
+
+    async def organization(self, request: Request) -> Response:
+        record = self.store.organization(request.path_params["org"])
+        if record is None:
+            return _udata_error(404)
+        return JSONResponse(render.organization(self.store, _urls(request), record))
+
+    async def organization_datasets(self, request: Request) -> Response:
+        record = self.store.organization(request.path_params["org"])
+        if record is None:
+            return _udata_error(404)
+        try:
+            page, page_size = self._pagination(request, 20)
+        except _BadParam as error:
+            return _validation_error(error)
+        result = self.store.search_datasets(
+            None, page=page, page_size=page_size, organization=record["id"]
+        )
+        urls = _urls(request)
+        data = [render.dataset_v1(self.store, urls, self.store.datasets[i]) for i in result.ids]
+        return JSONResponse(_envelope(request, data, page, page_size, result.total))
+
+    async def site(self, request: Request) -> Response:
+        visible = [d for d in self.store.datasets.values() if not d.get("deleted")]
+        return JSONResponse(
+            {
+                "id": "www.data.gouv.fr",
+                "title": "data.gouv.fr",
+                "metrics": {
+                    "datasets": len(visible),
+                    "dataservices": len(self.store.dataservices),
+                    "organizations": len(self.store.organizations),
+                    "resources": sum(len(d["resources"]) for d in visible),
+                },
+            }
+        )
+
+    # ------------------------------------------------------------------ main API v2
+
+    async def datasets_search_v2(self, request: Request) -> Response:
+        return self._search_datasets(request, 2)
+
+    async def dataset_v2(self, request: Request) -> Response:
+        record = self._dataset_or_error(request.path_params["dataset"])
+        if isinstance(record, Response):
+            return record
+        return JSONResponse(render.dataset_v2(self.store, _urls(request), record))
+
+    async def dataset_resources_v2(self, request: Request) -> Response:
+        record = self._dataset_or_error(request.path_params["dataset"])
+        if isinstance(record, Response):
+            return record
+        try:
+            page, page_size = self._pagination(request, render.V2_RESOURCES_PAGE_SIZE)
+        except _BadParam as error:
+            return _validation_error(error)
+        urls = _urls(request)
+        resources = record["resources"]
+        chunk = resources[(page - 1) * page_size : page * page_size]
+        data = [render.resource(self.store, urls, r) for r in chunk]
+        return JSONResponse(_envelope(request, data, page, page_size, len(resources)))
+
+    async def resource_v2(self, request: Request) -> Response:
+        found = self.store.resource(request.path_params["rid"])
+        if found is None or found[0].get("deleted"):
+            return _udata_error(404, "Resource does not exist")
+        dataset, resource = found
+        return JSONResponse(
+            {
+                "resource": render.resource(self.store, _urls(request), resource),
+                "dataset_id": dataset["id"],
+            }
+        )
+
+    def _search_dataservices(self, request: Request) -> Response:
+        try:
+            page, page_size = self._pagination(request, 20)
+        except _BadParam as error:
+            return _validation_error(error)
+        result = self.store.search_dataservices(
+            request.query_params.get("q"), page=page, page_size=page_size
+        )
+        urls = _urls(request)
+        data = [
+            render.dataservice(self.store, urls, self.store.dataservices[i]) for i in result.ids
+        ]
+        return JSONResponse(_envelope(request, data, page, page_size, result.total))
+
+    async def dataservices_search_v2(self, request: Request) -> Response:
+        return self._search_dataservices(request)
+
+    def _search_organizations(self, request: Request) -> Response:
+        try:
+            page, page_size = self._pagination(request, 20)
+        except _BadParam as error:
+            return _validation_error(error)
+        q = request.query_params
+        result = self.store.search_organizations(
+            q.get("q"),
+            page=page,
+            page_size=page_size,
+            sort=q.get("sort"),
+            badge=q.get("badge"),
+            name=q.get("name"),
+            business_number_id=q.get("business_number_id"),
+        )
+        urls = _urls(request)
+        data = [
+            render.organization(self.store, urls, self.store.organizations[i]) for i in result.ids
+        ]
+        return JSONResponse(_envelope(request, data, page, page_size, result.total))
+
+    async def organizations_search_v2(self, request: Request) -> Response:
+        return self._search_organizations(request)
+
+    # ------------------------------------------------------------------ files
+
+    async def resource_redirect(self, request: Request) -> Response:
+        found = self.store.resource(request.path_params["rid"])
+        if found is None:
+            return _udata_error(404, "Resource does not exist")
+        _, resource = found
+        target = render.resource(self.store, _urls(request), resource)["url"]
+        return RedirectResponse(target, status_code=302)
+
+    async def external(self, request: Request) -> Response:
+        key = request.path_params["path"]
+        if request.url.query:
+            key = f"{key}?{request.url.query}"
+        target = self.store.external_file(key)
+        if target is None:
+            return PlainTextResponse("404: Not Found", status_code=404)
+        if target.kind == "spec":
+            fmt, content = self.store.specs[target.ref]
+            media = "application/json" if fmt == "json" else "application/yaml"
+            return Response(content, media_type=media)
+        found = self.store.resource(target.ref)
+        assert found is not None  # the store only maps known resources
+        dataset, resource = found
+        table = self.store.table(resource["id"])
+        if table is not None:
+            return Response(
+                table.source_text.encode("utf-8"),
+                media_type="text/csv; charset=utf-8",
+                headers={"Content-Disposition": f'attachment; filename="{_file_name(resource)}"'},
+            )
+        sample = self.store.downloads.get(resource["id"])
+        if sample is not None:
+            # An extract of a file too large for the snapshot: say so, as for placeholders.
+            return Response(
+                sample.encode("utf-8"),
+                media_type="text/csv; charset=utf-8",
+                headers={PLACEHOLDER_HEADER: "sample"},
+            )
+        return _placeholder(dataset, resource)
+
+    # ------------------------------------------------------------------ Tabular API
+
+    def _tabular_table(self, request: Request) -> tuple[str, tabular.Table] | Response:
+        rid = request.path_params["rid"]
+        table = self.store.table(rid)
+        if table is None:
+            return PlainTextResponse("404: Not Found", status_code=404)
+        return rid, table
+
+    async def tabular_resource(self, request: Request) -> Response:
+        found = self._tabular_table(request)
+        if isinstance(found, Response):
+            return found
+        rid, _ = found
+        located = self.store.resource(rid)
+        assert located is not None
+        _, resource = located
+        urls = _urls(request)
+        base = f"{urls.tabular_api}resources/{rid}/"
+        return JSONResponse(
+            {
+                "created_at": resource["extras"].get("analysis:parsing:finished_at"),
+                "url": render.resource(self.store, urls, resource)["url"],
+                "links": [
+                    {"href": f"{base}profile/", "type": "GET", "rel": "profile"},
+                    {"href": f"{base}data/", "type": "GET", "rel": "data"},
+                    {"href": f"{base}swagger/", "type": "GET", "rel": "swagger"},
+                ],
+            }
+        )
+
+    async def tabular_profile(self, request: Request) -> Response:
+        found = self._tabular_table(request)
+        if isinstance(found, Response):
+            return found
+        rid, _ = found
+        located = self.store.resource(rid)
+        assert located is not None
+        indexes = [
+            {"column": column, "index_type": kind}
+            for entry in self.store.crawler_exceptions
+            if entry["resource_id"] == rid
+            for column, kind in entry.get("table_indexes", {}).items()
+        ]
+        return JSONResponse(
+            {
+                "profile": self.store.profile(rid),
+                "deleted_at": None,
+                "dataset_id": located[0]["id"],
+                "indexes": indexes or None,
+            }
+        )
+
+    def _query(
+        self, request: Request, table: tabular.Table, max_size: int, default_size: int
+    ) -> tabular.TabularQuery | Response:
+        try:
+            return tabular.parse_query(
+                table,
+                request.query_params.multi_items(),
+                page_size_max=max_size,
+                page_size_default=default_size,
+            )
+        except tabular.QueryError as error:
+            return JSONResponse(error.body, status_code=error.status)
+
+    def _data_response(
+        self,
+        request: Request,
+        table: tabular.Table,
+        query: tabular.TabularQuery,
+        links: dict[str, Any],
+    ) -> Response:
+        result = tabular.run_query(table, query)
+        more = query.page * query.page_size < result.total
+        links["next"] = _page_url(request, query.page + 1) if more else None
+        links["prev"] = _page_url(request, query.page - 1) if query.page > 1 else None
+        meta = {"page": query.page, "page_size": query.page_size, "total": result.total}
+        return JSONResponse({"data": result.rows, "links": links, "meta": meta})
+
+    async def tabular_data(self, request: Request) -> Response:
+        found = self._tabular_table(request)
+        if isinstance(found, Response):
+            return found
+        rid, table = found
+        query = self._query(
+            request,
+            table,
+            self.config.tabular_page_size_max,
+            self.config.tabular_page_size_default,
+        )
+        if isinstance(query, Response):
+            return query
+        base = f"{_urls(request).tabular_api}resources/{rid}/"
+        links: dict[str, Any] = {"profile": f"{base}profile/", "swagger": f"{base}swagger/"}
+        return self._data_response(request, table, query, links)
+
+    def _csv_export(self, request: Request, table: tabular.Table, max_size: int) -> Response:
+        query = self._query(request, table, max_size, max_size)
+        if isinstance(query, Response):
+            return query
+        indices = tabular.ordered_indices(table, query)
+        if len(indices) > self.config.csv_export_max_rows:
+            return PlainTextResponse("Output is too long", status_code=403)
+        buffer = io.StringIO()
+        buffer.write("__id" + table.separator)
+        body = table.to_csv(indices, query.positions)
+        lines = body.splitlines(keepends=True)
+        buffer.write(lines[0])
+        for index, line in zip(indices, lines[1:], strict=True):
+            buffer.write(f"{index + 1}{table.separator}{line}")
+        return Response(buffer.getvalue(), media_type="text/csv; charset=utf-8")
+
+    async def tabular_csv(self, request: Request) -> Response:
+        found = self._tabular_table(request)
+        if isinstance(found, Response):
+            return found
+        _, table = found
+        # The CSV export is not paginated; page_size is only validated.
+        return self._csv_export(request, table, self.config.tabular_page_size_max)
+
+    async def tabular_swagger(self, request: Request) -> Response:
+        found = self._tabular_table(request)
+        if isinstance(found, Response):
+            return found
+        rid, table = found
+        return JSONResponse(_resource_swagger(_urls(request), rid, table))
+
+    async def tabular_health(self, request: Request) -> Response:
+        return JSONResponse(
+            {"status": "ok", "version": TABULAR_VERSION, "uptime_since": self.started_at}
+        )
+
+    # ------------------------------------------------------------------ Metrics API
+
+    def _metrics_table(self, request: Request) -> tabular.Table | Response:
+        table = self.store.metrics.get(request.path_params["model"])
+        if table is None:
+            return PlainTextResponse("404: Not Found", status_code=404)
+        return table
+
+    async def metrics_data(self, request: Request) -> Response:
+        table = self._metrics_table(request)
+        if isinstance(table, Response):
+            return table
+        query = self._query(
+            request,
+            table,
+            self.config.metrics_page_size_max,
+            self.config.metrics_page_size_default,
+        )
+        if isinstance(query, Response):
+            return query
+        return self._data_response(request, table, query, {})
+
+    async def metrics_csv(self, request: Request) -> Response:
+        table = self._metrics_table(request)
+        if isinstance(table, Response):
+            return table
+        return self._csv_export(request, table, self.config.metrics_page_size_max)
+
+    # ------------------------------------------------------------------ crawler and twin
+
+    async def crawler_exceptions(self, request: Request) -> Response:
+        return JSONResponse(self.store.crawler_exceptions)
+
+    async def crawler_health(self, request: Request) -> Response:
+        return JSONResponse({"version": "twin", "environment": "twin", "csv_to_db": True})
+
+    async def twin_health(self, request: Request) -> Response:
+        return JSONResponse(
+            {
+                "status": "ok",
+                "snapshot_id": self.store.snapshot_id,
+                "snapshot_created_at": self.store.now.isoformat(),
+                "uptime_since": self.started_at,
+                "urls": _urls(request).as_dict(),
+            }
+        )
+
+    # ------------------------------------------------------------------ HTML pages
+
+    async def dataset_page(self, request: Request) -> Response:
+        record = self.store.dataset(request.path_params["dataset"])
+        if record is None or record.get("deleted"):
+            return _html_not_found()
+        urls = _urls(request)
+        org = record.get("organization") or {}
+        items = "".join(
+            f'<li><a href="{urls.site}datasets/r/{html.escape(r["id"])}">'
+            f"{html.escape(r['title'])}</a>"
+            f" ({html.escape(r['format'])})</li>"
+            for r in record["resources"]
+        )
+        archived = (
+            "<p><strong>Jeu de données archivé</strong></p>" if record.get("archived") else ""
+        )
+        body = (
+            f"<h1>{html.escape(record['title'])}</h1>{archived}"
+            f"<p>Publié par {html.escape(org.get('name', ''))} — mis à jour le "
+            f"{html.escape(record['last_update'][:10])}</p>"
+            f"<pre>{html.escape(record.get('description') or '')}</pre>"
+            f"<h2>Ressources</h2><ul>{items}</ul>"
+        )
+        return HTMLResponse(_page(record["title"], body))
+
+    async def dataservice_page(self, request: Request) -> Response:
+        record = self.store.dataservice(request.path_params["dataservice"])
+        if record is None:
+            return _html_not_found()
+        payload = render.dataservice(self.store, _urls(request), record)
+        spec = payload.get("machine_documentation_url")
+        spec_html = (
+            f'<p><a href="{html.escape(spec)}">Spécification OpenAPI</a></p>' if spec else ""
+        )
+        body = (
+            f"<h1>{html.escape(record['title'])}</h1>"
+            f"<p>URL de base : {html.escape(record.get('base_api_url') or '')}</p>{spec_html}"
+            f"<pre>{html.escape(record.get('description') or '')}</pre>"
+        )
+        return HTMLResponse(_page(record["title"], body))
+
+    async def organization_page(self, request: Request) -> Response:
+        record = self.store.organization(request.path_params["org"])
+        if record is None:
+            return _html_not_found()
+        description = html.escape(record.get("description") or "")
+        body = f"<h1>{html.escape(record['name'])}</h1><p>{description}</p>"
+        return HTMLResponse(_page(record["name"], body))
+
+
+def _validation_error(error: _BadParam) -> JSONResponse:
+    return JSONResponse(
+        {"errors": {error.name: error.detail}, "message": "Input payload validation failed"},
+        status_code=400,
+    )
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        f'<!doctype html><html lang="fr"><head><meta charset="utf-8"><title>'
+        f"{html.escape(title)} - data.gouv.fr</title></head><body>{body}</body></html>"
+    )
+
+
+def _html_not_found() -> HTMLResponse:
+    return HTMLResponse(_page("Page non trouvée", "<h1>Page non trouvée</h1>"), status_code=404)
+
+
+def _file_name(resource: dict[str, Any]) -> str:
+    url = str(resource.get("url") or "")
+    name = url.rstrip("/").rsplit("/", 1)[-1] or resource["id"]
+    return name.split("?", 1)[0]
+
+
+_MINIMAL_PDF = (
+    b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n"
+    b"2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n"
+    b"3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 200 200]>>endobj\n"
+    b"trailer<</Root 1 0 R>>\n%%EOF\n"
+)
+
+
+def _placeholder(dataset: dict[str, Any], resource: dict[str, Any]) -> Response:
+    """Serve a small stand-in for a file the snapshot does not contain."""
+    note = (
+        f"Placeholder served by the data.gouv.fr twin for resource {resource['id']} "
+        f"({resource['title']}, dataset {dataset['id']}): the real file"
+        + (f" ({resource['filesize']} bytes)" if resource.get("filesize") else "")
+        + " is not part of the snapshot.\n"
+    )
+    headers = {PLACEHOLDER_HEADER: "true"}
+    fmt = str(resource.get("format") or "").lower()
+    if fmt == "csv":
+        header = resource.get("_twin", {}).get("sample_header")
+        body = (header + "\n") if header else "note\n" + json.dumps(note.strip()) + "\n"
+        return Response(body, media_type="text/csv; charset=utf-8", headers=headers)
+    if fmt == "zip":
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            info = zipfile.ZipInfo("LISEZMOI.txt", date_time=(2026, 1, 1, 0, 0, 0))
+            archive.writestr(info, note)
+        return Response(buffer.getvalue(), media_type="application/zip", headers=headers)
+    if fmt == "pdf":
+        return Response(_MINIMAL_PDF, media_type="application/pdf", headers=headers)
+    if fmt in ("json", "geojson", "jsonl"):
+        content = json.dumps({"twin_placeholder": True, "note": note.strip()}, ensure_ascii=False)
+        return Response(content, media_type="application/json", headers=headers)
+    return PlainTextResponse(note, headers=headers)
+
+
+def _resource_swagger(urls: TwinUrls, rid: str, table: tabular.Table) -> dict[str, Any]:
+    """A per-resource OpenAPI document listing the column filters (like api-tabular's)."""
+    parameters: list[dict[str, Any]] = [
+        {"name": "page", "in": "query", "schema": {"type": "integer"}},
+        {"name": "page_size", "in": "query", "schema": {"type": "integer"}},
+    ]
+    for column in table.columns:
+        for operator in (
+            "exact",
+            "differs",
+            "contains",
+            "less",
+            "greater",
+            "strictly_less",
+            "strictly_greater",
+        ):
+            parameters.append(
+                {"name": f"{column.name}__{operator}", "in": "query", "schema": {"type": "string"}}
+            )
+        parameters.append(
+            {
+                "name": f"{column.name}__sort",
+                "in": "query",
+                "schema": {"type": "string", "enum": ["asc", "desc"]},
+            }
+        )
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": f"Resource {rid}", "version": TABULAR_VERSION},
+        "servers": [{"url": urls.tabular_api.rstrip("/")}],
+        "paths": {
+            f"/resources/{rid}/data/": {
+                "get": {"parameters": parameters, "responses": {"200": {"description": "Rows"}}}
+            }
+        },
+    }
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    path = request.url.path
+    if path.startswith(("/tabular/", "/metrics/", "/crawler/", "/_ext/")):
+        return PlainTextResponse("404: Not Found", status_code=404)
+    if path.startswith("/api/"):
+        return _udata_error(404)
+    return _html_not_found()
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        return await _not_found(request, exc)
+    return PlainTextResponse(str(exc.detail), status_code=exc.status_code)
+
+
+def create_app(
+    store: CatalogStore,
+    config: TwinConfig | None = None,
+    *,
+    mcp_versions: Sequence[str] | None = None,
+) -> Starlette:
+    """Build the twin's ASGI application over a loaded catalog.
+
+    Args:
+        store: The loaded snapshot.
+        config: API settings (page-size limits); defaults to :class:`TwinConfig`.
+        mcp_versions: MCP server releases to serve at ``/mcp/v{version}/mcp`` (default: all
+            in ``twin.mcp.versions``; ``()`` serves none).
+
+    Returns:
+        A Starlette app; serve it with uvicorn (``lifespan="on"``, which runs the MCP session
+        managers) or call it through ``httpx.ASGITransport``.
+    """
+    h = _Handlers(store, config or TwinConfig())
+    routes = [
+        Route("/_twin/health", h.twin_health),
+        # main API v1
+        Route("/api/1/site/", h.site),
+        Route("/api/1/datasets/", h.datasets_v1),
+        Route("/api/1/datasets/r/{rid}", h.resource_redirect),
+        Route("/api/1/datasets/{dataset}/", h.dataset_v1),
+        Route("/api/1/datasets/{dataset}/resources/", h.dataset_resources_v1),
+        Route("/api/1/datasets/{dataset}/resources/{rid}/", h.dataset_resource_v1),
+        Route("/api/1/dataservices/", h.dataservices_v1),
+        Route("/api/1/dataservices/{dataservice}/", h.dataservice),
+        Route("/api/1/organizations/", h.organizations_v1),
+        Route("/api/1/organizations/{org}/", h.organization),
+        Route("/api/1/organizations/{org}/datasets/", h.organization_datasets),
+        # main API v2
+        Route("/api/2/datasets/search/", h.datasets_search_v2),
+        Route("/api/2/datasets/resources/{rid}/", h.resource_v2),
+        Route("/api/2/datasets/{dataset}/", h.dataset_v2),
+        Route("/api/2/datasets/{dataset}/resources/", h.dataset_resources_v2),
+        Route("/api/2/dataservices/search/", h.dataservices_search_v2),
+        Route("/api/2/organizations/search/", h.organizations_search_v2),
+        # Tabular API
+        Route("/tabular/health/", h.tabular_health),
+        Route("/tabular/api/resources/{rid}/", h.tabular_resource),
+        Route("/tabular/api/resources/{rid}/profile/", h.tabular_profile),
+        Route("/tabular/api/resources/{rid}/data/", h.tabular_data),
+        Route("/tabular/api/resources/{rid}/data/csv/", h.tabular_csv),
+        Route("/tabular/api/resources/{rid}/swagger/", h.tabular_swagger),
+        # Metrics API
+        Route("/metrics/api/{model}/data/", h.metrics_data),
+        Route("/metrics/api/{model}/data/csv/", h.metrics_csv),
+        # crawler
+        Route("/crawler/api/resources-exceptions", h.crawler_exceptions),
+        Route("/crawler/api/health", h.crawler_health),
+        # files and pages
+        Route("/datasets/r/{rid}", h.resource_redirect),
+        Route("/_ext/{path:path}", h.external),
+        Route("/datasets/{dataset}/", h.dataset_page),
+        Route("/dataservices/{dataservice}/", h.dataservice_page),
+        Route("/organizations/{org}/", h.organization_page),
+    ]
+    app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
+    if mcp_versions is not None and not mcp_versions:
+        return app
+    return mount_mcp(app, mcp_versions)

@@ -1,0 +1,78 @@
+"""Small formatting helpers shared by the emulated tools (reference §1.4 text layouts)."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+# search_* stop words (reference §1.4): whole tokens, compared case-insensitively. The real
+# list also holds two-word entries, which can never match a single token, so they are omitted.
+STOP_WORDS: Final = frozenset(
+    {
+        "données",
+        "donnee",
+        "donnees",
+        "fichier",
+        "fichiers",
+        "tableau",
+        "tableaux",
+        "csv",
+        "excel",
+        "xlsx",
+        "json",
+        "xml",
+    }
+)
+
+FILTER_OPERATORS: Final = (
+    "contains",
+    "exact",
+    "greater",
+    "less",
+    "strictly_greater",
+    "strictly_less",
+)
+SORT_DIRECTIONS: Final = ("asc", "desc")
+VALUE_CUT = 100
+
+
+def clean_query(query: str) -> str:
+    """Drop stop-word tokens from a search query (whitespace tokens, case-insensitive)."""
+    return " ".join(token for token in query.split() if token.lower() not in STOP_WORDS)
+
+
+def human_size(size: int) -> str:
+    """Format a byte count in B, KB, MB or GB (base 1024, one decimal above bytes)."""
+    if size < 1024:
+        return f"{size} B"
+    value = float(size)
+    for unit in ("KB", "MB", "GB"):
+        value /= 1024
+        if value < 1024 or unit == "GB":
+            return f"{value:.1f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def is_int(value: Any) -> bool:
+    """Return whether ``value`` is an int (and not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def cut(value: Any, limit: int = VALUE_CUT) -> str:
+    """Render a cell value, cut to ``limit`` characters plus ``...``."""
+    text = str(value)
+    return text[:limit] + "..." if len(text) > limit else text
+
+
+def org_name(record: dict[str, Any]) -> str | None:
+    """Return ``organization.name`` of a dataset or dataservice payload, if any."""
+    org = record.get("organization")
+    if isinstance(org, dict):
+        name = org.get("name")
+        return str(name) if name else None
+    return None
+
+
+def string_tags(record: dict[str, Any]) -> list[str]:
+    """Return the tags as strings (udata sends a plain list of strings)."""
+    tags = record.get("tags") or []
+    return [str(t) for t in tags]

@@ -1,0 +1,179 @@
+"""Where the emulated MCP tools send their HTTP requests: the twin's own APIs, or the live ones.
+
+The real server is a thin layer over the data.gouv.fr REST, Tabular, Metrics and crawler APIs
+(reference §1.4, "upstream calls"). The emulation keeps that shape: every tool makes the same
+GET requests with httpx and formats what comes back, so status codes, error bodies and httpx's
+own exception texts reach the tool exactly as they would in production.
+
+* :meth:`Upstream.twin` routes those requests in-process to the twin's ASGI app (no socket, no
+  second HTTP parse). Base URLs are taken from the MCP request's own ``Host``, so links in tool
+  outputs point at the host and port the client used, like the REST responses do.
+* :meth:`Upstream.live` sends them over the network to fixed base URLs (``TwinUrls.live()`` for
+  production): the same tool code, pointed elsewhere.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from contextvars import ContextVar
+from functools import lru_cache
+from typing import Any
+
+import httpx
+from starlette.types import ASGIApp
+
+from datagouv_eval_pipeline.twin.urls import TwinUrls
+
+# The site root (``http://host:port/``) of the MCP request being served; set by the MCP
+# endpoint wrapper, read by the tools through Upstream.urls.
+CURRENT_SITE: ContextVar[str | None] = ContextVar("twin_mcp_site", default=None)
+FALLBACK_SITE = "http://127.0.0.1/"
+CRAWLER_CACHE_SECONDS = 3600.0
+# Bytes of upstream answers kept per twin app (one answer at most 1/16 of it).
+RESPONSE_CACHE_BYTES = 32 << 20
+
+
+@lru_cache(maxsize=64)
+def _urls_for_site(site: str) -> TwinUrls:
+    return TwinUrls.for_site(site)
+
+
+def _origin(url: httpx.URL) -> str:
+    return f"{url.scheme}://{url.netloc.decode('ascii')}/"
+
+
+class _TwinTransport(httpx.AsyncBaseTransport):
+    """Send requests for the twin's own host to its ASGI app; other hosts are unreachable.
+
+    The twin has no network: a URL on another host (an OpenAPI spec the snapshot does not hold,
+    say) fails as a connection error would, instead of being answered by the twin by mistake.
+
+    Answers are cached by URL (LRU, 32 MB). The catalog a twin app serves never changes while it
+    runs (drift overlays build a new store and a new app), so a repeated GET gets the same
+    status, headers and bytes the app would render again; this keeps tool calls cheap.
+    """
+
+    def __init__(self, app: ASGIApp, cache_bytes: int = RESPONSE_CACHE_BYTES) -> None:
+        self._asgi = httpx.ASGITransport(app=app)
+        self._cache: OrderedDict[str, tuple[int, list[tuple[bytes, bytes]], bytes]] = OrderedDict()
+        self._cache_budget = cache_bytes
+        self._cached_bytes = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        site = CURRENT_SITE.get()
+        if site is not None and _origin(request.url) != site:
+            raise httpx.ConnectError(
+                f"[twin] {request.url.host} is not reachable from the twin (offline)",
+                request=request,
+            )
+        if request.method != "GET" or self._cache_budget <= 0:
+            return await self._asgi.handle_async_request(request)
+        key = str(request.url)
+        cached = self._cache.get(key)
+        if cached is None:
+            response = await self._asgi.handle_async_request(request)
+            body = await response.aread()
+            cached = (response.status_code, response.headers.raw, body)
+            # A concurrent miss of the same URL may have stored it meanwhile.
+            if key not in self._cache and len(body) <= self._cache_budget // 16:
+                self._cache[key] = cached
+                self._cached_bytes += len(body)
+                while self._cached_bytes > self._cache_budget:
+                    _, (_, _, dropped) = self._cache.popitem(last=False)
+                    self._cached_bytes -= len(dropped)
+        else:
+            self._cache.move_to_end(key)
+        status, headers, body = cached
+        return httpx.Response(status, headers=headers, content=body, request=request)
+
+    async def aclose(self) -> None:
+        await self._asgi.aclose()
+
+
+class Upstream:
+    """The HTTP client and base URLs the tools use, plus the crawler-exceptions cache."""
+
+    def __init__(self, client: httpx.AsyncClient, urls: TwinUrls | None = None) -> None:
+        """Wrap a client.
+
+        Args:
+            client: The httpx client every request goes through.
+            urls: Fixed base URLs (live mode), or None to derive them from the MCP request.
+        """
+        self._client = client
+        self._urls = urls
+        self._crawler_ids: frozenset[str] | None = None
+        self._crawler_fetched_at = 0.0
+
+    @classmethod
+    def twin(cls, app: ASGIApp) -> Upstream:
+        """Return an upstream that answers from the twin's ASGI app, in-process."""
+        client = httpx.AsyncClient(transport=_TwinTransport(app), follow_redirects=False)
+        return cls(client)
+
+    @classmethod
+    def live(cls, urls: TwinUrls) -> Upstream:
+        """Return an upstream that calls real services at ``urls`` over the network."""
+        return cls(httpx.AsyncClient(follow_redirects=False), urls)
+
+    @property
+    def urls(self) -> TwinUrls:
+        """Return the base URLs for the request being served."""
+        if self._urls is not None:
+            return self._urls
+        return _urls_for_site(CURRENT_SITE.get() or FALLBACK_SITE)
+
+    async def get(
+        self,
+        url: str,
+        *,
+        params: dict[str, Any] | None = None,
+        timeout: float = 15.0,
+        headers: dict[str, str] | None = None,
+        follow_redirects: bool = False,
+    ) -> httpx.Response:
+        """Send a GET and return the response (the caller decides about status codes)."""
+        return await self._client.get(
+            url,
+            params=params,
+            timeout=timeout,
+            headers=headers,
+            follow_redirects=follow_redirects,
+        )
+
+    async def get_json(
+        self,
+        url: str,
+        *,
+        params: dict[str, Any] | None = None,
+        timeout: float = 15.0,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
+        """GET, raise ``httpx.HTTPStatusError`` on 4xx/5xx (as ``raise_for_status``), parse JSON."""
+        response = await self.get(url, params=params, timeout=timeout, headers=headers)
+        response.raise_for_status()
+        return response.json()
+
+    async def crawler_exception_ids(self) -> frozenset[str]:
+        """Return the resource ids of the crawler's large-file exceptions (cached for 1 h).
+
+        On error the stale list is kept, or an empty set is used, as the real server does.
+        """
+        now = time.monotonic()
+        if self._crawler_ids is not None and now - self._crawler_fetched_at < CRAWLER_CACHE_SECONDS:
+            return self._crawler_ids
+        try:
+            entries = await self.get_json(
+                self.urls.crawler_api + "resources-exceptions", timeout=30.0
+            )
+            ids = frozenset(str(e["resource_id"]) for e in entries if "resource_id" in e)
+        except (httpx.HTTPError, ValueError, TypeError):
+            return self._crawler_ids or frozenset()
+        self._crawler_ids = ids
+        self._crawler_fetched_at = now
+        return ids
+
+    async def aclose(self) -> None:
+        """Close the underlying client."""
+        await self._client.aclose()

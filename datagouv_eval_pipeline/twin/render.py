@@ -1,0 +1,95 @@
+"""Turn snapshot records into API payloads for a given set of base URLs.
+
+Records keep the real data.gouv.fr URLs. When served, links to www.data.gouv.fr move to the
+twin's site and API roots, and files the catalog locates on other hosts (resource files,
+OpenAPI specs) move under the twin's ``/_ext/`` route, which serves them. Internal ``_twin``
+keys never leave this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from datagouv_eval_pipeline.twin.catalog import CatalogStore
+from datagouv_eval_pipeline.twin.urls import TwinUrls
+
+_REAL_API = "https://www.data.gouv.fr/api/"
+_REAL_SITE = "https://www.data.gouv.fr/"
+V2_RESOURCES_PAGE_SIZE = 50
+
+
+def rewrite(value: Any, urls: TwinUrls) -> Any:
+    """Deep-copy ``value``, pointing data.gouv.fr links at ``urls`` and dropping ``_twin`` keys."""
+    if isinstance(value, str):
+        if value.startswith(_REAL_API):
+            return urls.datagouv_api + value[len(_REAL_API) :]
+        if value.startswith(_REAL_SITE):
+            return urls.site + value[len(_REAL_SITE) :]
+        return value
+    if isinstance(value, dict):
+        return {k: rewrite(v, urls) for k, v in value.items() if k != "_twin"}
+    if isinstance(value, list):
+        return [rewrite(v, urls) for v in value]
+    return value
+
+
+def _served(store: CatalogStore, urls: TwinUrls, url: str | None) -> str | None:
+    if url and store.is_external_served(url):
+        return urls.external(url)
+    return rewrite(url, urls) if url else url
+
+
+def resource(store: CatalogStore, urls: TwinUrls, record: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a resource object (same shape in v1 and v2)."""
+    payload: dict[str, Any] = rewrite(record, urls)
+    payload["url"] = _served(store, urls, record.get("url"))
+    return payload
+
+
+def dataset_v1(store: CatalogStore, urls: TwinUrls, record: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a v1 dataset: ``resources`` is the full list of resource objects."""
+    payload: dict[str, Any] = rewrite(record, urls)
+    payload["resources"] = [resource(store, urls, r) for r in record["resources"]]
+    return payload
+
+
+def _link(urls: TwinUrls, href: str, total: int) -> dict[str, Any]:
+    return {"rel": "subsection", "href": href, "type": "GET", "total": total}
+
+
+def dataset_v2(store: CatalogStore, urls: TwinUrls, record: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a v2 dataset: ``resources`` and ``community_resources`` are link objects."""
+    payload: dict[str, Any] = rewrite({k: v for k, v in record.items() if k != "resources"}, urls)
+    base = f"{urls.datagouv_api}2/datasets/{record['id']}"
+    ordered: dict[str, Any] = {}
+    for key, value in payload.items():
+        if key == "community_resources":
+            ordered["resources"] = _link(
+                urls,
+                f"{base}/resources/?page=1&page_size={V2_RESOURCES_PAGE_SIZE}",
+                len(record["resources"]),
+            )
+            ordered["community_resources"] = _link(
+                urls,
+                f"{urls.datagouv_api}2/datasets/community_resources/?dataset={record['id']}"
+                f"&page=1&page_size={V2_RESOURCES_PAGE_SIZE}",
+                len(record.get("community_resources", [])),
+            )
+        else:
+            ordered[key] = value
+    return ordered
+
+
+def organization(store: CatalogStore, urls: TwinUrls, record: Mapping[str, Any]) -> dict[str, Any]:
+    """Return an organization object."""
+    result: dict[str, Any] = rewrite(record, urls)
+    return result
+
+
+def dataservice(store: CatalogStore, urls: TwinUrls, record: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a dataservice object with its spec URL on the twin when the twin serves it."""
+    payload: dict[str, Any] = rewrite(record, urls)
+    if record["id"] in store.specs:
+        payload["machine_documentation_url"] = urls.external(record["machine_documentation_url"])
+    return payload

@@ -1,0 +1,209 @@
+"""Run the twin on 127.0.0.1, in a background thread (tests, Dagster resource) or the foreground.
+
+    with TwinServer() as urls:          # free port, waits until /_twin/health answers
+        httpx.get(urls.datagouv_api + "1/datasets/5d13a8b6634f41070a43dff3/")
+
+The server only ever binds a loopback address.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+import uvicorn
+
+from datagouv_eval_pipeline.twin.app import TwinConfig, create_app
+from datagouv_eval_pipeline.twin.catalog import CatalogStore
+from datagouv_eval_pipeline.twin.mcp.server import mcp_urls
+from datagouv_eval_pipeline.twin.mcp.versions import DEFAULT_VERSIONS
+from datagouv_eval_pipeline.twin.urls import TwinUrls
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    if host not in LOOPBACK_HOSTS:
+        raise ValueError(f"the twin binds to loopback only ({LOOPBACK_HOSTS}), not {host!r}")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError:
+        sock.close()
+        raise
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _uvicorn_config(
+    store: CatalogStore,
+    config: TwinConfig | None,
+    port: int,
+    mcp_versions: Sequence[str] | None = None,
+) -> uvicorn.Config:
+    return uvicorn.Config(
+        create_app(store, config, mcp_versions=mcp_versions),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        access_log=False,
+        # The lifespan runs the MCP session managers.
+        lifespan="on",
+        timeout_graceful_shutdown=2,
+    )
+
+
+class TwinServer:
+    """The twin served by uvicorn in a daemon thread; a context manager yielding its URLs."""
+
+    def __init__(
+        self,
+        store: CatalogStore | None = None,
+        *,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        config: TwinConfig | None = None,
+        snapshots_dir: Path | str | None = None,
+        snapshot_id: str | None = None,
+        mcp_versions: Sequence[str] | None = None,
+    ) -> None:
+        """Prepare a server (nothing is bound until :meth:`start`).
+
+        Args:
+            store: A loaded catalog; loaded from ``snapshots_dir``/``snapshot_id`` if omitted.
+            port: TCP port; 0 picks a free one.
+            host: ``127.0.0.1`` or ``localhost`` (anything else is refused).
+            config: API settings.
+            snapshots_dir: Where to load the snapshot from when ``store`` is omitted.
+            snapshot_id: Which snapshot to load when ``store`` is omitted.
+            mcp_versions: MCP releases to serve (default: all; ``()`` for none).
+        """
+        if host not in LOOPBACK_HOSTS:
+            raise ValueError(f"the twin binds to loopback only ({LOOPBACK_HOSTS}), not {host!r}")
+        self.store = store or CatalogStore.load(snapshots_dir, snapshot_id)
+        self._requested_port = port
+        self._host = host
+        self._config = config
+        self._mcp_versions = mcp_versions
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
+        self._urls: TwinUrls | None = None
+
+    @property
+    def urls(self) -> TwinUrls:
+        """Return the base URLs of the running server."""
+        if self._urls is None:
+            raise RuntimeError("the twin server is not running; call start() first")
+        return self._urls
+
+    @property
+    def mcp_urls(self) -> dict[str, str]:
+        """Return ``{version: MCP endpoint URL}`` of the running server."""
+        versions = DEFAULT_VERSIONS if self._mcp_versions is None else self._mcp_versions
+        return mcp_urls(self.urls.site, versions)
+
+    def start(self, timeout: float = 10.0) -> TwinUrls:
+        """Bind, start serving in a background thread, and wait until healthy.
+
+        Raises:
+            RuntimeError: the server did not answer ``/_twin/health`` within ``timeout`` seconds.
+        """
+        if self._server is not None:
+            return self.urls
+        self._socket = _bind(self._host, self._requested_port)
+        port = int(self._socket.getsockname()[1])
+        self._server = uvicorn.Server(
+            _uvicorn_config(self.store, self._config, port, self._mcp_versions)
+        )
+        sockets = [self._socket]
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": sockets}, name=f"twin-{port}", daemon=True
+        )
+        self._thread.start()
+        urls = TwinUrls.for_port(port, self._host)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self._thread.is_alive():
+                self._cleanup()
+                raise RuntimeError(f"the twin server thread on port {port} stopped during start-up")
+            if self._server.started:
+                try:
+                    response = httpx.get(urls.site + "_twin/health", timeout=1.0)
+                    if response.status_code == 200:
+                        self._urls = urls
+                        return urls
+                except httpx.HTTPError:
+                    pass
+            time.sleep(0.02)
+        self.stop()
+        raise RuntimeError(f"the twin server on port {port} was not healthy after {timeout} s")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Ask uvicorn to exit, wait for the thread, and release the socket."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        if self._socket is not None:
+            self._socket.close()
+        self._server = None
+        self._thread = None
+        self._socket = None
+        self._urls = None
+
+    def __enter__(self) -> TwinUrls:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def serve_forever(
+    store: CatalogStore,
+    *,
+    port: int = 8765,
+    host: str = "127.0.0.1",
+    config: TwinConfig | None = None,
+    on_ready: Callable[[TwinUrls], None] | None = None,
+    mcp_versions: Sequence[str] | None = None,
+) -> None:
+    """Serve the twin in the foreground until interrupted (Ctrl-C).
+
+    Args:
+        store: The loaded catalog.
+        port: TCP port (0 picks a free one).
+        host: ``127.0.0.1`` or ``localhost``.
+        config: API settings.
+        on_ready: Optional callable receiving the :class:`TwinUrls` once the socket is bound.
+        mcp_versions: MCP releases to serve (default: all; ``()`` for none). Their endpoint
+            URLs are printed after ``on_ready`` runs.
+    """
+    sock = _bind(host, port)
+    bound = int(sock.getsockname()[1])
+    urls = TwinUrls.for_port(bound, host)
+    if on_ready is not None:
+        on_ready(urls)
+    versions = DEFAULT_VERSIONS if mcp_versions is None else mcp_versions
+    for version, url in mcp_urls(urls.site, versions).items():
+        print(f"  mcp {version:<9} {url}", flush=True)
+    server = uvicorn.Server(_uvicorn_config(store, config, bound, mcp_versions))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()

@@ -1,0 +1,554 @@
+"""Typed tables and the Tabular API query language (``col__op=value``, ``col__sort``, pages).
+
+api-tabular translates a query string into a PostgREST call on a typed PostgreSQL table. The
+twin keeps each table in memory as typed Python tuples and applies the same semantics: SQL
+comparisons where NULL never matches, ``less``/``greater`` inclusive, ``contains`` case-
+insensitive, ascending sorts with NULLs last and descending with NULLs first, ties by ``__id``.
+Error bodies copy the two shapes api-tabular returns: "Invalid query string" with a string
+``detail``, and "Database error" with a PostgREST object ``detail``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import statistics
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any, Literal
+
+ColumnType = Literal["string", "int", "float", "date", "datetime", "bool"]
+COLUMN_TYPES: tuple[ColumnType, ...] = ("string", "int", "float", "date", "datetime", "bool")
+
+# Operators api-tabular understands; the MCP server exposes only the first six.
+OPERATORS: tuple[str, ...] = (
+    "exact",
+    "contains",
+    "less",
+    "greater",
+    "strictly_less",
+    "strictly_greater",
+    "differs",
+    "notcontains",
+    "in",
+    "notin",
+    "isnull",
+    "isnotnull",
+)
+
+# PostgreSQL type names used in "invalid input syntax" errors.
+_PG_TYPES: dict[ColumnType, str] = {
+    "string": "text",
+    "int": "bigint",
+    "float": "double precision",
+    "date": "date",
+    "datetime": "timestamp without time zone",
+    "bool": "boolean",
+}
+
+_DEFAULT_FORMATS: dict[ColumnType, str] = {
+    "string": "string",
+    "int": "int",
+    "float": "float",
+    "date": "date",
+    "datetime": "datetime_naive",
+    "bool": "booleen",
+}
+
+_TRUE = {"true", "t", "1", "oui", "vrai", "yes"}
+_FALSE = {"false", "f", "0", "non", "faux", "no"}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a typed table.
+
+    Attributes:
+        name: Header as it appears in the CSV file (accents and spaces included).
+        type: Python type the Tabular API infers (csv_detective ``python_type``).
+        format: csv_detective format label (``code_departement``, ``date``, …).
+    """
+
+    name: str
+    type: ColumnType
+    format: str = ""
+
+    @property
+    def detected_format(self) -> str:
+        """Return ``format`` or the default label of the column's type."""
+        return self.format or _DEFAULT_FORMATS[self.type]
+
+
+class ValueParseError(ValueError):
+    """A cell or a filter value does not parse as its column's type."""
+
+    def __init__(self, column: Column, raw: str) -> None:
+        super().__init__(f'invalid input syntax for type {_PG_TYPES[column.type]}: "{raw}"')
+        self.column = column
+        self.raw = raw
+
+
+def parse_value(column: Column, raw: str) -> Any:
+    """Convert the text of a cell (or of a filter value) to the column's Python type.
+
+    Args:
+        column: The column whose type applies.
+        raw: The text; an empty string is NULL (``None``).
+
+    Returns:
+        ``None``, ``str``, ``int``, ``float``, ``date``, ``datetime`` or ``bool``.
+
+    Raises:
+        ValueParseError: ``raw`` is not a valid literal of the type.
+    """
+    if raw == "":
+        return None
+    try:
+        if column.type == "string":
+            return raw
+        if column.type == "int":
+            return int(raw)
+        if column.type == "float":
+            value = float(raw)
+            if math.isnan(value):
+                raise ValueError(raw)
+            return value
+        if column.type == "date":
+            return date.fromisoformat(raw[:10])
+        if column.type == "datetime":
+            when = datetime.fromisoformat(raw)
+            # Timestamps are compared as naive UTC, like a "timestamp without time zone" column.
+            if when.tzinfo is not None:
+                when = when.astimezone(UTC).replace(tzinfo=None)
+            return when
+        lowered = raw.strip().lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+        raise ValueError(raw)
+    except ValueError as error:
+        raise ValueParseError(column, raw) from error
+
+
+def json_value(value: Any) -> Any:
+    """Render a typed cell the way PostgREST renders it in JSON."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    return value
+
+
+def text_value(value: Any) -> str:
+    """Render a typed cell for a CSV export (NULL is an empty field)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (date, datetime)):
+        return value.isoformat()
+    return str(value)
+
+
+@dataclass
+class Table:
+    """A typed, read-only table with its CSV form.
+
+    Attributes:
+        name: Internal table name (api-tabular's ``parsing_table`` hash); used in errors.
+        columns: The columns in file order.
+        rows: Typed rows, in file order; row ``i`` has ``__id`` ``i + 1``.
+        separator: Field separator of the CSV file.
+    """
+
+    name: str
+    columns: tuple[Column, ...]
+    rows: list[tuple[Any, ...]]
+    separator: str = ","
+    source_text: str = field(default="", repr=False)
+    """The CSV file the table was parsed from (served as the resource's download)."""
+    _positions: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._positions = {column.name: index for index, column in enumerate(self.columns)}
+
+    @classmethod
+    def from_csv(
+        cls, name: str, text: str, columns: Sequence[Column], separator: str, *, origin: str
+    ) -> Table:
+        """Parse a CSV text whose header must equal ``columns``.
+
+        Args:
+            name: Internal table name.
+            text: The whole CSV file.
+            columns: Expected columns (names and types), in order.
+            separator: Field separator.
+            origin: Where the text comes from, for error messages (e.g. a file path).
+
+        Raises:
+            ValueError: The header differs from ``columns`` or a cell does not parse; the
+                message names ``origin``, the line and the column.
+        """
+        reader = csv.reader(io.StringIO(text), delimiter=separator)
+        header = next(reader, None)
+        expected = [c.name for c in columns]
+        if header != expected:
+            raise ValueError(f"{origin}: header {header!r} differs from the schema {expected!r}")
+        rows: list[tuple[Any, ...]] = []
+        for line_number, record in enumerate(reader, start=2):
+            if len(record) != len(columns):
+                raise ValueError(
+                    f"{origin}: line {line_number} has {len(record)} fields, "
+                    f"expected {len(columns)}"
+                )
+            try:
+                rows.append(tuple(parse_value(c, v) for c, v in zip(columns, record, strict=True)))
+            except ValueParseError as error:
+                raise ValueError(
+                    f"{origin}: line {line_number}, column {error.column.name!r}: {error}"
+                ) from error
+        return cls(
+            name=name, columns=tuple(columns), rows=rows, separator=separator, source_text=text
+        )
+
+    def position(self, column: str) -> int | None:
+        """Return the index of ``column`` or ``None`` if the table has no such column."""
+        return self._positions.get(column)
+
+    @property
+    def header(self) -> list[str]:
+        """Return the column names in order."""
+        return [c.name for c in self.columns]
+
+    def row_dict(self, index: int, positions: Sequence[int] | None = None) -> dict[str, Any]:
+        """Return row ``index`` (0-based) as a JSON-ready dict with a leading ``__id``."""
+        row = self.rows[index]
+        wanted = range(len(self.columns)) if positions is None else positions
+        result: dict[str, Any] = {"__id": index + 1}
+        for position in wanted:
+            result[self.columns[position].name] = json_value(row[position])
+        return result
+
+    def to_csv(self, indices: Iterable[int], positions: Sequence[int] | None = None) -> str:
+        """Render the selected rows (0-based indices) as CSV text with a header."""
+        wanted = list(range(len(self.columns))) if positions is None else list(positions)
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, delimiter=self.separator, lineterminator="\n")
+        writer.writerow([self.columns[p].name for p in wanted])
+        for index in indices:
+            row = self.rows[index]
+            writer.writerow([text_value(row[p]) for p in wanted])
+        return buffer.getvalue()
+
+
+class QueryError(Exception):
+    """A Tabular/Metrics query the real API would reject; carries the real error body."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        super().__init__(str(body))
+        self.status = status
+        self.body = body
+
+    @classmethod
+    def invalid(cls, detail: str) -> QueryError:
+        """Build api-tabular's own 400 "Invalid query string" error."""
+        return cls(
+            400, {"errors": [{"code": None, "title": "Invalid query string", "detail": detail}]}
+        )
+
+    @classmethod
+    def database(cls, code: str, message: str) -> QueryError:
+        """Build the 400 error api-tabular relays from PostgREST."""
+        detail = {"code": code, "details": None, "hint": None, "message": message}
+        return cls(400, {"errors": [{"code": None, "title": "Database error", "detail": detail}]})
+
+
+@dataclass(frozen=True)
+class Filter:
+    """One ``column__operator=value`` condition, parsed against a table."""
+
+    position: int
+    operator: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class TabularQuery:
+    """A parsed query: filters (ANDed), sorts in order, selected columns and the page."""
+
+    filters: tuple[Filter, ...] = ()
+    sorts: tuple[tuple[int, bool], ...] = ()
+    positions: tuple[int, ...] | None = None
+    page: int = 1
+    page_size: int = 20
+
+
+def _missing_column(table: Table, column: str) -> QueryError:
+    return QueryError.database("42703", f"column {table.name}.{column} does not exist")
+
+
+def make_filter(table: Table, column: str, operator: str, raw: str) -> Filter:
+    """Parse one condition against ``table``.
+
+    Raises:
+        QueryError: unknown operator (400 "Invalid query string"), unknown column (PostgREST
+            42703) or a value of the wrong type (PostgREST 22P02).
+    """
+    if operator not in OPERATORS:
+        raise QueryError.invalid(
+            f"Malformed query: argument '{column}__{operator}={raw}' could not be parsed"
+        )
+    position = table.position(column)
+    if position is None:
+        raise _missing_column(table, column)
+    col = table.columns[position]
+    value: Any
+    try:
+        if operator in ("isnull", "isnotnull"):
+            value = None
+        elif operator in ("contains", "notcontains"):
+            value = raw.lower()
+        elif operator in ("in", "notin"):
+            value = frozenset(parse_value(col, part) for part in raw.split(","))
+        else:
+            value = parse_value(col, raw)
+    except ValueParseError as error:
+        raise QueryError.database("22P02", str(error)) from error
+    return Filter(position, operator, value)
+
+
+def _predicate(flt: Filter) -> Callable[[tuple[Any, ...]], bool]:
+    p, op, v = flt.position, flt.operator, flt.value
+    if op == "isnull":
+        return lambda row: row[p] is None
+    if op == "isnotnull":
+        return lambda row: row[p] is not None
+    if op == "contains":
+        return lambda row: row[p] is not None and v in str(json_value(row[p])).lower()
+    if op == "notcontains":
+        return lambda row: row[p] is not None and v not in str(json_value(row[p])).lower()
+    if op == "in":
+        return lambda row: row[p] is not None and row[p] in v
+    if op == "notin":
+        return lambda row: row[p] is not None and row[p] not in v
+    if v is None:
+        # Comparing with NULL is never true in SQL.
+        return lambda row: False
+    compare: dict[str, Callable[[Any], bool]] = {
+        "exact": lambda x: bool(x == v),
+        "differs": lambda x: bool(x != v),
+        "less": lambda x: bool(x <= v),
+        "greater": lambda x: bool(x >= v),
+        "strictly_less": lambda x: bool(x < v),
+        "strictly_greater": lambda x: bool(x > v),
+    }
+    check = compare[op]
+    return lambda row: row[p] is not None and check(row[p])
+
+
+def _parse_int(name: str, raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise QueryError.invalid(
+            f"Malformed query: {name} must be an integer, got '{raw}'"
+        ) from None
+    if value < 1:
+        raise QueryError.invalid(f"Malformed query: {name} must be a positive integer")
+    return value
+
+
+def parse_query(
+    table: Table,
+    params: Iterable[tuple[str, str]],
+    *,
+    page_size_max: int,
+    page_size_default: int = 20,
+) -> TabularQuery:
+    """Parse a Tabular API query string (as key/value pairs) against ``table``.
+
+    Args:
+        table: The queried table.
+        params: Query parameters in their order of appearance (sorts keep that order).
+        page_size_max: Above this, 400 ``Page size exceeds allowed maximum: N``.
+        page_size_default: Page size when none is given.
+
+    Raises:
+        QueryError: with the real status and body.
+    """
+    filters: list[Filter] = []
+    sorts: list[tuple[int, bool]] = []
+    positions: tuple[int, ...] | None = None
+    page, page_size = 1, page_size_default
+    for key, raw in params:
+        if key == "page":
+            page = _parse_int("page", raw)
+        elif key == "page_size":
+            page_size = _parse_int("page_size", raw)
+            if page_size > page_size_max:
+                raise QueryError.invalid(f"Page size exceeds allowed maximum: {page_size_max}")
+        elif key == "columns":
+            wanted: list[int] = []
+            for name in raw.split(","):
+                position = table.position(name)
+                if position is None:
+                    raise _missing_column(table, name)
+                wanted.append(position)
+            positions = tuple(wanted)
+        elif "__" in key:
+            column, operator = key.rsplit("__", 1)
+            if operator == "sort":
+                if raw not in ("asc", "desc"):
+                    raise QueryError.invalid(
+                        f"Malformed query: argument '{key}={raw}' could not be parsed"
+                    )
+                position = table.position(column)
+                if position is None:
+                    raise _missing_column(table, column)
+                sorts.append((position, raw == "desc"))
+            else:
+                filters.append(make_filter(table, column, operator, raw))
+        # Other parameters are ignored, as api-tabular ignores them.
+    return TabularQuery(tuple(filters), tuple(sorts), positions, page, page_size)
+
+
+def matching_indices(table: Table, filters: Sequence[Filter]) -> list[int]:
+    """Return the 0-based indices of the rows meeting every filter, in file order."""
+    predicates = [_predicate(f) for f in filters]
+    return [i for i, row in enumerate(table.rows) if all(pred(row) for pred in predicates)]
+
+
+def _sorted(table: Table, indices: list[int], sorts: Sequence[tuple[int, bool]]) -> list[int]:
+    ordered = sorted(indices)
+    # Apply the sort keys from last to first (stable sorts compose); ties stay by __id.
+    for position, descending in reversed(sorts):
+        present = [i for i in ordered if table.rows[i][position] is not None]
+        nulls = [i for i in ordered if table.rows[i][position] is None]
+        present.sort(key=lambda i: table.rows[i][position], reverse=descending)
+        # PostgreSQL: NULLS LAST for ASC, NULLS FIRST for DESC.
+        ordered = nulls + present if descending else present + nulls
+    return ordered
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """One page of a query: the total before paging and the page's rows."""
+
+    total: int
+    rows: list[dict[str, Any]]
+    indices: list[int]
+
+
+def run_query(table: Table, query: TabularQuery) -> QueryResult:
+    """Filter, sort and page ``table``."""
+    indices = _sorted(table, matching_indices(table, query.filters), query.sorts)
+    start = (query.page - 1) * query.page_size
+    page = indices[start : start + query.page_size]
+    rows = [table.row_dict(i, query.positions) for i in page]
+    return QueryResult(total=len(indices), rows=rows, indices=page)
+
+
+def ordered_indices(table: Table, query: TabularQuery) -> list[int]:
+    """Return every matching row index in query order (for CSV exports, no paging)."""
+    return _sorted(table, matching_indices(table, query.filters), query.sorts)
+
+
+Aggregate = Literal["count", "sum", "avg", "min", "max", "count_distinct"]
+
+
+def aggregate(
+    table: Table, filters: Sequence[Filter], how: Aggregate, column: str | None = None
+) -> float | None:
+    """Aggregate the rows meeting ``filters`` (SQL semantics: NULLs are skipped).
+
+    Args:
+        table: The table.
+        filters: Conditions, ANDed.
+        how: ``count`` counts rows; the others apply to ``column``.
+        column: The aggregated column (required unless ``how`` is ``count``).
+
+    Returns:
+        The value, or ``None`` when no non-NULL value exists (as SQL returns NULL).
+    """
+    indices = matching_indices(table, filters)
+    if how == "count":
+        return float(len(indices))
+    if column is None:
+        raise ValueError(f"aggregate {how!r} needs a column")
+    position = table.position(column)
+    if position is None:
+        raise _missing_column(table, column)
+    values = [table.rows[i][position] for i in indices if table.rows[i][position] is not None]
+    if how == "count_distinct":
+        return float(len(set(values)))
+    if not values:
+        return None
+    if how == "min":
+        return float(min(values))
+    if how == "max":
+        return float(max(values))
+    if how == "sum":
+        return float(sum(values))
+    return float(statistics.fmean(values))
+
+
+def profile(table: Table, *, encoding: str = "utf-8") -> dict[str, Any]:
+    """Return a csv_detective-shaped profile of ``table`` (what ``/profile/`` serves)."""
+    header = table.header
+    columns_info = {
+        c.name: {"python_type": c.type, "format": c.detected_format, "score": 1.0}
+        for c in table.columns
+    }
+    formats: dict[str, list[str]] = {}
+    for c in table.columns:
+        formats.setdefault(c.detected_format, []).append(c.name)
+    per_column: dict[str, Any] = {}
+    categorical: list[str] = []
+    for position, c in enumerate(table.columns):
+        values = [row[position] for row in table.rows]
+        present = [v for v in values if v is not None]
+        counts = Counter(json_value(v) for v in present)
+        tops = [
+            {"count": n, "value": v}
+            for v, n in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))[:10]
+        ]
+        entry: dict[str, Any] = {
+            "tops": tops,
+            "nb_distinct": len(counts),
+            "nb_missing_values": len(values) - len(present),
+        }
+        if c.type in ("int", "float") and present:
+            numbers = [float(v) for v in present]
+            entry["min"] = min(numbers)
+            entry["max"] = max(numbers)
+            entry["mean"] = round(statistics.fmean(numbers), 6)
+            entry["std"] = round(statistics.pstdev(numbers), 6)
+        if c.type == "string" and 0 < len(counts) <= 25 and len(present) > 2 * len(counts):
+            categorical.append(c.name)
+        per_column[c.name] = entry
+    seen: set[tuple[Any, ...]] = set()
+    duplicates = 0
+    for row in table.rows:
+        if row in seen:
+            duplicates += 1
+        seen.add(row)
+    return {
+        "encoding": encoding,
+        "separator": table.separator,
+        "header_row_idx": 0,
+        "header": header,
+        "total_lines": len(table.rows),
+        "nb_duplicates": duplicates,
+        "heading_columns": 0,
+        "trailing_columns": 0,
+        "categorical": categorical,
+        "columns": columns_info,
+        "columns_fields": columns_info,
+        "columns_labels": columns_info,
+        "formats": formats,
+        "profile": per_column,
+    }

@@ -1,0 +1,271 @@
+"""Data tools through a real MCP client: Tabular queries, their errors, and the old tools."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_types import CallToolResult
+
+from datagouv_eval_pipeline.twin.mcp.client import call_tools_sync, result_text
+from datagouv_eval_pipeline.twin.mcp.server import mcp_url
+from datagouv_eval_pipeline.twin.urls import TwinUrls
+
+DATA_ES = "ea4f5879-af40-4e3e-949d-812d6eeb5e02"
+DATA_ES_HEADER = [
+    f"Resource ID: {DATA_ES}",
+    "Dataset: Recensement des équipements sportifs, espaces et sites de pratiques "
+    "(ID: 53699ebba3a729239d205f4f)",
+    "",
+]
+DICTIONARY = "b7ebaa95-a2ff-4412-8911-a655dd146d44"  # 21 rows
+NOT_TABULAR = "37a95b64-7121-4039-af91-625a0a199a7c"  # an HTML page of the Transports dataset
+TRANSPORTS = "55e4129788ee386899a46ec1"
+TRANSPORTS_CSV = "d8581b5b-3372-4e73-9323-036e543e2bef"  # 144 rows
+MDN_404 = "For more information check: https://developer.mozilla.org/en-US/docs/Web/HTTP/Status/404"
+
+
+def call_many(
+    urls: TwinUrls, version: str, calls: list[tuple[str, dict[str, Any]]]
+) -> list[CallToolResult]:
+    return call_tools_sync(mcp_url(urls.site, version), calls)
+
+
+def text_of(result: CallToolResult) -> str:
+    assert len(result.content) == 1
+    return result_text(result)
+
+
+def call_text(urls: TwinUrls, version: str, name: str, args: dict[str, Any]) -> str:
+    """Call one tool; it must not be an ``isError`` result."""
+    (result,) = call_tools_sync(mcp_url(urls.site, version), [(name, args)])
+    text = result_text(result)
+    assert not result.is_error, text
+    assert result.structured_content == {"result": text}
+    return text
+
+
+def test_query_resource_data_filter_sort_layout(live_twin: TwinUrls) -> None:
+    args = {
+        "resource_id": DATA_ES,
+        "page_size": 1,
+        "filter_column": "dep_code",
+        "filter_value": "32",
+        "filter_operator": "EXACT",
+        "sort_column": "new_name",
+        "sort_direction": "DESC",
+    }
+    lines = call_text(live_twin, "0.2.26", "query_resource_data", args).split("\n")
+    assert lines[:12] == [
+        "Querying resource: Equipements sportifs (data-es.csv)",
+        *DATA_ES_HEADER,
+        "Filter: dep_code exact 32",
+        "Sort: new_name (desc)",
+        "Total rows (Tabular API): 1023",  # the pinned Data ES fact for the Gers
+        "Total pages: 1023 (page size: 1)",
+        "Retrieved: 1 row(s) from page 1",
+        lines[9],
+        "",
+        "Data (1 rows):",
+    ]
+    assert lines[9].startswith("Columns: __id, equip_numero, equip_nom, ")
+    assert lines[12] == "  Row 1:" and lines[13].startswith("    __id: ")
+    assert "    dep_code: 32" in lines
+    assert lines[-2:] == [
+        "",
+        "⚠️ Large dataset (1023 rows). To get all data, paginate using page=2 or use "
+        "get_resource_info to retrieve the raw file URL and fetch it directly.",
+    ]
+
+
+def test_query_resource_data_small_pages_and_empty_result(live_twin: TwinUrls) -> None:
+    text = call_text(
+        live_twin, "0.2.26", "query_resource_data", {"resource_id": DICTIONARY, "page": 2}
+    )
+    assert "Total rows (Tabular API): 21\nTotal pages: 2 (page size: 20)\n" in text
+    assert (
+        "Retrieved: 1 row(s) from page 2\nColumns: __id, variable, libelle, type, modalites\n"
+        in (text)
+    )
+    assert "\n  Row 1:\n    __id: 21\n" in text and "More data available" not in text
+    first = call_text(live_twin, "0.2.26", "query_resource_data", {"resource_id": DICTIONARY})
+    assert first.endswith("\n\n📄 More data available. Use page=2 to see the next page.")
+    empty = call_text(
+        live_twin,
+        "0.2.26",
+        "query_resource_data",
+        {"resource_id": DICTIONARY, "filter_column": "variable", "filter_value": "NOPE"},
+    )
+    assert empty.endswith(
+        "Filter: variable exact NOPE\nTotal rows (Tabular API): 0\nTotal pages: 0 (page size: 20)\n"
+        "⚠️  No rows available (resource may be empty or filtered)."
+    )
+
+
+def test_query_resource_data_validation_texts(live_twin: TwinUrls) -> None:
+    bad_operator = {
+        "resource_id": DATA_ES,
+        "filter_column": "dep_code",
+        "filter_value": "32",
+        "filter_operator": "differs",
+    }
+    assert call_text(live_twin, "0.2.26", "query_resource_data", bad_operator) == (
+        "Error: invalid filter_operator. Supported values: contains, exact, greater, less, "
+        "strictly_greater, strictly_less."
+    )
+    bad_direction = {"resource_id": DATA_ES, "sort_column": "dep_code", "sort_direction": "up"}
+    assert call_text(live_twin, "0.2.26", "query_resource_data", bad_direction) == (
+        "Error: invalid sort_direction. Supported values: asc, desc."
+    )
+    # 0.2.19 validates the same way but still requires its `question` argument.
+    (missing_question,) = call_many(
+        live_twin, "0.2.19", [("query_resource_data", {"resource_id": DATA_ES})]
+    )
+    assert missing_question.is_error
+    assert text_of(missing_question).startswith(
+        "Error executing tool query_resource_data: 1 validation error for "
+        "query_resource_dataArguments\nquestion\n  Field required"
+    )
+    old = {"question": "?", **bad_direction}
+    assert call_text(live_twin, "0.2.19", "query_resource_data", old) == (
+        "Error: invalid sort_direction. Supported values: asc, desc."
+    )
+
+
+def test_query_resource_data_tabular_errors_per_release(live_twin: TwinUrls) -> None:
+    header = [
+        "Querying resource: Immatriculations de voitures particulières neuves - série 010767832",
+        f"Resource ID: {NOT_TABULAR}",
+        f"Dataset: Transports (ID: {TRANSPORTS})",
+        "",
+    ]
+    new = call_text(live_twin, "0.2.26", "query_resource_data", {"resource_id": NOT_TABULAR})
+    assert new.split("\n") == [
+        *header,
+        "⚠️  This resource ID was not found in the Tabular API. Use search_datasets to find a "
+        "dataset, then list_dataset_resources to obtain the correct resource ID.",
+    ]
+    old = call_text(
+        live_twin, "0.2.19", "query_resource_data", {"question": "?", "resource_id": NOT_TABULAR}
+    )
+    assert old == (
+        "❌ Error querying resource: Client error '404 Not Found' for url "
+        f"'{live_twin.tabular_api}resources/{NOT_TABULAR}/data/?page=1&page_size=20'\n{MDN_404}"
+    )
+    unknown_column = call_text(
+        live_twin,
+        "0.2.26",
+        "query_resource_data",
+        {"resource_id": DATA_ES, "page_size": 1, "sort_column": "nope"},
+    )
+    assert unknown_column.endswith(
+        "Sort: nope (asc)\n"
+        "⚠️  The Tabular API rejected the request (invalid filter, sort column, or parameter). "
+        "Call again without sort or filter to preview rows and confirm column names, or align "
+        "filter_column and sort_column with the resource schema. A column or parameter in the "
+        "request does not exist in this resource; remove sort/filter or use exact names from a "
+        "preview. - Original error message: column ebccc4cc23b63675d502033e77f64ea0.nope does "
+        "not exist"
+    )
+    # Above the Tabular API's maximum page size (50 on the twin) the real parser trips over the
+    # string `detail` of api-tabular's own error (reference §1.4, latent bug).
+    too_big = call_text(
+        live_twin, "0.2.26", "query_resource_data", {"resource_id": DATA_ES, "page_size": 100}
+    )
+    assert too_big == "❌ Error querying resource: string indices must be integers, not 'str'"
+
+
+def test_query_dataset_data_0_2_5(live_twin: TwinUrls) -> None:
+    by_id = call_text(
+        live_twin,
+        "0.2.5",
+        "query_dataset_data",
+        {"question": "Combien ?", "dataset_id": TRANSPORTS, "limit_per_resource": 1},
+    )
+    by_query = call_text(
+        live_twin,
+        "0.2.5",
+        "query_dataset_data",
+        {"question": "Combien ?", "dataset_query": "transports", "limit_per_resource": 1},
+    )
+    assert by_id == by_query
+    assert by_id.split("\n")[:8] == [
+        "Dataset: Transports",
+        f"Dataset ID: {TRANSPORTS}",
+        "Question: Combien ?",
+        "Resources: 2",
+        "",
+        "1. Séries mensuelles transports (BDM).csv",
+        f"   Resource ID: {TRANSPORTS_CSV}",
+        "   Format: csv",
+    ]
+    assert "   Total rows (Tabular API): 144\n" in by_id
+    assert "   Data (1 rows):\n     Row 1:\n       __id: 1\n" in by_id
+    assert by_id.endswith(
+        f"   Resource ID: {NOT_TABULAR}\n   Format: html\n"
+        "   ⚠️  Not available via Tabular API (may not be tabular data)\n"
+    )
+    # More rows than one Tabular page: fetched page by page.
+    many = call_text(
+        live_twin,
+        "0.2.5",
+        "query_dataset_data",
+        {"question": "?", "dataset_id": TRANSPORTS, "limit_per_resource": 120},
+    )
+    assert "   Data (120 rows):\n" in many
+    assert [line for line in many.split("\n") if line.startswith("       __id: ")] == [
+        f"       __id: {i}" for i in range(1, 121)
+    ]
+    assert call_text(live_twin, "0.2.5", "query_dataset_data", {"question": "?"}) == (
+        "Error: Either dataset_id or dataset_query must be provided."
+    )
+
+
+def test_download_and_parse_resource_per_release(live_twin: TwinUrls) -> None:
+    text = call_text(
+        live_twin,
+        "0.2.5",
+        "download_and_parse_resource",
+        {"resource_id": TRANSPORTS_CSV, "max_rows": 2},
+    )
+    lines = text.split("\n")
+    assert lines[:8] == [
+        "Resource: Séries mensuelles transports (BDM).csv",
+        f"Resource ID: {TRANSPORTS_CSV}",
+        f"Dataset ID: {TRANSPORTS}",
+        "Format: csv",
+        lines[4],
+        "Total rows: 144",
+        "Columns: idBank, Libellé, Période, Valeur, Unité",
+        "",
+    ]
+    assert lines[4].startswith("File size: ") and lines[4].endswith(" KB")
+    assert lines[8:11] == ["Showing first 2 row(s):", "  Row 1:", "    idBank: 010767832"]
+    assert lines[-1] == "... 142 more row(s) not shown (max_rows=2)."
+    # 0.2.19: hard caps of 500 rows and 50 MB whatever the caller asks.
+    capped = call_text(
+        live_twin,
+        "0.2.19",
+        "download_and_parse_resource",
+        {"resource_id": DATA_ES, "max_rows": 10_000},
+    )
+    assert capped == (
+        "Error: File too large (304.0 MB). Maximum allowed size: 50 MB. "
+        "Use query_resource_data or the Tabular API instead."
+    )
+    many = call_text(
+        live_twin,
+        "0.2.19",
+        "download_and_parse_resource",
+        {"resource_id": DICTIONARY, "max_rows": 900},
+    )
+    assert "Total rows: 21\n" in many and "Showing first 21 row(s):" in many
+    allowed = call_text(
+        live_twin,
+        "0.2.5",
+        "download_and_parse_resource",
+        {"resource_id": DATA_ES, "max_rows": 1, "max_size_mb": 400},
+    )
+    assert "Total rows: 1723\n" in allowed and "Showing first 1 row(s):" in allowed
+    assert call_text(
+        live_twin, "0.2.5", "download_and_parse_resource", {"resource_id": NOT_TABULAR}
+    ) == ("Error: Unsupported format 'html'. Supported formats: CSV, CSV.GZ, JSON, JSONL.")

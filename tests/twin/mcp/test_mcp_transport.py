@@ -1,0 +1,151 @@
+"""Wire behaviour of the MCP endpoints: SSE framing, statelessness, Host checks, /health."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.mcp import MCPToolset
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from datagouv_eval_pipeline.twin.mcp.server import mcp_url
+from datagouv_eval_pipeline.twin.urls import TwinUrls
+
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+TRANSPORTS = "55e4129788ee386899a46ec1"
+
+
+def endpoint(urls: TwinUrls, version: str) -> str:
+    return mcp_url(urls.site, version)
+
+
+def _rpc(method: str, params: dict[str, Any], rpc_id: int = 1) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rpc_id, "method": method, "params": params}
+
+
+def _sse_message(response: httpx.Response) -> dict[str, Any]:
+    """Parse a reply that must be exactly one SSE ``message`` event."""
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = [e for e in response.text.replace("\r\n", "\n").split("\n\n") if e.strip()]
+    assert len(events) == 1, response.text
+    lines = events[0].split("\n")
+    assert lines[0] == "event: message"
+    assert lines[1].startswith("data: ")
+    message: dict[str, Any] = json.loads(lines[1][len("data: ") :])
+    return message
+
+
+def test_tools_call_without_initialize_is_one_sse_frame_and_stateless(live_twin: TwinUrls) -> None:
+    call = _rpc("tools/call", {"name": "get_dataset_info", "arguments": {"dataset_id": TRANSPORTS}})
+    response = httpx.post(endpoint(live_twin, "0.2.26"), json=call, headers=ACCEPT, timeout=10)
+    assert response.status_code == 200
+    assert "mcp-session-id" not in response.headers
+    message = _sse_message(response)
+    result = message["result"]
+    assert message["id"] == 1 and result["isError"] is False
+    text = result["content"][0]["text"]
+    assert text.startswith("Dataset Information: Transports\n")
+    assert result["structuredContent"] == {"result": text}
+
+
+def test_initialize_echoes_the_protocol_and_names_the_server(live_twin: TwinUrls) -> None:
+    init = _rpc(
+        "initialize",
+        {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    )
+    response = httpx.post(endpoint(live_twin, "0.2.19"), json=init, headers=ACCEPT, timeout=10)
+    result = _sse_message(response)["result"]
+    assert result["protocolVersion"] == "2025-06-18"
+    assert result["serverInfo"] == {"name": "data.gouv.fr MCP server", "version": "1.26.0"}
+    assert set(result["capabilities"]) == {"tools", "prompts", "resources"}
+    assert result["capabilities"]["tools"] == {"listChanged": False}
+
+
+@pytest.mark.parametrize(
+    ("version", "host", "status"),
+    [
+        ("0.2.26", "datagouv-mcp:8000", 421),
+        ("0.2.26", "localhost:8000", 200),
+        ("0.2.26", "mcp.data.gouv.fr", 200),
+        ("0.2.19", "example.org", 421),
+        ("0.2.5", "datagouv-mcp:8000", 200),
+    ],
+)
+def test_host_allow_list_per_release(
+    live_twin: TwinUrls, version: str, host: str, status: int
+) -> None:
+    call = _rpc("tools/call", {"name": "get_dataset_info", "arguments": {"dataset_id": TRANSPORTS}})
+    response = httpx.post(
+        endpoint(live_twin, version), json=call, headers={**ACCEPT, "Host": host}, timeout=10
+    )
+    assert response.status_code == status
+    if status == 421:
+        assert response.text == "Invalid Host header"
+    else:
+        # Links in the output follow the host the client used.
+        assert (
+            f"URL: http://{host}/datasets/transports/"
+            in _sse_message(response)["result"]["content"][0]["text"]
+        )
+
+
+def test_mcp_1x_wire_rules(live_twin: TwinUrls) -> None:
+    url = endpoint(live_twin, "0.2.26")
+    modern = httpx.post(
+        url,
+        json=_rpc("server/discover", {}),
+        headers={**ACCEPT, "mcp-protocol-version": "2026-07-28"},
+        timeout=10,
+    )
+    assert modern.status_code == 400
+    assert modern.json()["error"]["message"].startswith(
+        "Bad Request: Unsupported protocol version: 2026-07-28. Supported versions: 2024-11-05"
+    )
+    assert httpx.get(url, headers={"Accept": "*/*"}, timeout=10).status_code == 406
+    wrong_type = httpx.post(url, content=b"{}", headers={**ACCEPT, "Content-Type": "text/plain"})
+    assert (wrong_type.status_code, wrong_type.text) == (400, "Invalid Content-Type header")
+    unknown = httpx.post(live_twin.site + "mcp/v0.2.99/mcp", json={}, headers=ACCEPT)
+    assert unknown.status_code == 404
+    slash = httpx.post(url + "/", json={}, headers=ACCEPT)
+    assert (slash.status_code, slash.headers["location"]) == (307, "/mcp/v0.2.26/mcp")
+    assert httpx.get(f"{live_twin.site}mcp/v0.2.26/other").status_code == 404
+
+
+def test_health_shape_per_release(live_twin: TwinUrls) -> None:
+    with httpx.Client(timeout=10) as http:
+        old = http.get(f"{live_twin.site}mcp/v0.2.5/health").json()
+        middle = http.get(f"{live_twin.site}mcp/v0.2.19/health").json()
+        new = http.get(f"{live_twin.site}mcp/v0.2.26/health")
+    assert set(old) == {"status", "timestamp"} and old["status"] == "ok"
+    assert set(middle) == {"status", "timestamp", "version"} and middle["version"] == "0.2.19"
+    assert new.status_code == 200
+    assert new.json()["status"] == "ok"
+    assert set(new.json()) == {"status", "uptime_since", "version", "env", "data_env"}
+
+
+def test_a_pydantic_ai_agent_uses_the_twin(live_twin: TwinUrls) -> None:
+    """The agent client the pipeline uses lists and calls the tools of a release."""
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            names = sorted(t.name for t in info.function_tools)
+            assert "query_dataset_data" in names and "query_resource_data" not in names
+            return ModelResponse(
+                parts=[ToolCallPart("get_dataset_info", {"dataset_id": TRANSPORTS})]
+            )
+        returned = [
+            p for m in messages for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)
+        ]
+        return ModelResponse(parts=[TextPart(str(returned[0].content).splitlines()[0])])
+
+    agent = Agent(FunctionModel(model), toolsets=[MCPToolset(endpoint(live_twin, "0.2.5"))])
+    result = agent.run_sync("Quel est ce jeu de données ?")
+    assert result.output == "Dataset Information: Transports"
