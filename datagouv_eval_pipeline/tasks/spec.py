@@ -186,13 +186,16 @@ class ExpectedSource(_Strict):
 
 
 class CheckFn(StrEnum):
-    """Resource pre-flight checks."""
+    """Resource pre-flight checks (see docs/validation.md for their parameters)."""
 
     SAME_TITLE_DESCRIPTION = "same_title_description"
     DOWNLOAD_URL_REACHABLE = "download_url_reachable"
     TABULAR_API_AVAILABLE = "tabular_api_available"
     TABULAR_API_UNAVAILABLE = "tabular_api_unavailable"
     UPDATE_DATE_MORE_RECENT_THAN = "update_date_more_recent_than"
+    SCHEMA_UNCHANGED = "schema_unchanged"
+    ROW_COUNT_WITHIN = "row_count_within"
+    EXPECTED_VALUES_HOLD = "expected_values_hold"
 
 
 class ResourceCheck(_Strict):
