@@ -1,0 +1,320 @@
+"""``datagouv-eval judge``: calibrate a judge, judge a trace, export and import human reviews.
+
+``calibrate`` and ``review-sample`` are also reachable at the top level
+(``datagouv-eval calibrate --judge deterministic``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from datagouv_eval_pipeline.tasks.spec import TaskSpec
+
+_ALIASES = ("calibrate", "review-sample")
+
+
+class _JudgeGroup(click.Group):
+    """The ``judge`` group; invoked under an alias name, it runs that subcommand directly."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if ctx.info_name in _ALIASES:
+            args = [str(ctx.info_name), *args]
+            ctx.info_name = "judge"  # usage lines then show the canonical path
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_JudgeGroup)
+def command() -> None:
+    """Judges: calibration against human verdicts, judging traces, human review."""
+
+
+def _tasks(task_dir: Path) -> dict[str, TaskSpec]:
+    from datagouv_eval_pipeline.tasks.errors import TaskSpecErrors
+    from datagouv_eval_pipeline.tasks.loader import load_task_specs
+
+    try:
+        return {task.task_id: task for task in load_task_specs([task_dir])}
+    except TaskSpecErrors as error:
+        raise click.ClickException(str(error)) from error
+
+
+def _build_judge(
+    judge: str, config_path: Path | None, cache_dir: Path | None, base_url: str | None
+) -> Any:
+    from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
+
+    if judge == "deterministic":
+        return DeterministicJudge()
+
+    import yaml
+    from pydantic import ValidationError
+
+    from datagouv_eval_pipeline.benchmark.loader import (
+        BenchmarkConfigErrors,
+        load_benchmark_config,
+    )
+    from datagouv_eval_pipeline.judges.config import (
+        ROLES,
+        JudgeConfig,
+        JudgeModelError,
+        RoleModel,
+        RoleSettings,
+        resolve_model,
+    )
+    from datagouv_eval_pipeline.judges.llm import LLMJudge
+
+    try:
+        if config_path is not None:
+            data = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
+            data.setdefault("default", {"model": judge})
+            config = JudgeConfig.model_validate(data)
+        else:
+            config = JudgeConfig(default=RoleSettings(model=judge))
+    except (ValidationError, OSError, yaml.YAMLError) as error:
+        raise click.ClickException(f"{config_path}: invalid judge config: {error}") from error
+    if cache_dir is not None:
+        config = config.model_copy(update={"cache_dir": cache_dir})
+    try:
+        models = load_benchmark_config().models
+    except BenchmarkConfigErrors as error:
+        raise click.ClickException(str(error)) from error
+    resolved: dict[str, RoleModel] = {}
+    try:
+        resolved["default"] = resolve_model(
+            config.default.model, models, config.default.temperature, base_url=base_url
+        )
+        for role in ROLES:
+            if role in config.roles:
+                settings = config.settings(role)
+                resolved[role] = resolve_model(
+                    settings.model, models, settings.temperature, base_url=base_url
+                )
+    except JudgeModelError as error:
+        raise click.ClickException(str(error)) from error
+    return LLMJudge.from_config(config, resolved)
+
+
+_JUDGE_OPTION = click.option(
+    "--judge",
+    "judge_name",
+    default="deterministic",
+    show_default=True,
+    help="'deterministic', or an LLM judge model '<provider>/<model>' from models.yml.",
+)
+_CONFIG_OPTION = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Judge config YAML (models per role, limits, cache_dir); see docs/judges.md.",
+)
+_CACHE_OPTION = click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Judge answer cache directory (LLM judges).",
+)
+_BASE_URL_OPTION = click.option(
+    "--base-url",
+    help="Send judge requests to this OpenAI-compatible URL instead (e.g. a replay server).",
+)
+
+
+@command.command("calibrate")
+@_JUDGE_OPTION
+@click.option(
+    "--set",
+    "set_paths",
+    multiple=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="Calibration files or directories [default: task_specs/calibration].",
+)
+@click.option(
+    "--tasks",
+    "task_dir",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="Task specs directory [default: task_specs].",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@_CONFIG_OPTION
+@_CACHE_OPTION
+@_BASE_URL_OPTION
+def calibrate_command(
+    judge_name: str,
+    set_paths: tuple[Path, ...],
+    task_dir: Path | None,
+    as_json: bool,
+    config_path: Path | None,
+    cache_dir: Path | None,
+    base_url: str | None,
+) -> None:
+    """Agreement of a judge with the human verdicts of the calibration set.
+
+    Prints coverage (scored / total), accuracy and Cohen's kappa over the scored items, and the
+    confusion table with unscored items in their own column.
+    """
+    from datagouv_eval_pipeline.judges.calibration import (
+        CALIBRATION_DIR,
+        CalibrationError,
+        calibrate,
+        load_calibration,
+    )
+    from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR
+
+    tasks = _tasks(task_dir or TASK_SPECS_DIR)
+    try:
+        items = load_calibration(list(set_paths) or [CALIBRATION_DIR], tasks)
+    except CalibrationError as error:
+        raise click.ClickException(str(error)) from error
+    judge = _build_judge(judge_name, config_path, cache_dir, base_url)
+    report = asyncio.run(calibrate(judge, items))
+    if as_json:
+        click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+    else:
+        click.echo(report.render())
+
+
+@command.command("trace")
+@click.argument("trace_path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@_JUDGE_OPTION
+@click.option(
+    "--tasks",
+    "task_dir",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="Task specs directory [default: task_specs].",
+)
+@_CONFIG_OPTION
+@_CACHE_OPTION
+@_BASE_URL_OPTION
+def trace_command(
+    trace_path: Path,
+    judge_name: str,
+    task_dir: Path | None,
+    config_path: Path | None,
+    cache_dir: Path | None,
+    base_url: str | None,
+) -> None:
+    """Judge one trace file and print every verdict as JSON."""
+    from datagouv_eval_pipeline.judges.runner import judge_trace
+    from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR
+    from datagouv_eval_pipeline.traces import load_trace
+
+    tasks = _tasks(task_dir or TASK_SPECS_DIR)
+    try:
+        trace = load_trace(trace_path)
+    except ValueError as error:
+        raise click.ClickException(str(error)) from error
+    task = tasks.get(trace.task_id)
+    if task is None:
+        raise click.ClickException(f"{trace_path}: unknown task {trace.task_id!r}")
+    judge = _build_judge(judge_name, config_path, cache_dir, base_url)
+    judgement = asyncio.run(judge_trace(judge, task, trace))
+    click.echo(json.dumps(judgement.to_json(), ensure_ascii=False, indent=2))
+
+
+@command.command("review-sample")
+@click.argument(
+    "run_dirs",
+    nargs=-1,
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+)
+@click.option("--per-run", default=10, show_default=True, help="Traces drawn per run.")
+@click.option(
+    "--passed-share",
+    default=0.25,
+    show_default=True,
+    help="Share of the draw taken among traces that passed every check.",
+)
+@click.option("--seed", default=0, show_default=True, help="Seed of the draw.")
+@click.option(
+    "--out",
+    "out_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The file to annotate: .csv (spreadsheet) or .jsonl.",
+)
+@click.option(
+    "--tasks",
+    "task_dir",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="Task specs directory [default: task_specs].",
+)
+def review_sample_command(
+    run_dirs: tuple[Path, ...],
+    per_run: int,
+    passed_share: float,
+    seed: int,
+    out_path: Path,
+    task_dir: Path | None,
+) -> None:
+    """Export answers of each run (directory of traces) for a person to annotate.
+
+    Fill ``human_verdict`` (pass/fail) and ``human_note``, then run ``judge import-review``.
+    """
+    from datagouv_eval_pipeline.judges.review import review_sample, write_review
+    from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR
+
+    tasks = _tasks(task_dir or TASK_SPECS_DIR)
+    runs: dict[str, Path] = {}
+    for directory in run_dirs:
+        name = directory.resolve().name
+        if name in runs:
+            raise click.ClickException(f"two runs are named {name!r}: rename one directory")
+        runs[name] = directory
+    try:
+        rows, notices = review_sample(
+            runs, tasks, per_run=per_run, seed=seed, passed_share=passed_share
+        )
+    except ValueError as error:
+        raise click.ClickException(str(error)) from error
+    for notice in notices:
+        click.echo(f"note: {notice}", err=True)
+    write_review(rows, out_path)
+    samples = len({row.sample_id for row in rows})
+    passed = len({row.sample_id for row in rows if row.passed_every_check})
+    click.echo(
+        f"wrote {len(rows)} rows ({samples} answers, {passed} passed every check) to {out_path}"
+    )
+
+
+@command.command("import-review")
+@click.argument("review_path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--into",
+    "target",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Calibration file to append to [default: task_specs/calibration/reviewed.yml].",
+)
+@click.option(
+    "--tasks",
+    "task_dir",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="Task specs directory [default: task_specs].",
+)
+def import_review_command(review_path: Path, target: Path | None, task_dir: Path | None) -> None:
+    """Add the annotated rows of a review file to the calibration set."""
+    from datagouv_eval_pipeline.judges.calibration import CALIBRATION_DIR, CalibrationError
+    from datagouv_eval_pipeline.judges.review import import_review, read_review
+    from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR
+
+    tasks = _tasks(task_dir or TASK_SPECS_DIR)
+    destination = target or CALIBRATION_DIR / "reviewed.yml"
+    try:
+        result = import_review(
+            read_review(review_path), tasks, destination, origin=review_path.name
+        )
+    except CalibrationError as error:
+        raise click.ClickException(str(error)) from error
+    click.echo(
+        f"added {result.added} item(s) to {destination}; skipped {result.skipped_blank} "
+        f"unannotated row(s) and {result.skipped_existing} already imported"
+    )

@@ -1,0 +1,72 @@
+"""Judges: structured verdicts from a deterministic judge or an LLM judge, with a cache.
+
+``docs/judges.md`` documents the protocol, the rules of the deterministic judge, the prompts,
+the cache, the calibration set and the review workflow.
+"""
+
+from datagouv_eval_pipeline.judges.cache import JudgeCache, cache_key
+from datagouv_eval_pipeline.judges.calibration import (
+    CalibrationReport,
+    calibrate,
+    cohen_kappa,
+    load_calibration,
+)
+from datagouv_eval_pipeline.judges.config import JudgeConfig, RoleModel, resolve_model
+from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
+from datagouv_eval_pipeline.judges.limiter import GuardedModel, RateLimiter
+from datagouv_eval_pipeline.judges.llm import LLMJudge
+from datagouv_eval_pipeline.judges.prompts import PROMPTS, JudgePrompt
+from datagouv_eval_pipeline.judges.protocol import (
+    FailureModeInput,
+    Judge,
+    ToolEvidence,
+    tool_evidence,
+)
+from datagouv_eval_pipeline.judges.runner import TraceJudgement, judge_trace, judge_trace_sync
+from datagouv_eval_pipeline.judges.verdict import (
+    NEEDS_LLM,
+    Aggregate,
+    CallClassification,
+    FailureMode,
+    JudgeSpend,
+    Question,
+    Verdict,
+    VerdictStatus,
+    aggregate,
+    judge_spend,
+)
+
+__all__ = [
+    "NEEDS_LLM",
+    "PROMPTS",
+    "Aggregate",
+    "CalibrationReport",
+    "CallClassification",
+    "DeterministicJudge",
+    "FailureMode",
+    "FailureModeInput",
+    "GuardedModel",
+    "Judge",
+    "JudgeCache",
+    "JudgeConfig",
+    "JudgePrompt",
+    "JudgeSpend",
+    "LLMJudge",
+    "Question",
+    "RateLimiter",
+    "RoleModel",
+    "ToolEvidence",
+    "TraceJudgement",
+    "Verdict",
+    "VerdictStatus",
+    "aggregate",
+    "cache_key",
+    "calibrate",
+    "cohen_kappa",
+    "judge_spend",
+    "judge_trace",
+    "judge_trace_sync",
+    "load_calibration",
+    "resolve_model",
+    "tool_evidence",
+]

@@ -1,0 +1,392 @@
+"""Judge one trace: every question of the scoring, asked concurrently, collected as verdicts.
+
+Order of work for one trace:
+
+1. calls the deterministic mapper left undecided are classified (with arguments), and the
+   classified actions join the instance list at their call's position;
+2. then, concurrently: each *unique* criterion once (the optimal tier repeats the minimal
+   criteria; the verdict serves both), the arguments of each required action against the
+   instances of the same name, and each tier's trajectory;
+3. finally each tier's failure modes, told the tier and given that tier's criteria verdicts.
+
+Concurrency is bounded by the judge's limiter, not here. The instance-level usage metrics are
+recomputed with the argument verdicts (:func:`judged_instance_score`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from datagouv_eval_pipeline.judges.protocol import (
+    CriterionJudgement,
+    FailureModeInput,
+    Judge,
+    tool_evidence,
+)
+from datagouv_eval_pipeline.judges.verdict import (
+    Aggregate,
+    CallClassification,
+    FailureMode,
+    JudgeSpend,
+    Verdict,
+    aggregate,
+    judge_spend,
+    outcome,
+)
+from datagouv_eval_pipeline.metrics.usage import (
+    ActionInstanceScore,
+    PairCache,
+    action_instance_score,
+)
+from datagouv_eval_pipeline.semantic.instances import ActionInstance
+from datagouv_eval_pipeline.semantic.mapper import TraceMapping, map_trace
+from datagouv_eval_pipeline.semantic.registry import load_registry
+from datagouv_eval_pipeline.tasks.spec import TIERS, RequiredAction, TaskSpec, Tier
+from datagouv_eval_pipeline.traces import Trace
+
+CONFIDENCE_JUDGE = 0.7
+"""Confidence of an action instance found by a judge's classification."""
+
+
+@dataclass(frozen=True, slots=True)
+class CriterionResult:
+    """One unique criterion of a task and its verdict.
+
+    Attributes:
+        index: Position in ``task.criteria("optimal")`` (minimal criteria come first).
+        tier: ``minimal`` when the criterion belongs to both tiers, else ``optimal``.
+        criterion: The criterion text.
+        verdict: The verdict.
+    """
+
+    index: int
+    tier: Tier
+    criterion: str
+    verdict: Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentResult:
+    """The argument verdicts of one required action against its candidate instances.
+
+    Attributes:
+        required_index: Position in the tier's required actions.
+        action: The required action's name.
+        candidates: Indexes of the candidate instances (same action name).
+        verdicts: One verdict per candidate.
+    """
+
+    required_index: int
+    action: str
+    candidates: tuple[int, ...]
+    verdicts: tuple[Verdict, ...]
+
+
+@dataclass(frozen=True)
+class TraceJudgement:
+    """Every verdict about one trace.
+
+    Attributes:
+        task_id: The task.
+        judge_id: The judge.
+        criteria: Unique criteria with verdicts, in spec order.
+        arguments: Per tier, per required action.
+        instance_scores: Per tier, the instance-level usage recomputed with the argument verdicts.
+        trajectory: Per tier.
+        failure_modes: Per tier, per mode.
+        classifications: Verdicts on calls the mapper left undecided.
+        instances: The action instances after classification.
+    """
+
+    task_id: str
+    judge_id: str
+    criteria: tuple[CriterionResult, ...]
+    arguments: dict[Tier, tuple[ArgumentResult, ...]]
+    instance_scores: dict[Tier, ActionInstanceScore]
+    trajectory: dict[Tier, Verdict]
+    failure_modes: dict[Tier, dict[FailureMode, Verdict]]
+    classifications: tuple[CallClassification, ...]
+    instances: tuple[ActionInstance, ...] = field(repr=False)
+
+    def criteria_of(self, tier: Tier) -> list[CriterionResult]:
+        """The criteria that count for a tier (optimal = minimal + additions)."""
+        return [c for c in self.criteria if tier == "optimal" or c.tier == "minimal"]
+
+    def accuracy(self, tier: Tier) -> Aggregate:
+        """Result accuracy of a tier: mean over scored criteria, with coverage."""
+        return aggregate(c.verdict for c in self.criteria_of(tier))
+
+    def verdicts(self) -> Iterator[Verdict]:
+        """Every verdict once (a criterion shared by both tiers counts once)."""
+        for criterion in self.criteria:
+            yield criterion.verdict
+        seen: set[int] = set()  # both tiers list the minimal tier's argument verdicts
+        for results in self.arguments.values():
+            for result in results:
+                for verdict in result.verdicts:
+                    if id(verdict) not in seen:
+                        seen.add(id(verdict))
+                        yield verdict
+        yield from self.trajectory.values()
+        for modes in self.failure_modes.values():
+            yield from modes.values()
+        for classification in self.classifications:
+            yield classification.verdict
+
+    @property
+    def spend(self) -> JudgeSpend:
+        """Judge tokens and cost (separate from the agent's usage)."""
+        return judge_spend(self.verdicts())
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (what the ``judge_scores`` stage stores)."""
+        tiers: dict[str, Any] = {}
+        for tier in self.trajectory:
+            usage = self.instance_scores[tier]
+            tiers[tier] = {
+                "accuracy": self.accuracy(tier).to_json(),
+                "criteria": [c.index for c in self.criteria_of(tier)],
+                "trajectory": self.trajectory[tier].model_dump(mode="json"),
+                "action_precision": usage.precision.to_json(),
+                "action_recall": usage.recall.to_json(),
+                "action_f1": usage.f1.to_json(),
+                "unverified_criteria": usage.unverified_criteria,
+                "arguments": [
+                    {
+                        "required_index": r.required_index,
+                        "action": r.action,
+                        "candidates": list(r.candidates),
+                        "verdicts": [v.model_dump(mode="json") for v in r.verdicts],
+                    }
+                    for r in self.arguments[tier]
+                ],
+                "failure_modes": {
+                    mode.value: verdict.model_dump(mode="json")
+                    for mode, verdict in self.failure_modes.get(tier, {}).items()
+                },
+            }
+        return {
+            "task_id": self.task_id,
+            "judge_id": self.judge_id,
+            "criteria": [
+                {
+                    "index": c.index,
+                    "tier": c.tier,
+                    "criterion": c.criterion,
+                    "verdict": c.verdict.model_dump(mode="json"),
+                }
+                for c in self.criteria
+            ],
+            "tiers": tiers,
+            "classifications": [
+                {
+                    "call_id": c.call_id,
+                    "actions": [{"action": a.action, "args": dict(a.args)} for a in c.actions],
+                    "verdict": c.verdict.model_dump(mode="json"),
+                }
+                for c in self.classifications
+            ],
+            "judge_spend": self.spend.to_json(),
+        }
+
+
+def judged_instance_score(
+    required: Sequence[RequiredAction],
+    instances: Sequence[ActionInstance],
+    results: Sequence[ArgumentResult],
+) -> ActionInstanceScore:
+    """The metrics' maximum one-to-one matching, with pairs decided by argument verdicts.
+
+    A passed verdict makes the pair eligible, a failed one rules it out; an unscored pair is left
+    to the metrics' own rule (strict values compared, ``criteria`` arguments accepted unverified
+    and counted in ``unverified_criteria``), so coverage stays visible there.
+    """
+    # Pre-filling the metrics' argument-match memo is how verdicts decide the pairs.
+    pairs: PairCache = {}
+    for result in results:
+        action = required[result.required_index]
+        for index, verdict in zip(result.candidates, result.verdicts, strict=True):
+            state = outcome(verdict)
+            if state == "pass":
+                pairs[(id(action), index)] = ()
+            elif state == "fail":
+                pairs[(id(action), index)] = None
+    return action_instance_score(required, instances, pairs)
+
+
+def merge_classifications(
+    mapping: TraceMapping, classifications: Sequence[CallClassification]
+) -> tuple[ActionInstance, ...]:
+    """The mapping's instances with classified calls' actions inserted at their call's place."""
+    found = {c.call_id: c for c in classifications if outcome(c.verdict) == "pass"}
+    instances: list[ActionInstance] = []
+    for call in mapping.calls:
+        instances.extend(call.instances)
+        classified = found.get(call.call_id)
+        if classified is None or call.instances:
+            continue
+        for action in classified.actions:
+            instances.append(
+                ActionInstance(
+                    action=action.action,
+                    args=dict(action.args),
+                    source_call_id=call.call_id,
+                    source_tool=call.tool_name,
+                    category=call.category,
+                    confidence=CONFIDENCE_JUDGE,
+                    errored=call.errored,
+                    reason=f"classified by {classified.verdict.judge_id}",
+                )
+            )
+    return tuple(instances)
+
+
+async def judge_trace(
+    judge: Judge,
+    task: TaskSpec,
+    trace: Trace,
+    *,
+    mapping: TraceMapping | None = None,
+    tiers: Sequence[Tier] = TIERS,
+    classify: bool = True,
+) -> TraceJudgement:
+    """Ask every scoring question about one trace.
+
+    Args:
+        judge: The judge (deterministic or LLM).
+        task: The task the trace attempted.
+        trace: The agent's run.
+        mapping: The trace's action mapping; computed with the packaged registry when absent.
+        tiers: The tiers to judge.
+        classify: Whether to send calls the mapper left undecided to the judge.
+
+    Returns:
+        Every verdict. Judge failures are unscored verdicts, never exceptions.
+
+    Raises:
+        ValueError: When the trace is for another task.
+    """
+    if trace.task_id != task.task_id:
+        raise ValueError(f"the trace is for task {trace.task_id!r}, not {task.task_id!r}")
+    registry = load_registry()
+    if mapping is None:
+        mapping = map_trace(trace, registry)
+    evidence = tool_evidence(trace)
+
+    calls = {call.id: call for call in trace.tool_calls}
+    classifications: tuple[CallClassification, ...] = ()
+    if classify and mapping.unmapped_call_ids:
+        names = sorted(registry.action_names)
+        classifications = tuple(
+            await asyncio.gather(
+                *(judge.classify_call(calls[i], names) for i in mapping.unmapped_call_ids)
+            )
+        )
+    instances = merge_classifications(mapping, classifications)
+
+    all_criteria = task.criteria("optimal")
+    n_minimal = len(task.evaluation_criteria.minimal)
+    cited = trace.cited_urls
+    criteria_jobs = [
+        judge.criterion(task.prompt, trace.answer, criterion, evidence, task=task, cited_urls=cited)
+        for criterion in all_criteria
+    ]
+
+    # Each (required action, candidate) pair is judged once even if both tiers list the action.
+    required_by_tier = {tier: task.chain(tier).required_actions for tier in tiers}
+    unique_required: dict[int, RequiredAction] = {}
+    for required in required_by_tier.values():
+        for action in required:
+            unique_required.setdefault(id(action), action)
+    candidates_of: dict[int, tuple[int, ...]] = {
+        key: tuple(i for i, inst in enumerate(instances) if inst.action == action.name)
+        for key, action in unique_required.items()
+    }
+    argument_keys = [key for key in unique_required if candidates_of[key]]
+    argument_jobs = [
+        judge.arguments(unique_required[key], [instances[i] for i in candidates_of[key]])
+        for key in argument_keys
+    ]
+    trajectory_jobs = [
+        judge.trajectory(
+            task.chain(tier).chain,
+            required_by_tier[tier],
+            instances,
+            tier=tier,
+            question=task.prompt,
+        )
+        for tier in tiers
+    ]
+    criterion_verdicts, argument_lists, trajectories = await asyncio.gather(
+        asyncio.gather(*criteria_jobs),
+        asyncio.gather(*argument_jobs),
+        asyncio.gather(*trajectory_jobs),
+    )
+    argument_verdicts: dict[int, list[Verdict]] = dict(
+        zip(argument_keys, argument_lists, strict=True)
+    )
+    trajectory: dict[Tier, Verdict] = dict(zip(tiers, trajectories, strict=True))
+
+    criteria = tuple(
+        CriterionResult(
+            index=i,
+            tier="minimal" if i < n_minimal else "optimal",
+            criterion=" ".join(c.criteria.split()),
+            verdict=criterion_verdicts[i],
+        )
+        for i, c in enumerate(all_criteria)
+    )
+
+    arguments: dict[Tier, tuple[ArgumentResult, ...]] = {}
+    instance_scores: dict[Tier, ActionInstanceScore] = {}
+    for tier in tiers:
+        results = tuple(
+            ArgumentResult(
+                required_index=r_index,
+                action=action.name,
+                candidates=candidates_of[id(action)],
+                verdicts=tuple(argument_verdicts.get(id(action), [])),
+            )
+            for r_index, action in enumerate(required_by_tier[tier])
+        )
+        arguments[tier] = results
+        instance_scores[tier] = judged_instance_score(required_by_tier[tier], instances, results)
+
+    mode_jobs = [
+        judge.failure_modes(
+            FailureModeInput(
+                task=task,
+                tier=tier,
+                answer=trace.answer,
+                evidence=evidence,
+                instances=instances,
+                criteria=tuple(
+                    CriterionJudgement(c.criterion, c.verdict)
+                    for c in criteria
+                    if tier == "optimal" or c.tier == "minimal"
+                ),
+                cited_urls=tuple(cited) if cited is not None else None,
+            )
+        )
+        for tier in tiers
+    ]
+    modes = await asyncio.gather(*mode_jobs)
+    return TraceJudgement(
+        task_id=task.task_id,
+        judge_id=judge.judge_id,
+        criteria=criteria,
+        arguments=arguments,
+        instance_scores=instance_scores,
+        trajectory=trajectory,
+        failure_modes=dict(zip(tiers, modes, strict=True)),
+        classifications=classifications,
+        instances=instances,
+    )
+
+
+def judge_trace_sync(judge: Judge, task: TaskSpec, trace: Trace, **kwargs: Any) -> TraceJudgement:
+    """:func:`judge_trace` from synchronous code (runs its own event loop)."""
+    return asyncio.run(judge_trace(judge, task, trace, **kwargs))

@@ -1,0 +1,153 @@
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
+from datagouv_eval_pipeline.judges.runner import CONFIDENCE_JUDGE, judge_trace, judge_trace_sync
+from datagouv_eval_pipeline.judges.verdict import FailureMode, outcome
+from datagouv_eval_pipeline.metrics.scorer import score_trace
+from datagouv_eval_pipeline.semantic.instances import CallCategory
+from datagouv_eval_pipeline.traces import ToolCall, Trace
+from tests.judges.judges_factories import (
+    Grader,
+    default_answers,
+    example_trace,
+    llm_judge,
+    real_tasks,
+)
+
+TASK = real_tasks()["task_0002"]
+
+
+def test_deterministic_judgement_of_the_good_example_trace() -> None:
+    trace = example_trace("task_0002_mcp.json")
+    result = judge_trace_sync(DeterministicJudge(), TASK, trace)
+    # Criteria: 2076 (pattern + value), catalogue origin (no hint), created_at (keyword), deleted
+    # datasets caveat (no hint), link to the catalogue page (citation via the learned slug).
+    assert [outcome(c.verdict) for c in result.criteria] == [
+        "pass",
+        "unscored",
+        "pass",
+        "unscored",
+        "pass",
+    ]
+    assert [c.tier for c in result.criteria] == ["minimal"] * 2 + ["optimal"] * 3
+    minimal, optimal = result.accuracy("minimal"), result.accuracy("optimal")
+    assert (minimal.mean.value, minimal.scored, minimal.total) == (1.0, 1, 2)
+    assert (optimal.mean.value, optimal.scored, optimal.total) == (1.0, 3, 5)
+    # Trajectory and instance usage are the metrics' own numbers.
+    scores = score_trace(TASK, trace)
+    for tier in ("minimal", "optimal"):
+        assert result.trajectory[tier].score == scores.tiers[tier].trajectory_adherence.value
+        assert result.instance_scores[tier].recall == scores.tiers[tier].action_recall
+        assert result.instance_scores[tier].precision == scores.tiers[tier].action_precision
+    assert result.trajectory["optimal"].score == pytest.approx(4 / 5)
+    assert outcome(result.failure_modes["optimal"][FailureMode.TOOL_OMISSION]) == "fail"
+    assert outcome(result.failure_modes["minimal"][FailureMode.TOOL_OMISSION]) == "pass"
+    assert result.spend.calls == 0
+
+
+def test_a_wrong_answer_scores_zero_only_on_what_was_scored() -> None:
+    trace = example_trace("task_0002_mcp_wrong.json")
+    result = judge_trace_sync(DeterministicJudge(), TASK, trace)
+    minimal = result.accuracy("minimal")
+    assert minimal.mean.value == 0.0  # the 2076 criterion failed...
+    assert (minimal.scored, minimal.total) == (1, 2)  # ...the other one is not a silent 0
+    assert outcome(result.failure_modes["minimal"][FailureMode.HALLUCINATION]) == "fail"
+
+
+def test_argument_verdicts_decide_the_instance_matching() -> None:
+    trace = example_trace("task_0002_mcp.json")
+    answers = default_answers()
+    # The judge rejects every criteria argument: the search (query) and get.data (filters) pairs.
+    answers["arguments"] = lambda prompt: {
+        "matches": [{"candidate": 0, "correct": False, "reason": "too vague"}]
+    }
+    result = asyncio.run(judge_trace(llm_judge(Grader(answers)), TASK, trace))
+    minimal = result.instance_scores["minimal"]
+    # 3 required actions; only get.dataset.resources (strict dataset id) still matches.
+    assert (minimal.matched, minimal.required) == (1, 3)
+    assert minimal.recall.value == pytest.approx(1 / 3)
+    assert minimal.unverified_criteria == 0
+    deterministic = judge_trace_sync(DeterministicJudge(), TASK, trace)
+    # The deterministic judge leaves criteria arguments to the metrics' rule: accepted unverified.
+    assert deterministic.instance_scores["minimal"].matched == 3
+    assert deterministic.instance_scores["minimal"].unverified_criteria == 2
+
+
+def code_trace() -> Trace:
+    code = 'import requests\nurl = open("u.txt").read()\nprint(requests.get(url).text)'
+    return Trace(
+        task_id="task_0002",
+        answer="2 076 jeux de données.",
+        mcp_version="0.2.26",
+        capabilities=["mcp", "code"],
+        tool_calls=[
+            ToolCall(id="c1", name="search_datasets", arguments={"query": "catalogue"}),
+            ToolCall(id="c2", name="execute_python", arguments={"code": code}, result="2076"),
+            ToolCall(
+                id="c3",
+                name="list_dataset_resources",
+                arguments={"dataset_id": "5d13a8b6634f41070a43dff3"},
+            ),
+        ],
+    )
+
+
+def test_undecided_calls_are_classified_with_arguments_and_join_the_instances() -> None:
+    answers = default_answers()
+    answers["classification"] = lambda _: {
+        "actions": [
+            {
+                "action": "get.data",
+                "args": {"resource_id": "f868cca6-8da1-4369-a78d-47463f19a9a3"},
+            }
+        ],
+        "reason": "reads the catalogue resource",
+    }
+    grader = Grader(answers)
+    result = asyncio.run(judge_trace(llm_judge(grader), TASK, code_trace()))
+    assert len(grader.of("classification")) == 1
+    assert 'open("u.txt")' in grader.of("classification")[0].prompt
+    (classified,) = result.classifications
+    assert classified.call_id == "c2"
+    assert [i.action for i in result.instances] == [
+        "search.datasets",
+        "get.data",
+        "get.dataset.resources",
+    ]
+    added = result.instances[1]
+    assert added.args == {"resource_id": "f868cca6-8da1-4369-a78d-47463f19a9a3"}
+    assert added.confidence == CONFIDENCE_JUDGE
+    assert added.category is CallCategory.FILE_LOAD_EXTERNAL
+    assert added.reason == "classified by llm:test/grader"
+
+
+def test_without_a_classifier_the_call_stays_unmapped() -> None:
+    result = judge_trace_sync(DeterministicJudge(), TASK, code_trace())
+    assert [i.action for i in result.instances] == ["search.datasets", "get.dataset.resources"]
+    assert outcome(result.classifications[0].verdict) == "unscored"
+
+
+def test_judge_spend_is_separate_from_the_agent_usage_and_json_ready() -> None:
+    trace = example_trace("task_0002_mcp.json")
+    grader = Grader(default_answers(), input_tokens=7, output_tokens=3)
+    result = asyncio.run(judge_trace(llm_judge(grader), TASK, trace))
+    spend = result.spend
+    assert spend.calls == len(grader.requests) == 11
+    assert (spend.input_tokens, spend.output_tokens) == (77, 33)
+    assert spend.input_tokens != trace.usage.input_tokens
+    document: dict[str, Any] = json.loads(json.dumps(result.to_json()))
+    assert document["judge_spend"]["calls"] == 11
+    assert document["tiers"]["minimal"]["accuracy"]["coverage"]["value"] == 1.0
+    assert document["tiers"]["optimal"]["failure_modes"]["EARLY_STOP"]["status"] == "ok"
+
+
+def test_a_trace_for_another_task_is_refused() -> None:
+    trace = example_trace("task_0011_mcp_decline.json")
+    with pytest.raises(ValueError, match="is for task 'task_0011'"):
+        judge_trace_sync(DeterministicJudge(), TASK, trace)
