@@ -17,6 +17,12 @@ _COMMANDS: dict[str, str] = {
     "schema": "schema",
     "validate": "validate",
     "score": "score",
+    "twin": "twin",
+    "preflight": "validate_resources",
+    "replay": "replay",
+    "judge": "judge",
+    "calibrate": "judge",
+    "review-sample": "judge",
 }
 
 
