@@ -1,0 +1,29 @@
+"""Where agent-written code and shell commands run: the contract and its two backends.
+
+``LocalSandbox`` (bubblewrap namespaces, for machines without Docker) and ``DockerSandbox``
+(hardened containers, for production runners) both implement ``SandboxBackend``; their
+guarantees and limits are described in ``docs/sandbox.md``.
+"""
+
+from datagouv_eval_pipeline.agents.sandbox.base import (
+    ExecResult,
+    SandboxBackend,
+    SandboxLimits,
+    SandboxSession,
+    SandboxUnavailableError,
+)
+from datagouv_eval_pipeline.agents.sandbox.docker_backend import DockerSandbox
+from datagouv_eval_pipeline.agents.sandbox.local import LocalSandbox
+from datagouv_eval_pipeline.agents.sandbox.proxy import AllowList, AllowListProxy
+
+__all__ = [
+    "AllowList",
+    "AllowListProxy",
+    "DockerSandbox",
+    "ExecResult",
+    "LocalSandbox",
+    "SandboxBackend",
+    "SandboxLimits",
+    "SandboxSession",
+    "SandboxUnavailableError",
+]
