@@ -1,0 +1,350 @@
+"""Loading cells into the DuckDB warehouse: one transaction per cell, idempotent.
+
+``load_cell`` deletes every row of the cell (by cell key) and inserts the new ones in ONE
+transaction: re-loading the same cell never duplicates rows, changed scores replace the old ones,
+and a failure (bad input, constraint violation) rolls back and leaves the previous rows intact.
+Rows go in through pandas DataFrames (``INSERT ... BY NAME SELECT``), not row-by-row.
+
+DuckDB allows one writer process; callers (the Dagster warehouse asset) keep connections short
+and close them before dbt runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd  # type: ignore[import-untyped]
+
+from datagouv_eval_pipeline.traces import Trace
+from datagouv_eval_pipeline.warehouse.rows import (
+    CellRows,
+    Row,
+    as_json,
+    build_cell_rows,
+    parse_cell_record,
+    task_row,
+)
+from datagouv_eval_pipeline.warehouse.schema import (
+    CELL_TABLES,
+    SCHEMA,
+    TABLES_BY_NAME,
+    create_schema,
+)
+
+DbTarget = str | Path | duckdb.DuckDBPyConnection
+"""A DuckDB file path, or an open connection (left open)."""
+
+
+def connect(path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open the warehouse file, creating its parent directory and the schema if needed."""
+    if read_only:
+        return duckdb.connect(str(path), read_only=True)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    conn = duckdb.connect(str(path))
+    create_schema(conn)
+    return conn
+
+
+@contextmanager
+def _connection(target: DbTarget) -> Iterator[duckdb.DuckDBPyConnection]:
+    if isinstance(target, duckdb.DuckDBPyConnection):
+        create_schema(target)
+        yield target
+        return
+    conn = connect(target)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+@dataclass(frozen=True)
+class CellLoad:
+    """Everything stored for one cell: the record and parallel per-run lists.
+
+    Attributes:
+        cell_record: ``Cell.to_record()`` (or the ``Cell``).
+        traces: One trace per run (``Trace`` or its JSON dict).
+        mappings: ``TraceMapping`` or ``to_dict()`` per trace; None entries when absent.
+        scores: ``TraceScore`` or ``to_json()`` per trace; None entries when absent.
+        judgements: ``TraceJudgement`` or ``to_json()`` per trace; None entries when absent.
+    """
+
+    cell_record: Mapping[str, Any] | Any
+    traces: Sequence[Trace | Mapping[str, Any]]
+    mappings: Sequence[Any] | None = None
+    scores: Sequence[Any] | None = None
+    judgements: Sequence[Any] | None = None
+
+
+@dataclass(frozen=True)
+class CellLoadResult:
+    """What ``load_cell`` wrote.
+
+    Attributes:
+        cell_key: The cell.
+        rows: Rows inserted per table.
+        deleted: Rows deleted per table (the cell's previous rows).
+    """
+
+    cell_key: str
+    rows: dict[str, int]
+    deleted: dict[str, int]
+
+
+def _as_trace(value: Trace | Mapping[str, Any]) -> Trace:
+    return value if isinstance(value, Trace) else Trace.model_validate(value)
+
+
+def _parallel(values: Sequence[Any] | None, n: int, method: str) -> list[dict[str, Any] | None]:
+    if values is None:
+        return [None] * n
+    return [as_json(value, method) for value in values]
+
+
+def _insert(conn: duckdb.DuckDBPyConnection, table: str, rows: list[Row]) -> None:
+    if not rows:
+        return
+    columns = TABLES_BY_NAME[table].column_names
+    frame = pd.DataFrame({name: [row[name] for row in rows] for name in columns})
+    view = f"_wh_{table}"
+    conn.register(view, frame)
+    try:
+        conn.execute(f"INSERT INTO {SCHEMA}.{table} BY NAME SELECT * FROM {view}")
+    finally:
+        conn.unregister(view)
+
+
+def load_cell(
+    db: DbTarget,
+    cell_record: Mapping[str, Any] | Any,
+    traces: Sequence[Trace | Mapping[str, Any]],
+    mappings: Sequence[Any] | None = None,
+    scores: Sequence[Any] | None = None,
+    judgements: Sequence[Any] | None = None,
+    *,
+    loaded_at: datetime | None = None,
+) -> CellLoadResult:
+    """Replace one cell's rows in the warehouse, atomically.
+
+    Args:
+        db: DuckDB file path or open connection.
+        cell_record: ``Cell.to_record()`` (or the ``Cell``).
+        traces: One trace per run of the cell (a failed run is a trace with status ``error``).
+        mappings: Per trace, the action mapping (object or ``to_dict()``), or None.
+        scores: Per trace, the ``TraceScore`` (object or ``to_json()``), or None.
+        judgements: Per trace, the ``TraceJudgement`` (object or ``to_json()``), or None.
+        loaded_at: Load timestamp for ``cells.loaded_at`` (now by default).
+
+    Returns:
+        Rows inserted and deleted per table.
+
+    Raises:
+        WarehouseInputError: On inconsistent input; nothing is written then.
+        duckdb.Error: On a database error; the transaction is rolled back.
+    """
+    item = CellLoad(cell_record, traces, mappings, scores, judgements)
+    key, rows = _prepare(item, loaded_at)
+    with _connection(db) as conn:
+        deleted = _replace_cells(conn, [(key, rows)])
+    return CellLoadResult(key, rows.counts(), deleted[key])
+
+
+def _prepare(item: CellLoad, loaded_at: datetime | None) -> tuple[str, CellRows]:
+    """Validate one cell's input and build its rows (no database access)."""
+    cell = parse_cell_record(item.cell_record)
+    parsed = [_as_trace(trace) for trace in item.traces]
+    rows = build_cell_rows(
+        cell,
+        parsed,
+        _parallel(item.mappings, len(parsed), "to_dict"),
+        _parallel(item.scores, len(parsed), "to_json"),
+        _parallel(item.judgements, len(parsed), "to_json"),
+        loaded_at=loaded_at,
+    )
+    return cell.key, rows
+
+
+def _replace_cells(
+    conn: duckdb.DuckDBPyConnection, batch: Sequence[tuple[str, CellRows]]
+) -> dict[str, dict[str, int]]:
+    """Delete the cells' rows and insert the new ones, all in one transaction."""
+    deleted: dict[str, dict[str, int]] = {}
+    conn.begin()
+    try:
+        for key, _ in batch:
+            deleted[key] = {}
+            # Children first, so a future foreign key could never block the delete.
+            for table in reversed(CELL_TABLES):
+                result = conn.execute(
+                    f"DELETE FROM {table.qualified} WHERE cell_key = ?", [key]
+                ).fetchone()
+                deleted[key][table.name] = int(result[0]) if result else 0
+        # One insert per table for the whole batch: its cost is mostly per statement.
+        for table in CELL_TABLES:
+            _insert(conn, table.name, [row for _, rows in batch for row in rows.tables[table.name]])
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+    return deleted
+
+
+def load_tasks(db: DbTarget, specs: Iterable[Any]) -> int:
+    """Upsert ``eval.tasks`` rows (task id × spec hash) from ``TaskSpec`` objects.
+
+    Returns:
+        The number of rows written.
+    """
+    rows = [task_row(spec) for spec in specs]
+    with _connection(db) as conn:
+        _upsert_tasks(conn, rows)
+    return len(rows)
+
+
+def _upsert_tasks(conn: duckdb.DuckDBPyConnection, rows: list[Row]) -> None:
+    if not rows:
+        return
+    conn.begin()
+    try:
+        for row in rows:
+            conn.execute(
+                f"DELETE FROM {SCHEMA}.tasks WHERE task_id = ? AND spec_hash = ?",
+                [row["task_id"], row["spec_hash"]],
+            )
+        _insert(conn, "tasks", rows)
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Which expected cells the warehouse holds.
+
+    Attributes:
+        expected: Expected cell keys, in order.
+        present: Expected keys that have rows in ``eval.cells``.
+        missing: Expected keys without rows.
+        failed_loads: Keys whose load raised, with the error message.
+    """
+
+    expected: tuple[str, ...]
+    present: tuple[str, ...]
+    missing: tuple[str, ...]
+    failed_loads: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float | None:
+        """Share of expected cells present; None when nothing is expected."""
+        return len(self.present) / len(self.expected) if self.expected else None
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (asset metadata)."""
+        return {
+            "expected": len(self.expected),
+            "present": len(self.present),
+            "ratio": self.ratio,
+            "missing": list(self.missing),
+            "failed_loads": dict(self.failed_loads),
+        }
+
+
+def cell_coverage(db: DbTarget, expected: Sequence[str]) -> Coverage:
+    """Compare the expected cell keys with the cells present in the warehouse."""
+    with _connection(db) as conn:
+        return _coverage(conn, expected)
+
+
+def _coverage(conn: duckdb.DuckDBPyConnection, expected: Sequence[str]) -> Coverage:
+    found = {row[0] for row in conn.execute(f"SELECT cell_key FROM {SCHEMA}.cells").fetchall()}
+    present = tuple(key for key in expected if key in found)
+    missing = tuple(key for key in expected if key not in found)
+    return Coverage(tuple(expected), present, missing)
+
+
+def load_experiment(
+    db: DbTarget,
+    cells: Iterable[CellLoad],
+    expected: Sequence[str] | None = None,
+    *,
+    tasks: Iterable[Any] = (),
+    loaded_at: datetime | None = None,
+) -> tuple[list[CellLoadResult], Coverage]:
+    """Load many cells and report coverage.
+
+    Every valid cell is replaced in one transaction (one insert per table for the batch: the
+    cost is mostly per statement). A cell with invalid input is recorded in
+    ``Coverage.failed_loads`` and the others still load; on a database error the batch is
+    rolled back and retried one transaction per cell, so only the failing cell is left out.
+    A cell that fails keeps its previous rows, if any.
+
+    Args:
+        db: DuckDB file path or open connection (one connection is used for every cell).
+        cells: The cells to load (missing or failed partitions are simply absent).
+        expected: Every cell key of the experiment; defaults to the keys given in ``cells``.
+        tasks: ``TaskSpec`` objects to upsert into ``eval.tasks`` (for per-language models).
+        loaded_at: Load timestamp (now by default).
+
+    Returns:
+        The per-cell results and the coverage (cells present / expected).
+    """
+    failures: dict[str, str] = {}
+    given: list[str] = []
+    prepared: list[tuple[str, CellRows]] = []
+    for position, item in enumerate(cells):
+        try:
+            key = parse_cell_record(item.cell_record).key
+        except ValueError as error:
+            failures[f"<invalid cell #{position}>"] = str(error)
+            continue
+        given.append(key)
+        try:
+            prepared.append(_prepare(item, loaded_at))
+        except ValueError as error:
+            failures[key] = str(error)
+    results: list[CellLoadResult] = []
+    with _connection(db) as conn:
+        _upsert_tasks(conn, [task_row(spec) for spec in tasks])
+        try:
+            deleted = _replace_cells(conn, prepared)
+            results = [CellLoadResult(k, rows.counts(), deleted[k]) for k, rows in prepared]
+        except duckdb.Error:
+            # Find the culprit: one transaction per cell, so the others still load.
+            for key, rows in prepared:
+                try:
+                    one = _replace_cells(conn, [(key, rows)])
+                    results.append(CellLoadResult(key, rows.counts(), one[key]))
+                except duckdb.Error as error:
+                    failures[key] = str(error)
+        coverage = _coverage(conn, list(expected if expected is not None else dict.fromkeys(given)))
+    return results, Coverage(coverage.expected, coverage.present, coverage.missing, failures)
+
+
+def delete_cell(db: DbTarget, cell_key: str) -> int:
+    """Remove every row of one cell (e.g. a cell dropped from the benchmark).
+
+    Returns:
+        The number of rows deleted over all tables.
+    """
+    total = 0
+    with _connection(db) as conn:
+        conn.begin()
+        try:
+            for table in reversed(CELL_TABLES):
+                result = conn.execute(
+                    f"DELETE FROM {table.qualified} WHERE cell_key = ?", [cell_key]
+                ).fetchone()
+                total += int(result[0]) if result else 0
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
+    return total

@@ -1,0 +1,349 @@
+"""The DuckDB warehouse schema: documented tables, generated DDL, and schema creation.
+
+Every table lives in the DuckDB schema ``eval`` and is named after the Dagster asset key that
+writes it (asset key ``eval/runs`` ↔ table ``eval.runs`` ↔ dbt source ``eval.runs``), so that
+dagster-dbt lineage joins without any mapping. ``docs/warehouse.md`` lists the same columns.
+
+Primary keys are enforced by DuckDB: a duplicate (cell, task, repeat) row cannot exist. Value
+ranges are *not* CHECK constraints on purpose: the loader validates them in Python and the dbt
+tests (``dbt_metrics``) assert them for analysts, which is what catches rows written by anything
+else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import duckdb
+
+SCHEMA = "eval"
+"""The DuckDB schema holding the warehouse tables (the asset-key prefix)."""
+
+SCHEMA_VERSION = "1"
+"""Bumped whenever a table or column changes (recorded in ``eval.schema_info``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column of a warehouse table.
+
+    Attributes:
+        name: Column name.
+        type: DuckDB type.
+        doc: What the column holds (shown in ``docs/warehouse.md``).
+        nullable: Whether NULL is allowed (NULL always means "unknown / not scored", never 0).
+    """
+
+    name: str
+    type: str
+    doc: str
+    nullable: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """One warehouse table.
+
+    Attributes:
+        name: Table name inside :data:`SCHEMA`.
+        grain: What one row is.
+        primary_key: The enforced primary key columns.
+        columns: Every column, in order.
+    """
+
+    name: str
+    grain: str
+    primary_key: tuple[str, ...]
+    columns: tuple[Column, ...]
+
+    @property
+    def qualified(self) -> str:
+        """``eval.<name>``."""
+        return f"{SCHEMA}.{self.name}"
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        """Column names in order."""
+        return tuple(column.name for column in self.columns)
+
+    @property
+    def required(self) -> frozenset[str]:
+        """Columns that must not be NULL."""
+        return frozenset(column.name for column in self.columns if not column.nullable)
+
+    def ddl(self) -> str:
+        """The ``CREATE TABLE IF NOT EXISTS`` statement."""
+        lines = [f"    {c.name} {c.type}{'' if c.nullable else ' NOT NULL'}" for c in self.columns]
+        lines.append(f"    PRIMARY KEY ({', '.join(self.primary_key)})")
+        return f"CREATE TABLE IF NOT EXISTS {self.qualified} (\n" + ",\n".join(lines) + "\n)"
+
+
+def _c(name: str, type_: str, doc: str, nullable: bool = True) -> Column:
+    return Column(name, type_, doc, nullable)
+
+
+def _run_key(*, with_run_id: bool = True) -> tuple[Column, ...]:
+    columns = (
+        _c("cell_key", "VARCHAR", "Cell (partition) key.", False),
+        _c("task_id", "VARCHAR", "Task id, e.g. task_0002.", False),
+        _c("repeat_index", "INTEGER", "Repeat index of the task in its cell (0-based).", False),
+    )
+    run_id = _c("run_id", "VARCHAR", "cell_key|task_id|repeat_index (one run).", False)
+    return (run_id, *columns) if with_run_id else columns
+
+
+_TIER_DOC = "minimal or optimal; 'all' for values that do not depend on the tier."
+
+CELLS = Table(
+    name="cells",
+    grain="one row per cell (model × capability set × toolset version × skills × prompt)",
+    primary_key=("cell_key",),
+    columns=(
+        _c("cell_key", "VARCHAR", "Stable cell key, the Dagster partition key.", False),
+        _c("evaluation_types", "VARCHAR[]", "Evaluation types including this cell.", False),
+        _c("model_provider", "VARCHAR", "Provider name, e.g. mistral or offline.", False),
+        _c("model_name", "VARCHAR", "Model id as the provider spells it.", False),
+        _c("model_kind", "VARCHAR", "openai_compatible or offline.", False),
+        _c("model_is_llm", "BOOLEAN", "False for offline baseline policies.", False),
+        _c("model_label", "VARCHAR", "Free text label of the model."),
+        _c("base_url", "VARCHAR", "Provider API base URL (NULL offline)."),
+        _c("api_key_env", "VARCHAR", "Env variable holding the key (never the key)."),
+        _c("input_price_per_mtok", "DOUBLE", "Price per million input tokens."),
+        _c("output_price_per_mtok", "DOUBLE", "Price per million output tokens."),
+        _c("currency", "VARCHAR", "ISO 4217 code of prices and costs.", False),
+        _c("capabilities", "VARCHAR[]", "Capability names, sorted.", False),
+        _c("capability_set", "VARCHAR", "Capabilities joined with '+', 'none' if empty.", False),
+        _c("mcp_version", "VARCHAR", "Pinned MCP (toolset) version; NULL without mcp."),
+        _c("mcp_url", "VARCHAR", "MCP endpoint as configured."),
+        _c("skills_version", "VARCHAR", "Skills version; NULL without skills."),
+        _c("skills_sha256", "VARCHAR", "sha256 of the skills document."),
+        _c("system_prompt", "VARCHAR", "System prompt name.", False),
+        _c("system_prompt_sha256", "VARCHAR", "sha256 of the system prompt text.", False),
+        _c("metrics", "VARCHAR[]", "Metric groups computed for this cell.", False),
+        _c("loaded_at", "TIMESTAMPTZ", "When this cell's rows were (re)loaded.", False),
+    ),
+)
+
+TASKS = Table(
+    name="tasks",
+    grain="one row per task spec version (task id × spec hash)",
+    primary_key=("task_id", "spec_hash"),
+    columns=(
+        _c("task_id", "VARCHAR", "Task id.", False),
+        _c("spec_hash", "VARCHAR", "TaskSpec.spec_hash() of this version.", False),
+        _c("task_version", "INTEGER", "The spec's version field.", False),
+        _c("task_name", "VARCHAR", "Short task name.", False),
+        _c("language", "VARCHAR", "ISO 639-1 code of the prompt's language.", False),
+        _c("expected_behaviour", "VARCHAR", "answer or decline.", False),
+        _c("status", "VARCHAR", "Spec status (active, draft, deprecated...).", False),
+        _c("source", "VARCHAR", "Where the question came from.", False),
+    ),
+)
+
+RUNS = Table(
+    name="runs",
+    grain="one row per cell × task × repeat (one agent run)",
+    primary_key=("cell_key", "task_id", "repeat_index"),
+    columns=(
+        *_run_key(),
+        _c("model_provider", "VARCHAR", "Provider of the model.", False),
+        _c("model_name", "VARCHAR", "Model id.", False),
+        _c("capability_set", "VARCHAR", "Capabilities joined with '+' ('none').", False),
+        _c("capabilities", "VARCHAR[]", "Capability names, sorted.", False),
+        _c("mcp_version", "VARCHAR", "Toolset (MCP) version; NULL without mcp."),
+        _c("skills_version", "VARCHAR", "Skills version; NULL without skills."),
+        _c("system_prompt", "VARCHAR", "System prompt name.", False),
+        _c("system_prompt_sha256", "VARCHAR", "System prompt hash.", False),
+        _c("spec_hash", "VARCHAR", "Spec hash of the task the run was scored against."),
+        _c("task_version", "INTEGER", "The task's version field."),
+        _c("snapshot_id", "VARCHAR", "Catalog snapshot id."),
+        _c("judge_id", "VARCHAR", "Judge id, e.g. deterministic@1; NULL when not judged."),
+        _c("judge_prompt_hash", "VARCHAR", "Prompt hash(es) of the judge, sorted, ','-joined."),
+        _c("code_version", "VARCHAR", "Git sha (or package version) of the code."),
+        _c("scorer_version", "VARCHAR", "Version of the deterministic scorer."),
+        _c("registry_version", "VARCHAR", "Version of the semantic action registry."),
+        _c("status", "VARCHAR", "ok, error, budget_exceeded or skipped.", False),
+        _c("status_reason", "VARCHAR", "Why the run ended so when not ok."),
+        _c("scored", "BOOLEAN", "Whether deterministic scores exist for this run.", False),
+        _c("judged", "BOOLEAN", "Whether judge verdicts exist for this run.", False),
+        _c("started_at", "TIMESTAMPTZ", "UTC start of the run."),
+        _c("latency_ms", "DOUBLE", "Wall time, rate-limit waits included.", False),
+        _c("rate_limit_wait_ms", "DOUBLE", "Time spent waiting on rate limits.", False),
+        _c("effective_latency_ms", "DOUBLE", "latency_ms minus rate-limit wait."),
+        _c("input_tokens", "BIGINT", "Agent input tokens.", False),
+        _c("output_tokens", "BIGINT", "Agent output tokens.", False),
+        _c("total_tokens", "BIGINT", "Agent input + output tokens.", False),
+        _c("requests", "INTEGER", "Model requests made by the agent.", False),
+        _c("tool_call_count", "INTEGER", "Tool calls made by the agent.", False),
+        _c("cost", "DOUBLE", "Agent cost; NULL when the model has no price."),
+        _c("currency", "VARCHAR", "Currency of cost and judge_cost.", False),
+        _c("judge_calls", "INTEGER", "Judge model calls (cache hits excluded)."),
+        _c("judge_input_tokens", "BIGINT", "Judge input tokens."),
+        _c("judge_output_tokens", "BIGINT", "Judge output tokens."),
+        _c("judge_cost", "DOUBLE", "Judge cost; NULL when unknown."),
+        _c("answer", "VARCHAR", "Final answer text.", False),
+        _c("declined", "BOOLEAN", "Structured decline flag, when given."),
+        _c("mapped_fraction", "DOUBLE", "Share of calls the mapper decided."),
+        _c("mapping_error", "VARCHAR", "Why the action mapping failed, if it did."),
+    ),
+)
+
+TOOL_CALLS = Table(
+    name="tool_calls",
+    grain="one row per literal tool call of a run",
+    primary_key=("cell_key", "task_id", "repeat_index", "call_index"),
+    columns=(
+        *_run_key(),
+        _c("call_index", "INTEGER", "Position of the call in the run (0-based).", False),
+        _c("call_id", "VARCHAR", "Call id given by the model.", False),
+        _c("tool_name", "VARCHAR", "Literal tool name.", False),
+        _c("arguments", "VARCHAR", "Arguments as JSON text.", False),
+        _c("result", "VARCHAR", "Text the tool returned.", False),
+        _c("result_chars", "INTEGER", "Length of the full result.", False),
+        _c("tool_error", "BOOLEAN", "Whether the tool itself reported an error.", False),
+        _c("duration_ms", "DOUBLE", "Duration of the call."),
+        _c("category", "VARCHAR", "Call category from the mapper (NULL if unmapped run)."),
+        _c("mapping_status", "VARCHAR", "mapped, no_action or unmapped."),
+        _c("errored", "BOOLEAN", "Whether the mapper detected a failure."),
+        _c("error_reason", "VARCHAR", "Which error rule fired."),
+        _c("confidence", "DOUBLE", "Mapping confidence."),
+        _c("mapping_reason", "VARCHAR", "Why the mapper decided so."),
+    ),
+)
+
+ACTION_INSTANCES = Table(
+    name="action_instances",
+    grain="one row per semantic action instance of a run",
+    primary_key=("cell_key", "task_id", "repeat_index", "instance_index"),
+    columns=(
+        *_run_key(),
+        _c("instance_index", "INTEGER", "Position among the run's instances.", False),
+        _c("action", "VARCHAR", "Semantic action name, e.g. get.dataset.info.", False),
+        _c("args", "VARCHAR", "Semantic arguments as JSON text.", False),
+        _c("source_call_id", "VARCHAR", "Tool call it came from.", False),
+        _c("source_tool", "VARCHAR", "Literal tool name of that call.", False),
+        _c("category", "VARCHAR", "How the call reached the catalog.", False),
+        _c("confidence", "DOUBLE", "1.0 exact, lower for heuristics.", False),
+        _c("errored", "BOOLEAN", "Whether the source call failed.", False),
+        _c("reason", "VARCHAR", "Why this instance.", False),
+        _c("origin", "VARCHAR", "mapper, or classification (judge).", False),
+    ),
+)
+
+VERDICTS = Table(
+    name="verdicts",
+    grain="one row per verdict as it counts in a tier (run × tier × kind × name)",
+    primary_key=("cell_key", "task_id", "repeat_index", "tier", "kind", "name"),
+    columns=(
+        *_run_key(),
+        _c("tier", "VARCHAR", _TIER_DOC, False),
+        _c(
+            "kind",
+            "VARCHAR",
+            "criterion, arguments, trajectory, failure_mode, check or classification.",
+            False,
+        ),
+        _c("name", "VARCHAR", "criterion:<i>, arguments:<i>:<action>:<candidate>, ...", False),
+        _c("detail", "VARCHAR", "Criterion text, action name or mode (for reading)."),
+        _c("passed", "BOOLEAN", "The decision; for failure modes True = mode absent."),
+        _c("score", "DOUBLE", "Graded decision in [0, 1]; NULL when unscored."),
+        _c("value", "DOUBLE", "score, else passed as 1/0; NULL when unscored."),
+        _c("status", "VARCHAR", "ok, unscored or not_applicable.", False),
+        _c("reason", "VARCHAR", "Why.", False),
+        _c("error", "VARCHAR", "Why the verdict is unscored."),
+        _c("judge_id", "VARCHAR", "Judge (or scorer@N for checks).", False),
+        _c("prompt_hash", "VARCHAR", "Judge prompt hash (NULL for checks)."),
+        _c("inherited", "BOOLEAN", "Optimal copy of a minimal verdict.", False),
+        _c("input_tokens", "BIGINT", "Judge input tokens (NULL on inherited copies)."),
+        _c("output_tokens", "BIGINT", "Judge output tokens (NULL on inherited copies)."),
+        _c("cost", "DOUBLE", "Judge cost; NULL when unknown or inherited."),
+        _c("cached", "BOOLEAN", "Read from the judge cache."),
+    ),
+)
+
+FAILURE_MODES = Table(
+    name="failure_modes",
+    grain="one row per run × tier × failure mode",
+    primary_key=("cell_key", "task_id", "repeat_index", "tier", "mode"),
+    columns=(
+        *_run_key(),
+        _c("tier", "VARCHAR", "minimal or optimal.", False),
+        _c("mode", "VARCHAR", "One of the nine failure modes.", False),
+        _c("present", "BOOLEAN", "Whether the run shows the mode; NULL when unscored."),
+        _c("status", "VARCHAR", "ok or unscored.", False),
+        _c("reason", "VARCHAR", "Why.", False),
+        _c("error", "VARCHAR", "Why unscored."),
+        _c("judge_id", "VARCHAR", "Judge id.", False),
+        _c("prompt_hash", "VARCHAR", "Judge prompt hash.", False),
+    ),
+)
+
+METRICS = Table(
+    name="metrics",
+    grain="one row per run × tier × metric",
+    primary_key=("cell_key", "task_id", "repeat_index", "tier", "metric"),
+    columns=(
+        *_run_key(),
+        _c("tier", "VARCHAR", _TIER_DOC, False),
+        _c("metric", "VARCHAR", "Metric name (see docs/warehouse.md).", False),
+        _c("value", "DOUBLE", "The value; NULL when undefined, failed or not scored."),
+        _c("reason", "VARCHAR", "Why the value is NULL (or a note)."),
+        _c("aggregation", "VARCHAR", "avg (mean of per-task values) or sum.", False),
+        _c("bounded", "BOOLEAN", "True when the value lies in [0, 1] by definition.", False),
+        _c("source", "VARCHAR", "scorer (deterministic) or judge.", False),
+    ),
+)
+
+TABLES: tuple[Table, ...] = (
+    CELLS,
+    TASKS,
+    RUNS,
+    TOOL_CALLS,
+    ACTION_INSTANCES,
+    VERDICTS,
+    FAILURE_MODES,
+    METRICS,
+)
+"""Every warehouse table, parents first."""
+
+TABLES_BY_NAME: dict[str, Table] = {table.name: table for table in TABLES}
+
+CELL_TABLES: tuple[Table, ...] = tuple(t for t in TABLES if t.name != "tasks")
+"""Tables whose rows belong to one cell (replaced together by ``load_cell``)."""
+
+DDL: dict[str, str] = {table.name: table.ddl() for table in TABLES}
+"""``CREATE TABLE`` statements by table name."""
+
+SCHEMA_INFO_DDL = (
+    f"CREATE TABLE IF NOT EXISTS {SCHEMA}.schema_info (key VARCHAR PRIMARY KEY, value VARCHAR)"
+)
+
+
+class SchemaVersionError(RuntimeError):
+    """The DuckDB file was written by another warehouse schema version."""
+
+
+def create_schema(conn: duckdb.DuckDBPyConnection) -> None:
+    """Create the ``eval`` schema and every table if absent (idempotent).
+
+    Raises:
+        SchemaVersionError: If the file holds tables of another schema version.
+    """
+    conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+    conn.execute(SCHEMA_INFO_DDL)
+    row = conn.execute(
+        f"SELECT value FROM {SCHEMA}.schema_info WHERE key = 'schema_version'"
+    ).fetchone()
+    if row is not None and row[0] != SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"the warehouse has schema version {row[0]}, this code writes {SCHEMA_VERSION}: "
+            "rebuild it (delete the DuckDB file and reload)"
+        )
+    for ddl in DDL.values():
+        conn.execute(ddl)
+    if row is None:
+        conn.execute(
+            f"INSERT INTO {SCHEMA}.schema_info VALUES ('schema_version', ?)", [SCHEMA_VERSION]
+        )

@@ -1,0 +1,178 @@
+"""``dbt build`` of ``dbt_metrics`` on a temporary DuckDB loaded through the real loaders."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from dbt.cli.main import dbtRunner, dbtRunnerResult
+
+from datagouv_eval_pipeline.warehouse import load_experiment
+from tests.warehouse.warehouse_factories import (
+    HAND,
+    HAND_B,
+    MCP_19,
+    MCP_26,
+    hand_cell,
+    hand_cell_b,
+    realistic_experiment,
+    specs,
+)
+
+PROJECT = Path(__file__).resolve().parents[2] / "dbt_metrics"
+ENV = "DATAGOUV_EVAL_DUCKDB"
+
+
+def _dbt(args: list[str], tmp: Path) -> dbtRunnerResult:
+    return dbtRunner().invoke(
+        [
+            *args,
+            "--project-dir",
+            str(PROJECT),
+            "--profiles-dir",
+            str(PROJECT),
+            "--target-path",
+            str(tmp / "target"),
+            "--log-path",
+            str(tmp / "logs"),
+            "--quiet",
+        ]
+    )
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dbtRunnerResult]]:
+    tmp = tmp_path_factory.mktemp("dbt")
+    db = tmp / "warehouse.duckdb"
+    loads = [*realistic_experiment(), hand_cell(), hand_cell_b()]
+    _, coverage = load_experiment(db, loads, tasks=specs().values())  # closes its connection
+    assert coverage.ratio == 1.0
+    previous = os.environ.get(ENV)
+    os.environ[ENV] = str(db)
+    try:
+        yield db, _dbt(["build"], tmp)
+    finally:
+        if previous is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = previous
+
+
+def _nodes(result: dbtRunnerResult) -> list[tuple[str, str, str]]:
+    """(node name, resource type, status) of every node the invocation ran."""
+    results: Any = result.result
+    return [(r.node.name, str(r.node.resource_type), str(r.status)) for r in results or []]
+
+
+def _rows(db: Path, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+    # Same configuration as dbt-duckdb's in-process connection (read_only would be refused).
+    conn = duckdb.connect(str(db))
+    try:
+        return conn.execute(sql, params or []).fetchall()
+    finally:
+        conn.close()
+
+
+def test_dbt_build_passes_with_every_model_and_test(built: tuple[Path, dbtRunnerResult]) -> None:
+    _, result = built
+    assert result.exception is None
+    nodes = _nodes(result)
+    assert result.success, [n for n in nodes if n[2] not in ("pass", "success")]
+    names = {name for name, _, _ in nodes}
+    assert {"experiment_metrics", "cell_comparison", "metrics_by_language"} <= names
+    assert sum(1 for _, kind, _ in nodes if kind == "test") >= 40
+
+
+def test_experiment_metrics_exclude_unscored_items(built: tuple[Path, dbtRunnerResult]) -> None:
+    db, _ = built
+    rows = _rows(
+        db,
+        "SELECT metric, runs, scored, coverage, avg_value, total_value "
+        "FROM main.experiment_metrics WHERE cell_key = ? AND tier = 'minimal' "
+        "AND metric IN ('action_recall', 'accuracy', 'required_actions') ORDER BY metric",
+        [HAND],
+    )
+    # worked out in hand_cell's docstring: defined values (1.0, 0.5), one undefined, one failed
+    assert rows == [
+        ("accuracy", 4, 2, 0.5, 0.75, None),
+        ("action_recall", 4, 2, 0.5, 0.75, None),
+        ("required_actions", 4, 3, 0.75, None, 5.0),
+    ]
+    summary = _rows(
+        db,
+        "SELECT runs, runs_ok, runs_error, avg_accuracy, accuracy_coverage, total_criteria, "
+        "total_criteria_scored FROM main.experiment_summary "
+        "WHERE cell_key = ? AND tier = 'optimal'",
+        [HAND],
+    )
+    assert summary == [(4, 3, 1, 0.75, 0.5, 6.0, 3.0)]
+
+
+def test_breakdowns_and_cell_comparison(built: tuple[Path, dbtRunnerResult]) -> None:
+    db, _ = built
+    pair = _rows(
+        db,
+        "SELECT dimension, value_a, value_b, avg_a, avg_b, delta, paired_tasks, paired_delta "
+        "FROM main.cell_comparison WHERE cell_a = ? AND cell_b = ? "
+        "AND tier = 'minimal' AND metric = 'action_recall'",
+        [HAND, HAND_B],
+    )
+    # a: (1.0, 0.5) -> 0.75; b: (0.0, 1.0) -> 0.5; paired: (0.0-1.0 + 1.0-0.5) / 2
+    assert pair == [("model", "hand/model-a", "hand/model-b", 0.75, 0.5, -0.25, 2, -0.25)]
+    versions = _rows(
+        db,
+        "SELECT DISTINCT dimension, value_a, value_b FROM main.cell_comparison "
+        "WHERE cell_a = ? AND cell_b = ?",
+        [MCP_19, MCP_26],
+    )
+    assert versions == [("mcp_version", "0.2.19", "0.2.26")]
+    languages = _rows(
+        db,
+        "SELECT language, count(*) FROM main.stg_runs GROUP BY ALL ORDER BY ALL",
+    )
+    # every run's task is in task_specs (French prompts), the failed run through its task id
+    assert languages == [("fr", 14)]
+    by_language = _rows(
+        db,
+        "SELECT runs, scored FROM main.metrics_by_language WHERE mcp_version = '0.2.26' "
+        "AND language = 'fr' AND tier = 'minimal' AND metric = 'action_recall'",
+    )
+    assert by_language == [(4, 3)]
+    capability = _rows(
+        db,
+        "SELECT cells, runs FROM main.metrics_by_capability "
+        "WHERE capability_set = 'mcp' AND tier = 'minimal' AND metric = 'action_recall'",
+    )
+    assert capability == [(2, 7)]
+
+
+def test_a_planted_out_of_range_score_fails_the_range_test(
+    built: tuple[Path, dbtRunnerResult], tmp_path: Path
+) -> None:
+    db = tmp_path / "planted.duckdb"
+    load_experiment(db, realistic_experiment())
+    conn = duckdb.connect(str(db))
+    conn.execute(
+        "UPDATE eval.verdicts SET score = 1.5, value = 1.5 WHERE cell_key = ? "
+        "AND kind = 'trajectory' AND tier = 'minimal' AND task_id = 'task_0002' "
+        "AND repeat_index = 0",
+        [MCP_26],
+    )
+    conn.close()
+    previous = os.environ[ENV]
+    os.environ[ENV] = str(db)
+    try:
+        result = _dbt(["test", "--select", "source:eval.verdicts"], built[0].parent)
+    finally:
+        os.environ[ENV] = previous
+    assert result.exception is None
+    assert not result.success
+    failed = sorted(name for name, _, status in _nodes(result) if status == "fail")
+    assert failed == [
+        "source_in_unit_interval_eval_verdicts_score",
+        "source_in_unit_interval_eval_verdicts_value",
+    ]

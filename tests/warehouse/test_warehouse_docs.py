@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from datagouv_eval_pipeline.warehouse import SCHEMA, TABLES
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_docs_list_every_table_and_column() -> None:
+    text = (ROOT / "docs" / "warehouse.md").read_text(encoding="utf-8")
+    for table in TABLES:
+        section = text.split(f"### `eval.{table.name}`", 1)
+        assert len(section) == 2, f"docs/warehouse.md has no section for eval.{table.name}"
+        body = section[1].split("\n### ", 1)[0]
+        for column in table.columns:
+            assert f"| `{column.name}` | {column.type} |" in body, (table.name, column.name)
+
+
+def test_dbt_sources_are_the_warehouse_tables_named_like_asset_keys() -> None:
+    sources = yaml.safe_load((ROOT / "dbt_metrics" / "models" / "sources.yml").read_text())
+    (source,) = sources["sources"]
+    assert (source["name"], source["schema"]) == (SCHEMA, SCHEMA)
+    assert [t["name"] for t in source["tables"]] == [t.name for t in TABLES]
+
+
+def test_dbt_profile_reads_the_duckdb_path_from_the_environment() -> None:
+    profile = yaml.safe_load((ROOT / "dbt_metrics" / "profiles.yml").read_text())
+    output = profile["dbt_metrics"]["outputs"]["dev"]
+    assert output["type"] == "duckdb"
+    assert "env_var('DATAGOUV_EVAL_DUCKDB'" in output["path"]

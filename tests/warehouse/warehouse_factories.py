@@ -1,0 +1,254 @@
+"""Realistic warehouse inputs: example traces through the real mapper, scorer and judge."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
+from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.judges import DeterministicJudge, judge_trace_sync
+from datagouv_eval_pipeline.metrics import score_trace
+from datagouv_eval_pipeline.semantic.mapper import map_trace
+from datagouv_eval_pipeline.tasks.loader import load_task_specs
+from datagouv_eval_pipeline.tasks.spec import TIERS, TaskSpec
+from datagouv_eval_pipeline.traces import Provenance, Trace, TraceStatus, load_trace
+from datagouv_eval_pipeline.warehouse import CellLoad
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "docs" / "examples" / "traces"
+
+MCP_19 = "offline~baseline-oneshot__mcp@0.2.19__data_gouv_context"
+MCP_26 = "offline~baseline-oneshot__mcp@0.2.26__data_gouv_context"
+CODE = "offline~baseline-oneshot__code__data_gouv_context"
+
+
+@functools.cache
+def specs() -> dict[str, TaskSpec]:
+    return {spec.task_id: spec for spec in load_task_specs([ROOT / "task_specs"])}
+
+
+@functools.cache
+def cells() -> dict[str, Cell]:
+    return {cell.key: cell for cell in expand_cells(load_benchmark_config())}
+
+
+def trace_for(cell: Cell, example: str, *, repeat: int = 0, **changes: Any) -> Trace:
+    trace = load_trace(EXAMPLES / example)
+    spec = specs()[trace.task_id]
+    return trace.model_copy(
+        update={
+            "model": cell.model.name,
+            "capabilities": list(cell.capabilities),
+            "mcp_version": cell.mcp_version,
+            "repeat": repeat,
+            "provenance": Provenance(
+                cell_key=cell.key,
+                spec_hash=spec.spec_hash(),
+                snapshot_id="snap-2026-11",
+                system_prompt=cell.system_prompt,
+                system_prompt_sha256=cell.system_prompt_sha256,
+                code_version="abc1234",
+                started_at="2026-11-30T10:00:00+00:00",
+            ),
+            **changes,
+        }
+    )
+
+
+def failed_trace(cell: Cell, task_id: str = "task_0003") -> Trace:
+    return Trace(
+        task_id=task_id,
+        status="error",
+        status_reason="provider returned HTTP 500 three times",
+        model=cell.model.name,
+        capabilities=list(cell.capabilities),
+        mcp_version=cell.mcp_version,
+        latency_ms=1200.0,
+        provenance=Provenance(cell_key=cell.key),
+    )
+
+
+def cell_load(cell: Cell, traces: list[Trace]) -> CellLoad:
+    """Map, judge and score each trace like the pipeline does (failed runs are not scored)."""
+    mappings: list[Any] = []
+    scores: list[Any] = []
+    judgements: list[Any] = []
+    for trace in traces:
+        if trace.status == "error":
+            mappings.append(None)
+            scores.append(None)
+            judgements.append(None)
+            continue
+        spec = specs()[trace.task_id]
+        mapping = map_trace(trace)
+        judgement = judge_trace_sync(DeterministicJudge(), spec, trace, mapping=mapping)
+        accuracy = {tier: judgement.accuracy(tier).mean.value for tier in TIERS}
+        score = score_trace(spec, trace, mapping=mapping, accuracy=accuracy)
+        mappings.append(mapping.to_dict())
+        scores.append(score.to_json())
+        judgements.append(judgement.to_json())
+    return CellLoad(cell.to_record(), traces, mappings, scores, judgements)
+
+
+def realistic_experiment() -> list[CellLoad]:
+    """Three cells: MCP 0.2.19 and 0.2.26 (same model), and code; one failed run."""
+    loads = []
+    for key in (MCP_19, MCP_26):
+        cell = cells()[key]
+        loads.append(
+            cell_load(
+                cell,
+                [
+                    trace_for(cell, "task_0002_mcp.json"),
+                    trace_for(cell, "task_0002_mcp_wrong.json", repeat=1),
+                    trace_for(cell, "task_0011_mcp_decline.json"),
+                    *([failed_trace(cell)] if key == MCP_26 else []),
+                ],
+            )
+        )
+    code = cells()[CODE]
+    loads.append(cell_load(code, [trace_for(code, "task_0002_code.json")]))
+    return loads
+
+
+# --- a small hand-built dataset whose aggregates are worked out by hand in the tests -----------
+
+HAND = "hand~model-a__none__p"
+HAND_B = "hand~model-b__none__p"
+
+
+def hand_record(key: str = HAND, model: str = "model-a") -> dict[str, Any]:
+    return {
+        "key": key,
+        "evaluation_types": ["hand"],
+        "model_provider": "hand",
+        "model_name": model,
+        "model_kind": "offline",
+        "model_is_llm": False,
+        "model_label": None,
+        "base_url": None,
+        "api_key_env": None,
+        "input_price_per_mtok": None,
+        "output_price_per_mtok": None,
+        "currency": "EUR",
+        "capabilities": [],
+        "mcp_version": None,
+        "mcp_url": None,
+        "skills_version": None,
+        "skills_sha256": None,
+        "system_prompt": "p",
+        "system_prompt_sha256": "0" * 64,
+        "metrics": ["action_usage"],
+    }
+
+
+def _mv(value: float | None, reason: str | None = None) -> dict[str, Any]:
+    return {"value": value, "reason": reason if value is None else None}
+
+
+def hand_score(
+    task_id: str, recall: float | None, required: int, checks_value: bool | None = True
+) -> dict[str, Any]:
+    tier = {
+        "action_recall": _mv(recall, "the tier requires no action"),
+        "required_actions": required,
+    }
+    return {
+        "task_id": task_id,
+        "minimal": tier,
+        "optimal": tier,
+        "checks": {"value": {"passed": checks_value, "reason": "hand"}},
+        "efficiency": {"latency_ms": _mv(1000.0)},
+        "mapping": {"mapped_fraction": _mv(1.0), "registry_version": "1.0.0", "error": None},
+        "provenance": {"spec_hash": "h", "task_version": 1, "scorer_version": "1"},
+    }
+
+
+def _verdict(passed: bool | None, judge: str = "hand@1") -> dict[str, Any]:
+    scored = passed is not None
+    return {
+        "question": "criterion",
+        "status": "ok" if scored else "unscored",
+        "passed": passed,
+        "score": None,
+        "reason": "hand",
+        "error": None if scored else "needs an LLM judge",
+        "judge_id": judge,
+        "prompt_hash": "ph",
+        "input_tokens": 10,
+        "output_tokens": 2,
+        "cost": None,
+    }
+
+
+def hand_judgement(task_id: str, criteria: list[bool | None]) -> dict[str, Any]:
+    """Criteria all in the minimal tier; accuracy = mean over the scored ones."""
+    scored = [c for c in criteria if c is not None]
+    mean = sum(scored) / len(scored) if scored else None
+    accuracy = {
+        "mean": _mv(mean, "all verdicts are unscored"),
+        "scored": len(scored),
+        "total": len(criteria),
+        "coverage": _mv(len(scored) / len(criteria)),
+    }
+    block = {"accuracy": accuracy, "arguments": [], "failure_modes": {}}
+    return {
+        "task_id": task_id,
+        "judge_id": "hand@1",
+        "criteria": [
+            {"index": i, "tier": "minimal", "criterion": f"c{i}", "verdict": _verdict(c)}
+            for i, c in enumerate(criteria)
+        ],
+        "tiers": {"minimal": block, "optimal": block},
+        "classifications": [],
+        "judge_spend": {"calls": len(criteria), "input_tokens": 10 * len(criteria)},
+    }
+
+
+def hand_trace(task_id: str, status: TraceStatus = "ok", repeat: int = 0) -> Trace:
+    return Trace(
+        task_id=task_id,
+        status=status,
+        status_reason="boom" if status == "error" else None,
+        answer="x",
+        repeat=repeat,
+        latency_ms=1000.0,
+    )
+
+
+def hand_cell(recall_b: float = 0.5) -> CellLoad:
+    """Four runs of one cell.
+
+    A: recall 1.0, 3 required, criteria [pass, unscored] -> accuracy 1.0
+    B: recall ``recall_b``, 2 required, criteria [fail, pass] -> accuracy 0.5
+    C: recall undefined (None), 0 required, criteria [unscored, unscored] -> accuracy None
+    D: status error (scores given but must be ignored).
+    """
+    traces = [
+        hand_trace("task_0001"),
+        hand_trace("task_0002"),
+        hand_trace("task_0003"),
+        hand_trace("task_0004", status="error"),
+    ]
+    scores = [
+        hand_score("task_0001", 1.0, 3),
+        hand_score("task_0002", recall_b, 2),
+        hand_score("task_0003", None, 0, checks_value=None),
+        hand_score("task_0004", 0.0, 7),
+    ]
+    judgements = [
+        hand_judgement("task_0001", [True, None]),
+        hand_judgement("task_0002", [False, True]),
+        hand_judgement("task_0003", [None, None]),
+        hand_judgement("task_0004", [False]),
+    ]
+    return CellLoad(hand_record(), traces, None, scores, judgements)
+
+
+def hand_cell_b() -> CellLoad:
+    """Same setup with another model: task_0001 recall 0.0, task_0002 recall 1.0."""
+    traces = [hand_trace("task_0001"), hand_trace("task_0002")]
+    scores = [hand_score("task_0001", 0.0, 3), hand_score("task_0002", 1.0, 2)]
+    return CellLoad(hand_record(HAND_B, "model-b"), traces, None, scores, None)
