@@ -33,12 +33,13 @@ def command() -> None:
     """Judges: calibration against human verdicts, judging traces, human review."""
 
 
-def _tasks(task_dir: Path) -> dict[str, TaskSpec]:
+def _tasks(task_dir: Path | None) -> dict[str, TaskSpec]:
+    """The task specs of ``task_dir`` (default: task_specs/) by id; load errors exit cleanly."""
     from datagouv_eval_pipeline.tasks.errors import TaskSpecErrors
-    from datagouv_eval_pipeline.tasks.loader import load_task_specs
+    from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
 
     try:
-        return {task.task_id: task for task in load_task_specs([task_dir])}
+        return {task.task_id: task for task in load_task_specs([task_dir or TASK_SPECS_DIR])}
     except TaskSpecErrors as error:
         raise click.ClickException(str(error)) from error
 
@@ -117,6 +118,13 @@ _CACHE_OPTION = click.option(
     type=click.Path(file_okay=False, path_type=Path),
     help="Judge answer cache directory (LLM judges).",
 )
+_TASKS_OPTION = click.option(
+    "--tasks",
+    "task_dir",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="Task specs directory [default: task_specs].",
+)
 _BASE_URL_OPTION = click.option(
     "--base-url",
     help="Send judge requests to this OpenAI-compatible URL instead (e.g. a replay server).",
@@ -132,13 +140,7 @@ _BASE_URL_OPTION = click.option(
     type=click.Path(exists=True, path_type=Path),
     help="Calibration files or directories [default: task_specs/calibration].",
 )
-@click.option(
-    "--tasks",
-    "task_dir",
-    type=click.Path(exists=True, path_type=Path),
-    default=None,
-    help="Task specs directory [default: task_specs].",
-)
+@_TASKS_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @_CONFIG_OPTION
 @_CACHE_OPTION
@@ -163,9 +165,8 @@ def calibrate_command(
         calibrate,
         load_calibration,
     )
-    from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR
 
-    tasks = _tasks(task_dir or TASK_SPECS_DIR)
+    tasks = _tasks(task_dir)
     try:
         items = load_calibration(list(set_paths) or [CALIBRATION_DIR], tasks)
     except CalibrationError as error:
@@ -181,13 +182,7 @@ def calibrate_command(
 @command.command("trace")
 @click.argument("trace_path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @_JUDGE_OPTION
-@click.option(
-    "--tasks",
-    "task_dir",
-    type=click.Path(exists=True, path_type=Path),
-    default=None,
-    help="Task specs directory [default: task_specs].",
-)
+@_TASKS_OPTION
 @_CONFIG_OPTION
 @_CACHE_OPTION
 @_BASE_URL_OPTION
@@ -201,10 +196,9 @@ def trace_command(
 ) -> None:
     """Judge one trace file and print every verdict as JSON."""
     from datagouv_eval_pipeline.judges.runner import judge_trace
-    from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR
     from datagouv_eval_pipeline.traces import load_trace
 
-    tasks = _tasks(task_dir or TASK_SPECS_DIR)
+    tasks = _tasks(task_dir)
     try:
         trace = load_trace(trace_path)
     except ValueError as error:
@@ -239,13 +233,7 @@ def trace_command(
     type=click.Path(dir_okay=False, path_type=Path),
     help="The file to annotate: .csv (spreadsheet) or .jsonl.",
 )
-@click.option(
-    "--tasks",
-    "task_dir",
-    type=click.Path(exists=True, path_type=Path),
-    default=None,
-    help="Task specs directory [default: task_specs].",
-)
+@_TASKS_OPTION
 def review_sample_command(
     run_dirs: tuple[Path, ...],
     per_run: int,
@@ -259,9 +247,8 @@ def review_sample_command(
     Fill ``human_verdict`` (pass/fail) and ``human_note``, then run ``judge import-review``.
     """
     from datagouv_eval_pipeline.judges.review import review_sample, write_review
-    from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR
 
-    tasks = _tasks(task_dir or TASK_SPECS_DIR)
+    tasks = _tasks(task_dir)
     runs: dict[str, Path] = {}
     for directory in run_dirs:
         name = directory.resolve().name
@@ -293,20 +280,13 @@ def review_sample_command(
     default=None,
     help="Calibration file to append to [default: task_specs/calibration/reviewed.yml].",
 )
-@click.option(
-    "--tasks",
-    "task_dir",
-    type=click.Path(exists=True, path_type=Path),
-    default=None,
-    help="Task specs directory [default: task_specs].",
-)
+@_TASKS_OPTION
 def import_review_command(review_path: Path, target: Path | None, task_dir: Path | None) -> None:
     """Add the annotated rows of a review file to the calibration set."""
     from datagouv_eval_pipeline.judges.calibration import CALIBRATION_DIR, CalibrationError
     from datagouv_eval_pipeline.judges.review import import_review, read_review
-    from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR
 
-    tasks = _tasks(task_dir or TASK_SPECS_DIR)
+    tasks = _tasks(task_dir)
     destination = target or CALIBRATION_DIR / "reviewed.yml"
     try:
         result = import_review(

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import click
 
-from datagouv_eval_pipeline.tasks.errors import SpecError, TaskSpecErrors
+from datagouv_eval_pipeline.cli.validate import display_path, format_error
+from datagouv_eval_pipeline.tasks.errors import TaskSpecErrors
 from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
 from datagouv_eval_pipeline.twin.urls import TwinUrls
@@ -29,18 +30,6 @@ from datagouv_eval_pipeline.validation.validator import (
 )
 
 USAGE_ERROR = 2
-
-
-def _short(path: Path) -> Path:
-    """Return ``path`` relative to the working directory when it is inside it."""
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve())
-    except ValueError:
-        return path
-
-
-def _format(error: SpecError) -> str:
-    return str(SpecError(_short(error.file), error.line, error.field_path, error.message))
 
 
 def parse_api_base(values: Sequence[str]) -> TwinUrls:
@@ -115,7 +104,7 @@ def _load(paths: Sequence[Path]) -> list[TaskSpec]:
         return load_task_specs(list(paths) or [TASK_SPECS_DIR])
     except TaskSpecErrors as errors:
         for error in errors.errors:
-            click.echo(_format(error), err=True)
+            click.echo(format_error(error), err=True)
         click.echo(f"{len(errors.errors)} problem(s) in the task specs", err=True)
         raise SystemExit(USAGE_ERROR) from None
 
@@ -227,7 +216,7 @@ def command(
             click.echo("nothing written (confirm, or pass --yes)", err=True)
             raise SystemExit(1)
         touched = plan.apply()
-        where = _short(Path(plan.baselines_dir))
+        where = display_path(Path(plan.baselines_dir))
         click.echo(f"wrote {len(touched)} baseline change(s) under {where}", err=as_json)
         return
     click.echo(

@@ -1,4 +1,4 @@
-"""Pieces the sandbox backends share: the environment, limits, output capture, result building."""
+"""Pieces the sandbox backends share: session plumbing, environment, limits, output, results."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 from datagouv_eval_pipeline.agents.sandbox.base import ExecResult, SandboxLimits
+from datagouv_eval_pipeline.agents.sandbox.proxy import AllowListProxy
 
 LAUNCHER_PATH = Path(__file__).with_name("_launcher.py")
 """The launcher script, copied into every sandbox (and into the Docker image)."""
@@ -48,6 +50,36 @@ _SECRET_NAME = re.compile(
 _COMMAND_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+class SessionBase:
+    """What both session classes share: the closed flag, ``async with`` and the proxy's refusals.
+
+    A subclass sets ``self._closed = False`` and ``self._proxy``, and implements ``close()``
+    (which sets ``_closed`` to True).
+    """
+
+    _closed: bool
+    _proxy: AllowListProxy
+
+    @property
+    def refused_hosts(self) -> list[str]:
+        """``host:port`` of every request the proxy refused so far."""
+        return list(self._proxy.refused)
+
+    async def close(self) -> None:
+        """Release the session's resources (implemented by each backend)."""
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this sandbox session is closed")
 
 
 def check_extra_env(env: Mapping[str, str] | None) -> dict[str, str]:

@@ -33,6 +33,7 @@ from typing import Any
 from datagouv_eval_pipeline.agents.sandbox._common import (
     LAUNCHER_PATH,
     OutputCapture,
+    SessionBase,
     build_result,
     check_commands,
     check_extra_env,
@@ -220,7 +221,7 @@ class DockerSandbox:
         )
 
 
-class DockerSession:
+class DockerSession(SessionBase):
     """One task run's containers, volume and proxy; see ``SandboxSession``.
 
     Attributes:
@@ -254,11 +255,6 @@ class DockerSession:
         self._cells = itertools.count(1)
         self._running: set[Any] = set()
         self._closed = False
-
-    @property
-    def refused_hosts(self) -> list[str]:
-        """``host:port`` of every request the proxy refused so far."""
-        return list(self._proxy.refused)
 
     def _prepare(self) -> None:
         try:
@@ -325,16 +321,6 @@ class DockerSession:
         await asyncio.to_thread(self._remove_volume)
         await asyncio.to_thread(self._proxy.stop)
         await asyncio.to_thread(shutil.rmtree, self._base, True)
-
-    async def __aenter__(self) -> DockerSession:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise RuntimeError("this sandbox session is closed")
 
     def _remove_volume(self) -> None:
         with contextlib.suppress(Exception):

@@ -26,7 +26,7 @@ import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -36,6 +36,7 @@ from datagouv_eval_pipeline.agents.sandbox._common import (
     LAUNCHER_PATH,
     LauncherStatus,
     OutputCapture,
+    SessionBase,
     build_result,
     check_commands,
     check_extra_env,
@@ -178,46 +179,46 @@ def default_host_uid() -> int | None:
     return DEFAULT_HOST_UID if os.geteuid() == 0 else None
 
 
+def _probe(key: str, argv: Callable[[], list[str]], failure: str) -> str | None:
+    """Run a probe command once per ``key`` (cached); None when it exits 0, else why not."""
+    if key in _probe_cache:
+        return _probe_cache[key]
+    command = argv()
+    try:
+        done = subprocess.run(command, capture_output=True, timeout=20, env={}, check=False)
+        problem = None if done.returncode == 0 else done.stderr.decode(errors="replace").strip()
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        problem = str(exc)
+    if problem is not None:
+        problem = f"{failure}: {problem or 'exit status != 0'}"
+    _probe_cache[key] = problem
+    return problem
+
+
 def probe_bwrap(bwrap: str = "bwrap", host_uid: int | None = None) -> str | None:
     """Try a minimal namespaced run; None when it works, else why it does not."""
     path = shutil.which(bwrap)
     if path is None:
         return f"{bwrap!r} is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
-    key = f"{path}:{host_uid}"
-    if key in _probe_cache:
-        return _probe_cache[key]
-    argv = [*enter_prefix(host_uid, ()), path, "--unshare-all", "--unshare-user"]
-    argv += ["--uid", str(SANDBOX_UID), "--die-with-parent", "--ro-bind", "/usr", "/usr"]
-    for top in _TOP_LEVEL_DIRS:
-        if os.path.islink(top):
-            argv += ["--symlink", os.readlink(top), top]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--", "/usr/bin/true"]
-    try:
-        done = subprocess.run(argv, capture_output=True, timeout=20, env={}, check=False)
-        problem = None if done.returncode == 0 else done.stderr.decode(errors="replace").strip()
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        problem = str(exc)
-    if problem is not None:
-        problem = f"bubblewrap cannot create namespaces here: {problem or 'exit status != 0'}"
-    _probe_cache[key] = problem
-    return problem
+
+    def argv() -> list[str]:
+        command = [*enter_prefix(host_uid, ()), path, "--unshare-all", "--unshare-user"]
+        command += ["--uid", str(SANDBOX_UID), "--die-with-parent", "--ro-bind", "/usr", "/usr"]
+        for top in _TOP_LEVEL_DIRS:
+            if os.path.islink(top):
+                command += ["--symlink", os.readlink(top), top]
+        return [*command, "--proc", "/proc", "--dev", "/dev", "--", "/usr/bin/true"]
+
+    return _probe(f"{path}:{host_uid}", argv, "bubblewrap cannot create namespaces here")
 
 
 def probe_rlimit(host_uid: int | None, expose: Sequence[str]) -> str | None:
     """Try the rlimit-mode start-up (privilege drop included); None when it works."""
-    key = f"rlimit:{host_uid}:{','.join(expose)}"
-    if key in _probe_cache:
-        return _probe_cache[key]
-    argv = [*enter_prefix(host_uid, expose), sys.executable, "-I", "-S", "-c", "pass"]
-    try:
-        done = subprocess.run(argv, capture_output=True, timeout=20, env={}, check=False)
-        problem = None if done.returncode == 0 else done.stderr.decode(errors="replace").strip()
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        problem = str(exc)
-    if problem is not None:
-        problem = f"cannot start sandboxed programs here: {problem or 'exit status != 0'}"
-    _probe_cache[key] = problem
-    return problem
+    return _probe(
+        f"rlimit:{host_uid}:{','.join(expose)}",
+        lambda: [*enter_prefix(host_uid, expose), sys.executable, "-I", "-S", "-c", "pass"],
+        "cannot start sandboxed programs here",
+    )
 
 
 class LocalSandbox:
@@ -331,7 +332,7 @@ class LocalSandbox:
         return session
 
 
-class LocalSession:
+class LocalSession(SessionBase):
     """One task run's sandbox: a working directory, a proxy, limits; see ``SandboxSession``.
 
     Attributes:
@@ -364,11 +365,6 @@ class LocalSession:
         self._cells = itertools.count(1)
         self._closed = False
         self._expose: list[str] = []
-
-    @property
-    def refused_hosts(self) -> list[str]:
-        """``host:port`` of every request the proxy refused so far."""
-        return list(self._proxy.refused)
 
     def _prepare(self) -> None:
         try:
@@ -471,16 +467,6 @@ class LocalSession:
                 await asyncio.wait_for(process.wait(), timeout=5)
         await asyncio.to_thread(self._proxy.stop)
         await asyncio.to_thread(shutil.rmtree, self._base, True)
-
-    async def __aenter__(self) -> LocalSession:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise RuntimeError("this sandbox session is closed")
 
     async def _execute(self, command: list[str]) -> ExecResult:
         limits = self.limits
