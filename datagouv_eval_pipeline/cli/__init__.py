@@ -20,6 +20,7 @@ _COMMANDS: dict[str, str] = {
     "twin": "twin",
     "preflight": "validate_resources",
     "replay": "replay",
+    "run-cell": "run_cell",
     "judge": "judge",
     "calibrate": "judge",
     "review-sample": "judge",

@@ -1,0 +1,256 @@
+"""The model registry: a cell's model → a pydantic-ai model.
+
+* ``openai_compatible`` providers (Mistral, OpenAI, Albert, a local replay server): an
+  :class:`CompatibleChatModel` on an ``AsyncOpenAI`` client with the provider's base URL and the
+  API key read from the environment variable the YAML names. The key is never logged, stored or
+  put in an error message. The SDK's own retries are off: :class:`ManagedModel` retries instead,
+  so it can honour ``Retry-After`` and count the wait.
+* ``offline`` providers: the deterministic baseline policies (``baselines.py``), not LLMs.
+
+Mistral's quirks (``message.content`` as a list of parts, ``tool_calls[].type`` null) are
+handled in one place, :func:`normalise_completion`, called from the one completion-validation
+hook ``OpenAIChatModel`` offers to subclasses.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from openai import AsyncOpenAI
+from openai.types import chat
+from pydantic_ai.exceptions import ModelAPIError, ModelConnectionError, ModelHTTPError
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models import Model, ModelRequestParameters
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
+from pydantic_ai.settings import ModelSettings
+
+from datagouv_eval_pipeline.agents.baselines import get_policy, policy_model
+from datagouv_eval_pipeline.agents.limits import RateLimiter, RetryPolicy, estimate_tokens
+from datagouv_eval_pipeline.agents.recording import RequestRecord, RunRecorder
+from datagouv_eval_pipeline.benchmark.cells import CellModel
+from datagouv_eval_pipeline.benchmark.config import ProviderKind
+
+DEFAULT_TIMEOUT_S = 180.0
+
+
+class MissingApiKeyError(RuntimeError):
+    """The environment variable that should hold a provider's key is unset or empty."""
+
+
+def normalise_completion(data: dict[str, Any]) -> dict[str, Any]:
+    """Reshape an OpenAI-compatible completion that follows Mistral's conventions, in place.
+
+    * ``message.content`` given as a list of parts becomes the concatenated text parts;
+    * ``tool_calls[].type`` null (or missing) becomes ``"function"``.
+
+    Returns:
+        The same dict, for chaining.
+    """
+    for choice in data.get("choices") or []:
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        if isinstance(content, list):
+            texts = [
+                str(part.get("text", ""))
+                for part in content
+                if isinstance(part, dict) and part.get("type", "text") == "text"
+            ]
+            message["content"] = "".join(texts) if texts else None
+        for call in message.get("tool_calls") or []:
+            if isinstance(call, dict) and call.get("type") is None and "function" in call:
+                call["type"] = "function"
+    return data
+
+
+class CompatibleChatModel(OpenAIChatModel):
+    """``OpenAIChatModel`` that accepts the answers of OpenAI-compatible providers like Mistral."""
+
+    def _validate_completion(self, response: chat.ChatCompletion) -> Any:
+        # The documented subclass hook that runs before pydantic-ai validates the completion.
+        data = normalise_completion(response.model_dump(warnings=False))
+        # ``construct`` (the openai SDK's) rebuilds nested typed objects without validating;
+        # the parent hook then validates leniently as usual.
+        return super()._validate_completion(chat.ChatCompletion.construct(**data))
+
+
+def api_key_for(model: CellModel, environ: Mapping[str, str] | None = None) -> str:
+    """Read the provider's key from the environment variable the YAML names.
+
+    Raises:
+        MissingApiKeyError: The variable is unset or empty (the message names the variable,
+            never a value).
+    """
+    env = os.environ if environ is None else environ
+    if model.api_key_env is None:
+        raise MissingApiKeyError(f"provider {model.provider!r} names no api_key_env")
+    key = env.get(model.api_key_env, "").strip()
+    if not key:
+        raise MissingApiKeyError(
+            f"set the environment variable {model.api_key_env} to the API key of provider "
+            f"{model.provider!r} (it is read from the environment only, never from a file)"
+        )
+    return key
+
+
+def live_model(
+    model: CellModel,
+    *,
+    base_url: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> CompatibleChatModel:
+    """A chat model for an ``openai_compatible`` provider.
+
+    Args:
+        model: The cell's model.
+        base_url: Overrides the YAML's base URL (e.g. a local replay server).
+        environ: Where to read the key (``os.environ`` by default).
+        timeout_s: Per-request timeout.
+
+    Raises:
+        MissingApiKeyError: The key's environment variable is unset.
+        ValueError: The provider is not OpenAI-compatible.
+    """
+    if model.kind != ProviderKind.OPENAI_COMPATIBLE:
+        raise ValueError(f"model {model.key} is not an openai_compatible model")
+    url = base_url or model.base_url
+    if url is None:
+        raise ValueError(f"provider {model.provider!r} has no base_url")
+    # max_retries=0: ManagedModel retries, honouring Retry-After and counting the waits.
+    client = AsyncOpenAI(
+        base_url=url, api_key=api_key_for(model, environ), max_retries=0, timeout=timeout_s
+    )
+    provider = OpenAICompatibleProvider(model.provider, openai_client=client)
+    return CompatibleChatModel(model.name, provider=provider)
+
+
+def base_model(
+    model: CellModel, *, base_url: str | None = None, environ: Mapping[str, str] | None = None
+) -> Model:
+    """The pydantic-ai model of a cell's model (a baseline policy for offline providers).
+
+    Raises:
+        KeyError: An offline model without a baseline policy.
+        MissingApiKeyError: A live model whose key is unset.
+    """
+    if model.kind == ProviderKind.OFFLINE:
+        return policy_model(get_policy(model.name))
+    return live_model(model, base_url=base_url, environ=environ)
+
+
+def _message_chars(messages: Sequence[ModelMessage]) -> int:
+    total = 0
+    for message in messages:
+        for part in message.parts:
+            content = getattr(part, "content", None) or getattr(part, "args", None) or ""
+            total += len(content) if isinstance(content, str) else len(str(content))
+    return total
+
+
+class ManagedModel(WrapperModel):
+    """Rate limiting, retries and per-request records around a model.
+
+    Each request waits for the provider's :class:`RateLimiter` (the wait is recorded), then
+    is sent; a 429 or 5xx answer (or a connection error) is retried after the ``Retry-After``
+    the provider gave, or an exponential backoff. Waits after a 429 count as rate-limit waits.
+    """
+
+    def __init__(
+        self,
+        wrapped: Model,
+        *,
+        recorder: RunRecorder,
+        limiter: RateLimiter | None = None,
+        retry: RetryPolicy | None = None,
+        expected_output_tokens: int = 500,
+    ) -> None:
+        """Wrap ``wrapped``.
+
+        Args:
+            wrapped: The model to call.
+            recorder: The run's recorder (requests, waits).
+            limiter: The provider's shared limiter (None: no limit).
+            retry: Which failures are retried, and the waits.
+            expected_output_tokens: Output tokens reserved per request in the token bucket.
+        """
+        super().__init__(wrapped)
+        self.recorder = recorder
+        self.limiter = limiter
+        self.retry = retry or RetryPolicy()
+        self.expected_output_tokens = expected_output_tokens
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        """Send one request, waiting for the rate limiter and retrying transient failures."""
+        estimated = 0
+        if self.limiter is not None and self.limiter.limit.tokens_per_minute is not None:
+            estimated = estimate_tokens(_message_chars(messages)) + self.expected_output_tokens
+        attempt = 0
+        failures = 0  # failures other than 429, bounded by max_attempts
+        throttled_s = 0.0  # time waited after 429s, bounded by max_rate_limit_wait_s
+        while True:
+            attempt += 1
+            if self.limiter is not None:
+                self.recorder.add_wait(await self.limiter.acquire(estimated))
+            started = time.perf_counter()
+            try:
+                response = await self.wrapped.request(
+                    messages, model_settings, model_request_parameters
+                )
+            except ModelHTTPError as error:
+                if error.status_code not in self.retry.retry_statuses:
+                    raise
+                if error.status_code == 429:
+                    delay = self.retry.delay(attempt - failures, error.headers)
+                    if throttled_s + delay > self.retry.max_rate_limit_wait_s:
+                        raise
+                    throttled_s += delay
+                    if self.limiter is not None:
+                        self.limiter.hold_off(delay)
+                    self.recorder.add_wait(delay)
+                else:
+                    failures += 1
+                    if failures >= self.retry.max_attempts:
+                        raise
+                    delay = self.retry.delay(failures, error.headers)
+                self.recorder.retries.append(f"HTTP {error.status_code}, waited {delay:.2f} s")
+                await self.recorder.clock.sleep(delay)
+                continue
+            except ModelConnectionError as error:
+                failures += 1
+                if failures >= self.retry.max_attempts:
+                    raise
+                delay = self.retry.backoff(failures)
+                self.recorder.retries.append(f"connection error ({error}), waited {delay:.2f} s")
+                await self.recorder.clock.sleep(delay)
+                continue
+            usage = response.usage
+            self.recorder.requests.append(
+                RequestRecord(
+                    input_tokens=usage.input_tokens,
+                    output_tokens=usage.output_tokens,
+                    duration_ms=(time.perf_counter() - started) * 1000,
+                    attempts=attempt,
+                )
+            )
+            if self.limiter is not None:
+                self.limiter.settle(estimated, usage.input_tokens + usage.output_tokens)
+            return response
+
+
+def describe_model_error(error: ModelAPIError) -> str:
+    """A one-line reason for a failed model request (no headers, no request body)."""
+    if isinstance(error, ModelHTTPError):
+        return f"model request failed: HTTP {error.status_code} from {error.model_name}"
+    return f"model request failed: {type(error).__name__}: {error.message}"

@@ -1,0 +1,149 @@
+"""What a task run records besides its messages: per-request usage, waits, per-call timings.
+
+:class:`RecordingToolset` wraps every capability's toolset. It is the one place where tool
+failures are turned into *tool errors the model sees* (``ToolFailed``): an exception raised by a
+tool, a server-side tool error, a protocol error or a refused command never propagates out of
+the agent run (the original harness re-ran the whole agent on any such exception and then scored
+the empty answer as zeros). It also truncates what the model is shown and keeps the full length.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_ai import RunContext
+from pydantic_ai.exceptions import ModelRetry, ToolFailed
+from pydantic_ai.toolsets import WrapperToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
+
+from datagouv_eval_pipeline.agents.limits import Clock, SystemClock
+
+DEFAULT_MODEL_RESULT_CHARS = 50_000
+"""Longest tool result the model is shown; longer ones are cut with a marker."""
+
+
+@dataclass
+class RequestRecord:
+    """One model request as it was sent (retries of the same request are one record).
+
+    Attributes:
+        input_tokens: Prompt tokens the provider billed.
+        output_tokens: Completion tokens the provider billed.
+        duration_ms: Time of the successful attempt.
+        attempts: Attempts it took (1 when nothing was retried).
+    """
+
+    input_tokens: int
+    output_tokens: int
+    duration_ms: float
+    attempts: int = 1
+
+
+@dataclass
+class ToolRecord:
+    """One tool call as the toolset saw it.
+
+    Attributes:
+        duration_ms: Time spent in the tool.
+        full_chars: Length of the complete result text (before any truncation).
+        error: Whether the tool failed (the model was shown the failure).
+        text: The complete result text.
+    """
+
+    duration_ms: float
+    full_chars: int
+    error: bool
+    text: str
+
+
+@dataclass
+class RunRecorder:
+    """Collects a run's requests, waits and tool calls while the agent runs.
+
+    Attributes:
+        clock: Time source of rate-limit waits and of the run's latency.
+        requests: Model requests in order.
+        tools: Tool calls by call id.
+        rate_limit_wait_s: Seconds spent waiting on rate limits (limiter and 429 answers).
+        retries: Failed attempts that were retried, with their reason.
+        on_wait: Called with each rate-limit wait (the runner extends the run's deadline).
+    """
+
+    clock: Clock = field(default_factory=SystemClock)
+    requests: list[RequestRecord] = field(default_factory=list)
+    tools: dict[str, ToolRecord] = field(default_factory=dict)
+    rate_limit_wait_s: float = 0.0
+    retries: list[str] = field(default_factory=list)
+    on_wait: Callable[[float], None] | None = None
+
+    def add_wait(self, seconds: float) -> None:
+        """Count a rate-limit wait."""
+        if seconds <= 0:
+            return
+        self.rate_limit_wait_s += seconds
+        if self.on_wait is not None:
+            self.on_wait(seconds)
+
+
+def result_text(value: Any) -> str:
+    """The text of a tool result as the model reads it (objects as compact JSON)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def truncate(text: str, limit: int) -> str:
+    """Cut ``text`` to ``limit`` characters, saying how long it was."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[... truncated: {len(text)} characters in total]"
+
+
+@dataclass
+class RecordingToolset(WrapperToolset[Any]):
+    """Times each call, turns every failure into a tool error, and truncates results.
+
+    Attributes:
+        recorder: Where call records go.
+        model_result_chars: Longest result the model is shown.
+    """
+
+    recorder: RunRecorder = field(default_factory=RunRecorder)
+    model_result_chars: int = DEFAULT_MODEL_RESULT_CHARS
+
+    async def call_tool(
+        self,
+        name: str,
+        tool_args: dict[str, Any],
+        ctx: RunContext[Any],
+        tool: ToolsetTool[Any],
+    ) -> Any:
+        """Call the wrapped tool; failures become ``ToolFailed`` with the error text."""
+        started = time.perf_counter()
+        error = False
+        try:
+            text = result_text(await self.wrapped.call_tool(name, tool_args, ctx, tool))
+        except ToolFailed as failure:
+            error, text = True, failure.message
+        except ModelRetry as retry:
+            # A retry consumes the tool's retry budget and, once exhausted, aborts the run: the
+            # model sees the same message as a plain failure instead.
+            error, text = True, retry.message
+        except Exception as exception:
+            error, text = True, f"Error: {type(exception).__name__}: {exception}"
+        duration_ms = (time.perf_counter() - started) * 1000
+        call_id = ctx.tool_call_id or f"{name}#{len(self.recorder.tools)}"
+        self.recorder.tools[call_id] = ToolRecord(
+            duration_ms=duration_ms, full_chars=len(text), error=error, text=text
+        )
+        shown = truncate(text, self.model_result_chars)
+        if error:
+            raise ToolFailed(shown or f"Error: tool {name!r} failed")
+        return shown

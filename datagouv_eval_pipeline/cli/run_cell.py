@@ -1,0 +1,142 @@
+"""``datagouv-eval run-cell``: run one cell against the twin and write its traces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
+from datagouv_eval_pipeline.benchmark.keys import UnknownCellKeyError, decode_cell_key
+from datagouv_eval_pipeline.benchmark.loader import (
+    BENCHMARK_CONFIG_DIR,
+    BenchmarkConfigErrors,
+    load_benchmark_config,
+)
+from datagouv_eval_pipeline.cli.validate import format_error
+from datagouv_eval_pipeline.tasks.errors import TaskSpecErrors
+from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.tasks.spec import TaskSpec, TaskStatus
+
+
+def _cell(config_dir: Path, key: str) -> Cell:
+    try:
+        config = load_benchmark_config(config_dir)
+    except BenchmarkConfigErrors as error:
+        for item in error.errors:
+            click.echo(format_error(item), err=True)
+        raise SystemExit(1) from None
+    names = [etype.name for etype in config.evaluation_types.evaluation_types]
+    try:
+        # Every evaluation type, active or not: a cell of an inactive type can be debugged too.
+        return decode_cell_key(key, expand_cells(config, names))
+    except UnknownCellKeyError as error:
+        raise click.BadParameter(str(error), param_hint="CELL_KEY") from None
+
+
+def _tasks(tasks_dir: Path, wanted: str | None) -> list[TaskSpec]:
+    try:
+        specs = load_task_specs([tasks_dir])
+    except TaskSpecErrors as error:
+        raise click.ClickException(str(error)) from error
+    if not wanted:
+        return [spec for spec in specs if spec.meta.status == TaskStatus.ACTIVE]
+    by_id = {spec.task_id: spec for spec in specs}
+    ids = [item.strip() for item in wanted.split(",") if item.strip()]
+    unknown = [item for item in ids if item not in by_id]
+    if unknown:
+        raise click.BadParameter(
+            f"unknown task id(s) {', '.join(unknown)}; known: {', '.join(sorted(by_id))}",
+            param_hint="--tasks",
+        )
+    return [by_id[item] for item in ids]
+
+
+@click.command("run-cell")
+@click.argument("cell_key")
+@click.option(
+    "--tasks", "task_ids", default=None, help="Comma-separated task ids (default: active)."
+)
+@click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Output directory (default: runs/<cell key>).",
+)
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--max-requests", type=click.IntRange(min=1), default=25, show_default=True)
+@click.option(
+    "--timeout", "timeout_s", type=click.FloatRange(min=1), default=600, show_default=True
+)
+@click.option(
+    "--model-base-url",
+    default=None,
+    help="Send model requests here instead (e.g. a `datagouv-eval replay serve` URL).",
+)
+@click.option("--live", is_flag=True, help="Use the live data.gouv.fr instead of the twin.")
+@click.option(
+    "--config-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=BENCHMARK_CONFIG_DIR,
+    show_default="task_specs/benchmark",
+)
+@click.option(
+    "--tasks-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=TASK_SPECS_DIR,
+    show_default="task_specs",
+)
+def command(
+    cell_key: str,
+    task_ids: str | None,
+    repeats: int,
+    out_dir: Path | None,
+    concurrency: int,
+    max_requests: int,
+    timeout_s: float,
+    model_base_url: str | None,
+    live: bool,
+    config_dir: Path,
+    tasks_dir: Path,
+) -> None:
+    """Run one cell (CELL_KEY, see `datagouv-eval cells`) and write one trace per task run.
+
+    The twin is started in-process on a free port (unless --live). Traces go to
+    OUT/<task_id>__r<repeat>.json and the MCP tool list to OUT/mcp-tools-<version>.json.
+    """
+    from datagouv_eval_pipeline.agents.limits import RunBudget
+    from datagouv_eval_pipeline.agents.runner import RunSettings, execute_cell
+    from datagouv_eval_pipeline.twin.server import TwinServer
+
+    cell = _cell(config_dir, cell_key)
+    tasks = _tasks(tasks_dir, task_ids)
+    settings = RunSettings(
+        budget=RunBudget(max_requests=max_requests, wall_timeout_s=timeout_s),
+        max_concurrency=concurrency,
+    )
+    options = {"repeats": repeats, "settings": settings, "model_base_url": model_base_url}
+    if live:
+        run = execute_cell(cell, tasks, twin_urls=None, **options)
+    else:
+        server = TwinServer()
+        with server as urls:
+            run = execute_cell(
+                cell, tasks, twin_urls=urls, snapshot_id=server.store.snapshot_id, **options
+            )
+    target = out_dir or Path("runs") / cell.key
+    target.mkdir(parents=True, exist_ok=True)
+    for trace in run.traces:
+        path = target / f"{trace.task_id}__r{trace.repeat}.json"
+        path.write_text(trace.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        detail = f" ({trace.status_reason})" if trace.status_reason else ""
+        click.echo(
+            f"{trace.task_id} r{trace.repeat}: {trace.status}{detail}, "
+            f"{len(trace.tool_calls)} tool calls, {trace.latency_ms:.0f} ms"
+        )
+    for version, tools in run.tool_lists.items():
+        path = target / f"mcp-tools-{version}.json"
+        path.write_text(json.dumps(tools, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    click.echo(f"wrote {len(run.traces)} trace(s) to {target}")

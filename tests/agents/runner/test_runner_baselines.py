@@ -1,0 +1,185 @@
+"""The offline baselines against the real twin over HTTP/MCP, scored with score_trace."""
+
+from __future__ import annotations
+
+import pytest
+
+from datagouv_eval_pipeline.agents.runner import execute_cell, run_cell
+from datagouv_eval_pipeline.benchmark.cells import Cell
+from datagouv_eval_pipeline.metrics import score_trace
+from datagouv_eval_pipeline.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.traces import Trace
+from datagouv_eval_pipeline.twin.server import TwinServer
+
+from .helpers import key_of, variant
+
+
+def run_one(cells: dict[str, Cell], twin: TwinServer, key: str, task: TaskSpec) -> Trace:
+    (trace,) = run_cell(cells[key], [task], twin_urls=twin.urls)
+    return trace
+
+
+@pytest.fixture(scope="module")
+def task_0002_traces(
+    cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
+) -> dict[str, Trace]:
+    return {
+        model: run_one(cells, twin, key_of(model, "mcp@0.2.26"), tasks["task_0002"])
+        for model in ("baseline-oneshot", "baseline-thorough")
+    }
+
+
+def test_thorough_follows_the_catalog_chain_and_finds_the_count(
+    task_0002_traces: dict[str, Trace],
+) -> None:
+    trace = task_0002_traces["baseline-thorough"]
+    assert trace.status == "ok", trace.status_reason
+    assert [call.name for call in trace.tool_calls] == [
+        "search_datasets",
+        "get_dataset_info",
+        "list_dataset_resources",
+        "get_resource_info",
+        "query_resource_data",
+        "query_resource_data",
+    ]
+    assert trace.tool_calls[1].arguments == {"dataset_id": "5d13a8b6634f41070a43dff3"}
+    # The filter is derived from "avant le 28 juin 2012" and the preview's date columns.
+    assert trace.tool_calls[-1].arguments == {
+        "resource_id": "f868cca6-8da1-4369-a78d-47463f19a9a3",
+        "filter_column": "created_at",
+        "filter_operator": "strictly_less",
+        "filter_value": "2012-06-28",
+        "page_size": 20,
+    }
+    assert "2076" in trace.answer
+    assert trace.declined is False
+    assert "5d13a8b6634f41070a43dff3" in (trace.ids_used or [])
+    assert not any(call.error for call in trace.tool_calls)
+    assert all(call.duration_ms is not None for call in trace.tool_calls)
+    assert trace.usage.requests == 7  # six tool calls, then the final answer
+    assert len(trace.requests) == 7
+    assert trace.cost == 0.0  # offline models are priced at 0 in models.yml
+
+
+def test_thorough_beats_oneshot_on_action_recall(
+    task_0002_traces: dict[str, Trace], tasks: dict[str, TaskSpec]
+) -> None:
+    task = tasks["task_0002"]
+    thorough = score_trace(task, task_0002_traces["baseline-thorough"])
+    oneshot = score_trace(task, task_0002_traces["baseline-oneshot"])
+    # Minimal chain: search.datasets > get.dataset.resources > get.data (3 required actions).
+    # Thorough performs all three with the required ids; oneshot only searches.
+    assert thorough.minimal.action_recall.value == 1.0
+    assert oneshot.minimal.action_recall.value == pytest.approx(1 / 3)
+    # Optimal adds get.dataset.info and get.resource.info: 5 required actions.
+    assert thorough.optimal.action_recall.value == 1.0
+    assert oneshot.optimal.action_recall.value == pytest.approx(1 / 5)
+    assert thorough.checks["value"].passed is True
+    assert oneshot.checks["value"].passed is False
+
+
+def test_oneshot_answers_from_its_single_search(task_0002_traces: dict[str, Trace]) -> None:
+    trace = task_0002_traces["baseline-oneshot"]
+    assert trace.status == "ok"
+    assert [call.name for call in trace.tool_calls] == ["search_datasets"]
+    assert "Catalogue des données de data.gouv.fr" in trace.answer
+    assert trace.ids_used == ["5d13a8b6634f41070a43dff3"]
+    assert trace.usage.requests == 2
+
+
+def test_mcp_versions_expose_different_tool_surfaces(
+    cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
+) -> None:
+    # task_0012 has no MCP constraint and asks for a number: the data step differs by version.
+    task = tasks["task_0012"]
+    old = execute_cell(cells[key_of("baseline-thorough", "mcp@0.2.5")], [task], twin_urls=twin.urls)
+    new = execute_cell(
+        cells[key_of("baseline-thorough", "mcp@0.2.26")], [task], twin_urls=twin.urls
+    )
+    old_names = [call.name for call in old.traces[0].tool_calls]
+    new_names = [call.name for call in new.traces[0].tool_calls]
+    assert "query_dataset_data" in old_names and "query_resource_data" not in old_names
+    assert "query_resource_data" in new_names and "query_dataset_data" not in new_names
+    assert old.traces[0].mcp_version == "0.2.5"
+    assert new.traces[0].mcp_version == "0.2.26"
+    # The tool list is fetched once per version and recorded.
+    listed_old = [tool["name"] for tool in old.tool_lists["0.2.5"]]
+    listed_new = [tool["name"] for tool in new.tool_lists["0.2.26"]]
+    assert "search_dataservices" not in listed_old and "query_dataset_data" in listed_old
+    assert "search_organizations" in listed_new and "query_dataset_data" not in listed_new
+
+
+def test_version_0_2_19_gets_the_required_question_argument(
+    cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
+) -> None:
+    trace = run_one(cells, twin, key_of("baseline-thorough", "mcp@0.2.19"), tasks["task_0002"])
+    queries = [call for call in trace.tool_calls if call.name == "query_resource_data"]
+    assert queries, trace.tool_calls
+    assert all(call.arguments["question"] == tasks["task_0002"].prompt for call in queries)
+    assert "2076" in trace.answer
+
+
+def test_web_search_baseline_uses_the_twin_catalog_index(
+    cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
+) -> None:
+    base = cells[key_of("baseline-thorough", "mcp@0.2.26+web_search")]
+    cell = variant(base, capabilities=("web_search",), mcp_version=None, mcp_url=None)
+    (trace,) = run_cell(cell, [tasks["task_0003"]], twin_urls=twin.urls)
+    assert trace.status == "ok", trace.status_reason
+    assert [call.name for call in trace.tool_calls] == ["web_search", "http_fetch"]
+    url = trace.tool_calls[1].arguments["url"]
+    # Production URLs, served offline by the twin.
+    assert url.startswith("https://www.data.gouv.fr/datasets/")
+    assert trace.tool_calls[1].result.startswith("HTTP 200")
+
+
+def test_unsupported_combinations_are_skipped_with_a_reason(
+    cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
+) -> None:
+    task = tasks["task_0003"]
+    cases = {
+        key_of("baseline-coder", "mcp@0.2.26"): "needs the code capability",
+        key_of("baseline-oneshot", "none"): "needs the mcp or web_search capability",
+        key_of("baseline-thorough", "mcp@0.2.26+skills@0.0.1"): "skills document",
+        key_of("baseline-oneshot", "code"): "needs the mcp or web_search capability",
+    }
+    for key, reason in cases.items():
+        (trace,) = run_cell(cells[key], [task], twin_urls=twin.urls)
+        assert trace.status == "skipped", key
+        assert reason in (trace.status_reason or ""), trace.status_reason
+        assert trace.tool_calls == [] and trace.answer == ""
+
+
+def test_tasks_excluded_by_their_mcp_constraint_are_skipped(
+    cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
+) -> None:
+    traces = run_cell(
+        cells[key_of("baseline-oneshot", "mcp@0.2.5")],
+        [tasks["task_0002"], tasks["task_0003"]],
+        twin_urls=twin.urls,
+        repeats=2,
+    )
+    assert [(t.task_id, t.repeat, t.status) for t in traces] == [
+        ("task_0002", 0, "skipped"),
+        ("task_0002", 1, "skipped"),
+        ("task_0003", 0, "ok"),
+        ("task_0003", 1, "ok"),
+    ]
+    assert traces[0].status_reason == ("task task_0002 needs MCP >=0.2.13; the cell runs MCP 0.2.5")
+    # Repeats are independent runs of a deterministic policy: same calls.
+    assert traces[2].tool_calls[0].arguments == traces[3].tool_calls[0].arguments
+
+
+def test_traces_carry_provenance(
+    task_0002_traces: dict[str, Trace], tasks: dict[str, TaskSpec], twin: TwinServer
+) -> None:
+    trace = task_0002_traces["baseline-thorough"]
+    provenance = trace.provenance
+    assert provenance.cell_key == key_of("baseline-thorough", "mcp@0.2.26")
+    assert provenance.spec_hash == tasks["task_0002"].spec_hash()
+    assert provenance.snapshot_id == twin.store.snapshot_id
+    assert provenance.system_prompt == "data_gouv_context"
+    assert provenance.system_prompt_sha256 is not None
+    assert provenance.started_at is not None and provenance.started_at.endswith("+00:00")
+    assert trace.model == "baseline-thorough"
+    assert trace.capabilities == ["mcp"]

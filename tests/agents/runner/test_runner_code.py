@@ -1,0 +1,78 @@
+"""The code, datagouv-cli and python-sdk capabilities in the real local sandbox."""
+
+from __future__ import annotations
+
+import pytest
+
+from datagouv_eval_pipeline.agents.capabilities import default_sandbox
+from datagouv_eval_pipeline.agents.output import FinalAnswer
+from datagouv_eval_pipeline.agents.runner import run_cell
+from datagouv_eval_pipeline.agents.sandbox.base import SandboxUnavailableError
+from datagouv_eval_pipeline.agents.sandbox.local import LocalSandbox
+from datagouv_eval_pipeline.benchmark.cells import Cell
+from datagouv_eval_pipeline.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.twin.server import TwinServer
+
+from .helpers import factory, key_of, scripted, variant
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _needs_sandbox() -> None:
+    sandbox = default_sandbox()
+    assert isinstance(sandbox, LocalSandbox)
+    try:
+        _ = sandbox.isolation
+    except SandboxUnavailableError as error:
+        pytest.skip(f"no local sandbox here: {error}")
+
+
+def test_coder_baseline_writes_python_against_the_twin(
+    cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
+) -> None:
+    (trace,) = run_cell(
+        cells[key_of("baseline-coder", "code")], [tasks["task_0003"]], twin_urls=twin.urls
+    )
+    assert trace.status == "ok", trace.status_reason
+    assert [call.name for call in trace.tool_calls] == ["execute_python", "execute_python"]
+    search, dataset = trace.tool_calls
+    assert f"{twin.urls.datagouv_api}1/datasets/" in search.arguments["code"]
+    assert not search.error and not dataset.error
+    first_id = search.result.split(" | ", 1)[0]
+    assert f"identifiant {first_id}" in trace.answer
+    assert trace.ids_used == [first_id]
+
+
+def test_sandboxed_tools_report_failures_and_run_the_datagouv_cli(
+    cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
+) -> None:
+    base = cells[key_of("baseline-thorough", "code+datagouv-cli")]
+    cell = variant(base, capabilities=("code", "datagouv-cli", "python-sdk"))
+    model = scripted(
+        [
+            ("execute_python", {"code": "x = 1\nraise ValueError('boom')"}),
+            ("execute_cli", {"command": "cat /etc/passwd"}),
+            ("execute_cli", {"command": "datagouv dataset get 5d13a8b6634f41070a43dff3"}),
+            (
+                "execute_python",
+                {
+                    "code": "from datagouv import Dataset\n"
+                    "d = Dataset('5d13a8b6634f41070a43dff3')\n"
+                    "d.title"
+                },
+            ),
+            FinalAnswer(answer="fini"),
+        ]
+    )
+    (trace,) = run_cell(
+        cell, [tasks["task_0002"]], twin_urls=twin.urls, model_factory=factory(model)
+    )
+    assert trace.status == "ok", trace.status_reason
+    failing, refused, cli, sdk = trace.tool_calls
+    assert failing.error and "line 2, in <module>" in failing.result
+    assert "ValueError: boom" in failing.result and "[error] exit code 1" in failing.result
+    assert refused.error and "only the datagouv command is available" in refused.result
+    assert not cli.error, cli.result
+    assert cli.result.startswith('{"id":"5d13a8b6634f41070a43dff3"')
+    # python-sdk: the library is aimed at the twin, and a trailing expression is printed.
+    assert not sdk.error, sdk.result
+    assert sdk.result.strip() == "Catalogue des données de data.gouv.fr"
