@@ -230,6 +230,8 @@ class Capability(StrEnum):
     """A web search tool."""
     DATAGOUV_CLI = "datagouv-cli"
     """The ``datagouv`` command line, run inside the code sandbox."""
+    PYTHON_SDK = "python-sdk"
+    """The ``datagouv-client`` library, importable inside the code sandbox."""
 
 
 class Metric(StrEnum):

@@ -196,7 +196,7 @@ def test_unknown_capability_lists_the_allowed_ones(tmp_path: Path) -> None:
     edit(config_dir / "evaluation_types.yml", "[[code]]", "[[code, websearch]]")
     error = only_error(config_dir)
     assert error.field_path == "evaluation_types[3].capability_sets[0][1]"
-    assert "'mcp', 'skills', 'code', 'web_search' or 'datagouv-cli'" in error.message
+    assert "'mcp', 'skills', 'code', 'web_search', 'datagouv-cli' or 'python-sdk'" in error.message
 
 
 def test_unknown_key_in_an_evaluation_type(tmp_path: Path) -> None:
