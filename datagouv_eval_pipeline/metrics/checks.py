@@ -103,7 +103,11 @@ def tools_check(
             continue
         available.add(family)
         if not instance.errored:
-            performed.setdefault(instance.action, set()).add(family)
+            families = performed.get(instance.action)
+            if families is None:
+                performed[instance.action] = {family}
+            else:
+                families.add(family)
     expected = {
         name: sorted(family for family in available if _family_can(family, name, mcp_actions))
         for name in required
@@ -166,7 +170,9 @@ def value_check(task: TaskSpec, trace: Trace) -> CheckResult:
 
 # --- citation ----------------------------------------------------------------------------------
 
-_URL = re.compile(r"(?:https?://|www\.)[^\s<>()\[\]{}\"'`«»]+", re.IGNORECASE)
+# A URL: ``(?:https?://|www\.)[^\s<>()\[\]{}"'`«»]+`` under IGNORECASE, spelt out (IGNORECASE
+# also lets "s" match U+017F). It is only tried where a URL can start (see extract_urls).
+_URL = re.compile(r"(?:[hH][tT][tT][pP][sS\u017f]?://|[wW][wW][wW]\.)[^\s<>()\[\]{}\"'`«»]+")
 _CATALOG_URL = re.compile(
     r"^(?:https?://)?(?:www\.)?data\.gouv\.fr/(?:(?:fr|en|es)/)?(datasets|dataservices)/([^/?#\s]+)",
     re.IGNORECASE,
@@ -179,7 +185,26 @@ _MAX_ALIAS_BLOCK = 2000
 
 def extract_urls(text: str) -> list[str]:
     """Return the URLs in a text, without trailing punctuation."""
-    return [match.group(0).rstrip(".,;:!?") for match in _URL.finditer(text)]
+    # Same matches as _URL.finditer(text), ~3x cheaper: a URL starts 4 or 5 characters before a
+    # "://" or 2 before a "w." / "W." (www.), and str.find reaches those in C where the regex
+    # engine would test every character; the pattern is then only tried there, left to right,
+    # skipping starts inside the previous URL.
+    starts: list[int] = []
+    for needle, offsets in (("://", (5, 4)), ("w.", (2,)), ("W.", (2,))):
+        found = text.find(needle)
+        while found >= 0:
+            starts.extend(found - offset for offset in offsets)
+            found = text.find(needle, found + 1)
+    urls: list[str] = []
+    end = 0
+    for start in sorted(starts):
+        if start < end:  # also skips negative starts
+            continue
+        match = _URL.match(text, start)
+        if match is not None:
+            urls.append(match.group(0).rstrip(".,;:!?"))
+            end = match.end()
+    return urls
 
 
 def _kind(source: ExpectedSource) -> str:
@@ -301,15 +326,54 @@ DECLINE_PHRASES: tuple[str, ...] = (
 def _fold(text: str) -> str:
     # NFKD then dropping non-ASCII removes accents in C code (str.translate with a dict is ~10x
     # slower on long answers); apostrophes and no-break spaces are mapped first so they survive.
+    # lower() on ASCII is cheap, casefold() is not.
+    return " ".join(_fold_uncollapsed(text).split())
+
+
+# Space-free pieces of the phrases. Collapsing whitespace neither creates nor breaks a space-free
+# substring, so when none of these occurs before the collapse no phrase can occur after it: most
+# answers then need 13 scans instead of 25, and no split/join.
+_DECLINE_GATES: tuple[str, ...] = (
+    "n'ai",
+    "trouve",
+    "repondre",
+    "mesure",
+    "aucun",
+    "n'existe",
+    "n'y",
+    "disponible",
+    "find",
+    "answer",
+    "unable",
+    "dataset",
+    "available",
+)
+
+
+def _gates_cover(gates: tuple[str, ...], phrases: tuple[str, ...]) -> bool:
+    # Checked at import, so that editing DECLINE_PHRASES cannot make the gate unsound.
+    return all(not any(char.isspace() for char in gate) for gate in gates) and all(
+        any(gate in phrase for gate in gates) for phrase in phrases
+    )
+
+
+_DECLINE_GATED = _gates_cover(_DECLINE_GATES, DECLINE_PHRASES)
+
+
+def _fold_uncollapsed(text: str) -> str:
+    # _fold without the whitespace collapse.
     for source, target in (("\u2019", "'"), ("\u02bc", "'"), ("\u00a0", " "), ("\u202f", " ")):
         text = text.replace(source, target)
     decomposed = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
-    return " ".join(decomposed.lower().split())  # lower() on ASCII is cheap, casefold() is not
+    return decomposed.lower()
 
 
 def detect_decline(answer: str) -> str | None:
     """Return the decline phrase found in an answer, or None (a heuristic; see DECLINE_PHRASES)."""
-    folded = _fold(answer)
+    lowered = _fold_uncollapsed(answer)
+    if _DECLINE_GATED and not any(gate in lowered for gate in _DECLINE_GATES):
+        return None
+    folded = " ".join(lowered.split())  # = _fold(answer)
     for phrase in DECLINE_PHRASES:
         if phrase in folded:
             return phrase
@@ -346,16 +410,52 @@ def behaviour_check(task: TaskSpec, trace: Trace) -> CheckResult:
 
 # --- grounded ids ------------------------------------------------------------------------------
 
+# A 24-hex object id or a UUID, not glued to a letter or digit:
+# ``(?<![0-9a-z])(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{24})
+# (?![0-9a-z])`` under IGNORECASE, spelt out: IGNORECASE makes [0-9a-z] also match U+0130, U+0131,
+# U+017F and U+212A, and [0-9a-f] match exactly [0-9a-fA-F].
+_HEX = "[0-9a-fA-F]"
+_SPECIAL_ALNUM = ("\u0130", "\u0131", "\u017f", "\u212a")
+_ALNUM = "[0-9a-zA-Z" + "".join(_SPECIAL_ALNUM) + "]"
 _CATALOG_ID = re.compile(
-    r"(?<![0-9a-z])(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{24})"
-    r"(?![0-9a-z])",
-    re.IGNORECASE,
+    rf"(?<!{_ALNUM})(?:{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}|{_HEX}{{24}})"
+    rf"(?!{_ALNUM})"
 )
+# Character classes for the fast scan in catalog_ids: hex digit -> h, other ASCII letter or
+# digit -> a, "-" stays, anything else (non-ASCII included, once encoded as "?") -> space.
+_ID_CLASSES = bytes(
+    ord("h")
+    if chr(code) in "0123456789abcdefABCDEF"
+    else ord("a")
+    if chr(code).isascii() and chr(code).isalnum()
+    else code
+    if chr(code) == "-"
+    else ord(" ")
+    for code in range(256)
+)
+_HEX_CLASS_RUN = re.compile(rb"h*")
 
 
 def catalog_ids(text: str) -> set[str]:
     """Return the catalog ids (24-hex object ids and UUIDs) in a text, lower-cased."""
-    return {match.group(0).lower() for match in _CATALOG_ID.finditer(text)}
+    if not text.isascii() and any(char in text for char in _SPECIAL_ALNUM):
+        return {match.group(0).lower() for match in _CATALOG_ID.finditer(text)}
+    # Same result as _CATALOG_ID.finditer, ~10x cheaper: a match starts a run of 8+ hex digits
+    # (inside a run, the previous character is alphanumeric). Each character becomes one byte of
+    # its class, bytes.find locates those runs in C, and the pattern is tried at their starts
+    # only; the regex engine would test every character.
+    classes = text.encode("ascii", "replace").translate(_ID_CLASSES)
+    found: set[str] = set()
+    position = 0
+    while (start := classes.find(b"hhhhhhhh", position)) >= 0:
+        match = _CATALOG_ID.match(text, start)
+        if match is not None:
+            found.add(match.group(0).lower())
+            position = match.end()
+        else:
+            run = _HEX_CLASS_RUN.match(classes, start)
+            position = run.end() if run is not None else start + 8
+    return found
 
 
 def _evidence(task: TaskSpec, trace: Trace) -> Iterator[str]:

@@ -54,7 +54,7 @@ def efficiency_score(
         ValueError: When an accuracy is outside [0, 1] or a tier name is unknown.
     """
     given = dict(accuracy or {})
-    unknown = set(given) - set(TIERS)
+    unknown = set(given) - set(TIERS) if given else None
     if unknown:
         raise ValueError(f"accuracy: unknown tier(s) {sorted(unknown)}; expected {list(TIERS)}")
 
@@ -75,11 +75,18 @@ def efficiency_score(
     for tier in TIERS:
         value = given.get(tier)
         if value is None:
-            acc = undefined(f"{tier} accuracy is not scored yet")
-        elif not 0.0 <= value <= 1.0:
+            # Unscored (the usual case before judging): every ratio is undefined for that reason.
+            acc, per = _UNSCORED[tier]
+            accuracies[tier] = acc
+            token_efficiency[tier] = per
+            if latency.value is None:
+                time_efficiency[tier] = undefined(f"latency undefined: {latency.reason}")
+            else:
+                time_efficiency[tier] = per
+            continue
+        if not 0.0 <= value <= 1.0:
             raise ValueError(f"accuracy[{tier!r}] = {value}: expected a value in [0, 1]")
-        else:
-            acc = MetricValue(float(value))
+        acc = MetricValue(float(value))
         accuracies[tier] = acc
         token_efficiency[tier] = _per(acc, tokens / 1000, "the trace records no token usage")
         if latency.value is None:
@@ -97,6 +104,15 @@ def efficiency_score(
         token_efficiency=token_efficiency,
         time_efficiency=time_efficiency,
     )
+
+
+def _unscored(tier: Tier) -> tuple[MetricValue, MetricValue]:
+    accuracy = undefined(f"{tier} accuracy is not scored yet")
+    return accuracy, undefined(f"accuracy undefined: {accuracy.reason}")
+
+
+# Metric values are immutable, so these are shared by every score.
+_UNSCORED: dict[Tier, tuple[MetricValue, MetricValue]] = {tier: _unscored(tier) for tier in TIERS}
 
 
 def _per(accuracy: MetricValue, cost: float, zero_reason: str) -> MetricValue:

@@ -15,7 +15,7 @@ instance can let an earlier-unmatched action match late and push the cursor past
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from datagouv_eval_pipeline.metrics.values import MetricValue, ratio
@@ -70,6 +70,16 @@ def trajectory_adherence(chain: ChainNode, instances: Sequence[ActionInstance]) 
     for index, instance in enumerate(instances):
         if not instance.errored:
             positions.setdefault(instance.action, []).append(index)
+    return adherence_indexed(chain, positions)
+
+
+def adherence_indexed(chain: ChainNode, positions: Mapping[str, list[int]]) -> TrajectoryScore:
+    """:func:`trajectory_adherence` from the indexes of the non-errored instances per name.
+
+    Args:
+        chain: A parsed chain.
+        positions: Per action name, the indexes of its non-errored instances, ascending.
+    """
     steps: list[TrajectoryStep] = []
 
     def walk(node: ChainNode, cursor: int) -> int:

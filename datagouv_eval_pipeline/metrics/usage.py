@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,21 +112,61 @@ def action_type_score(
     Returns:
         The three metrics with the counts behind them; a zero denominator gives None with a reason.
     """
-    required_names = {action.name for action in required}
-    actual_names = {instance.action for instance in instances}
-    performed = {instance.action for instance in instances if not instance.errored}
-    matched = len(required_names & performed)
+    return type_score_indexed({action.name for action in required}, InstanceIndex(instances))
+
+
+class InstanceIndex:
+    """Facts about a trace's instances that every tier's metrics use, computed once per trace.
+
+    Attributes:
+        instances: The instances, in call order.
+        by_name: Indexes of the non-errored instances, per action name, in call order.
+        actual_names: Names of all instances (errored ones included).
+        normalised: Per instance index, argument values normalised so far (filled lazily).
+        rows: Per required action (by id), the instances it may pair with (filled lazily).
+    """
+
+    __slots__ = ("actual_names", "by_name", "instances", "normalised", "rows")
+
+    def __init__(self, instances: Sequence[ActionInstance]) -> None:
+        """Index ``instances`` (one pass)."""
+        self.instances = instances
+        by_name: dict[str, list[int]] = {}
+        actual: set[str] = set()
+        for index, instance in enumerate(instances):
+            name = instance.action
+            actual.add(name)
+            if not instance.errored:
+                found = by_name.get(name)
+                if found is None:
+                    by_name[name] = [index]
+                else:
+                    found.append(index)
+        self.by_name = by_name
+        self.actual_names = actual
+        self.normalised: dict[int, dict[str, str]] = {}
+        # id(required action) -> the instances it may pair with; the actions must outlive the
+        # index (they belong to the task being scored), so an id is never reused meanwhile.
+        self.rows: dict[int, dict[int, tuple[str, ...]]] = {}
+
+
+def type_score_indexed(required_names: Collection[str], index: InstanceIndex) -> ActionTypeScore:
+    """:func:`action_type_score` from distinct required names and an :class:`InstanceIndex`."""
+    required_set = set(required_names)
+    actual_names = index.actual_names
+    performed = index.by_name.keys()  # names of non-errored instances
+    matched = len(required_set & performed)
     precision = ratio(matched, len(actual_names), "the trace has no action instances")
-    recall = ratio(matched, len(required_names), "the tier requires no actions")
+    recall = ratio(matched, len(required_set), "the tier requires no actions")
     return ActionTypeScore(
         precision=precision,
         recall=recall,
         f1=f1(precision, recall),
         matched=matched,
-        required=len(required_names),
+        required=len(required_set),
         actual=len(actual_names),
-        missing=tuple(sorted(required_names - performed)),
-        extra=tuple(sorted(actual_names - required_names)),
+        missing=tuple(sorted(required_set - performed)),
+        extra=tuple(sorted(actual_names - required_set)),
     )
 
 
@@ -176,11 +216,11 @@ class ActionInstanceScore:
     unmatched_required: tuple[int, ...]
 
 
-# (argument name, normalised strict value or None for a criteria argument)
-_ArgSpec = tuple[tuple[str, str | None], ...]
+ArgSpec = tuple[tuple[str, str | None], ...]
+"""(argument name, normalised strict value or None for a criteria argument), per argument."""
 
 
-def _arg_spec(required: RequiredAction) -> _ArgSpec:
+def _arg_spec(required: RequiredAction) -> ArgSpec:
     return tuple(
         (arg.name, None if arg.strict_value is None else _normalise_scalar(arg.strict_value))
         for arg in required.args
@@ -188,7 +228,7 @@ def _arg_spec(required: RequiredAction) -> _ArgSpec:
 
 
 def _match_spec(
-    spec: _ArgSpec, args: Mapping[str, Any], normalised: dict[str, str]
+    spec: ArgSpec, args: Mapping[str, Any], normalised: dict[str, str]
 ) -> tuple[str, ...] | None:
     # normalised: this instance's argument values already normalised (filled as needed)
     unverified: list[str] = []
@@ -247,31 +287,71 @@ def action_instance_score(
     Returns:
         The metrics, the matching and the count of criteria arguments left to a judge.
     """
-    # edges[r] = instances that required action r may pair with, in call order.
-    edges: list[list[int]] = []
-    unverified_by_edge: dict[tuple[int, int], tuple[str, ...]] = {}
-    candidates_by_name: dict[str, list[int]] = {}
-    normalised: dict[int, dict[str, str]] = {}  # per instance, argument values normalised once
-    pairs_seen: PairCache = pair_cache if pair_cache is not None else {}
-    for index, instance in enumerate(instances):
-        if not instance.errored:
-            candidates_by_name.setdefault(instance.action, []).append(index)
+    return instance_score_indexed(required, None, InstanceIndex(instances), pair_cache)
+
+
+def arg_specs(required: Sequence[RequiredAction]) -> tuple[ArgSpec, ...]:
+    """The comparable form of each required action's arguments (cacheable per task)."""
+    return tuple(_arg_spec(action) for action in required)
+
+
+def _edge_row(
+    action: RequiredAction,
+    spec: ArgSpec | None,
+    index: InstanceIndex,
+    pair_cache: PairCache | None,
+) -> dict[int, tuple[str, ...]]:
+    """The instances ``action`` may pair with (call order), with the criteria accepted on."""
+    row: dict[int, tuple[str, ...]] = {}
+    candidates = index.by_name.get(action.name)
+    if not candidates:
+        return row
+    if spec is None:
+        spec = _arg_spec(action)
+    instances = index.instances
+    normalised = index.normalised  # per instance, argument values normalised once
+    action_key = id(action)
+    for i_index in candidates:
+        unverified = (
+            _UNSEEN if pair_cache is None else pair_cache.get((action_key, i_index), _UNSEEN)
+        )
+        if unverified is _UNSEEN:
+            values = normalised.get(i_index)
+            if values is None:
+                values = normalised[i_index] = {}
+            unverified = _match_spec(spec, instances[i_index].args, values)
+            if pair_cache is not None:
+                pair_cache[(action_key, i_index)] = unverified
+        if unverified is not None:
+            row[i_index] = unverified
+    return row
+
+
+def instance_score_indexed(
+    required: Sequence[RequiredAction],
+    specs: Sequence[ArgSpec] | None,
+    index: InstanceIndex,
+    pair_cache: PairCache | None = None,
+) -> ActionInstanceScore:
+    """:func:`action_instance_score` on an :class:`InstanceIndex`.
+
+    Args:
+        required: The tier's required actions.
+        specs: :func:`arg_specs` of ``required`` when cached, else None (computed as needed).
+        index: The trace's instances, indexed.
+        pair_cache: As for :func:`action_instance_score`.
+    """
+    instances = index.instances
+    # edges[r] = instances that required action r may pair with, in call order, each with the
+    # criteria arguments it was accepted on. A row depends only on the action and the instances,
+    # so it is computed once per trace (the optimal tier repeats the minimal tier's actions).
+    edges: list[dict[int, tuple[str, ...]]] = []
+    rows = index.rows
     for r_index, action in enumerate(required):
-        row: list[int] = []
-        candidates = candidates_by_name.get(action.name)
-        if candidates:
-            action_key = id(action)
-            spec = _arg_spec(action)
-            for i_index in candidates:
-                key = (action_key, i_index)
-                unverified = pairs_seen.get(key, _UNSEEN)
-                if unverified is _UNSEEN:
-                    unverified = pairs_seen[key] = _match_spec(
-                        spec, instances[i_index].args, normalised.setdefault(i_index, {})
-                    )
-                if unverified is not None:
-                    row.append(i_index)
-                    unverified_by_edge[(r_index, i_index)] = unverified
+        row = rows.get(id(action))
+        if row is None:
+            spec = None if specs is None else specs[r_index]
+            row = rows[id(action)] = _edge_row(action, spec, index, pair_cache)
         edges.append(row)
 
     owner: dict[int, int] = {}  # instance index -> required index
@@ -286,22 +366,25 @@ def action_instance_score(
                 return True
         return False
 
-    for r_index in range(len(required)):
-        if edges[r_index]:
+    for r_index, row in enumerate(edges):
+        if row:
             augment(r_index, set())
 
     instance_of = {r_index: i_index for i_index, r_index in owner.items()}
-    pairs = [
-        MatchedPair(
-            r_index,
-            instance_of[r_index],
-            instances[instance_of[r_index]].action,
-            instances[instance_of[r_index]].source_call_id,
-            unverified_by_edge[(r_index, instance_of[r_index])],
+    pairs: list[MatchedPair] = []
+    unmatched: list[int] = []
+    unverified_total = 0
+    for r_index in range(len(required)):
+        paired = instance_of.get(r_index)
+        if paired is None:
+            unmatched.append(r_index)
+            continue
+        instance = instances[paired]
+        accepted = edges[r_index][paired]
+        unverified_total += len(accepted)
+        pairs.append(
+            MatchedPair(r_index, paired, instance.action, instance.source_call_id, accepted)
         )
-        for r_index in range(len(required))
-        if r_index in instance_of
-    ]
     matched = len(pairs)
     precision = ratio(matched, len(instances), "the trace has no action instances")
     recall = ratio(matched, len(required), "the tier requires no actions")
@@ -312,7 +395,7 @@ def action_instance_score(
         matched=matched,
         required=len(required),
         actual=len(instances),
-        unverified_criteria=sum(len(pair.unverified_criteria) for pair in pairs),
+        unverified_criteria=unverified_total,
         pairs=tuple(pairs),
-        unmatched_required=tuple(i for i in range(len(required)) if i not in instance_of),
+        unmatched_required=tuple(unmatched),
     )

@@ -481,6 +481,13 @@ class _Endpoint:
     confidence: float | None
 
 
+_NO_NAMES: Mapping[str, str] = {}
+
+_McpPlan = tuple[tuple[tuple[ToolCondition, McpResolution], ...], McpResolution]
+"""Conditional entries of one tool at one version, each with its resolution, then the fallback."""
+_MCP_PLAN_CACHE_SIZE = 4096
+
+
 @dataclass
 class _McpEntry:
     action: str
@@ -598,6 +605,7 @@ class ActionRegistry:
         for known_cli in data.known_unmapped.cli:
             self._cli_known[tuple(known_cli.command.split())] = known_cli.reason
         self._mcp_index_cache: dict[str, dict[str, list[tuple[str, ToolCondition | None]]]] = {}
+        self._mcp_plans: dict[tuple[str, str | None], _McpPlan] = {}
         self._arg_names: dict[str, dict[str, str]] = self._build_arg_names(data)
         caps = data.capability_tools
         self.shell_tools: frozenset[str] = frozenset(caps.shell.tools)
@@ -704,27 +712,56 @@ class ActionRegistry:
         Raises:
             UnknownVersionError: When ``version`` is not PEP 440.
         """
-        args = arguments or {}
+        key = (tool, version)
+        plan = self._mcp_plans.get(key)
+        if plan is None:
+            plan = self._mcp_plan(tool, version)  # raises for a bad version: nothing cached
+            if len(self._mcp_plans) >= _MCP_PLAN_CACHE_SIZE:
+                self._mcp_plans.clear()  # unknown tool names are unbounded; stay bounded
+            self._mcp_plans[key] = plan
+        conditional, fallback = plan
+        if conditional:
+            args = arguments or {}
+            for when, resolution in conditional:
+                if when.holds(args):
+                    return resolution
+        return fallback
+
+    def _mcp_plan(self, tool: str, version: str | None) -> _McpPlan:
+        """Everything about ``tool`` at ``version`` that does not depend on the arguments.
+
+        Conditional entries, in order, each with its resolution, then the resolution when none
+        holds. Resolutions are immutable, so one instance serves every call.
+        """
         at = "any version" if version is None else version
         pairs = self._mcp_index(version).get(tool, [])
         if pairs:
-            for action, when in pairs:
-                if when is not None and when.holds(args):
-                    return McpResolution(
+            conditional = tuple(
+                (
+                    when,
+                    McpResolution(
                         tool, (action,), True, f"MCP {tool} at {at}: {when.describe()} → {action}"
-                    )
+                    ),
+                )
+                for action, when in pairs
+                if when is not None
+            )
             plain = tuple(action for action, when in pairs if when is None)
             if plain:
-                return McpResolution(tool, plain, True, f"MCP {tool} at {at} → {', '.join(plain)}")
-            return McpResolution(tool, (), True, f"MCP {tool} at {at}: no condition held")
+                fallback = McpResolution(
+                    tool, plain, True, f"MCP {tool} at {at} → {', '.join(plain)}"
+                )
+            else:
+                fallback = McpResolution(tool, (), True, f"MCP {tool} at {at}: no condition held")
+            return conditional, fallback
         known_reason = self._known_unmapped_mcp(tool, version)
         if known_reason is not None:
-            return McpResolution(tool, (), True, f"MCP {tool} at {at}: {known_reason}")
+            return (), McpResolution(tool, (), True, f"MCP {tool} at {at}: {known_reason}")
         if tool in self._mcp_entries:
             ranges = sorted({str(entry.spec) for entry in self._mcp_entries[tool]})
             reason = f"MCP {tool} is not mapped at {at} (mapped for {', '.join(ranges)})"
-            return McpResolution(tool, (), False, reason)
-        return McpResolution(tool, (), False, f"MCP tool {tool!r} is not in the registry")
+            return (), McpResolution(tool, (), False, reason)
+        return (), McpResolution(tool, (), False, f"MCP tool {tool!r} is not in the registry")
 
     def actions_for_mcp_tool(
         self, tool: str, version: str, arguments: Mapping[str, Any] | None = None
@@ -783,17 +820,18 @@ class ActionRegistry:
         (``column__operator=value``). Strings are stripped of surrounding whitespace.
         """
         key = f"api:{family}" if framework == "api" else framework
-        names = self._arg_names.get(key, {})
+        names = self._arg_names.get(key, _NO_NAMES)
         result: dict[str, Any] = {}
         for literal, value in arguments.items():
             semantic = names.get(literal)
-            if semantic is None or semantic in result:
+            if semantic is None or value is None or semantic in result:
                 continue
-            normalised = normalise_value(value)
-            if normalised is None:
-                continue
-            result[semantic] = normalised
-        if framework == "mcp":
+            if isinstance(value, str):  # normalise_value, inlined (a hot loop)
+                value = value.strip()
+                if not value:
+                    continue
+            result[semantic] = value
+        if framework == "mcp" and "filter_column" in arguments:
             column = normalise_value(arguments.get("filter_column"))
             value = normalise_value(arguments.get("filter_value"))
             if column is not None and value is not None:
