@@ -23,9 +23,11 @@ import html
 import io
 import json
 import zipfile
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlencode
 
@@ -75,8 +77,19 @@ class TwinConfig:
     csv_export_max_rows: int = 50_000
 
 
+# Bytes of rendered dataset JSON kept per app (one dataset at most 1/16 of it).
+RENDER_CACHE_BYTES = 32 << 20
+# JSONResponse's own encoder, so that pre-rendered fragments are byte-identical to its output.
+_JSON = JSONResponse(None)
+
+
+@lru_cache(maxsize=64)
+def _urls_for_site(site: str) -> TwinUrls:
+    return TwinUrls.for_site(site)
+
+
 def _urls(request: Request) -> TwinUrls:
-    return TwinUrls.for_site(str(request.base_url))
+    return _urls_for_site(str(request.base_url))
 
 
 def _udata_error(status: int, message: str = NOT_FOUND_MESSAGE) -> JSONResponse:
@@ -124,11 +137,53 @@ def _envelope(
     }
 
 
+def _envelope_json(
+    request: Request, data: list[bytes], page: int, page_size: int, total: int
+) -> Response:
+    """The :func:`_envelope` response, with ``data`` given as items already encoded as JSON.
+
+    The bytes are those ``JSONResponse(_envelope(...))`` gives: the list's items joined with
+    ``,``, then the other keys encoded as JSONResponse encodes them, in the same order.
+    """
+    rest = _envelope(request, [], page, page_size, total)
+    del rest["data"]
+    tail = _JSON.render(rest)  # b'{"page":…}'
+    body = b'{"data":[' + b",".join(data) + b"]," + tail[1:]
+    return Response(body, media_type=_JSON.media_type)
+
+
 class _Handlers:
     def __init__(self, store: CatalogStore, config: TwinConfig) -> None:
         self.store = store
         self.config = config
         self.started_at = datetime.now(UTC).isoformat()
+        # Rendered datasets by (API version, site, id). The store never changes under an app
+        # (a drift overlay builds a new store and a new app), so a rendering can be reused.
+        self._rendered: OrderedDict[tuple[int, str, str], tuple[Mapping[str, Any], bytes]] = (
+            OrderedDict()
+        )
+        self._rendered_bytes = 0
+
+    def _dataset_json(self, version: int, urls: TwinUrls, record: Mapping[str, Any]) -> bytes:
+        """Return a dataset rendered for ``urls`` and encoded as JSONResponse encodes it."""
+        key = (version, urls.site, record["id"])
+        cached = self._rendered.get(key)
+        if cached is not None and cached[0] is record:
+            self._rendered.move_to_end(key)
+            return cached[1]
+        renderer: Callable[[CatalogStore, TwinUrls, Mapping[str, Any]], dict[str, Any]] = (
+            render.dataset_v1 if version == 1 else render.dataset_v2
+        )
+        encoded = _JSON.render(renderer(self.store, urls, record))
+        if len(encoded) <= RENDER_CACHE_BYTES // 16:
+            if cached is not None:
+                self._rendered_bytes -= len(cached[1])
+            self._rendered[key] = (record, encoded)
+            self._rendered_bytes += len(encoded)
+            while self._rendered_bytes > RENDER_CACHE_BYTES:
+                _, (_, dropped) = self._rendered.popitem(last=False)
+                self._rendered_bytes -= len(dropped)
+        return encoded
 
     # ------------------------------------------------------------------ main API helpers
 
@@ -162,9 +217,8 @@ class _Handlers:
             badge=q.get("badge"),
         )
         urls = _urls(request)
-        renderer = render.dataset_v1 if version == 1 else render.dataset_v2
-        data = [renderer(self.store, urls, self.store.datasets[i]) for i in result.ids]
-        return JSONResponse(_envelope(request, data, page, page_size, result.total))
+        data = [self._dataset_json(version, urls, self.store.datasets[i]) for i in result.ids]
+        return _envelope_json(request, data, page, page_size, result.total)
 
     # ------------------------------------------------------------------ main API v1
 
@@ -175,7 +229,7 @@ class _Handlers:
         record = self._dataset_or_error(request.path_params["dataset"])
         if isinstance(record, Response):
             return record
-        return JSONResponse(render.dataset_v1(self.store, _urls(request), record))
+        return Response(self._dataset_json(1, _urls(request), record), media_type=_JSON.media_type)
 
     async def dataset_resources_v1(self, request: Request) -> Response:
         record = self._dataset_or_error(request.path_params["dataset"])
@@ -223,8 +277,8 @@ class _Handlers:
             None, page=page, page_size=page_size, organization=record["id"]
         )
         urls = _urls(request)
-        data = [render.dataset_v1(self.store, urls, self.store.datasets[i]) for i in result.ids]
-        return JSONResponse(_envelope(request, data, page, page_size, result.total))
+        data = [self._dataset_json(1, urls, self.store.datasets[i]) for i in result.ids]
+        return _envelope_json(request, data, page, page_size, result.total)
 
     async def site(self, request: Request) -> Response:
         visible = [d for d in self.store.datasets.values() if not d.get("deleted")]
@@ -250,7 +304,7 @@ class _Handlers:
         record = self._dataset_or_error(request.path_params["dataset"])
         if isinstance(record, Response):
             return record
-        return JSONResponse(render.dataset_v2(self.store, _urls(request), record))
+        return Response(self._dataset_json(2, _urls(request), record), media_type=_JSON.media_type)
 
     async def dataset_resources_v2(self, request: Request) -> Response:
         record = self._dataset_or_error(request.path_params["dataset"])

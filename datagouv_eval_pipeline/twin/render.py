@@ -21,17 +21,69 @@ V2_RESOURCES_PAGE_SIZE = 50
 
 def rewrite(value: Any, urls: TwinUrls) -> Any:
     """Deep-copy ``value``, pointing data.gouv.fr links at ``urls`` and dropping ``_twin`` keys."""
-    if isinstance(value, str):
+    return _Rewriter(urls.site, urls.datagouv_api).copy(value)
+
+
+# Values copied as they are. Records come from JSON, so exact types are the common case; the
+# isinstance() fallbacks below keep subclasses (a str subclass, say) handled as before.
+_LEAVES = frozenset({int, float, bool, type(None)})
+
+
+class _Rewriter:
+    """One rewrite's targets, with type tests by identity first (most values are plain JSON)."""
+
+    __slots__ = ("_api", "_site")
+
+    def __init__(self, site: str, api: str) -> None:
+        self._site = site
+        self._api = api
+
+    def text(self, value: str) -> str:
+        # _REAL_API starts with _REAL_SITE, so one test rules out most strings.
+        if not value.startswith(_REAL_SITE):
+            return value
         if value.startswith(_REAL_API):
-            return urls.datagouv_api + value[len(_REAL_API) :]
-        if value.startswith(_REAL_SITE):
-            return urls.site + value[len(_REAL_SITE) :]
+            return self._api + value[len(_REAL_API) :]
+        return self._site + value[len(_REAL_SITE) :]
+
+    def copy(self, value: Any) -> Any:
+        kind = type(value)
+        if kind is str:
+            return self.text(value)
+        if kind is dict:
+            return self.mapping(value)
+        if kind is list:
+            return self.sequence(value)
+        if kind in _LEAVES:
+            return value
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return self.mapping(value)
+        if isinstance(value, list):
+            return self.sequence(value)
         return value
-    if isinstance(value, dict):
-        return {k: rewrite(v, urls) for k, v in value.items() if k != "_twin"}
-    if isinstance(value, list):
-        return [rewrite(v, urls) for v in value]
-    return value
+
+    def mapping(self, value: dict[Any, Any]) -> dict[Any, Any]:
+        copy = self.copy
+        text = self.text
+        leaves = _LEAVES
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            if key == "_twin":
+                continue
+            kind = type(item)
+            if kind is str:
+                out[key] = text(item)
+            elif kind in leaves:
+                out[key] = item
+            else:
+                out[key] = copy(item)
+        return out
+
+    def sequence(self, value: list[Any]) -> list[Any]:
+        copy = self.copy
+        return [item if type(item) in _LEAVES else copy(item) for item in value]
 
 
 def _served(store: CatalogStore, urls: TwinUrls, url: str | None) -> str | None:

@@ -12,6 +12,10 @@ keeps the wire behaviour of the real server's SDK generation (mcp 1.x):
 * ``GET /mcp`` without ``text/event-stream`` in ``Accept`` gets 406;
 * the Host allow-list of the release (421 otherwise), or none for releases without one.
 
+Stateless ``POST`` requests are then answered by :class:`~.stateless.StatelessPost`: the SDK's
+own request kernel and wire format, without the per-request transport, streams and tasks of the
+SDK's stateless path (a fraction of its CPU). Anything else goes to the SDK's session manager.
+
 ``GET /mcp/v{version}/health`` answers with the release's /health shape (reference §1.3).
 """
 
@@ -39,6 +43,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from datagouv_eval_pipeline.twin.mcp import data_tools, tools
 from datagouv_eval_pipeline.twin.mcp.descriptions import describe
+from datagouv_eval_pipeline.twin.mcp.stateless import StatelessPost
 from datagouv_eval_pipeline.twin.mcp.upstream import CURRENT_SITE, Upstream
 from datagouv_eval_pipeline.twin.mcp.versions import (
     DEFAULT_VERSIONS,
@@ -220,9 +225,13 @@ class _Endpoint:
     2026-era protocol versions and checks ``Accept`` on ``GET``, as an mcp 1.x server does.
     """
 
-    def __init__(self, server: MCPServer[Any], spec: VersionSpec, started: datetime) -> None:
+    def __init__(
+        self, server: MCPServer[Any], spec: VersionSpec, started: datetime, fast_post: bool
+    ) -> None:
         self._manager = server.session_manager
         self._health = _health_route(server, spec, started)
+        post = StatelessPost(self._manager)
+        self._post = post if fast_post and post.enabled else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -273,13 +282,18 @@ class _Endpoint:
             response = _error(406, "Not Acceptable: Client must accept text/event-stream")
             await response(scope, receive, send)
             return
-        await self._manager.handle_request(scope, receive, send)
+        if self._post is not None:
+            await self._post(scope, receive, send, headers)
+        else:
+            await self._manager.handle_request(scope, receive, send)
 
 
 def mount_mcp(
     rest_app: ASGIApp,
     versions: Sequence[str] | None = None,
     upstream: Upstream | None = None,
+    *,
+    fast_post: bool = True,
 ) -> Starlette:
     """Serve the MCP releases next to ``rest_app`` in one ASGI app.
 
@@ -289,6 +303,9 @@ def mount_mcp(
         versions: Releases to serve (default: every one in the version table).
         upstream: Where tools send requests; default :meth:`Upstream.twin` over ``rest_app``.
             Pass :meth:`Upstream.live` to emulate the tool surface over the real APIs.
+        fast_post: Serve stateless requests through :class:`StatelessPost` (same wire, a
+            fraction of the CPU); False sends every request through the SDK's session
+            manager (to compare the two).
 
     Returns:
         A Starlette app whose lifespan runs the MCP session managers (serve it with
@@ -309,7 +326,9 @@ def mount_mcp(
             json_response=False,
             transport_security=_security(spec),
         )
-        routes.append(Mount(f"/mcp/v{spec.version}", app=_Endpoint(server, spec, started)))
+        routes.append(
+            Mount(f"/mcp/v{spec.version}", app=_Endpoint(server, spec, started, fast_post))
+        )
         servers.append(server)
     routes.append(Mount("/", app=rest_app))
 
