@@ -32,8 +32,8 @@ FALLBACK_SITE = "http://127.0.0.1/"
 CRAWLER_CACHE_SECONDS = 3600.0
 # Bytes of upstream answers kept per twin app (one answer at most 1/16 of it).
 RESPONSE_CACHE_BYTES = 32 << 20
-# Body bytes of the parsed answers Upstream.get_json keeps (decoded JSON takes several times
-# the memory of its text, hence a smaller budget).
+# Body bytes of the parsed answers Upstream.get_json keeps (decoded JSON takes about three
+# times the memory of its text, hence a smaller budget).
 PARSED_CACHE_BYTES = 8 << 20
 
 

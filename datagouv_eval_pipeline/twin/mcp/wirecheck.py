@@ -23,6 +23,7 @@ import re
 import socket
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -381,6 +382,7 @@ def compare_streaming(ping_seconds: float = 0.1) -> list[Mismatch]:
     the check (the module-level interval of ``stateless`` and ``sse_starlette``'s default).
     """
     from mcp.server.mcpserver import Context, MCPServer
+    from mcp.shared.exceptions import MCPDeprecationWarning
     from sse_starlette import EventSourceResponse
     from starlette.datastructures import Headers
 
@@ -430,7 +432,10 @@ def compare_streaming(ping_seconds: float = 0.1) -> list[Mismatch]:
     stateless.PING_SECONDS = ping_seconds
     EventSourceResponse.DEFAULT_PING_INTERVAL = ping_seconds  # type: ignore[assignment]
     try:
-        return asyncio.run(run())
+        with warnings.catch_warnings():
+            # The log notification is the point of the check, deprecated logging or not.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            return asyncio.run(run())
     finally:
         stateless.PING_SECONDS = saved[0]
         EventSourceResponse.DEFAULT_PING_INTERVAL = saved[1]
