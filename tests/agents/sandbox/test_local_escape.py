@@ -33,7 +33,7 @@ def test_reading_files_outside_the_workdir_fails(
     targets = [
         str(project / ".env"),  # a project's secrets, by absolute path
         str(REPO_ROOT / "pyproject.toml"),  # exists on the host: the project dir is not there
-        "/work/main/.env",
+        str(REPO_ROOT / ".env"),  # where a real checkout keeps its keys
         os.path.expanduser("~/.bashrc"),
     ]
 
