@@ -330,9 +330,9 @@ def _fold(text: str) -> str:
     return " ".join(_fold_uncollapsed(text).split())
 
 
-# Space-free pieces of the phrases. Collapsing whitespace neither creates nor breaks a space-free
-# substring, so when none of these occurs before the collapse no phrase can occur after it: most
-# answers then need 13 scans instead of 25, and no split/join.
+# Space-free pieces of the phrases ("gates"). Collapsing whitespace neither creates nor breaks a
+# space-free substring, so a phrase whose gate is absent before the collapse cannot occur after
+# it: most answers need 13 short scans instead of 25, and no split/join.
 _DECLINE_GATES: tuple[str, ...] = (
     "n'ai",
     "trouve",
@@ -350,20 +350,58 @@ _DECLINE_GATES: tuple[str, ...] = (
 )
 
 
-def _gates_cover(gates: tuple[str, ...], phrases: tuple[str, ...]) -> bool:
-    # Checked at import, so that editing DECLINE_PHRASES cannot make the gate unsound.
-    return all(not any(char.isspace() for char in gate) for gate in gates) and all(
-        any(gate in phrase for gate in gates) for phrase in phrases
-    )
+def _gate_phrases(gates: tuple[str, ...], phrases: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """Each gate with the phrases it stands for, in ``phrases`` order; {} if some phrase has none.
+
+    Computed at import from DECLINE_PHRASES, so that editing the phrases cannot make gating wrong
+    (an uncovered phrase turns gating off).
+    """
+    covered: dict[str, list[str]] = {gate: [] for gate in gates}
+    for phrase in phrases:
+        gate = next((gate for gate in gates if gate in phrase), None)
+        if gate is None or any(char.isspace() for char in gate):
+            return {}
+        covered[gate].append(phrase)
+    return {gate: tuple(found) for gate, found in covered.items() if found}
 
 
-_DECLINE_GATED = _gates_cover(_DECLINE_GATES, DECLINE_PHRASES)
+_DECLINE_GATE_PHRASES = _gate_phrases(_DECLINE_GATES, DECLINE_PHRASES)
+
+
+def _latin1_fold_table() -> tuple[bytes, bytes, bytes]:
+    # Per Latin-1 byte: its NFKD decomposition without the non-ASCII part, lower-cased. NFKD
+    # decomposes character by character and only reorders combining marks (all non-ASCII), so
+    # the ASCII residue of a text is the concatenation of its characters' residues.
+    table = bytearray(range(256))
+    dropped = bytearray()
+    several = bytearray()
+    for code in range(256):
+        residue = unicodedata.normalize("NFKD", chr(code)).encode("ascii", "ignore").lower()
+        if len(residue) == 1:
+            table[code] = residue[0]
+        elif residue:
+            several.append(code)  # "¼" -> "14": bytes.translate cannot expand
+        else:
+            dropped.append(code)
+    return bytes(table), bytes(dropped), bytes(several)
+
+
+_LATIN1_FOLD, _LATIN1_DROPPED, _LATIN1_EXPANDING = _latin1_fold_table()
 
 
 def _fold_uncollapsed(text: str) -> str:
     # _fold without the whitespace collapse.
     for source, target in (("\u2019", "'"), ("\u02bc", "'"), ("\u00a0", " "), ("\u202f", " ")):
         text = text.replace(source, target)
+    try:
+        latin1 = text.encode("latin-1")
+    except UnicodeEncodeError:
+        latin1 = b""
+    else:
+        if not any(code in latin1 for code in _LATIN1_EXPANDING):
+            # Latin-1 text (most French answers): one table lookup per character, ~4x cheaper
+            # than unicodedata.normalize and giving the same result.
+            return latin1.translate(_LATIN1_FOLD, _LATIN1_DROPPED).decode("ascii")
     decomposed = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
     return decomposed.lower()
 
@@ -371,11 +409,20 @@ def _fold_uncollapsed(text: str) -> str:
 def detect_decline(answer: str) -> str | None:
     """Return the decline phrase found in an answer, or None (a heuristic; see DECLINE_PHRASES)."""
     lowered = _fold_uncollapsed(answer)
-    if _DECLINE_GATED and not any(gate in lowered for gate in _DECLINE_GATES):
-        return None
+    if _DECLINE_GATE_PHRASES:
+        candidates = {
+            phrase
+            for gate, phrases in _DECLINE_GATE_PHRASES.items()
+            if gate in lowered
+            for phrase in phrases
+        }
+        if not candidates:
+            return None
+    else:
+        candidates = set(DECLINE_PHRASES)
     folded = " ".join(lowered.split())  # = _fold(answer)
     for phrase in DECLINE_PHRASES:
-        if phrase in folded:
+        if phrase in candidates and phrase in folded:
             return phrase
     return None
 

@@ -73,6 +73,29 @@ def trajectory_adherence(chain: ChainNode, instances: Sequence[ActionInstance]) 
     return adherence_indexed(chain, positions)
 
 
+def _walk(
+    node: ChainNode, cursor: int, positions: Mapping[str, list[int]], steps: list[TrajectoryStep]
+) -> int:
+    # A module function: a recursive closure would be a reference cycle (garbage-collector work).
+    if isinstance(node, Action):
+        found = positions.get(node.name)
+        if found:
+            at = bisect_left(found, cursor)
+            if at < len(found):
+                steps.append(TrajectoryStep(node.name, node.position, found[at]))
+                return found[at] + 1
+        steps.append(TrajectoryStep(node.name, node.position, None))
+        return cursor
+    if isinstance(node, ChainSequence):
+        for child in node.children:
+            cursor = _walk(child, cursor, positions, steps)
+        return cursor
+    end = cursor
+    for branch in node.branches:
+        end = max(end, _walk(branch, cursor, positions, steps))
+    return end
+
+
 def adherence_indexed(chain: ChainNode, positions: Mapping[str, list[int]]) -> TrajectoryScore:
     """:func:`trajectory_adherence` from the indexes of the non-errored instances per name.
 
@@ -81,27 +104,7 @@ def adherence_indexed(chain: ChainNode, positions: Mapping[str, list[int]]) -> T
         positions: Per action name, the indexes of its non-errored instances, ascending.
     """
     steps: list[TrajectoryStep] = []
-
-    def walk(node: ChainNode, cursor: int) -> int:
-        if isinstance(node, Action):
-            found = positions.get(node.name)
-            if found:
-                at = bisect_left(found, cursor)
-                if at < len(found):
-                    steps.append(TrajectoryStep(node.name, node.position, found[at]))
-                    return found[at] + 1
-            steps.append(TrajectoryStep(node.name, node.position, None))
-            return cursor
-        if isinstance(node, ChainSequence):
-            for child in node.children:
-                cursor = walk(child, cursor)
-            return cursor
-        end = cursor
-        for branch in node.branches:
-            end = max(end, walk(branch, cursor))
-        return end
-
-    walk(chain, 0)
+    _walk(chain, 0, positions, steps)
     matched = sum(1 for step in steps if step.instance_index is not None)
     return TrajectoryScore(
         adherence=ratio(matched, len(steps), "the chain has no actions"),

@@ -19,6 +19,9 @@ from datagouv_eval_pipeline.metrics.values import MetricValue, f1, ratio
 from datagouv_eval_pipeline.semantic.instances import ActionInstance
 from datagouv_eval_pipeline.tasks.spec import RequiredAction
 
+# isinstance with a tuple: ``str | int`` in an expression builds a new union object at each call.
+_SCALARS = (str, int, float, bool)
+_CONTAINERS = (dict, list, tuple)
 _QUOTES = str.maketrans("", "", "\"'`«»“”‘’„‹›")
 _INTEGER = re.compile(r"[-+]?\d+")
 # at most 15 significant digits, so that float() is exact and distinct strings stay distinct
@@ -40,7 +43,7 @@ def normalise_value(value: Any) -> str:
         text = str(value)
     elif isinstance(value, float):
         text = _number_text(value)
-    elif isinstance(value, dict | list | tuple):
+    elif isinstance(value, _CONTAINERS):
         text = json.dumps(value, sort_keys=True, ensure_ascii=False)
     else:
         text = str(value)
@@ -63,7 +66,7 @@ def _normalise_scalar(value: str | int | float | bool) -> str:
 
 
 def _normalise_cached(value: Any) -> str:
-    if isinstance(value, str | int | float | bool):
+    if isinstance(value, _SCALARS):
         return _normalise_scalar(value)
     return normalise_value(value)
 
@@ -327,6 +330,21 @@ def _edge_row(
     return row
 
 
+def _augment(
+    r_index: int, seen: set[int], edges: list[dict[int, tuple[str, ...]]], owner: dict[int, int]
+) -> bool:
+    # One augmenting-path search (a module function: a recursive closure would be a reference
+    # cycle, left for the garbage collector at every call).
+    for i_index in edges[r_index]:
+        if i_index in seen:
+            continue
+        seen.add(i_index)
+        if i_index not in owner or _augment(owner[i_index], seen, edges, owner):
+            owner[i_index] = r_index
+            return True
+    return False
+
+
 def instance_score_indexed(
     required: Sequence[RequiredAction],
     specs: Sequence[ArgSpec] | None,
@@ -355,20 +373,9 @@ def instance_score_indexed(
         edges.append(row)
 
     owner: dict[int, int] = {}  # instance index -> required index
-
-    def augment(r_index: int, seen: set[int]) -> bool:
-        for i_index in edges[r_index]:
-            if i_index in seen:
-                continue
-            seen.add(i_index)
-            if i_index not in owner or augment(owner[i_index], seen):
-                owner[i_index] = r_index
-                return True
-        return False
-
     for r_index, row in enumerate(edges):
         if row:
-            augment(r_index, set())
+            _augment(r_index, set(), edges, owner)
 
     instance_of = {r_index: i_index for i_index, r_index in owner.items()}
     pairs: list[MatchedPair] = []

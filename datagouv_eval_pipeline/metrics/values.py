@@ -32,16 +32,40 @@ class MetricValue:
         return {"value": self.value, "reason": self.reason}
 
 
+# Metric values are immutable, so equal ones can be shared: building one costs several times a
+# dict lookup (a frozen dataclass sets each field through object.__setattr__), and a score builds
+# dozens from a few distinct (count, count) pairs. The memos are bounded (cleared when full).
+_MEMO_LIMIT = 4096
+_undefined_memo: dict[str, MetricValue] = {}
+_ratio_memo: dict[tuple[float, float, str], MetricValue] = {}
+# By identity (the entry keeps both inputs alive, so their ids cannot be reused meanwhile).
+_f1_memo: dict[tuple[int, int], tuple[MetricValue, MetricValue, MetricValue]] = {}
+
+
 def undefined(reason: str) -> MetricValue:
     """Return an undefined metric with its reason."""
-    return MetricValue(None, reason)
+    value = _undefined_memo.get(reason)
+    if value is None:
+        if len(_undefined_memo) >= _MEMO_LIMIT:
+            _undefined_memo.clear()
+        value = _undefined_memo[reason] = MetricValue(None, reason)
+    return value
 
 
 def ratio(numerator: float, denominator: float, empty_reason: str) -> MetricValue:
     """Return ``numerator / denominator``, or None with ``empty_reason`` for a 0 denominator."""
-    if denominator == 0:
-        return MetricValue(None, empty_reason)
-    return MetricValue(numerator / denominator)
+    memo = type(numerator) is int and type(denominator) is int  # exact keys: no 0.0 vs -0.0
+    if memo:
+        key = (numerator, denominator, empty_reason)
+        value = _ratio_memo.get(key)
+        if value is not None:
+            return value
+    value = undefined(empty_reason) if denominator == 0 else MetricValue(numerator / denominator)
+    if memo:
+        if len(_ratio_memo) >= _MEMO_LIMIT:
+            _ratio_memo.clear()
+        _ratio_memo[key] = value
+    return value
 
 
 def f1(precision: MetricValue, recall: MetricValue) -> MetricValue:
@@ -50,6 +74,18 @@ def f1(precision: MetricValue, recall: MetricValue) -> MetricValue:
     Undefined when either input is undefined. When both are 0 the F1 is 0 (nothing matched), with a
     reason saying so rather than an undefined value: the agent did act and matched nothing.
     """
+    key = (id(precision), id(recall))
+    hit = _f1_memo.get(key)
+    if hit is not None and hit[0] is precision and hit[1] is recall:
+        return hit[2]
+    value = _f1(precision, recall)
+    if len(_f1_memo) >= _MEMO_LIMIT:
+        _f1_memo.clear()
+    _f1_memo[key] = (precision, recall, value)
+    return value
+
+
+def _f1(precision: MetricValue, recall: MetricValue) -> MetricValue:
     if precision.value is None or recall.value is None:
         missing = [
             f"{name}: {value.reason}"

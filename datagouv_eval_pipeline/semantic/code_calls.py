@@ -301,6 +301,21 @@ class SessionState:
     """Scripts written by heredoc redirections (``cat > x.py <<EOF``), by path."""
 
 
+# isinstance() targets as tuples: ``a | b`` in an expression builds a new union object at each
+# call, which the AST walk does for every node.
+_SCALAR_TYPES = (str, int, float, bool)
+_TEXT_TYPES = (str, int, float)
+_NUMBER_TYPES = (int, float)
+_FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
+_EXPR_RETURN_NODES = (ast.Expr, ast.Return)
+_FOR_NODES = (ast.For, ast.AsyncFor)
+_WITH_NODES = (ast.With, ast.AsyncWith)
+_TUPLE_LIST_NODES = (ast.Tuple, ast.List)
+_CONSTANT_NAME_NODES = (ast.Constant, ast.Name)
+_COMPREHENSION_NODES = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
+_SEQUENCE_NODES = (ast.List, ast.Tuple, ast.Set)
+
+
 def _is_url(value: Any) -> bool:
     return isinstance(value, str) and value[:8].lower().startswith(("http://", "https://"))
 
@@ -309,7 +324,7 @@ def _as_text(value: Any) -> str:
     """Render a static value into a string, unknown parts as SENTINEL."""
     if isinstance(value, bool):
         return str(value)
-    if isinstance(value, str | int | float):
+    if isinstance(value, _TEXT_TYPES):
         return str(value)
     return SENTINEL
 
@@ -364,7 +379,7 @@ class _PythonAnalyzer:
                     self.result.uses_client = True
                 else:
                     self.env[bound] = _Func(f"{module}.{alias.name}")
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        elif isinstance(node, _FUNCTION_NODES):
             self.state.functions[node.name] = node
             self.env.pop(node.name, None)
         elif isinstance(node, ast.ClassDef):
@@ -389,21 +404,21 @@ class _PythonAnalyzer:
                     self.env.pop(node.target.id, None)
             else:
                 self.bind(node.target, None)
-        elif isinstance(node, ast.Expr | ast.Return):
+        elif isinstance(node, _EXPR_RETURN_NODES):
             if node.value is not None:
                 self.expr(node.value)
         elif isinstance(node, ast.If):
             self.expr(node.test)
             self.block(node.body)
             self.block(node.orelse)
-        elif isinstance(node, ast.For | ast.AsyncFor):
+        elif isinstance(node, _FOR_NODES):
             self.expr(node.iter)
             self.loop(node.target, node.iter, node.body)
             self.block(node.orelse)
         elif isinstance(node, ast.While):
             self.expr(node.test)
             self.block(node.body)
-        elif isinstance(node, ast.With | ast.AsyncWith):
+        elif isinstance(node, _WITH_NODES):
             for item in node.items:
                 self.expr(item.context_expr)
                 if item.optional_vars is not None:
@@ -454,7 +469,7 @@ class _PythonAnalyzer:
                 self.env.pop(target.id, None)
             else:
                 self.env[target.id] = value
-        elif isinstance(target, ast.Tuple | ast.List):
+        elif isinstance(target, _TUPLE_LIST_NODES):
             values = value if isinstance(value, list) and len(value) == len(target.elts) else None
             for index, element in enumerate(target.elts):
                 self.bind(element, values[index] if values is not None else None)
@@ -462,14 +477,14 @@ class _PythonAnalyzer:
     # -- expressions (walked for their effects, in evaluation order) -----------------------------
 
     def expr(self, node: ast.expr) -> None:
-        if isinstance(node, ast.Constant | ast.Name):
+        if isinstance(node, _CONSTANT_NAME_NODES):
             return  # leaves: nothing to do, and the most common nodes
         if isinstance(node, ast.Call):
             self.call(node)
         elif isinstance(node, ast.Attribute):
             self.expr(node.value)
             self.attribute(node)
-        elif isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp):
+        elif isinstance(node, _COMPREHENSION_NODES):
             self.comprehension(node.generators, [node.elt])
         elif isinstance(node, ast.DictComp):
             self.comprehension(node.generators, [node.key, node.value])
@@ -842,7 +857,7 @@ class _PythonAnalyzer:
             return None
         if isinstance(node, ast.Constant):
             value = node.value
-            return value if isinstance(value, str | int | float | bool) else None
+            return value if isinstance(value, _SCALAR_TYPES) else None
         if isinstance(node, ast.JoinedStr):
             parts: list[str] = []
             for piece in node.values:
@@ -856,7 +871,7 @@ class _PythonAnalyzer:
             return self.env.get(node.id)
         if isinstance(node, ast.BinOp):
             return self.binop(node)
-        if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        if isinstance(node, _SEQUENCE_NODES):
             return [self.eval(element) for element in node.elts]
         if isinstance(node, ast.Dict):
             mapping: dict[str, Any] = {}
@@ -892,7 +907,7 @@ class _PythonAnalyzer:
                 )
             if isinstance(left, list) and isinstance(right, list):
                 return left + right
-            if isinstance(left, int | float) and isinstance(right, int | float):
+            if isinstance(left, _NUMBER_TYPES) and isinstance(right, _NUMBER_TYPES):
                 return left + right
             return None
         if isinstance(node.op, ast.Mod) and isinstance(left, str):

@@ -391,9 +391,14 @@ def detect_error(call: ToolCall) -> tuple[bool, str]:
     Returns:
         ``(errored, reason)``; the reason is empty when not errored.
     """
-    if call.error:
+    return _detect(call.error, call.result)
+
+
+def _detect(error: bool, result: str) -> tuple[bool, str]:
+    """:func:`detect_error` on a call's ``error`` flag and ``result`` text."""
+    if error:
         return True, "the tool reported an error"
-    text = call.result.lstrip()
+    text = result.lstrip()
     if not text:
         return False, ""
     head = text[:16].lower()
@@ -449,6 +454,9 @@ def _normalise_url(url: str) -> str:
     return text.rstrip("/").lower()
 
 
+_JSON_CONTAINERS = (dict, list)  # a tuple: ``dict | list`` builds a union object at each call
+
+
 class _ResultLinks:
     """URL → (action, args) learnt from the results of earlier calls, built lazily."""
 
@@ -492,11 +500,11 @@ class _ResultLinks:
                 if isinstance(spec, str):
                     self._put(spec, "get.dataservice.openapi_spec", {"dataservice_id": ident})
             for value in node.values():
-                if isinstance(value, dict | list):
+                if isinstance(value, _JSON_CONTAINERS):
                     self._walk(value, depth + 1)
         elif isinstance(node, list):
             for value in node[:10_000]:
-                if isinstance(value, dict | list):
+                if isinstance(value, _JSON_CONTAINERS):
                     self._walk(value, depth + 1)
 
     def _scan_lines(self, result: str, hints: dict[str, Any]) -> None:
@@ -520,6 +528,12 @@ class _ResultLinks:
 
 # Actions whose id an earlier result can supply for a URL (file URLs, spec URLs).
 _LINK_KEYS = {"get.data": "resource_id", "get.dataservice.openapi_spec": "dataservice_id"}
+
+# Enum members as module constants: a global lookup is cheaper than the class attribute.
+_MCP_TOOL = CallCategory.MCP_TOOL
+_MAPPED = MappingStatus.MAPPED
+_NO_ACTION = MappingStatus.NO_ACTION
+_UNMAPPED = MappingStatus.UNMAPPED
 
 # Results of these actions name the object whose file/spec URLs they list.
 _HINT_ACTIONS = frozenset({"get.resource.info", "get.dataservice.info"})
@@ -572,11 +586,13 @@ class _TraceMapper:
         )
 
     def map_call(self, call: ToolCall) -> CallMapping:
-        errored, error_reason = detect_error(call)
-        registry = self.registry
+        # Fields are read once: attribute access on a pydantic model goes through __getattr__.
         name = call.name
+        result = call.result
+        errored, error_reason = _detect(call.error, result)
+        registry = self.registry
         if name in self.mcp_names:
-            mapping = self.map_mcp(call, errored, error_reason)
+            mapping = self.map_mcp(call, name, errored, error_reason)
         elif name in registry.python_tools:
             keys = registry.data.capability_tools.python.argument_keys
             code = _first_text(call.arguments, keys)
@@ -607,12 +623,12 @@ class _TraceMapper:
                 for key, value in instance.args.items():
                     if key in _HINT_KEYS:
                         hints[key] = value
-        self.links.add(call.result, hints)
+        self.links.add(result, hints)
         return mapping
 
     # -- MCP ------------------------------------------------------------------------------------
 
-    def map_mcp(self, call: ToolCall, errored: bool, error_reason: str) -> CallMapping:
+    def map_mcp(self, call: ToolCall, name: str, errored: bool, error_reason: str) -> CallMapping:
         version = self.mcp_version
         confidence = CONFIDENCE_MCP
         if version is None:
@@ -622,49 +638,38 @@ class _TraceMapper:
                     "the trace has no mcp_version: MCP tools were matched across all versions"
                 )
                 self._warned_unversioned = True
-        resolution = self.registry.resolve_mcp_call(call.name, version, call.arguments)
-        if not resolution.actions:
-            status = MappingStatus.NO_ACTION if resolution.known else MappingStatus.UNMAPPED
+        arguments = call.arguments
+        resolution = self.registry.resolve_mcp_call(name, version, arguments)
+        actions = resolution.actions
+        reason = resolution.reason
+        if not actions:
+            status = _NO_ACTION if resolution.known else _UNMAPPED
             if not resolution.known:
-                self.warnings.append(resolution.reason)
+                self.warnings.append(reason)
             return _call_mapping(
                 call.id,
-                call.name,
-                CallCategory.MCP_TOOL,
+                name,
+                _MCP_TOOL,
                 status,
                 (),
                 1.0 if resolution.known else 0.0,
                 errored,
                 error_reason,
-                resolution.reason,
+                reason,
             )
-        args = self.registry.semantic_args("mcp", call.arguments)
-        category = CallCategory.MCP_TOOL
-        reason = resolution.reason
-        actions = resolution.actions
+        args = self.registry.semantic_args("mcp", arguments)
+        call_id = call.id
         if len(actions) == 1:  # the usual case: ``args`` is fresh, no copy needed
             instances: tuple[ActionInstance, ...] = (
-                _instance(
-                    actions[0], args, call.id, call.name, category, confidence, errored, reason
-                ),
+                _instance(actions[0], args, call_id, name, _MCP_TOOL, confidence, errored, reason),
             )
         else:
             instances = tuple(
-                _instance(
-                    action, dict(args), call.id, call.name, category, confidence, errored, reason
-                )
+                _instance(action, dict(args), call_id, name, _MCP_TOOL, confidence, errored, reason)
                 for action in actions
             )
         return _call_mapping(
-            call.id,
-            call.name,
-            CallCategory.MCP_TOOL,
-            MappingStatus.MAPPED,
-            instances,
-            confidence,
-            errored,
-            error_reason,
-            resolution.reason,
+            call_id, name, _MCP_TOOL, _MAPPED, instances, confidence, errored, error_reason, reason
         )
 
     # -- code and shell --------------------------------------------------------------------------

@@ -483,8 +483,10 @@ class _Endpoint:
 
 _NO_NAMES: Mapping[str, str] = {}
 
-_McpPlan = tuple[tuple[tuple[ToolCondition, McpResolution], ...], McpResolution]
-"""Conditional entries of one tool at one version, each with its resolution, then the fallback."""
+_Limits = tuple[tuple[str, float], ...]
+_McpPlan = tuple[tuple[tuple[_Limits, _Limits, tuple[str, ...], McpResolution], ...], McpResolution]
+"""Conditional entries of one tool at one version (their ToolCondition as tuples), each with its
+resolution, then the resolution when none holds."""
 _MCP_PLAN_CACHE_SIZE = 4096
 
 
@@ -722,8 +724,8 @@ class ActionRegistry:
         conditional, fallback = plan
         if conditional:
             args = arguments or {}
-            for when, resolution in conditional:
-                if when.holds(args):
+            for at_most, if_present_at_most, absent, resolution in conditional:
+                if _condition_holds(at_most, if_present_at_most, absent, args):
                     return resolution
         return fallback
 
@@ -738,7 +740,9 @@ class ActionRegistry:
         if pairs:
             conditional = tuple(
                 (
-                    when,
+                    tuple(when.at_most.items()),
+                    tuple(when.if_present_at_most.items()),
+                    tuple(when.absent),
                     McpResolution(
                         tool, (action,), True, f"MCP {tool} at {at}: {when.describe()} → {action}"
                     ),
@@ -1027,10 +1031,13 @@ def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, str) and value.strip() == "")
 
 
+_NUMBERS = (int, float)  # a tuple: ``int | float`` would build a union object at each call
+
+
 def _as_number(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float):
+    if isinstance(value, _NUMBERS):
         return float(value)
     if isinstance(value, str):
         try:
@@ -1038,6 +1045,31 @@ def _as_number(value: Any) -> float | None:
         except ValueError:
             return None
     return None
+
+
+def _condition_holds(
+    at_most: _Limits,
+    if_present_at_most: _Limits,
+    absent: tuple[str, ...],
+    arguments: Mapping[str, Any],
+) -> bool:
+    """:meth:`ToolCondition.holds` on the condition's fields as tuples (a hot path)."""
+    get = arguments.get
+    for name, limit in at_most:
+        number = _as_number(get(name))
+        if number is None or number > limit:
+            return False
+    for name, limit in if_present_at_most:
+        value = get(name)
+        if _is_missing(value):
+            continue
+        number = _as_number(value)
+        if number is None or number > limit:
+            return False
+    for name in absent:  # noqa: SIM110 - a loop: all() over a generator is slower here
+        if not _is_missing(get(name)):
+            return False
+    return True
 
 
 def _fmt(number: float) -> str:
