@@ -1,9 +1,71 @@
-"""The Dagster code location (``workspace.yaml`` and ``[tool.dagster]`` point here)."""
+"""The Dagster code location (``workspace.yaml`` and ``[tool.dagster]`` point here).
 
-from __future__ import annotations
+One graph: task specs and the catalog pre-flight, then per cell the agent runs, action mappings
+and judge scores, then the DuckDB warehouse, the dbt metrics and the report. The in-process
+executor keeps a run to one process: on two cores a subprocess per step costs more than the work.
+"""
 
 import dagster as dg
 
-from datagouv_eval_pipeline.defs.task_specs import task_specs
+from datagouv_eval_pipeline.defs import checks
+from datagouv_eval_pipeline.defs.action_mappings import action_mappings
+from datagouv_eval_pipeline.defs.agent_runs import agent_runs
+from datagouv_eval_pipeline.defs.automation import (
+    agent_runs_job,
+    eval_automation,
+    experiment_dry_run,
+    experiment_job,
+    new_cells,
+    weekly_experiment,
+)
+from datagouv_eval_pipeline.defs.catalog_validation import (
+    catalog_reachable,
+    catalog_validation,
+    no_quarantined_tasks,
+)
+from datagouv_eval_pipeline.defs.judge_scores import judge_scores
+from datagouv_eval_pipeline.defs.report import DEFAULT_REPORT_DEPS, experiment_report_asset
+from datagouv_eval_pipeline.defs.resources import (
+    CatalogResource,
+    ExperimentSettings,
+    JudgeResource,
+    RunStoreResource,
+    WarehouseResource,
+)
+from datagouv_eval_pipeline.defs.task_specs import specs_valid, task_specs
+from datagouv_eval_pipeline.defs.warehouse import warehouse
 
-defs = dg.Definitions(assets=[task_specs], executor=dg.in_process_executor)
+defs = dg.Definitions(
+    assets=[
+        task_specs,
+        catalog_validation,
+        agent_runs,
+        action_mappings,
+        judge_scores,
+        warehouse,
+        experiment_report_asset(DEFAULT_REPORT_DEPS),
+    ],
+    asset_checks=[
+        specs_valid,
+        catalog_reachable,
+        no_quarantined_tasks,
+        checks.transcripts_present,
+        checks.no_duplicate_runs,
+        checks.cells_succeeded,
+        checks.runs_match_partitions,
+        checks.cell_coverage,
+        checks.judge_coverage,
+        checks.scores_in_range,
+    ],
+    jobs=[experiment_job, agent_runs_job, experiment_dry_run],
+    schedules=[weekly_experiment],
+    sensors=[new_cells, eval_automation],
+    resources={
+        "experiment": ExperimentSettings(),
+        "catalog": CatalogResource(),
+        "run_store": RunStoreResource(),
+        "warehouse": WarehouseResource(),
+        "judge": JudgeResource(),
+    },
+    executor=dg.in_process_executor,
+)

@@ -1,38 +1,77 @@
-"""The ``task_specs`` asset: validated task specs and the benchmark cells they run in."""
+"""The ``task_specs`` asset: validated task specs and the benchmark cells they run in.
+
+Invalid specs do not crash the asset: it records every problem, and the blocking check
+``specs_valid`` fails naming each file and field, so nothing downstream runs on them.
+"""
+
+import hashlib
+import json
 
 import dagster as dg
 
 from datagouv_eval_pipeline.benchmark.cells import expand_cells
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.defs.resources import RunStoreResource
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, SpecErrors, TaskStatus, load_task_specs
+
+STAGE = "task_specs"
+DOCUMENT_KEY = "all"
 
 
 @dg.asset(group_name="task_specs", kinds={"yaml"})
-def task_specs(context: dg.AssetExecutionContext) -> dg.MaterializeResult[None]:
+def task_specs(
+    context: dg.AssetExecutionContext, run_store: RunStoreResource
+) -> dg.MaterializeResult[None]:
     """Every task spec and benchmark cell, validated all-or-nothing from ``task_specs/``."""
+    store = run_store.store()
     try:
         specs = load_task_specs([TASK_SPECS_DIR])
         cells = expand_cells(load_benchmark_config())
     except SpecErrors as errors:
-        # One failure listing every problem, so the UI shows which file and field to fix.
-        raise dg.Failure(
-            description=f"{len(errors.errors)} problem(s) in task_specs/",
-            metadata={"errors": dg.MetadataValue.md(_markdown_list(errors))},
-        ) from errors
+        problems = [str(error) for error in errors.errors]
+        store.write(STAGE, DOCUMENT_KEY, {"errors": problems})
+        context.log.error("%d problem(s) in task_specs/", len(problems))
+        return dg.MaterializeResult(
+            metadata={
+                "errors": len(problems),
+                "problems": dg.MetadataValue.md("\n".join(f"- `{p}`" for p in problems)),
+            },
+            data_version=dg.DataVersion("invalid:" + _digest(problems)),
+        )
     active = [spec for spec in specs if spec.meta.status == TaskStatus.ACTIVE]
+    hashes = {s.task_id: s.spec_hash() for s in specs}
+    cell_keys = [cell.key for cell in cells]
+    store.write(STAGE, DOCUMENT_KEY, {"errors": [], "spec_hashes": hashes, "cells": cell_keys})
     context.log.info(
         "loaded %d task specs (%d active), %d cells", len(specs), len(active), len(cells)
     )
     return dg.MaterializeResult(
         metadata={
+            "errors": 0,
             "tasks": len(specs),
             "active_tasks": len(active),
             "cells": len(cells),
-            "spec_hashes": dg.MetadataValue.json({s.task_id: s.spec_hash() for s in specs}),
-            "cell_keys": dg.MetadataValue.json([cell.key for cell in cells]),
-        }
+            "spec_hashes": dg.MetadataValue.json(hashes),
+            "cell_keys": dg.MetadataValue.json(cell_keys),
+        },
+        data_version=dg.DataVersion(_digest([hashes, cell_keys])),
     )
 
 
-def _markdown_list(errors: SpecErrors) -> str:
-    return "\n".join(f"- `{error}`" for error in errors.errors)
+@dg.asset_check(asset=task_specs, blocking=True, description="Every task spec is valid.")
+def specs_valid(run_store: RunStoreResource) -> dg.AssetCheckResult:
+    """Fail naming every invalid file and field, so nothing downstream runs on them."""
+    document = run_store.store().read(STAGE, DOCUMENT_KEY) or {"errors": ["task_specs not run"]}
+    problems = list(document.get("errors", []))
+    return dg.AssetCheckResult(
+        passed=not problems,
+        metadata={
+            "problems": len(problems),
+            "details": dg.MetadataValue.md("\n".join(f"- `{p}`" for p in problems) or "none"),
+        },
+    )
+
+
+def _digest(value: object) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -1,4 +1,4 @@
-"""The Dagster code location loads and the ``task_specs`` asset materializes for real."""
+"""The ``task_specs`` asset materializes for real; invalid specs fail its blocking check."""
 
 from __future__ import annotations
 
@@ -10,7 +10,12 @@ import pytest
 
 from datagouv_eval_pipeline.definitions import defs
 from datagouv_eval_pipeline.defs import task_specs as task_specs_module
+from datagouv_eval_pipeline.defs.resources import RunStoreResource
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
+
+
+def _resources(tmp_path: Path) -> dict[str, object]:
+    return {"run_store": RunStoreResource(root=str(tmp_path / "store"))}
 
 
 def test_definitions_load_with_the_task_specs_asset() -> None:
@@ -18,8 +23,11 @@ def test_definitions_load_with_the_task_specs_asset() -> None:
     assert dg.AssetKey("task_specs") in graph.get_all_asset_keys()
 
 
-def test_task_specs_materializes_with_counts_and_hashes() -> None:
-    result = dg.materialize([task_specs_module.task_specs])
+def test_task_specs_materializes_with_counts_and_hashes(tmp_path: Path) -> None:
+    result = dg.materialize(
+        [task_specs_module.task_specs, task_specs_module.specs_valid],
+        resources=_resources(tmp_path),
+    )
     assert result.success
     materialization = result.asset_materializations_for_node("task_specs")[0]
     metadata = materialization.metadata
@@ -28,9 +36,11 @@ def test_task_specs_materializes_with_counts_and_hashes() -> None:
     hashes = metadata["spec_hashes"].value
     assert isinstance(hashes, dict)
     assert hashes["task_0002"] == next(s for s in specs if s.task_id == "task_0002").spec_hash()
+    (check,) = result.get_asset_check_evaluations()
+    assert check.passed
 
 
-def test_an_invalid_spec_fails_the_asset_naming_the_file(
+def test_an_invalid_spec_fails_the_blocking_check_naming_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     broken = tmp_path / "task_specs"
@@ -38,8 +48,16 @@ def test_an_invalid_spec_fails_the_asset_naming_the_file(
     path = broken / "task_0002.yml"
     path.write_text(path.read_text(encoding="utf-8").replace("prompt: >", "promt: >"), "utf-8")
     monkeypatch.setattr(task_specs_module, "TASK_SPECS_DIR", broken)
-    result = dg.materialize([task_specs_module.task_specs], raise_on_error=False)
+    result = dg.materialize(
+        [task_specs_module.task_specs, task_specs_module.specs_valid],
+        resources=_resources(tmp_path),
+        raise_on_error=False,
+    )
+    (check,) = result.get_asset_check_evaluations()
+    assert not check.passed
+    assert check.check_name == "specs_valid"
+    details = str(check.metadata["details"].value)
+    assert "task_0002.yml" in details
+    assert "promt" in details or "prompt" in details
+    # Blocking: the run fails, so nothing downstream would start on the bad specs.
     assert not result.success
-    failure = result.failure_data_for_node("task_specs")
-    assert failure is not None
-    assert "task_0002.yml" in str(failure.user_failure_data.metadata["errors"].value)  # type: ignore[union-attr]

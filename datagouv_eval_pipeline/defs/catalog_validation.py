@@ -1,0 +1,109 @@
+"""The ``catalog_validation`` asset: the resource pre-flight of every active task.
+
+Drift quarantines only the tasks it touches: they are recorded here and skipped by the agent
+runs, and the rest of the experiment proceeds. A pre-flight that could not reach the catalog at
+all is another matter: the blocking check ``catalog_reachable`` stops the run there.
+"""
+
+import hashlib
+
+import dagster as dg
+
+from datagouv_eval_pipeline.defs.resources import CatalogResource, RunStoreResource
+from datagouv_eval_pipeline.defs.task_specs import task_specs
+from datagouv_eval_pipeline.experiment.store import RunStore
+from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.validation.models import ValidationReport
+from datagouv_eval_pipeline.validation.validator import ValidatorConfig, active, validate
+
+STAGE = "catalog_validation"
+DOCUMENT_KEY = "all"
+
+
+def quarantined_tasks(store: RunStore) -> dict[str, str]:
+    """Quarantined task ids with the first failing check, from the last pre-flight."""
+    document = store.read(STAGE, DOCUMENT_KEY)
+    if document is None:
+        return {}
+    report = ValidationReport.model_validate(document["report"])
+    out: dict[str, str] = {}
+    for task in report.tasks:
+        if task.status == "quarantined":
+            failing = task.failing
+            out[task.task_id] = failing[0].reason if failing else "quarantined"
+    return out
+
+
+@dg.asset(group_name="task_specs", deps=[task_specs], kinds={"python"})
+def catalog_validation(
+    context: dg.AssetExecutionContext, catalog: CatalogResource, run_store: RunStoreResource
+) -> dg.MaterializeResult[None]:
+    """Run every check of every active task against the catalog (the twin by default)."""
+    specs = active(load_task_specs([TASK_SPECS_DIR]))
+    snapshot = catalog.served_snapshot()
+    config = ValidatorConfig(
+        urls=catalog.validation_urls(),
+        now=catalog.snapshot_clock(),
+        source=f"twin {snapshot}" if snapshot else "live data.gouv.fr",
+    )
+    report = validate(specs, config)
+    run_store.store().write(
+        STAGE,
+        DOCUMENT_KEY,
+        {"snapshot_id": snapshot, "report": report.model_dump(mode="json")},
+    )
+    checks = [check for task in report.tasks for check in task.checks]
+    unavailable = [c for c in checks if c.outcome == "error"]
+    if report.quarantined:
+        context.log.warning("quarantined tasks: %s", ", ".join(report.quarantined))
+    fingerprint = hashlib.sha256(report.model_dump_json(exclude={"now"}).encode()).hexdigest()
+    return dg.MaterializeResult(
+        metadata={
+            "source": report.source,
+            "snapshot_id": snapshot or "live",
+            "tasks": len(report.tasks),
+            "ok": len(report.ok),
+            "quarantined": dg.MetadataValue.json(report.quarantined),
+            "checks": len(checks),
+            "checks_errored": len(unavailable),
+        },
+        data_version=dg.DataVersion(fingerprint[:16]),
+    )
+
+
+@dg.asset_check(
+    asset=catalog_validation,
+    blocking=True,
+    description="The pre-flight reached the catalog (some check of each object ran).",
+)
+def catalog_reachable(run_store: RunStoreResource) -> dg.AssetCheckResult:
+    """Fail when every check errored: the catalog itself is down or misconfigured."""
+    document = run_store.store().read(STAGE, DOCUMENT_KEY)
+    if document is None:
+        return dg.AssetCheckResult(passed=False, metadata={"reason": "no pre-flight report"})
+    report = ValidationReport.model_validate(document["report"])
+    checks = [check for task in report.tasks for check in task.checks]
+    unavailable = [c for c in checks if c.outcome == "error"]
+    passed = bool(checks) and len(unavailable) < len(checks)
+    return dg.AssetCheckResult(
+        passed=passed,
+        metadata={"checks": len(checks), "errored": len(unavailable)},
+    )
+
+
+@dg.asset_check(
+    asset=catalog_validation,
+    description="No task is quarantined (warns: quarantined tasks are skipped, not fatal).",
+)
+def no_quarantined_tasks(run_store: RunStoreResource) -> dg.AssetCheckResult:
+    """Warn with the quarantined tasks and why."""
+    quarantined = quarantined_tasks(run_store.store())
+    return dg.AssetCheckResult(
+        passed=not quarantined,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "quarantined": dg.MetadataValue.md(
+                "\n".join(f"- {task}: {why}" for task, why in quarantined.items()) or "none"
+            )
+        },
+    )

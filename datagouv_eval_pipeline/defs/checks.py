@@ -1,0 +1,165 @@
+"""Asset checks that catch real problems in the cell stages and the warehouse.
+
+Checks of the partitioned stages look at every current cell's run store document (Dagster runs
+a check once per run, not per partition).
+"""
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import dagster as dg
+
+from datagouv_eval_pipeline.defs.agent_runs import agent_runs
+from datagouv_eval_pipeline.defs.catalog_validation import quarantined_tasks
+from datagouv_eval_pipeline.defs.partitions import CELLS
+from datagouv_eval_pipeline.defs.resources import (
+    ExperimentSettings,
+    RunStoreResource,
+    WarehouseResource,
+)
+from datagouv_eval_pipeline.defs.warehouse import WAREHOUSE_KEYS
+from datagouv_eval_pipeline.experiment.plan import select_tasks
+from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS
+from datagouv_eval_pipeline.experiment.store import RunStore
+from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.warehouse import queries
+from datagouv_eval_pipeline.warehouse.loader import connect
+from datagouv_eval_pipeline.warehouse.schema import SCHEMA
+
+JUDGE_COVERAGE_THRESHOLD = 0.8
+"""Below this share of scored verdicts the coverage check warns."""
+
+
+def _documents(store: RunStore) -> Iterator[tuple[str, dict[str, Any]]]:
+    for cell in CELLS:
+        document = store.read(AGENT_RUNS, cell.key)
+        if document is not None:
+            yield cell.key, document
+
+
+def _md(lines: list[str]) -> dg.MetadataValue:
+    return dg.MetadataValue.md("\n".join(f"- {line}" for line in lines[:50]) or "none")
+
+
+@dg.asset_check(asset=agent_runs, description="Every cell has a trace for every expected task.")
+def transcripts_present(
+    run_store: RunStoreResource, experiment: ExperimentSettings
+) -> dg.AssetCheckResult:
+    """Each stored cell holds a trace per (active, non-quarantined task) × repeat."""
+    store = run_store.store()
+    quarantined = quarantined_tasks(store)
+    tasks = [
+        t.task_id
+        for t in select_tasks(load_task_specs([TASK_SPECS_DIR]))
+        if t.task_id not in quarantined
+    ]
+    problems = []
+    for key, document in _documents(store):
+        seen = Counter(str(trace["task_id"]) for trace in document["traces"])
+        lacking = [t for t in tasks if seen[t] < experiment.repeats]
+        if lacking:
+            problems.append(f"{key}: no trace for {', '.join(lacking)}")
+    return dg.AssetCheckResult(
+        passed=not problems, metadata={"cells_lacking": len(problems), "details": _md(problems)}
+    )
+
+
+@dg.asset_check(asset=agent_runs, description="No (cell, task, repeat) appears twice.")
+def no_duplicate_runs(run_store: RunStoreResource) -> dg.AssetCheckResult:
+    """Each stored cell lists each (task, repeat) once."""
+    problems = []
+    for key, document in _documents(run_store.store()):
+        counts = Counter((t["task_id"], t.get("repeat", 0)) for t in document["traces"])
+        problems += [f"{key}: {t} repeat {r} ×{n}" for (t, r), n in counts.items() if n > 1]
+    return dg.AssetCheckResult(passed=not problems, metadata={"duplicates": _md(problems)})
+
+
+@dg.asset_check(asset=agent_runs, description="No cell's last agent run attempt failed.")
+def cells_succeeded(run_store: RunStoreResource) -> dg.AssetCheckResult:
+    """List cells whose last attempt failed (their earlier results, if any, are kept)."""
+    store = run_store.store()
+    failed = {
+        cell.key: failure.reason
+        for cell in CELLS
+        if (failure := store.failure(AGENT_RUNS, cell.key)) is not None
+    }
+    return dg.AssetCheckResult(
+        passed=not failed,
+        metadata={
+            "failed_cells": len(failed),
+            "details": _md([f"{k}: {v}" for k, v in failed.items()]),
+        },
+    )
+
+
+_RUNS, _VERDICTS, _METRICS, _CELLS = (
+    dg.AssetKey([SCHEMA, name]) for name in ("runs", "verdicts", "metrics", "cells")
+)
+assert {_RUNS, _VERDICTS, _METRICS, _CELLS} <= set(WAREHOUSE_KEYS)
+
+
+@dg.asset_check(
+    asset=_RUNS, description="Runs per cell match the stored agent runs; no duplicates."
+)
+def runs_match_partitions(
+    run_store: RunStoreResource, warehouse: WarehouseResource
+) -> dg.AssetCheckResult:
+    """The warehouse holds exactly the runs of the run store, once each."""
+    expected = {key: len(doc["traces"]) for key, doc in _documents(run_store.store())}
+    with connect(warehouse.db_path(), read_only=True) as conn:
+        found = queries.runs_per_cell(conn)
+        duplicates = queries.duplicate_runs(conn)
+    problems = [
+        f"{key}: {found.get(key, 0)} rows for {n} traces"
+        for key, n in expected.items()
+        if found.get(key, 0) != n
+    ]
+    problems += [f"{c} {t} repeat {r}: {n} rows" for c, t, r, n in duplicates]
+    return dg.AssetCheckResult(
+        passed=not problems,
+        metadata={"cells": len(expected), "runs": sum(found.values()), "problems": _md(problems)},
+    )
+
+
+@dg.asset_check(asset=_CELLS, description="Every cell of the experiment is in the warehouse.")
+def cell_coverage(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    """Warn with the cells missing from the warehouse (failed or never run)."""
+    with connect(warehouse.db_path(), read_only=True) as conn:
+        found = {row[0] for row in conn.execute(f"SELECT cell_key FROM {SCHEMA}.cells").fetchall()}
+    missing = [cell.key for cell in CELLS if cell.key not in found]
+    return dg.AssetCheckResult(
+        passed=not missing,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "expected": len(CELLS),
+            "present": len(CELLS) - len(missing),
+            "missing": _md(missing),
+        },
+    )
+
+
+@dg.asset_check(
+    asset=_VERDICTS,
+    description=f"At least {JUDGE_COVERAGE_THRESHOLD:.0%} of verdicts are scored (warns).",
+)
+def judge_coverage(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    """Share of verdicts that are scored; unscored ones are NULL with a reason, never zeros."""
+    with connect(warehouse.db_path(), read_only=True) as conn:
+        coverage = queries.judge_coverage(conn)
+    return dg.AssetCheckResult(
+        passed=coverage is not None and coverage >= JUDGE_COVERAGE_THRESHOLD,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"coverage": coverage, "threshold": JUDGE_COVERAGE_THRESHOLD},
+    )
+
+
+@dg.asset_check(asset=_METRICS, description="Bounded scores lie in [0, 1].")
+def scores_in_range(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    """Fail listing any bounded metric or verdict value outside [0, 1]."""
+    with connect(warehouse.db_path(), read_only=True) as conn:
+        bad = queries.out_of_range_values(conn)
+    return dg.AssetCheckResult(
+        passed=not bad,
+        metadata={"out_of_range": len(bad), "details": _md([f"{t} {r}: {v}" for t, r, v in bad])},
+    )

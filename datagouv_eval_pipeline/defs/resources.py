@@ -1,0 +1,157 @@
+"""Resources: where the catalog, the run store and the warehouse are, and the run's settings.
+
+Every field has a default for the embedded world (the twin, ``data/``); production overrides
+them with environment variables or run config. API keys never pass through here: the agents
+read them from the environment by the *name* the models YAML gives.
+"""
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import dagster as dg
+from pydantic import Field, PrivateAttr
+
+from datagouv_eval_pipeline.experiment.cache import AgentRunCache
+from datagouv_eval_pipeline.experiment.store import RunStore, default_run_store
+from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
+from datagouv_eval_pipeline.judges.protocol import Judge
+from datagouv_eval_pipeline.tasks import PROJECT_ROOT
+from datagouv_eval_pipeline.twin.server import TwinServer
+from datagouv_eval_pipeline.twin.urls import TwinUrls
+
+DUCKDB_ENV = "DATAGOUV_EVAL_DUCKDB"
+DEFAULT_DUCKDB = PROJECT_ROOT / "data" / "warehouse.duckdb"
+
+
+def default_duckdb_path() -> str:
+    """``$DATAGOUV_EVAL_DUCKDB`` or ``data/warehouse.duckdb``, absolute."""
+    value = os.environ.get(DUCKDB_ENV)
+    return str(Path(value).expanduser().resolve() if value else DEFAULT_DUCKDB)
+
+
+class WarehouseResource(dg.ConfigurableResource["WarehouseResource"]):
+    """The DuckDB file the ``warehouse`` asset writes and dbt reads.
+
+    Attributes:
+        path: Absolute path of the DuckDB file.
+    """
+
+    path: str = ""
+
+    def db_path(self) -> Path:
+        """The file, its directory created."""
+        path = Path(self.path or default_duckdb_path())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+class RunStoreResource(dg.ConfigurableResource["RunStoreResource"]):
+    """The run store partitioned stages write (one JSON document per stage and cell).
+
+    Attributes:
+        root: Its directory (``$DATAGOUV_EVAL_RUN_STORE`` or ``data/run_store``).
+    """
+
+    root: str = ""
+
+    def store(self) -> RunStore:
+        """The run store."""
+        return RunStore(Path(self.root) if self.root else default_run_store())
+
+    def agent_cache(self) -> AgentRunCache:
+        """The agent-run cache, inside the run store."""
+        return AgentRunCache(self.store().root / "cache" / "agent_runs")
+
+
+class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
+    """The catalog agents and the pre-flight talk to: the local twin, or the live data.gouv.fr.
+
+    The twin starts on first use (a free port on 127.0.0.1) and stops when the run ends, so a
+    run of many cells pays its start-up once.
+
+    Attributes:
+        live: Use the live data.gouv.fr endpoints instead of the twin.
+        snapshot_id: Which twin snapshot to serve (default: the manifest's current one).
+    """
+
+    live: bool = False
+    snapshot_id: str | None = None
+
+    _server: TwinServer | None = PrivateAttr(default=None)
+    _urls: TwinUrls | None = PrivateAttr(default=None)
+
+    def urls(self) -> TwinUrls | None:
+        """The twin's URLs (starting it if needed), or None in live mode."""
+        if self.live:
+            return None
+        if self._urls is None:
+            server = TwinServer(snapshot_id=self.snapshot_id)
+            self._urls = server.start()
+            self._server = server
+        return self._urls
+
+    def validation_urls(self) -> TwinUrls:
+        """Base URLs for the pre-flight (the live ones in live mode)."""
+        urls = self.urls()
+        return urls if urls is not None else TwinUrls.live()
+
+    def served_snapshot(self) -> str | None:
+        """The snapshot id the twin serves (None in live mode)."""
+        if self.live:
+            return None
+        self.urls()
+        assert self._server is not None
+        return self._server.store.snapshot_id
+
+    def snapshot_clock(self) -> Any:
+        """The twin's "now" (its snapshot date) for freshness checks; None in live mode."""
+        if self.live:
+            return None
+        self.urls()
+        assert self._server is not None
+        return self._server.store.now
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        """Stop the twin if this run started it."""
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+            self._urls = None
+
+
+class JudgeResource(dg.ConfigurableResource["JudgeResource"]):
+    """Which judge scores the runs.
+
+    Attributes:
+        kind: ``deterministic`` (offline, the default). LLM judges are configured in
+            ``task_specs/benchmark`` and run with ``datagouv-eval judge`` for now.
+    """
+
+    kind: Literal["deterministic"] = "deterministic"
+
+    def judge(self) -> Judge:
+        """The judge."""
+        return DeterministicJudge()
+
+
+class ExperimentSettings(dg.ConfigurableResource["ExperimentSettings"]):
+    """What a run covers: the launchpad equivalent of the original command-line options.
+
+    Attributes:
+        evaluation_types: Only cells of these evaluation types run (default: every cell of the
+            partitions selected). Other cells keep their earlier results untouched.
+        task_ids: Only these tasks run (default: every active task); the other tasks' earlier
+            traces are kept.
+        repeats: Runs per (cell, task).
+        skip_validation: Run quarantined tasks too (the pre-flight is not consulted).
+        rerun: Ignore the agent-run cache and ask the models again.
+        max_concurrency: Task runs in flight at once within a cell.
+    """
+
+    evaluation_types: list[str] = Field(default_factory=list)
+    task_ids: list[str] = Field(default_factory=list)
+    repeats: int = 1
+    skip_validation: bool = False
+    rerun: bool = False
+    max_concurrency: int = 8

@@ -1,0 +1,121 @@
+"""The ``warehouse`` assets: the DuckDB tables analysts query, one asset per table.
+
+This is the only writer of the DuckDB file (pool ``duckdb_writer``, limit 1): partitioned stages
+write run store documents, and this fan-in loads every cell present, tolerating missing or failed
+cells and reporting coverage. A cell's load replaces its rows (never duplicates them), and the
+rows of cells that left the benchmark YAML are removed so the warehouse is the experiment.
+"""
+
+from collections.abc import Iterator
+from typing import Any
+
+import dagster as dg
+
+from datagouv_eval_pipeline.defs.judge_scores import judge_scores
+from datagouv_eval_pipeline.defs.partitions import CELLS
+from datagouv_eval_pipeline.defs.resources import RunStoreResource, WarehouseResource
+from datagouv_eval_pipeline.experiment.stages import (
+    ACTION_MAPPINGS,
+    AGENT_RUNS,
+    JUDGE_SCORES,
+    cell_load,
+)
+from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.warehouse import queries
+from datagouv_eval_pipeline.warehouse.loader import connect, delete_cell, load_experiment
+from datagouv_eval_pipeline.warehouse.schema import SCHEMA, TABLES, Table
+
+# Fire once every partition upstream is done, even when some are missing or failed: the plain
+# eager condition waits for all of them forever (``any_deps_missing``).
+EAGER_TOLERATING_MISSING = (
+    dg.AutomationCondition.eager()
+    .without(~dg.AutomationCondition.any_deps_missing())
+    .with_label("eager, tolerating missing cells")
+)
+
+
+def _column_schema(table: Table) -> dg.TableSchema:
+    return dg.TableSchema(
+        columns=[
+            dg.TableColumn(
+                column.name,
+                column.type,
+                description=column.doc,
+                constraints=dg.TableColumnConstraints(nullable=column.nullable),
+            )
+            for column in table.columns
+        ]
+    )
+
+
+WAREHOUSE_KEYS = [dg.AssetKey([SCHEMA, table.name]) for table in TABLES]
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(
+            key,
+            deps=[judge_scores],
+            group_name="warehouse",
+            kinds={"duckdb"},
+            description=f"{table.qualified}: one row per {table.grain}.",
+            metadata={"dagster/column_schema": _column_schema(table)},
+            automation_condition=EAGER_TOLERATING_MISSING,
+        )
+        for key, table in zip(WAREHOUSE_KEYS, TABLES, strict=True)
+    ],
+    pool="duckdb_writer",
+    can_subset=False,
+)
+def warehouse(
+    context: dg.AssetExecutionContext,
+    run_store: RunStoreResource,
+    warehouse: WarehouseResource,
+) -> Iterator[dg.MaterializeResult[None]]:
+    """Load every cell's documents into DuckDB and report coverage."""
+    store = run_store.store()
+    expected = [cell.key for cell in CELLS]
+    loads = []
+    for key in expected:
+        runs = store.read(AGENT_RUNS, key)
+        if runs is None:
+            continue
+        loads.append(
+            cell_load(runs, store.read(ACTION_MAPPINGS, key), store.read(JUDGE_SCORES, key))
+        )
+    db = warehouse.db_path()
+    specs = load_task_specs([TASK_SPECS_DIR])
+    results, coverage = load_experiment(db, loads, expected, tasks=specs)
+    with connect(db, read_only=True) as conn:
+        known = [row[0] for row in conn.execute(f"SELECT cell_key FROM {SCHEMA}.cells").fetchall()]
+    dropped = [key for key in known if key not in set(expected)]
+    for key in dropped:
+        delete_cell(db, key)
+    with connect(db, read_only=True) as conn:
+        counts = queries.row_counts(conn)
+    failures = {
+        key: failure.reason
+        for key in expected
+        if (failure := store.failure(AGENT_RUNS, key)) is not None
+    }
+    context.log.info(
+        "warehouse %s: %d/%d cells, %d runs",
+        db,
+        len(coverage.present),
+        len(expected),
+        counts.get("runs", 0),
+    )
+    for asset_key, table in zip(WAREHOUSE_KEYS, TABLES, strict=True):
+        metadata: dict[str, Any] = {
+            "path": str(db),
+            "rows": counts.get(table.name, 0),
+            "dagster/row_count": counts.get(table.name, 0),
+        }
+        if table.name == "cells":
+            metadata |= {
+                "coverage": dg.MetadataValue.json(coverage.to_json()),
+                "cells_loaded": len(results),
+                "cells_with_failed_agent_runs": dg.MetadataValue.json(failures),
+                "cells_dropped": dg.MetadataValue.json(dropped),
+            }
+        yield dg.MaterializeResult(asset_key=asset_key, metadata=metadata)

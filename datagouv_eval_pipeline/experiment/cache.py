@@ -1,0 +1,116 @@
+"""Agent runs cached by the hash of their inputs.
+
+A task run is a pure function of: the cell's setup (model, capabilities, toolset and skills
+versions, system prompt text), the task spec, the repeat index, the catalog snapshot and the
+code of the agents and the twin. When none of these changed, re-materializing a cell reuses the
+stored trace instead of asking the model again, so editing one task spec reruns exactly that
+task in every cell. Only finished runs (``ok``, ``budget_exceeded``) are cached: an ``error``
+may be transient and a ``skipped`` run costs nothing. Live runs (no snapshot) are never cached:
+the live catalog changes under them.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from datagouv_eval_pipeline.benchmark.cells import Cell
+from datagouv_eval_pipeline.experiment.store import write_json_atomic
+from datagouv_eval_pipeline.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.traces import Trace
+
+CACHEABLE_STATUSES = frozenset({"ok", "budget_exceeded"})
+
+# Cell fields that do not change what the agent does (labels, the metrics computed later).
+_NOT_AN_INPUT = frozenset({"key", "evaluation_types", "metrics", "model_label"})
+
+_PACKAGE = Path(__file__).resolve().parents[1]
+_RUN_CODE = ("agents", "twin", "benchmark", "traces.py")
+_SOURCE_SUFFIXES = frozenset({".py", ".yml", ".yaml", ".md", ".json"})
+
+
+@functools.cache
+def source_fingerprint(names: tuple[str, ...]) -> str:
+    """sha256 over the package sources (``.py``, ``.yml``, ``.md``) under ``names``."""
+    digest = hashlib.sha256()
+    for name in names:
+        root = _PACKAGE / name
+        files = sorted(p for p in root.rglob("*") if p.suffix in _SOURCE_SUFFIXES)
+        for path in files if root.is_dir() else [root]:
+            digest.update(str(path.relative_to(_PACKAGE)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def run_code_fingerprint() -> str:
+    """sha256 of the source that shapes a run (agents, twin, benchmark, trace format).
+
+    Scoring code is deliberately left out: changing a metric rescores stored traces without
+    re-running any agent.
+    """
+    return source_fingerprint(_RUN_CODE)
+
+
+def run_input_hash(
+    cell: Cell,
+    task: TaskSpec,
+    repeat: int,
+    *,
+    snapshot_id: str,
+    settings: str = "",
+    code: str | None = None,
+) -> str:
+    """The hash identifying one task run's inputs.
+
+    Args:
+        cell: The cell.
+        task: The task.
+        repeat: The repeat index.
+        snapshot_id: The catalog snapshot served.
+        settings: A rendering of the run settings (budgets, retries) that change outcomes.
+        code: The run code fingerprint (default: :func:`run_code_fingerprint`).
+    """
+    record = {k: v for k, v in cell.to_record().items() if k not in _NOT_AN_INPUT}
+    payload = {
+        "cell": record,
+        "task": task.spec_hash(),
+        "repeat": repeat,
+        "snapshot": snapshot_id,
+        "settings": settings,
+        "code": code if code is not None else run_code_fingerprint(),
+    }
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class AgentRunCache:
+    """Traces stored under ``root/<hash[:2]>/<hash>.json``.
+
+    Attributes:
+        root: The cache directory.
+    """
+
+    root: Path
+
+    def _path(self, input_hash: str) -> Path:
+        return self.root / input_hash[:2] / f"{input_hash}.json"
+
+    def get(self, input_hash: str) -> Trace | None:
+        """The cached trace, or None (an unreadable entry counts as a miss)."""
+        try:
+            data: Any = json.loads(self._path(input_hash).read_text(encoding="utf-8"))
+            return Trace.model_validate(data)
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def put(self, input_hash: str, trace: Trace) -> bool:
+        """Store a finished trace; returns whether it was cacheable."""
+        if trace.status not in CACHEABLE_STATUSES:
+            return False
+        write_json_atomic(self._path(input_hash), trace.model_dump(mode="json"))
+        return True

@@ -1,0 +1,321 @@
+"""The stages of one cell, as plain functions over run store documents.
+
+``run_agents`` → ``map_actions`` → ``judge_cell`` → ``load_warehouse``. Each takes and returns
+JSON-ready documents (what the run store holds), so the Dagster assets only move documents
+between the store and these functions, and the plain-loop benchmark calls exactly the same code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from datagouv_eval_pipeline.agents.runner import execute_cell
+from datagouv_eval_pipeline.benchmark.cells import Cell
+from datagouv_eval_pipeline.experiment.cache import (
+    AgentRunCache,
+    run_code_fingerprint,
+    run_input_hash,
+)
+from datagouv_eval_pipeline.judges.protocol import Judge
+from datagouv_eval_pipeline.judges.runner import TraceJudgement, judge_trace
+from datagouv_eval_pipeline.metrics import score_trace
+from datagouv_eval_pipeline.semantic.instances import ActionInstance, CallCategory
+from datagouv_eval_pipeline.semantic.mapper import (
+    CallMapping,
+    MappingStatus,
+    TraceMapping,
+    map_trace,
+)
+from datagouv_eval_pipeline.semantic.registry import ActionRegistry, load_registry
+from datagouv_eval_pipeline.tasks.spec import TIERS, TaskSpec
+from datagouv_eval_pipeline.traces import Trace
+from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.warehouse.loader import CellLoad
+
+AGENT_RUNS = "agent_runs"
+ACTION_MAPPINGS = "action_mappings"
+JUDGE_SCORES = "judge_scores"
+
+SCORED_STATUSES = frozenset({"ok"})
+"""Runs that are judged and scored; the others keep NULL scores with their status reason."""
+
+
+class StageInputError(ValueError):
+    """A run store document does not match what the next stage expects."""
+
+
+# ------------------------------------------------------------------------------- agent runs
+
+
+@dataclass
+class AgentStageResult:
+    """One cell's agent runs.
+
+    Attributes:
+        document: The ``agent_runs`` document (cell record, traces, input hashes, ...).
+        executed: Task runs actually executed (a model was asked).
+        reused: Task runs taken from the cache or the previous document.
+        statuses: Traces per status.
+    """
+
+    document: dict[str, Any]
+    executed: int
+    reused: int
+    statuses: Counter[str] = field(default_factory=Counter)
+
+
+def run_agents(
+    cell: Cell,
+    tasks: Sequence[TaskSpec],
+    *,
+    twin_urls: TwinUrls | None,
+    snapshot_id: str | None,
+    repeats: int = 1,
+    cache: AgentRunCache | None = None,
+    previous: Mapping[str, Any] | None = None,
+    keep_tasks: Sequence[str] = (),
+    **options: Any,
+) -> AgentStageResult:
+    """Run (or reuse) every task of a cell.
+
+    A (task, repeat) whose input hash is in ``cache`` is reused; the tasks with any miss run
+    through :func:`~datagouv_eval_pipeline.agents.runner.execute_cell` together. Traces of the
+    previous document for ``keep_tasks`` (tasks outside this run's selection) are carried over
+    unchanged, so a run over a task subset never drops the other tasks' results.
+
+    Args:
+        cell: The cell.
+        tasks: The tasks to run.
+        twin_urls: The twin's URLs; None for the live catalog (never cached).
+        snapshot_id: The snapshot the twin serves (None when live).
+        repeats: Runs per task.
+        cache: The agent-run cache (None: always run).
+        previous: The cell's previous ``agent_runs`` document.
+        keep_tasks: Task ids whose previous traces are kept.
+        **options: Passed to ``execute_cell`` (settings, rate limiters, sandbox, ...).
+
+    Returns:
+        The new document and what was executed.
+    """
+    use_cache = cache is not None and snapshot_id is not None
+    hashes: dict[tuple[str, int], str] = {}
+    found: dict[tuple[str, int], Trace] = {}
+    for task in tasks:
+        for repeat in range(repeats):
+            key = (task.task_id, repeat)
+            if snapshot_id is not None:
+                hashes[key] = run_input_hash(cell, task, repeat, snapshot_id=snapshot_id)
+            if use_cache:
+                assert cache is not None
+                hit = cache.get(hashes[key])
+                if hit is not None:
+                    found[key] = hit
+    to_run = [t for t in tasks if any((t.task_id, r) not in found for r in range(repeats))]
+    tool_lists: dict[str, Any] = {}
+    executed = 0
+    if to_run:
+        run = execute_cell(
+            cell, to_run, twin_urls=twin_urls, repeats=repeats, snapshot_id=snapshot_id, **options
+        )
+        tool_lists = run.tool_lists
+        for trace in run.traces:
+            key = (trace.task_id, trace.repeat)
+            found[key] = trace
+            if trace.status != "skipped":
+                executed += 1
+            if use_cache:
+                assert cache is not None
+                cache.put(hashes[key], trace)
+    traces = [found[(t.task_id, r)] for t in tasks for r in range(repeats)]
+    kept = _kept_traces(previous, keep_tasks, {t.task_id for t in tasks})
+    all_traces = sorted(kept + [t.model_dump(mode="json") for t in traces], key=_trace_order)
+    statuses = Counter(str(trace["status"]) for trace in all_traces)
+    document = {
+        "cell": cell.to_record(),
+        "snapshot_id": snapshot_id,
+        "run_code": run_code_fingerprint(),
+        "tool_lists": tool_lists or dict((previous or {}).get("tool_lists") or {}),
+        "input_hashes": {f"{k[0]}#{k[1]}": v for k, v in sorted(hashes.items())},
+        "traces": all_traces,
+    }
+    reused = len(traces) - sum(1 for t in to_run for _ in range(repeats))
+    return AgentStageResult(document, executed, reused, statuses)
+
+
+def _trace_order(trace: Mapping[str, Any]) -> tuple[str, int]:
+    return (str(trace["task_id"]), int(trace.get("repeat", 0)))
+
+
+def _kept_traces(
+    previous: Mapping[str, Any] | None, keep: Sequence[str], running: set[str]
+) -> list[dict[str, Any]]:
+    if not previous or not keep:
+        return []
+    wanted = set(keep) - running
+    return [dict(t) for t in previous.get("traces", []) if t.get("task_id") in wanted]
+
+
+def traces_of(document: Mapping[str, Any]) -> list[Trace]:
+    """The traces of an ``agent_runs`` document.
+
+    Raises:
+        StageInputError: A trace does not validate.
+    """
+    try:
+        return [Trace.model_validate(item) for item in document.get("traces", [])]
+    except ValueError as error:
+        raise StageInputError(f"invalid trace in the agent_runs document: {error}") from error
+
+
+# ------------------------------------------------------------------------------ mappings
+
+
+def map_actions(
+    agent_document: Mapping[str, Any], registry: ActionRegistry | None = None
+) -> dict[str, Any]:
+    """The ``action_mappings`` document: one mapping per trace, in trace order."""
+    registry = registry or load_registry()
+    traces = traces_of(agent_document)
+    mappings = [map_trace(trace, registry).to_dict() for trace in traces]
+    unmapped = sum(1 for m in mappings for c in m["calls"] if c["status"] == "unmapped")
+    return {
+        "cell": agent_document["cell"],
+        "runs": [[t.task_id, t.repeat] for t in traces],
+        "mappings": mappings,
+        "unmapped_calls": unmapped,
+    }
+
+
+def mapping_from_dict(data: Mapping[str, Any]) -> TraceMapping:
+    """Rebuild a :class:`TraceMapping` from ``TraceMapping.to_dict()``."""
+    calls = tuple(
+        CallMapping(
+            call_id=str(call["call_id"]),
+            tool_name=str(call["tool_name"]),
+            category=CallCategory(call["category"]),
+            status=MappingStatus(call["status"]),
+            instances=tuple(
+                ActionInstance(
+                    action=str(inst["action"]),
+                    args=dict(inst.get("args") or {}),
+                    source_call_id=str(inst.get("source_call_id", "")),
+                    source_tool=str(inst.get("source_tool", "")),
+                    category=CallCategory(inst.get("category", "mcp_tool")),
+                    confidence=float(inst.get("confidence", 1.0)),
+                    errored=bool(inst.get("errored", False)),
+                    reason=str(inst.get("reason", "")),
+                )
+                for inst in call.get("instances", [])
+            ),
+            confidence=float(call["confidence"]),
+            errored=bool(call["errored"]),
+            error_reason=str(call.get("error_reason", "")),
+            reason=str(call.get("reason", "")),
+        )
+        for call in data.get("calls", [])
+    )
+    return TraceMapping(
+        calls=calls,
+        registry_version=str(data.get("registry_version", "")),
+        mcp_version=data.get("mcp_version"),
+        warnings=tuple(data.get("warnings", [])),
+    )
+
+
+# ------------------------------------------------------------------------------- judging
+
+
+def judge_cell(
+    agent_document: Mapping[str, Any],
+    mapping_document: Mapping[str, Any],
+    tasks: Mapping[str, TaskSpec],
+    judge: Judge,
+) -> dict[str, Any]:
+    """The ``judge_scores`` document: judgement and scores per trace (None when not scored).
+
+    Only ``ok`` runs are judged; skipped, failed and budget-exceeded runs keep NULL scores and
+    their status reason, so they never count as zeros.
+
+    Raises:
+        StageInputError: The two documents disagree on the runs, or a task is unknown.
+    """
+    traces = traces_of(agent_document)
+    runs = [[t.task_id, t.repeat] for t in traces]
+    if [list(r) for r in mapping_document.get("runs", [])] != runs:
+        raise StageInputError(
+            "the action_mappings document does not match the agent_runs document "
+            "(rematerialize action_mappings for this cell)"
+        )
+    missing = sorted({t.task_id for t in traces} - set(tasks))
+    if missing:
+        raise StageInputError(f"no task spec for {', '.join(missing)}")
+    mappings = [mapping_from_dict(m) for m in mapping_document["mappings"]]
+    judgements = asyncio.run(_judge_all(judge, tasks, traces, mappings))
+    scores: list[dict[str, Any] | None] = []
+    for trace, mapping, judgement in zip(traces, mappings, judgements, strict=True):
+        if judgement is None:
+            scores.append(None)
+            continue
+        accuracy = {tier: judgement.accuracy(tier).mean.value for tier in TIERS}
+        scores.append(
+            score_trace(tasks[trace.task_id], trace, mapping=mapping, accuracy=accuracy).to_json()
+        )
+    return {
+        "cell": agent_document["cell"],
+        "judge_id": getattr(judge, "judge_id", type(judge).__name__),
+        "runs": runs,
+        "judgements": [j.to_json() if j is not None else None for j in judgements],
+        "scores": scores,
+    }
+
+
+async def _judge_all(
+    judge: Judge,
+    tasks: Mapping[str, TaskSpec],
+    traces: Sequence[Trace],
+    mappings: Sequence[TraceMapping],
+) -> list[TraceJudgement | None]:
+    async def one(trace: Trace, mapping: TraceMapping) -> TraceJudgement | None:
+        if trace.status not in SCORED_STATUSES:
+            return None
+        return await judge_trace(judge, tasks[trace.task_id], trace, mapping=mapping)
+
+    return list(await asyncio.gather(*(one(t, m) for t, m in zip(traces, mappings, strict=True))))
+
+
+# ----------------------------------------------------------------------------- warehouse
+
+
+def cell_load(
+    agent_document: Mapping[str, Any],
+    mapping_document: Mapping[str, Any] | None,
+    judge_document: Mapping[str, Any] | None,
+) -> CellLoad:
+    """What the warehouse stores for one cell; missing later stages load as NULL."""
+    traces = list(agent_document.get("traces", []))
+    n = len(traces)
+    runs = [[t["task_id"], t.get("repeat", 0)] for t in traces]
+    mappings = _aligned(mapping_document, "mappings", runs, n)
+    judgements = _aligned(judge_document, "judgements", runs, n)
+    scores = _aligned(judge_document, "scores", runs, n)
+    return CellLoad(agent_document["cell"], traces, mappings, scores, judgements)
+
+
+def _aligned(
+    document: Mapping[str, Any] | None, name: str, runs: list[list[Any]], n: int
+) -> list[Any] | None:
+    # A later stage computed for an older set of runs is stale: load NULLs, never mismatched rows.
+    if document is None or [list(r) for r in document.get("runs", [])] != runs:
+        return None
+    values = list(document.get(name, []))
+    return values if len(values) == n else None
+
+
+def store_path_for(root: Path, stage: str, cell_key: str) -> Path:
+    """Where a stage document lives (for messages)."""
+    return root / stage / f"{cell_key}.json"

@@ -1,0 +1,150 @@
+"""The run store: one JSON document per (stage, cell), written atomically.
+
+Partitioned stages never touch DuckDB (one writer only, see ``warehouse``): each writes its
+cell's document here and the warehouse stage reads them all. A write goes to a temporary file
+renamed over the old one, so a crash never leaves a half-written document, and a failed attempt
+never replaces an earlier good result: it is recorded next to it (``<cell>.failed.json``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from datagouv_eval_pipeline.tasks import PROJECT_ROOT
+
+RUN_STORE_ENV = "DATAGOUV_EVAL_RUN_STORE"
+"""Environment variable naming the run store directory."""
+
+DEFAULT_RUN_STORE = PROJECT_ROOT / "data" / "run_store"
+
+_FAILED_SUFFIX = ".failed.json"
+
+
+def default_run_store() -> Path:
+    """The run store directory: ``$DATAGOUV_EVAL_RUN_STORE`` or ``data/run_store``."""
+    value = os.environ.get(RUN_STORE_ENV)
+    return Path(value).expanduser().resolve() if value else DEFAULT_RUN_STORE
+
+
+class RunStoreError(RuntimeError):
+    """A run store document is missing or unreadable."""
+
+
+def write_json_atomic(path: Path, payload: Any) -> None:
+    """Write ``payload`` as JSON to ``path`` through a temporary file and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump(payload, stream, ensure_ascii=False, separators=(",", ":"), default=str)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failed attempt at one (stage, cell), kept next to the last good document.
+
+    Attributes:
+        stage: The stage (``agent_runs``, ...).
+        cell_key: The cell.
+        reason: What went wrong.
+        at: When (UTC, ISO 8601).
+    """
+
+    stage: str
+    cell_key: str
+    reason: str
+    at: str
+
+
+@dataclass(frozen=True)
+class RunStore:
+    """Per-cell JSON documents under ``root/<stage>/<cell key>.json``.
+
+    Attributes:
+        root: The store's directory (created on first write).
+    """
+
+    root: Path
+
+    def path(self, stage: str, cell_key: str) -> Path:
+        """Where the document of ``(stage, cell_key)`` lives."""
+        if "/" in cell_key or cell_key.startswith("."):
+            raise ValueError(f"not a cell key: {cell_key!r}")
+        return self.root / stage / f"{cell_key}.json"
+
+    def write(self, stage: str, cell_key: str, payload: Mapping[str, Any]) -> Path:
+        """Replace the cell's document and clear its failure record."""
+        path = self.path(stage, cell_key)
+        write_json_atomic(path, dict(payload))
+        self._failure_path(stage, cell_key).unlink(missing_ok=True)
+        return path
+
+    def read(self, stage: str, cell_key: str) -> dict[str, Any] | None:
+        """The cell's document, or None when the stage never succeeded for it.
+
+        Raises:
+            RunStoreError: The document exists but is not valid JSON.
+        """
+        path = self.path(stage, cell_key)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise RunStoreError(f"{path}: not valid JSON ({error})") from error
+        if not isinstance(data, dict):
+            raise RunStoreError(f"{path}: expected a JSON object")
+        return data
+
+    def require(self, stage: str, cell_key: str) -> dict[str, Any]:
+        """Like :meth:`read`, but a missing document is an error naming what to run."""
+        data = self.read(stage, cell_key)
+        if data is None:
+            raise RunStoreError(
+                f"{self.path(stage, cell_key)}: no {stage} result for cell {cell_key}; "
+                f"materialize {stage} for this partition first"
+            )
+        return data
+
+    def record_failure(self, stage: str, cell_key: str, reason: str) -> Failure:
+        """Record a failed attempt without touching the last good document."""
+        failure = Failure(stage, cell_key, reason, datetime.now(UTC).isoformat())
+        write_json_atomic(self._failure_path(stage, cell_key), failure.__dict__)
+        return failure
+
+    def failure(self, stage: str, cell_key: str) -> Failure | None:
+        """The last failed attempt since the last success, or None."""
+        path = self._failure_path(stage, cell_key)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        return Failure(**data)
+
+    def cell_keys(self, stage: str) -> Iterator[str]:
+        """Cells that have a document for ``stage``, sorted."""
+        directory = self.root / stage
+        if not directory.is_dir():
+            return iter(())
+        names = sorted(
+            p.name[: -len(".json")]
+            for p in directory.glob("*.json")
+            if not p.name.endswith(_FAILED_SUFFIX) and not p.name.startswith(".")
+        )
+        return iter(names)
+
+    def _failure_path(self, stage: str, cell_key: str) -> Path:
+        return self.root / stage / f"{cell_key}{_FAILED_SUFFIX}"
