@@ -58,7 +58,7 @@ WAREHOUSE_KEYS = [dg.AssetKey([SCHEMA, table.name]) for table in TABLES]
             deps=[judge_scores],
             group_name="warehouse",
             kinds={"duckdb"},
-            description=f"{table.qualified}: one row per {table.grain}.",
+            description=f"{table.qualified}: {table.grain}.",
             metadata={"dagster/column_schema": _column_schema(table)},
             automation_condition=EAGER_TOLERATING_MISSING,
         )

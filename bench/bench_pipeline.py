@@ -1,0 +1,131 @@
+"""Wall time of the whole default experiment: through Dagster, and as a plain Python loop.
+
+Three measurements, each in a fresh process with its own empty run store, DuckDB file and Dagster
+instance (temporary directories), so nothing is cached between them:
+
+1. ``pipeline``: ``datagouv-eval experiment`` (the README's main command): one Dagster run of every
+   asset over every cell, dbt and the report included;
+2. ``plain loop``: the same work calling the same functions (``experiment.stages``) in a loop:
+   start the twin, pre-flight, run + map + judge each cell, load DuckDB, ``dbt build``;
+3. ``incremental``: after (1), one task spec's prompt is edited and the pipeline runs again on the
+   same store; the number of agent task runs executed should equal the number of cells.
+
+The overhead is pipeline / plain loop (goal ≤ 1.5); the goal for (1) is under 5 minutes on 2 cores.
+
+Run: ``python3 -m uv run python bench/bench_pipeline.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EDITED_SPEC = ROOT / "task_specs" / "task_0001.yml"
+CLI = str(Path(sys.executable).parent / "datagouv-eval")
+
+LOOP = r"""
+import subprocess, sys, os
+from pathlib import Path
+from datagouv_eval_pipeline.benchmark.cells import expand_cells
+from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.experiment import stages
+from datagouv_eval_pipeline.experiment.plan import select_tasks
+from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
+from datagouv_eval_pipeline.semantic.registry import load_registry
+from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.twin.server import TwinServer
+from datagouv_eval_pipeline.validation.validator import ValidatorConfig, active, validate
+from datagouv_eval_pipeline.warehouse.loader import load_experiment
+
+specs = load_task_specs([TASK_SPECS_DIR])
+tasks = select_tasks(specs)
+by_id = {s.task_id: s for s in specs}
+cells = expand_cells(load_benchmark_config())
+registry, judge = load_registry(), DeterministicJudge()
+loads = []
+with TwinServer() as urls:
+    import datagouv_eval_pipeline.twin.catalog as catalog
+    store = catalog.CatalogStore.load()
+    report = validate(active(specs), ValidatorConfig(urls=urls, now=store.now))
+    ok = [t for t in tasks if t.task_id not in set(report.quarantined)]
+    for cell in cells:
+        runs = stages.run_agents(cell, ok, twin_urls=urls, snapshot_id=store.snapshot_id).document
+        mappings = stages.map_actions(runs, registry)
+        scores = stages.judge_cell(runs, mappings, by_id, judge)
+        loads.append(stages.cell_load(runs, mappings, scores))
+db = os.environ["DATAGOUV_EVAL_DUCKDB"]
+load_experiment(db, loads, [c.key for c in cells], tasks=specs)
+dbt = str(Path(sys.executable).parent / "dbt")
+subprocess.run([dbt, "build", "--quiet", "--project-dir", "dbt_metrics",
+                "--profiles-dir", "dbt_metrics"], check=True, cwd=os.getcwd())
+print("task runs", sum(len(l.traces) for l in loads))
+"""
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env |= {
+        "DAGSTER_HOME": str(tmp / "dagster_home"),
+        "DATAGOUV_EVAL_RUN_STORE": str(tmp / "run_store"),
+        "DATAGOUV_EVAL_DUCKDB": str(tmp / "warehouse.duckdb"),
+    }
+    (tmp / "dagster_home").mkdir(parents=True, exist_ok=True)
+    home_config = ROOT / "dagster_home" / "dagster.yaml"
+    if home_config.exists():
+        shutil.copy(home_config, tmp / "dagster_home" / "dagster.yaml")
+    return env
+
+
+def _timed(command: list[str], env: dict[str, str]) -> tuple[float, str]:
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout[-4000:] + done.stderr[-4000:])
+        raise SystemExit(f"{' '.join(command[:3])}... failed ({done.returncode})")
+    return elapsed, done.stdout
+
+
+def main() -> None:
+    """Run the three measurements and print the figures."""
+    python = sys.executable
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; "
+        f"Python {platform.python_version()}"
+    )
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+        env_pipeline = _env(Path(a))
+        pipeline_s, out = _timed([CLI, "experiment"], env_pipeline)
+        executed = re.search(r"agent task runs: (\d+) executed, (\d+) reused", out)
+        print(
+            f"pipeline (datagouv-eval experiment): {pipeline_s:6.1f} s  "
+            f"[{executed.group(0) if executed else 'n/a'}]"
+        )
+        loop_s, _ = _timed([python, "-c", LOOP], _env(Path(b)))
+        print(f"plain loop, same functions:          {loop_s:6.1f} s")
+        print(f"orchestration overhead:              {pipeline_s / loop_s:6.2f}x (goal <= 1.5)")
+        original = EDITED_SPEC.read_text(encoding="utf-8")
+        try:
+            EDITED_SPEC.write_text(
+                original.replace("prompt: >", "prompt: >\n  Dites-moi :", 1), encoding="utf-8"
+            )
+            incremental_s, out = _timed([CLI, "experiment"], env_pipeline)
+        finally:
+            EDITED_SPEC.write_text(original, encoding="utf-8")
+        executed = re.search(r"agent task runs: (\d+) executed, (\d+) reused", out)
+        print(
+            f"incremental (one spec edited):       {incremental_s:6.1f} s  "
+            f"[{executed.group(0) if executed else 'n/a'}]"
+        )
+
+
+if __name__ == "__main__":
+    main()
