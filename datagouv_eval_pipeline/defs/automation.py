@@ -23,7 +23,7 @@ from datagouv_eval_pipeline.defs.resources import ExperimentSettings
 from datagouv_eval_pipeline.experiment.plan import plan_experiment
 
 WEEKLY_CRON = "0 3 * * 1"
-PROVIDER_TAG = "datagouv_eval/provider"
+PROVIDER_TAG = "datagouv-eval/provider"
 
 experiment_job = dg.define_asset_job(
     "experiment",

@@ -1,0 +1,233 @@
+"""``datagouv-eval dagster``: the project-local Dagster instance (``dagster_home/``) and its UI.
+
+``ui`` starts ``dagster dev`` on this project with ``DAGSTER_HOME`` pointing at the instance
+directory; ``pools`` shows or applies the per-pool concurrency limits listed in that
+directory's ``pools.yaml``. Dagster keeps per-pool limits in the instance database (its
+``dagster.yaml`` only has a default limit), so they are applied by code, the same way locally and
+in the deploy (``deploy/``, ``docs/deploy.md``).
+
+The instance directory is ``--home``, else ``$DAGSTER_HOME``, else ``<project>/dagster_home``.
+Dagster itself is imported only inside ``pools`` (and the ``ui`` step that applies them).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import click
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+if TYPE_CHECKING:
+    from dagster import DagsterInstance
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_HOME = PROJECT_ROOT / "dagster_home"
+WORKSPACE = PROJECT_ROOT / "workspace.yaml"
+POOLS_FILENAME = "pools.yaml"
+INSTANCE_FILENAME = "dagster.yaml"
+
+PoolName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")]
+
+
+class PoolsFile(BaseModel):
+    """``pools.yaml``: concurrency pool name -> number of slots."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pools: dict[PoolName, Annotated[int, Field(ge=0)]]
+
+
+class PoolsFileError(ValueError):
+    """``pools.yaml`` is missing or malformed; the message names the file and field."""
+
+
+@dataclass(frozen=True)
+class PoolState:
+    """One pool as the instance reports it."""
+
+    name: str
+    limit: int
+    from_default: bool
+
+
+def resolve_home(home: Path | None, environ: Mapping[str, str] | None = None) -> Path:
+    """Return the instance directory: ``home``, else ``$DAGSTER_HOME``, else the project's."""
+    env = os.environ if environ is None else environ
+    if home is not None:
+        return home.resolve()
+    if env.get("DAGSTER_HOME"):
+        return Path(env["DAGSTER_HOME"]).resolve()
+    return DEFAULT_HOME
+
+
+def load_pools(path: Path) -> dict[str, int]:
+    """Read a ``pools.yaml`` file.
+
+    Raises:
+        PoolsFileError: the file is missing, not YAML, or not ``{pools: {name: int >= 0}}``.
+    """
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise PoolsFileError(f"{path}: cannot read: {error.strerror}") from error
+    except yaml.YAMLError as error:
+        raise PoolsFileError(f"{path}: not valid YAML: {error}") from error
+    try:
+        return dict(PoolsFile.model_validate(raw).pools)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in item['loc']) or '(top level)'}: {item['msg']}"
+            for item in error.errors()
+        )
+        raise PoolsFileError(
+            f"{path}: {problems} (expected `pools:` mapping pool names to slot counts >= 0)"
+        ) from error
+
+
+def apply_pools(home: Path, limits: Mapping[str, int]) -> tuple[int | None, list[PoolState]]:
+    """Set each pool's limit in the instance at ``home``.
+
+    Pools the instance has but ``limits`` does not list are left as they are.
+
+    Returns:
+        The instance's default pool limit and every pool it now has a limit for.
+    """
+    from dagster import DagsterInstance
+    from dagster._core.instance.ref import InstanceRef
+
+    with DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
+        storage = instance.event_log_storage
+        if not storage.supports_global_concurrency_limits:
+            raise click.ClickException(
+                f"{home}: this instance's event log storage has no concurrency pools table "
+                "(run `dagster instance migrate` with DAGSTER_HOME set to it)"
+            )
+        for name, limit in limits.items():
+            storage.set_concurrency_slots(name, limit)
+        return instance.global_op_concurrency_default_limit, _pool_states(instance)
+
+
+def read_pools(home: Path) -> tuple[int | None, list[PoolState]]:
+    """Return the instance's default pool limit and the pools it has limits for."""
+    from dagster import DagsterInstance
+    from dagster._core.instance.ref import InstanceRef
+
+    with DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
+        return instance.global_op_concurrency_default_limit, _pool_states(instance)
+
+
+def _pool_states(instance: DagsterInstance) -> list[PoolState]:
+    limits = instance.event_log_storage.get_pool_limits()
+    return sorted(
+        (PoolState(p.name, int(p.limit), bool(p.from_default)) for p in limits),
+        key=lambda state: state.name,
+    )
+
+
+def dev_command(host: str, port: int, workspace: Path = WORKSPACE) -> list[str]:
+    """Return the ``dagster dev`` argv for this project (same interpreter, so the same venv)."""
+    return [
+        sys.executable,
+        "-m",
+        "dagster",
+        "dev",
+        "-w",
+        str(workspace),
+        "-h",
+        host,
+        "-p",
+        str(port),
+    ]
+
+
+def _check_home(home: Path) -> None:
+    if not (home / INSTANCE_FILENAME).is_file():
+        raise click.ClickException(
+            f"{home}: no {INSTANCE_FILENAME} there (the project's instance config is "
+            f"{DEFAULT_HOME / INSTANCE_FILENAME})"
+        )
+
+
+def _echo_pools(default_limit: int | None, states: Sequence[PoolState]) -> None:
+    shown = "none" if default_limit is None else str(default_limit)
+    click.echo(f"default limit for other pools: {shown}")
+    for state in states:
+        origin = " (default)" if state.from_default else ""
+        click.echo(f"  {state.name:<20} {state.limit}{origin}")
+
+
+home_option = click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Instance directory (default: $DAGSTER_HOME, else <project>/dagster_home).",
+)
+
+
+@click.group(name="dagster")
+def command() -> None:
+    """The project-local Dagster instance: start the UI, show or apply pool limits."""
+
+
+@command.command("ui")
+@home_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Webserver address.")
+@click.option("--port", type=int, default=3000, show_default=True, help="Webserver port.")
+@click.option(
+    "--print-command",
+    is_flag=True,
+    help="Print DAGSTER_HOME and the dagster dev command instead of running them.",
+)
+def ui(home: Path | None, host: str, port: int, print_command: bool) -> None:
+    """Apply the pool limits, then run `dagster dev` (webserver + daemon) until Ctrl-C."""
+    resolved = resolve_home(home)
+    _check_home(resolved)
+    argv = dev_command(host, port)
+    if print_command:
+        click.echo(f"DAGSTER_HOME={resolved}")
+        click.echo(" ".join(argv))
+        return
+    pools_path = resolved / POOLS_FILENAME
+    if pools_path.is_file():
+        try:
+            limits = load_pools(pools_path)
+        except PoolsFileError as error:
+            raise click.ClickException(str(error)) from error
+        _echo_pools(*apply_pools(resolved, limits))
+    else:
+        click.echo(f"no {pools_path}: pool limits left as the instance has them")
+    click.echo(f"DAGSTER_HOME={resolved}; starting dagster dev on http://{host}:{port}")
+    os.environ["DAGSTER_HOME"] = str(resolved)
+    os.chdir(PROJECT_ROOT)
+    # A shell that backgrounds a job (`&`) starts it with SIGINT ignored, and exec keeps ignored
+    # signals: dagster dev would then ignore Ctrl-C/SIGINT and SIGTERM and leave orphans.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    sys.stdout.flush()
+    os.execv(argv[0], argv)
+
+
+@command.command("pools")
+@home_option
+@click.option(
+    "--apply", "apply_", is_flag=True, help="Write the limits of <home>/pools.yaml first."
+)
+def pools(home: Path | None, apply_: bool) -> None:
+    """Show the instance's pool limits (optionally applying <home>/pools.yaml first)."""
+    resolved = resolve_home(home)
+    _check_home(resolved)
+    if apply_:
+        try:
+            limits = load_pools(resolved / POOLS_FILENAME)
+        except PoolsFileError as error:
+            raise click.ClickException(str(error)) from error
+        _echo_pools(*apply_pools(resolved, limits))
+    else:
+        _echo_pools(*read_pools(resolved))
