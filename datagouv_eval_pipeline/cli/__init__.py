@@ -24,6 +24,9 @@ _COMMANDS: dict[str, str] = {
     "judge": "judge",
     "calibrate": "judge",
     "review-sample": "judge",
+    "dagster": "dagster_home",
+    "experiment": "experiment",
+    "sql": "sql",
 }
 
 

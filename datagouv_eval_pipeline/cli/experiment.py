@@ -95,11 +95,18 @@ def command(
         f"\nexperiment done in {elapsed:.0f} s: {len(plan.cells)} cells × {len(plan.tasks)} tasks "
         f"(Dagster run {result.run_id}, instance {home})"
     )
+    runs = result.asset_materializations_for_node("agent_runs")
+    if runs:
+        meta = runs[0].metadata
+        click.echo(
+            f"agent task runs: {meta['task_runs_executed'].value} executed, "
+            f"{meta['task_runs_reused'].value} reused from the cache"
+        )
     click.echo(f"warehouse (DuckDB): {db_path}")
     click.echo(f"report: {report}")
-    click.echo("try, with the duckdb shell or python -m duckdb:")
+    click.echo("example queries (paste into `duckdb -readonly <file>`, or run them as shown):")
     for query in EXAMPLE_QUERIES:
-        click.echo(f'  duckdb -readonly {db_path} "{query}"')
+        click.echo(f'  python3 -m uv run datagouv-eval sql "{query}"')
 
 
 def _execute(settings: dict[str, Any], *, live: bool) -> tuple[Any, Path, Path]:
