@@ -91,6 +91,11 @@ class Provenance(_Strict):
     code_version: str | None = None
     started_at: str | None = None
     """UTC ISO timestamp of the run's start."""
+    base_urls: dict[str, str] | None = None
+    """The catalog base URLs the agent was given, by ``TwinUrls`` field (``site``,
+    ``datagouv_api``, ``tabular_api``, ``metrics_api``, ``crawler_api``). The twin serves every
+    API on one host, so the action mapper reads URLs under these as the production URLs they
+    stand for. None in traces recorded before this field existed."""
 
 
 class Trace(_Strict):

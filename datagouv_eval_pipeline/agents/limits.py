@@ -71,8 +71,8 @@ DEFAULT_RATE_LIMITS: Mapping[str, RateLimit] = {
     "mistral": RateLimit(requests_per_minute=60),
     "openai": RateLimit(requests_per_minute=500),
 }
-"""Conservative limits used when the caller gives none for a provider (``models.yml`` has no
-rate-limit fields yet)."""
+"""Conservative limits used when neither the caller nor ``models.yml`` gives any for a
+provider."""
 
 
 @dataclass(frozen=True)
@@ -265,19 +265,28 @@ class RateLimiters:
         self._clock = clock
         self._limiters: dict[str, RateLimiter] = {}
 
-    def limit_for(self, provider: str) -> RateLimit:
-        """The limits that apply to ``provider``."""
+    def limit_for(self, provider: str, configured: RateLimit | None = None) -> RateLimit:
+        """The limits that apply to ``provider``.
+
+        Args:
+            provider: The limiter key (a provider name, or a model key for a model with its
+                own quota).
+            configured: The limits of the benchmark configuration (``models.yml``), used when
+                the caller gave neither limits for this key nor a default.
+        """
         if provider in self._limits:
             return self._limits[provider]
         if self._default is not None:
             return self._default
+        if configured is not None:
+            return configured
         return DEFAULT_RATE_LIMITS.get(provider, RateLimit())
 
-    def get(self, provider: str) -> RateLimiter:
-        """The shared limiter of ``provider``."""
+    def get(self, provider: str, configured: RateLimit | None = None) -> RateLimiter:
+        """The shared limiter of ``provider``, created on first use (see :meth:`limit_for`)."""
         limiter = self._limiters.get(provider)
         if limiter is None:
-            limiter = RateLimiter(self.limit_for(provider), self._clock)
+            limiter = RateLimiter(self.limit_for(provider, configured), self._clock)
             self._limiters[provider] = limiter
         return limiter
 

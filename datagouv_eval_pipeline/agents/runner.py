@@ -60,6 +60,7 @@ from datagouv_eval_pipeline.agents.capabilities import (
 )
 from datagouv_eval_pipeline.agents.limits import (
     Clock,
+    RateLimit,
     RateLimiters,
     RetryPolicy,
     RunBudget,
@@ -174,6 +175,32 @@ def cost_of(cell: Cell, usage: Usage) -> float | None:
     ) / 1_000_000
 
 
+def rate_limit_of(model: CellModel) -> tuple[str, RateLimit | None]:
+    """The limiter key of a model and its configured limits (None: not configured).
+
+    Models sharing their provider's quota share one limiter (key: the provider name); a model
+    with its own ``rate_limit`` has its own (key: the model key).
+    """
+    config = model.rate_limit
+    if config is None:
+        return model.provider, None
+    limit = RateLimit(
+        requests_per_minute=config.requests_per_minute,
+        tokens_per_minute=config.tokens_per_minute,
+    )
+    return (model.key if config.per_model else model.provider), limit
+
+
+def cell_rate_limiters(cell: Cell, clock: Clock | None = None) -> RateLimiters:
+    """Rate limiters built from the cell's model configuration.
+
+    The configured limits apply to the cell's limiter key (see :func:`rate_limit_of`); without
+    configured limits, the provider's built-in default (:data:`DEFAULT_RATE_LIMITS`) applies.
+    """
+    key, limit = rate_limit_of(cell.model)
+    return RateLimiters({key: limit} if limit is not None else None, clock=clock)
+
+
 def _code_version() -> str | None:
     version = code_version()
     return version.git_sha or version.package
@@ -219,7 +246,10 @@ async def arun_cell(
         twin_urls: The twin's base URLs; None runs against the live data.gouv.fr.
         repeats: Runs per task, each with its own trace and repeat index.
         settings: Budgets, retries, concurrency and truncation.
-        rate_limiters: Provider rate limiters, shared across cells of one process if given.
+        rate_limiters: Provider rate limiters, shared across cells of one process if given;
+            when None, built from the cell's model configuration (``models.yml`` rate limits,
+            else the built-in defaults). A limiter that a given one creates also takes the
+            cell's configured limits unless the caller set limits for it.
         sandbox: Sandbox backend for code and CLI tools (the local one when needed and None).
         model_base_url: Overrides the model's base URL (a local replay server).
         environ: Where API keys are read (``os.environ`` by default).
@@ -255,7 +285,7 @@ async def arun_cell(
             cell=cell,
             settings=settings,
             env=env,
-            limiters=rate_limiters or RateLimiters(clock=clock),
+            limiters=rate_limiters or cell_rate_limiters(cell, clock),
             clock=clock,
             semaphore=asyncio.Semaphore(settings.max_concurrency),
             snapshot_id=snapshot_id,
@@ -368,6 +398,7 @@ def _base_trace(shared: _Shared, task: TaskSpec, repeat: int) -> dict[str, Any]:
             system_prompt_sha256=cell.system_prompt_sha256,
             code_version=_code_version(),
             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            base_urls=shared.env.target.urls.as_dict(),
         ),
     }
 
@@ -401,7 +432,7 @@ async def _execute(shared: _Shared, task: TaskSpec, base: dict[str, Any]) -> Tra
     model = ManagedModel(
         shared.model,
         recorder=recorder,
-        limiter=shared.limiters.get(cell.model.provider),
+        limiter=shared.limiters.get(*rate_limit_of(cell.model)),
         retry=settings.retry,
     )
     assert shared.agent is not None

@@ -23,6 +23,7 @@ from datagouv_eval_pipeline.benchmark.config import (
     McpVersion,
     Metric,
     ModelEntry,
+    ModelRateLimit,
     Provider,
     ProviderKind,
     SkillsVersion,
@@ -46,6 +47,9 @@ class CellModel:
         output_price_per_mtok: Price per million output tokens, None when unknown.
         currency: ISO 4217 code of the prices.
         label: Free text shown in reports.
+        rate_limit: Requests/tokens per minute from ``models.yml`` (provider, overridden by the
+            model); None when neither sets one. An execution setting: not part of the key or
+            of the cell record.
     """
 
     provider: str
@@ -57,6 +61,7 @@ class CellModel:
     output_price_per_mtok: float | None
     currency: str
     label: str | None = None
+    rate_limit: ModelRateLimit | None = None
 
     @property
     def is_llm(self) -> bool:
@@ -229,6 +234,7 @@ def _cell_model(provider: Provider, entry: ModelEntry, currency: str) -> CellMod
         output_price_per_mtok=entry.output_price_per_mtok,
         currency=currency,
         label=entry.label,
+        rate_limit=provider.rate_limit_for(entry),
     )
 
 

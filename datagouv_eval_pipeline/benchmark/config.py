@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, TypeVar
 
@@ -56,6 +57,43 @@ class ProviderKind(StrEnum):
     """A deterministic baseline policy run in-process: not an LLM, no network, no key."""
 
 
+class RateLimitSpec(_Strict):
+    """Requests and tokens per minute a provider (or one model) allows.
+
+    A field left out is inherited (a model's from its provider's); ``null`` means no limit.
+    """
+
+    requests_per_minute: float | None = Field(default=None, gt=0)
+    """Model requests per minute; requests are spaced evenly, never sent in bursts."""
+    tokens_per_minute: float | None = Field(default=None, gt=0)
+    """Input plus output tokens per minute."""
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> RateLimitSpec:
+        if not self.model_fields_set:
+            raise ValueError(
+                "an empty rate_limit sets nothing: give requests_per_minute and/or "
+                "tokens_per_minute (a number > 0, or null for no limit), or remove it"
+            )
+        return self
+
+
+@dataclass(frozen=True)
+class ModelRateLimit:
+    """The rate limit that applies to one model, resolved from its provider and its own entry.
+
+    Attributes:
+        requests_per_minute: Requests per minute, None for no limit.
+        tokens_per_minute: Tokens per minute, None for no limit.
+        per_model: True when the model has its own ``rate_limit`` (its own quota, counted apart
+            from the provider's other models); False when it shares its provider's.
+    """
+
+    requests_per_minute: float | None
+    tokens_per_minute: float | None
+    per_model: bool
+
+
 class ModelEntry(_Strict):
     """One model of a provider."""
 
@@ -69,6 +107,10 @@ class ModelEntry(_Strict):
     """Price per million output tokens, in the file's currency; null when unknown."""
     label: str | None = None
     """Shown next to the model in reports, e.g. ``small`` or ``baseline policy, not an LLM``."""
+    rate_limit: RateLimitSpec | None = None
+    """This model's own quota, overriding the provider's field by field (fields left out are
+    inherited). A model with its own ``rate_limit`` is throttled apart from its provider's other
+    models."""
 
     @field_validator("name")
     @classmethod
@@ -92,7 +134,25 @@ class Provider(_Strict):
     """Base URL of the OpenAI-compatible API, e.g. ``https://api.mistral.ai/v1``."""
     api_key_env: str | None = None
     """NAME of the environment variable that holds the API key (never the key itself)."""
+    rate_limit: RateLimitSpec | None = None
+    """Quota shared by the provider's models (one API key). Without one (here and on the model),
+    the runner falls back to a conservative built-in default for known providers."""
     models: list[ModelEntry] = Field(min_length=1)
+
+    def rate_limit_for(self, entry: ModelEntry) -> ModelRateLimit | None:
+        """The rate limit of one of this provider's models; None when neither sets one."""
+        if entry.rate_limit is None and self.rate_limit is None:
+            return None
+        values: dict[str, float | None] = {"requests_per_minute": None, "tokens_per_minute": None}
+        for spec in (self.rate_limit, entry.rate_limit):
+            if spec is not None:
+                for name in spec.model_fields_set & set(values):
+                    values[name] = getattr(spec, name)
+        return ModelRateLimit(
+            requests_per_minute=values["requests_per_minute"],
+            tokens_per_minute=values["tokens_per_minute"],
+            per_model=entry.rate_limit is not None,
+        )
 
     @field_validator("api_key_env")
     @classmethod

@@ -299,6 +299,10 @@ class SessionState:
     shell_env: dict[str, str] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
     """Scripts written by heredoc redirections (``cat > x.py <<EOF``), by path."""
+    environ: dict[str, str] = field(default_factory=dict)
+    """Environment variables the sandbox sets (the catalog base URLs), read by Python through
+    ``os.environ[...]``, ``os.environ.get`` and ``os.getenv``; the shell's ``$VAR`` reads
+    ``shell_env``, which the caller seeds with the same values."""
 
 
 # isinstance() targets as tuples: ``a | b`` in an expression builds a new union object at each
@@ -314,6 +318,16 @@ _TUPLE_LIST_NODES = (ast.Tuple, ast.List)
 _CONSTANT_NAME_NODES = (ast.Constant, ast.Name)
 _COMPREHENSION_NODES = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
 _SEQUENCE_NODES = (ast.List, ast.Tuple, ast.Set)
+
+
+_ENV_GETTERS = frozenset({"os.getenv", "os.environ.get"})
+
+
+def _is_os_environ(value: Any) -> bool:
+    """Whether an evaluated expression is ``os.environ`` (``import os`` or ``from os import``)."""
+    if isinstance(value, _Module):
+        return value.name == "os.environ"
+    return isinstance(value, _Func) and value.qualname == "os.environ"
 
 
 def _is_url(value: Any) -> bool:
@@ -891,6 +905,8 @@ class _PythonAnalyzer:
                 return container.get(index)
             if isinstance(container, _ObjList):
                 return container.element
+            if isinstance(index, str) and _is_os_environ(container):
+                return self.state.environ.get(index)
             return None
         if isinstance(node, ast.Call):
             return self.eval_call(node)
@@ -975,6 +991,13 @@ class _PythonAnalyzer:
         if qualname in ("list", "tuple") and node.args:
             value = self.eval(node.args[0])
             return value if isinstance(value, list) else None
+        if qualname in _ENV_GETTERS and node.args:
+            name = self.eval(node.args[0])
+            if not isinstance(name, str):
+                return None
+            if name in self.state.environ:
+                return self.state.environ[name]
+            return self.eval(node.args[1]) if len(node.args) > 1 else self._kw(node, "default")
         return None
 
     def str_method(self, receiver: str, method: str, node: ast.Call) -> Any:

@@ -13,7 +13,12 @@ Rules, by tool kind:
   A trace without ``mcp_version`` is matched across all versions (confidence 0.9, with a warning).
   A version label that is not PEP 440 raises :class:`UnknownVersionError`.
 * **Shell tools**: ``datagouv`` CLI commands (confidence 0.9), ``curl``/``wget``/httpie URLs and
-  ``python -c``/heredoc code, see :mod:`code_calls`.
+  ``python -c``/heredoc code, see :mod:`code_calls`. A CLI invocation the result shows failing
+  with a usage error (missing or extra argument, unknown option or command) ran nothing: it
+  yields no instance (see :func:`usage_errors`; an error is attributed to the invocation of
+  that command whose arguments do not fit it, else to the first one still unattributed).
+* **URLs on the twin** are matched as the production URLs they stand for (the trace's
+  ``provenance.base_urls``, or loopback twin prefixes for older traces; see :mod:`aliases`).
 * **Python tools**: URLs requested through ``requests``/``httpx``/``urllib``/``pandas.read_*``
   and ``datagouv`` client calls, in source order (0.9; 0.8 when part of a URL was unresolved).
 * **Web search tools**: category ``web_search``, no action.
@@ -37,7 +42,10 @@ Error detection (:func:`detect_error`), first rule that fires:
 5. It contains a Tabular API failure notice of the MCP server (resource not found in the Tabular
    API, temporarily unavailable, returned HTTP, rejected the request, ``Error querying resource``)
    or a line starting with ``Error fetching`` (per-section metrics/spec failures).
-6. Its first or last 2 000 characters show an HTTP error status line (``404 Not Found``,
+6. It shows a command-line usage error as click and Typer print it (a ``Usage:`` line, then
+   ``Try '<command> --help' for help.``, then an ``Error: …`` line or an ``Error`` panel), e.g.
+   ``datagouv dataset get`` without its id (exit code 2).
+7. Its first or last 2 000 characters show an HTTP error status line (``404 Not Found``,
    ``500 Internal Server Error``, ...) or ``command not found``.
 
 Empty results are not errors. Not flagged on purpose: ``⚠️ Large dataset``, ``⚠️ No rows
@@ -54,6 +62,7 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
+from datagouv_eval_pipeline.semantic.aliases import UrlAliases, sandbox_environ
 from datagouv_eval_pipeline.semantic.code_calls import (
     SENTINEL,
     ClientEvent,
@@ -380,6 +389,44 @@ if not all(letter in needle for letter, needle in _HTTP_ERROR_GATES) or not all(
     raise RuntimeError("_HTTP_ERROR_GATES must cover every phrase of _HTTP_ERROR_PHRASES")
 _ERROR_FETCHING = re.compile(r"^\s*Error fetching", re.MULTILINE)
 _SYNTAX_ERROR = re.compile(r"^\s*(?:SyntaxError|IndentationError): ", re.MULTILINE)
+# A click/Typer usage error: the usage line, the ``Try '<command> --help'`` hint, then an
+# ``Error: <message>`` line (click) or a boxed ``Error`` panel (Typer). Nothing ran.
+_USAGE_ERROR = re.compile(
+    r"^[ \t]*Usage: [^\n]*\n"
+    r"[ \t]*Try '(?P<command>[^'\n]+?) (?:--help|-h)' for help\.[ \t]*\n"
+    r"(?:[ \t]*\n)*"
+    r"[ \t]*(?:Error: (?P<message>[^\n]*)"
+    r"|╭─+ Error\b[^\n]*\n[ \t]*│[ \t]*(?P<panel>[^\n]*?)[ \t]*│)",
+    re.MULTILINE,
+)
+_USAGE_HINT = "' for help."
+
+
+@dataclass(frozen=True)
+class UsageError:
+    """A command-line usage error printed in a result (the command ran nothing).
+
+    Attributes:
+        command: The command words of the ``Try '… --help'`` hint, executable first
+            (``("datagouv", "dataset", "get")``).
+        message: The error message (``Missing argument 'ID'.``).
+    """
+
+    command: tuple[str, ...]
+    message: str
+
+
+def usage_errors(result: str) -> list[UsageError]:
+    """The click/Typer usage errors printed in a tool result, in order."""
+    if _USAGE_HINT not in result:
+        return []
+    return [
+        UsageError(
+            tuple(found.group("command").split()),
+            (found.group("message") or found.group("panel") or "").strip(),
+        )
+        for found in _USAGE_ERROR.finditer(result)
+    ]
 
 
 _TRACEBACK = "Traceback (most recent call last)"
@@ -427,6 +474,8 @@ def _detect(error: bool, result: str) -> tuple[bool, str]:
                 return True, f"Tabular API failure notice: {notice!r}"
     if has_error and "Error fetching" in text and _ERROR_FETCHING.search(text):
         return True, "a section failed ('Error fetching ...')"
+    if has_error and _USAGE_HINT in text and _USAGE_ERROR.search(text):
+        return True, "command-line usage error ('Usage: ...' then an error)"
     edges = text if len(text) <= 4000 else text[:2000] + "\n" + text[-2000:]
     # Rule 6 pre-check: a phrase is ASCII and only ASCII characters lower-case into ASCII letters
     # (besides U+0130 and the Kelvin sign, which cannot form a phrase), so dropping non-ASCII
@@ -566,15 +615,19 @@ class _TraceMapper:
         cli_version: str | None,
         client_version: str | None,
         mcp_tool_names: Collection[str] | None,
+        aliases: UrlAliases,
+        base_urls: Mapping[str, str] | None,
     ) -> None:
         self.trace = trace
+        self.aliases = aliases
         self.registry = registry
         self.mcp_version = mcp_version
         self.cli_version = cli_version
         self.specs = registry.client_specs(client_version)
         known = registry.mcp_tool_names()
         self.mcp_names = known | frozenset(mcp_tool_names) if mcp_tool_names else known
-        self.state = SessionState()
+        environ = sandbox_environ(base_urls)
+        self.state = SessionState(shell_env=dict(environ), environ=environ)
         self.links = _ResultLinks()
         self.warnings: list[str] = []
         self._warned_unversioned = False
@@ -704,7 +757,8 @@ class _TraceMapper:
                 events=[HttpRequest("GET", url, (), "text") for url in urls_in_text(text)]
             )
         external_category = CallCategory.FILE_LOAD_EXTERNAL
-        for event in analysis.events:
+        failed_cli = self.usage_failures(analysis, call.result)
+        for index, event in enumerate(analysis.events):
             if isinstance(event, HttpRequest):
                 self.resolve_request(call, event, outcome, external_category, errored, ceiling)
             elif isinstance(event, ClientEvent):
@@ -721,8 +775,45 @@ class _TraceMapper:
                     )
                 )
             elif isinstance(event, CliInvocation):
-                self.resolve_cli(call, event, outcome, errored, ceiling)
+                usage = failed_cli.get(index) if failed_cli else None
+                self.resolve_cli(call, event, outcome, errored, ceiling, usage)
         return self.finish(call, analysis, outcome, errored, error_reason)
+
+    def usage_failures(self, analysis: CodeAnalysis, result: str) -> dict[int, UsageError]:
+        """Which CLI invocations (by event index) the result shows failing with a usage error.
+
+        Each error goes to an unattributed invocation of its command (or a subcommand of it):
+        first one whose positional arguments do not fit the command (unknown, or not the
+        registry's count), else the first one.
+        """
+        errors = usage_errors(result)
+        if not errors:
+            return {}
+        pending = [
+            (index, event)
+            for index, event in enumerate(analysis.events)
+            if isinstance(event, CliInvocation) and not event.help
+        ]
+        failed: dict[int, UsageError] = {}
+        for error in errors:
+            words = error.command[1:]  # the executable is named as typed: compare the rest
+            fitting = [(i, e) for i, e in pending if e.words[: len(words)] == words]
+            if not fitting:
+                continue
+            misfits = [(i, e) for i, e in fitting if not self.cli_arguments_fit(e)]
+            chosen = (misfits or fitting)[0]
+            failed[chosen[0]] = error
+            pending.remove(chosen)
+        return failed
+
+    def cli_arguments_fit(self, event: CliInvocation) -> bool:
+        """Whether an invocation names a known command with the positional count it takes."""
+        match = self.registry.match_cli(event.words, self.cli_version)
+        if match is None:
+            return False
+        if match.arity is None:
+            return True
+        return len(event.words) - len(match.command.split()) == match.arity
 
     def resolve_cli(
         self,
@@ -731,10 +822,15 @@ class _TraceMapper:
         outcome: _Outcome,
         errored: bool,
         ceiling: float,
+        usage: UsageError | None = None,
     ) -> None:
         shown = " ".join((event.executable, *event.words))
         if event.help:
             outcome.notes.append(f"'{shown} --help' prints help only")
+            return
+        if usage is not None:
+            message = f" ({usage.message})" if usage.message else ""
+            outcome.notes.append(f"'{shown}' failed with a usage error{message}: nothing ran")
             return
         match = self.registry.match_cli(event.words, self.cli_version)
         if match is None:
@@ -766,7 +862,7 @@ class _TraceMapper:
         errored: bool,
         ceiling: float = 1.0,
     ) -> UrlMatch:
-        match = self.registry.match_url(event.url, event.method, event.params)
+        match = self.registry.match_url(self.aliases.resolve(event.url), event.method, event.params)
         shown = _show_url(event.url)
         if match.actions:
             for found in match.actions:
@@ -829,7 +925,9 @@ class _TraceMapper:
     ) -> CallMapping:
         instances = tuple(outcome.instances)
         opaque_catalog = [
-            url for url in analysis.opaque_urls if self.registry.match_url(url).catalog
+            url
+            for url in analysis.opaque_urls
+            if self.registry.match_url(self.aliases.resolve(url)).catalog
         ]
         if opaque_catalog:
             shown = ", ".join(_show_url(url) for url in opaque_catalog[:3])
@@ -918,7 +1016,7 @@ class _TraceMapper:
                 error_reason,
                 instances[0].reason,
             )
-        if match.catalog and _is_api_url(url, match.family):
+        if match.catalog and _is_api_url(self.aliases.resolve(url), match.family):
             return _call_mapping(
                 call.id,
                 call.name,
@@ -976,6 +1074,7 @@ def map_trace(
     cli_version: str | None = None,
     client_version: str | None = None,
     mcp_tool_names: Collection[str] | None = None,
+    base_urls: Mapping[str, str] | None = None,
 ) -> TraceMapping:
     """Map every call of a trace to semantic action instances, deterministically.
 
@@ -987,6 +1086,12 @@ def map_trace(
         client_version: The ``datagouv-client`` version, when known.
         mcp_tool_names: The server's tool list, when known: unknown tools in it are categorised
             ``mcp_tool`` (and left unmapped) instead of ``unclassified``.
+        base_urls: The catalog base URLs the agent was given (``TwinUrls`` field → URL);
+            overrides ``trace.provenance.base_urls``. URLs under them are matched as the
+            production URLs they stand for, and the sandbox's base-URL environment variables
+            (``os.environ["DATAGOUV_API_URL"]``, ``$DATAGOUV_TABULAR_API_URL``) resolve to them;
+            without any, loopback URLs are read as a twin with the standard layout (see
+            :mod:`aliases`).
 
     Raises:
         UnknownVersionError: When a given version label is not PEP 440 (e.g. ``"local"``).
@@ -997,5 +1102,9 @@ def map_trace(
         parse_version(version)
     if cli_version is not None:
         parse_version(cli_version, "datagouv CLI version")
-    mapper = _TraceMapper(trace, active, version, cli_version, client_version, mcp_tool_names)
+    recorded = base_urls if base_urls is not None else trace.provenance.base_urls
+    aliases = UrlAliases.for_trace(recorded)
+    mapper = _TraceMapper(
+        trace, active, version, cli_version, client_version, mcp_tool_names, aliases, recorded
+    )
     return mapper.run()

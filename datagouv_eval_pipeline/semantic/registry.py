@@ -462,11 +462,14 @@ class CliMatch:
         command: The matched subcommand (``"dataset get"``), or ``""``.
         actions: Semantic actions with their arguments, in registry order.
         known_no_action: Reason when the command deliberately maps to nothing.
+        arity: Positional arguments the command takes after its words, as the registry lists
+            them (None for a known command without actions).
     """
 
     command: str
     actions: tuple[tuple[str, dict[str, Any]], ...]
     known_no_action: str = ""
+    arity: int | None = None
 
 
 @dataclass(frozen=True)
@@ -965,12 +968,14 @@ class ActionRegistry:
         parsed = None if version is None else parse_version(version, "datagouv CLI version")
         actions: list[tuple[str, dict[str, Any]]] = []
         matched = ""
+        arity = 0
         for command_words, spec, action, arg_names in self._cli_entries:
             if tokens[: len(command_words)] != command_words:
                 continue
             if parsed is not None and not spec.contains(parsed, prereleases=True):
                 continue
             matched = " ".join(command_words)
+            arity = max(arity, len(arg_names))
             positional = tokens[len(command_words) :]
             args: dict[str, Any] = {}
             for name, value in zip(arg_names, positional, strict=False):
@@ -979,7 +984,7 @@ class ActionRegistry:
                     args[name] = normalised
             actions.append((action, args))
         if actions:
-            return CliMatch(matched, tuple(actions))
+            return CliMatch(matched, tuple(actions), arity=arity)
         for length in (2, 1):
             reason = self._cli_known.get(tokens[:length])
             if reason is not None:
