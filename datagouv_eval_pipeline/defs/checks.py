@@ -46,12 +46,12 @@ def _md(lines: list[str]) -> dg.MetadataValue:
 def transcripts_present(
     run_store: RunStoreResource, experiment: ExperimentSettings
 ) -> dg.AssetCheckResult:
-    """Each stored cell holds a trace per (active, non-quarantined task) × repeat."""
+    """Each stored cell holds a trace per selected (non-quarantined) task × repeat."""
     store = run_store.store()
     quarantined = quarantined_tasks(store)
     tasks = [
         t.task_id
-        for t in select_tasks(load_task_specs([TASK_SPECS_DIR]))
+        for t in select_tasks(load_task_specs([TASK_SPECS_DIR]), experiment.task_ids)
         if t.task_id not in quarantined
     ]
     problems = []

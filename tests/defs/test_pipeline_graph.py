@@ -1,0 +1,226 @@
+"""The shape of the code location: assets, partitions, checks, jobs, schedule and dry run.
+
+A snapshot: when the graph changes on purpose, update the literal lists here. The dbt models
+(another module) are left out so that this test does not depend on how they are wired.
+"""
+
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import dagster as dg
+import pytest
+
+from datagouv_eval_pipeline.benchmark.cells import Cell
+from datagouv_eval_pipeline.definitions import defs
+from datagouv_eval_pipeline.defs import partitions
+from datagouv_eval_pipeline.defs.automation import PROVIDER_TAG
+from tests.defs.pipeline_helpers import RANGE_END, RANGE_START, counting_task_runs
+
+EXPECTED_ASSETS = [
+    "action_mappings",
+    "agent_runs",
+    "catalog_validation",
+    "eval/action_instances",
+    "eval/cells",
+    "eval/failure_modes",
+    "eval/metrics",
+    "eval/runs",
+    "eval/tasks",
+    "eval/tool_calls",
+    "eval/verdicts",
+    "experiment_report",
+    "judge_scores",
+    "task_specs",
+]
+PARTITIONED = ["action_mappings", "agent_runs", "judge_scores"]
+EXPECTED_CHECKS = [
+    ("agent_runs", "cells_succeeded"),
+    ("agent_runs", "no_duplicate_runs"),
+    ("agent_runs", "transcripts_present"),
+    ("catalog_validation", "catalog_reachable"),
+    ("catalog_validation", "no_quarantined_tasks"),
+    ("eval/cells", "cell_coverage"),
+    ("eval/metrics", "scores_in_range"),
+    ("eval/runs", "runs_match_partitions"),
+    ("eval/verdicts", "judge_coverage"),
+    ("task_specs", "specs_valid"),
+]
+BLOCKING_CHECKS = ["catalog_reachable", "specs_valid"]
+EXPECTED_JOBS = ["agent_runs_for_new_cells", "experiment", "experiment_dry_run"]
+EXPECTED_SCHEDULES = ["weekly_experiment"]
+EXPECTED_SENSORS = ["eval_automation", "new_cells"]
+_MODELS = ["baseline-oneshot", "baseline-thorough", "baseline-coder"]
+EXPECTED_PARTITIONS = [
+    *(f"offline~{m}__none__data_gouv_context" for m in _MODELS),
+    *(
+        f"offline~{m}__mcp@{v}__data_gouv_context"
+        for m in _MODELS
+        for v in ("0.2.5", "0.2.19", "0.2.26")
+    ),
+    *(f"offline~{m}__mcp@0.2.26+skills@0.0.1__data_gouv_context" for m in _MODELS),
+    *(f"offline~{m}__code__data_gouv_context" for m in _MODELS),
+    *(f"offline~{m}__code+skills@0.0.1__data_gouv_context" for m in _MODELS),
+    *(f"offline~{m}__code+datagouv-cli__data_gouv_context" for m in _MODELS),
+]
+
+
+def _dbt_assets() -> list[dg.AssetsDefinition]:
+    return [
+        a
+        for a in defs.assets or []
+        if isinstance(a, dg.AssetsDefinition) and any("dbt" in spec.kinds for spec in a.specs)
+    ]
+
+
+def test_asset_keys_groups_and_partitions() -> None:
+    dbt_keys = {key for a in _dbt_assets() for key in a.keys}
+    graph = defs.resolve_asset_graph()
+    keys = sorted(k.to_user_string() for k in graph.get_all_asset_keys() if k not in dbt_keys)
+    assert keys == EXPECTED_ASSETS
+    partitioned = sorted(
+        k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).partitions_def
+    )
+    assert partitioned == PARTITIONED
+    for name in PARTITIONED:
+        node = graph.get(dg.AssetKey(name))
+        assert node.partitions_def == partitions.cell_partitions
+        assert node.backfill_policy == dg.BackfillPolicy.single_run()
+        assert node.group_name == "cells"
+    # Lineage of the cell stages and the warehouse fan-in.
+    parents = {k: graph.get(dg.AssetKey.from_user_string(k)).parent_keys for k in EXPECTED_ASSETS}
+    assert parents["agent_runs"] == {dg.AssetKey("task_specs"), dg.AssetKey("catalog_validation")}
+    assert parents["action_mappings"] == {dg.AssetKey("agent_runs")}
+    assert parents["judge_scores"] == {dg.AssetKey("action_mappings")}
+    for key in EXPECTED_ASSETS:
+        if key.startswith("eval/"):
+            assert parents[key] == {dg.AssetKey("judge_scores")}, key
+
+
+def test_partition_keys_are_the_24_cells_grouped_by_provider() -> None:
+    keys = partitions.cell_partitions.get_partition_keys()
+    assert len(keys) == 24
+    assert keys == EXPECTED_PARTITIONS
+    assert partitions.provider_ranges() == {
+        "offline": (EXPECTED_PARTITIONS[0], EXPECTED_PARTITIONS[-1])
+    }
+
+
+def test_checks_and_which_ones_block() -> None:
+    dbt_checks = {key for a in _dbt_assets() for key in a.check_keys}
+    graph = defs.resolve_asset_graph()
+    ours = [k for k in graph.asset_check_keys if k not in dbt_checks]
+    assert sorted((k.asset_key.to_user_string(), k.name) for k in ours) == EXPECTED_CHECKS
+    blocking = sorted(k.name for k in ours if graph.get_check_spec(k).blocking)
+    assert blocking == BLOCKING_CHECKS
+
+
+def test_jobs_schedules_and_sensors() -> None:
+    repo = defs.get_repository_def()
+    jobs = sorted(j.name for j in repo.get_all_jobs() if not j.name.startswith("__"))
+    assert jobs == EXPECTED_JOBS
+    assert sorted(s.name for s in repo.schedule_defs) == EXPECTED_SCHEDULES
+    assert sorted(s.name for s in repo.sensor_defs) == EXPECTED_SENSORS
+    schedule = repo.get_schedule_def("weekly_experiment")
+    assert (schedule.cron_schedule, schedule.execution_timezone) == ("0 3 * * 1", "UTC")
+    assert schedule.job_name == "experiment"
+
+
+MONDAY = datetime(2026, 11, 30, 3, tzinfo=UTC)
+
+
+def _weekly_requests() -> list[dg.RunRequest]:
+    repo = defs.get_repository_def()
+    context = dg.build_schedule_context(repository_def=repo, scheduled_execution_time=MONDAY)
+    result = repo.get_schedule_def("weekly_experiment").evaluate_tick(context)
+    return list(result.run_requests or [])
+
+
+def test_the_weekly_schedule_runs_each_provider_over_its_range() -> None:
+    (request,) = _weekly_requests()
+    assert request.run_key == "offline:2026-11-30"
+    assert request.tags[RANGE_START] == EXPECTED_PARTITIONS[0]
+    assert request.tags[RANGE_END] == EXPECTED_PARTITIONS[-1]
+    assert request.tags[PROVIDER_TAG] == "offline"
+
+
+def _with_provider(cell: Cell, provider: str) -> Cell:
+    return replace(cell, key=f"{provider}:{cell.key}", model=replace(cell.model, provider=provider))
+
+
+def test_cells_of_several_providers_form_one_run_request_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    base = partitions.CELLS[:4]
+    # Interleaved providers in configuration order, as a YAML with two providers would give.
+    mixed = [
+        _with_provider(base[0], "mistral"),
+        _with_provider(base[1], "albert"),
+        _with_provider(base[2], "mistral"),
+        _with_provider(base[3], "albert"),
+    ]
+    monkeypatch.setattr(partitions, "expand_cells", lambda config: list(mixed))
+    grouped = partitions.experiment_cells()
+    assert [c.key for c in grouped] == [mixed[0].key, mixed[2].key, mixed[1].key, mixed[3].key]
+
+    monkeypatch.setattr(partitions, "CELLS", grouped)
+    requests = _weekly_requests()
+    ranges = {r.tags[PROVIDER_TAG]: (r.tags[RANGE_START], r.tags[RANGE_END]) for r in requests}
+    assert ranges == {
+        "mistral": (mixed[0].key, mixed[2].key),
+        "albert": (mixed[1].key, mixed[3].key),
+    }
+    assert sorted(str(r.run_key) for r in requests) == [
+        "albert:2026-11-30",
+        "mistral:2026-11-30",
+    ]
+
+
+def test_the_dry_run_job_reports_the_plan_and_runs_no_agent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = {"task_ids": ["task_0002", "task_0003"], "repeats": 2}
+    with counting_task_runs(monkeypatch) as counter:
+        result = defs.resolve_job_def("experiment_dry_run").execute_in_process(
+            run_config={"resources": {"experiment": {"config": settings}}},
+            instance=dg.DagsterInstance.ephemeral(),
+        )
+    assert result.success
+    assert counter.total == 0
+    (output,) = [e for e in result.all_events if e.event_type_value == "STEP_OUTPUT"]
+    metadata = output.step_output_data.metadata
+    assert metadata["cells"] == dg.IntMetadataValue(24)
+    assert metadata["tasks"] == dg.IntMetadataValue(2)
+    assert metadata["task_runs"] == dg.IntMetadataValue(24 * 2 * 2)
+    assert metadata["estimated_cost"] == dg.FloatMetadataValue(0.0)
+    assert metadata["unpriced_cells"] == dg.IntMetadataValue(0)
+
+
+def test_the_dry_run_job_filters_by_evaluation_type() -> None:
+    settings = {"evaluation_types": ["mcp_versions"], "task_ids": ["task_0003"]}
+    result = defs.resolve_job_def("experiment_dry_run").execute_in_process(
+        run_config={"resources": {"experiment": {"config": settings}}},
+        instance=dg.DagsterInstance.ephemeral(),
+    )
+    (output,) = [e for e in result.all_events if e.event_type_value == "STEP_OUTPUT"]
+    # mcp_versions: 3 offline baselines × 3 MCP versions.
+    assert output.step_output_data.metadata["cells"] == dg.IntMetadataValue(9)
+    assert output.step_output_data.metadata["task_runs"] == dg.IntMetadataValue(9)
+
+
+def test_the_new_cells_sensor_requests_only_cells_never_materialized() -> None:
+    repo = defs.get_repository_def()
+    sensor = repo.get_sensor_def("new_cells")
+    instance = dg.DagsterInstance.ephemeral()
+    done = EXPECTED_PARTITIONS[:2]
+    for key in done:
+        instance.report_runless_asset_event(dg.AssetMaterialization("agent_runs", partition=key))
+    context = dg.build_sensor_context(instance=instance, repository_def=repo)
+    requests = list(sensor.evaluate_tick(context).run_requests or [])
+    assert [r.partition_key for r in requests] == EXPECTED_PARTITIONS[2:]
+    assert {r.tags[PROVIDER_TAG] for r in requests} == {"offline"}
+
+    for key in EXPECTED_PARTITIONS[2:]:
+        instance.report_runless_asset_event(dg.AssetMaterialization("agent_runs", partition=key))
+    result = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, repository_def=repo))
+    assert not result.run_requests
+    assert result.skip_message == "every cell has agent runs"

@@ -1,0 +1,127 @@
+"""The pure stage functions: mapping documents, judging a cell, aligning a cell's load."""
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
+from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.experiment.stages import (
+    StageInputError,
+    cell_load,
+    judge_cell,
+    map_actions,
+    mapping_from_dict,
+)
+from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
+from datagouv_eval_pipeline.semantic.mapper import map_trace
+from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, TaskSpec, load_task_specs
+from datagouv_eval_pipeline.traces import Trace, load_trace
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
+
+
+@pytest.fixture(scope="module")
+def cell() -> Cell:
+    cells = expand_cells(load_benchmark_config())
+    return next(c for c in cells if c.mcp_version == "0.2.26" and c.skills_version is None)
+
+
+@pytest.fixture(scope="module")
+def tasks() -> dict[str, TaskSpec]:
+    return {s.task_id: s for s in load_task_specs([TASK_SPECS_DIR])}
+
+
+def _trace(name: str, repeat: int = 0) -> Trace:
+    return load_trace(FIXTURES / name).model_copy(update={"repeat": repeat})
+
+
+def _agent_document(cell: Cell, traces: list[Trace]) -> dict[str, Any]:
+    return {"cell": cell.to_record(), "traces": [t.model_dump(mode="json") for t in traces]}
+
+
+@pytest.mark.parametrize("name", ["task_0002_mcp.json", "task_0002_code.json"])
+def test_mapping_from_dict_round_trips_a_real_mapping(name: str) -> None:
+    mapping = map_trace(_trace(name))
+    assert mapping.calls, "the fixture must have tool calls"
+    assert any(call.instances for call in mapping.calls)
+    rebuilt = mapping_from_dict(mapping.to_dict())
+    assert rebuilt == mapping
+    assert rebuilt.to_dict() == mapping.to_dict()
+    assert [i.action for i in rebuilt.instances] == [i.action for i in mapping.instances]
+
+
+def test_map_actions_keeps_trace_order_and_counts_unmapped(cell: Cell) -> None:
+    traces = [_trace("task_0002_mcp.json", 0), _trace("task_0002_code.json", 1)]
+    document = map_actions(_agent_document(cell, traces))
+    assert document["runs"] == [["task_0002", 0], ["task_0002", 1]]
+    assert len(document["mappings"]) == 2
+    assert [len(m["calls"]) for m in document["mappings"]] == [4, 3]
+    unmapped = sum(1 for m in document["mappings"] for c in m["calls"] if c["status"] == "unmapped")
+    assert document["unmapped_calls"] == unmapped
+
+
+def test_a_cell_goes_through_mapping_judging_and_loading(
+    cell: Cell, tasks: dict[str, TaskSpec]
+) -> None:
+    failed = Trace(task_id="task_0003", status="error", status_reason="provider down")
+    agent = _agent_document(cell, [_trace("task_0002_mcp.json"), failed])
+    mappings = map_actions(agent)
+    judged = judge_cell(agent, mappings, tasks, DeterministicJudge())
+    assert judged["runs"] == [["task_0002", 0], ["task_0003", 0]]
+    # Only ok runs are judged and scored; the error keeps NULLs, never zeros.
+    assert judged["judgements"][0] is not None and judged["scores"][0] is not None
+    assert judged["judgements"][1] is None and judged["scores"][1] is None
+
+    load = cell_load(agent, mappings, judged)
+    assert load.cell_record == cell.to_record()
+    assert load.mappings == mappings["mappings"]
+    assert load.scores == judged["scores"]
+    assert load.judgements == judged["judgements"]
+
+
+def test_judging_refuses_mappings_of_other_runs(cell: Cell, tasks: dict[str, TaskSpec]) -> None:
+    agent = _agent_document(cell, [_trace("task_0002_mcp.json", 0)])
+    stale = map_actions(_agent_document(cell, [_trace("task_0002_mcp.json", 1)]))
+    with pytest.raises(StageInputError, match="rematerialize action_mappings"):
+        judge_cell(agent, stale, tasks, DeterministicJudge())
+
+
+def test_judging_names_a_task_without_spec(cell: Cell, tasks: dict[str, TaskSpec]) -> None:
+    agent = _agent_document(cell, [Trace(task_id="task_0999", answer="x")])
+    with pytest.raises(StageInputError, match="task_0999"):
+        judge_cell(agent, map_actions(agent), tasks, DeterministicJudge())
+
+
+def test_a_stale_later_stage_loads_as_nulls(cell: Cell, tasks: dict[str, TaskSpec]) -> None:
+    old_agent = _agent_document(cell, [_trace("task_0002_mcp.json", 0)])
+    old_mappings = map_actions(old_agent)
+    old_scores = judge_cell(old_agent, old_mappings, tasks, DeterministicJudge())
+    # The agent runs were rematerialized with a second repeat; mappings and scores were not.
+    new_agent = _agent_document(
+        cell, [_trace("task_0002_mcp.json", 0), _trace("task_0002_mcp.json", 1)]
+    )
+    load = cell_load(new_agent, old_mappings, old_scores)
+    assert len(load.traces) == 2
+    assert (load.mappings, load.scores, load.judgements) == (None, None, None)
+
+    # Mappings caught up, scores did not: only the scores load as NULL.
+    new_mappings = map_actions(new_agent)
+    load = cell_load(new_agent, new_mappings, old_scores)
+    assert load.mappings == new_mappings["mappings"]
+    assert (load.scores, load.judgements) == (None, None)
+
+
+def test_missing_later_stages_load_as_nulls(cell: Cell) -> None:
+    agent = _agent_document(cell, [_trace("task_0002_mcp.json")])
+    load = cell_load(agent, None, None)
+    assert len(load.traces) == 1
+    assert (load.mappings, load.scores, load.judgements) == (None, None, None)
+
+
+def test_a_later_stage_with_the_wrong_length_loads_as_nulls(cell: Cell) -> None:
+    agent = _agent_document(cell, [_trace("task_0002_mcp.json")])
+    mappings = map_actions(agent)
+    truncated = {**mappings, "mappings": []}
+    assert cell_load(agent, truncated, None).mappings is None
