@@ -23,8 +23,9 @@ from datagouv_eval_pipeline.defs.catalog_validation import (
     catalog_validation,
     no_quarantined_tasks,
 )
+from datagouv_eval_pipeline.defs.dbt import dbt_cli_resource, dbt_metrics_assets
 from datagouv_eval_pipeline.defs.judge_scores import judge_scores
-from datagouv_eval_pipeline.defs.report import DEFAULT_REPORT_DEPS, experiment_report_asset
+from datagouv_eval_pipeline.defs.report import REPORT_DEPS, experiment_report_asset
 from datagouv_eval_pipeline.defs.resources import (
     CatalogResource,
     ExperimentSettings,
@@ -43,7 +44,8 @@ defs = dg.Definitions(
         action_mappings,
         judge_scores,
         warehouse,
-        experiment_report_asset(DEFAULT_REPORT_DEPS),
+        dbt_metrics_assets,
+        experiment_report_asset(REPORT_DEPS),
     ],
     asset_checks=[
         specs_valid,
@@ -66,6 +68,7 @@ defs = dg.Definitions(
         "run_store": RunStoreResource(),
         "warehouse": WarehouseResource(),
         "judge": JudgeResource(),
+        "dbt": dbt_cli_resource,
     },
     executor=dg.in_process_executor,
 )

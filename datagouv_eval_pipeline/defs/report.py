@@ -11,7 +11,6 @@ from typing import Any
 import dagster as dg
 
 from datagouv_eval_pipeline.defs.resources import WarehouseResource
-from datagouv_eval_pipeline.defs.warehouse import WAREHOUSE_KEYS
 from datagouv_eval_pipeline.warehouse.loader import connect
 
 SUMMARY_MODEL = "experiment_summary"
@@ -99,4 +98,5 @@ def experiment_report_asset(deps: Sequence[dg.AssetKey]) -> dg.AssetsDefinition:
     return experiment_report
 
 
-DEFAULT_REPORT_DEPS = WAREHOUSE_KEYS
+REPORT_DEPS = [dg.AssetKey(["metrics", SUMMARY_MODEL])]
+"""The dbt model the report reads."""

@@ -1,0 +1,52 @@
+"""The dbt project Dagster loads: a fresh clone gets its manifest, the venv's dbt is used."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from dagster_dbt import DbtProject
+
+from datagouv_eval_pipeline.defs.dbt_project import (
+    DBT_EXECUTABLE,
+    DBT_PROJECT_DIR,
+    ensure_manifest,
+)
+
+
+def test_the_dbt_executable_is_the_venvs_even_without_path() -> None:
+    assert Path(DBT_EXECUTABLE) == Path(sys.executable).parent / "dbt"
+
+
+def test_a_fresh_copy_without_target_gets_its_manifest_once(tmp_path: Path) -> None:
+    fresh = tmp_path / "dbt_metrics"
+    shutil.copytree(DBT_PROJECT_DIR, fresh, ignore=shutil.ignore_patterns("target", "logs"))
+    project = DbtProject(project_dir=fresh)
+    assert not project.manifest_path.exists()
+
+    path = ensure_manifest(project)
+
+    assert path == project.manifest_path
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    models = sorted(n["name"] for n in manifest["nodes"].values() if n["resource_type"] == "model")
+    assert len(models) == 11 and "cell_comparison" in models
+    assert sorted(s["name"] for s in manifest["sources"].values()) == [
+        "action_instances",
+        "cells",
+        "failure_modes",
+        "metrics",
+        "runs",
+        "tasks",
+        "tool_calls",
+        "verdicts",
+    ]
+    # the scratch parse directory is gone; a second call reuses the manifest
+    assert sorted(p.name for p in path.parent.iterdir()) == [
+        "manifest.json",
+        "partial_parse.msgpack",
+    ]
+    written = path.stat().st_mtime_ns
+    assert ensure_manifest(project) == path
+    assert path.stat().st_mtime_ns == written
