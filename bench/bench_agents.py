@@ -20,9 +20,9 @@
    * ``no client limiter``: the tight-window provider, no client-side limiter: only 429 +
      ``Retry-After`` handling keeps the runs alive.
 
-2. **Offline baselines.** Wall time per task-run of the deterministic policies on the twin
-   (MCP 0.2.26, every active task, ``--repeats`` times), with the cell's concurrency cap and
-   one at a time.
+2. **Offline baselines.** Wall time and CPU time (this process, and the twin's) per task-run
+   of the deterministic policies on the twin (no tools; MCP 0.2.26 with and without skills;
+   every active task, ``--repeats`` times), with the cell's concurrency cap and one at a time.
 
 Run: ``python3 -m uv run python bench/bench_agents.py [--runs 50] [--latency 1] [--rpm 600]``.
 """
@@ -33,6 +33,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -85,9 +86,9 @@ class TimedLimiters(RateLimiters):
         super().__init__(limits)
         self.created: dict[str, TimedLimiter] = {}
 
-    def get(self, provider: str) -> RateLimiter:
+    def get(self, provider: str, configured: RateLimit | None = None) -> RateLimiter:
         if provider not in self.created:
-            self.created[provider] = TimedLimiter(self.limit_for(provider))
+            self.created[provider] = TimedLimiter(self.limit_for(provider, configured))
         return self.created[provider]
 
     def steady_rpm(self, provider: str) -> float | None:
@@ -285,16 +286,42 @@ def _fraction(value: float | None, rpm: int) -> float | None:
     return None if value is None else round(value / rpm, 3)
 
 
+BASELINE_SETUPS = (
+    ("baseline-oneshot", "none"),
+    ("baseline-oneshot", "mcp@0.2.26"),
+    ("baseline-thorough", "mcp@0.2.26"),
+    ("baseline-thorough", "mcp@0.2.26+skills@0.0.1"),
+)
+"""(policy, capability setup) pairs timed by :func:`baseline_speed` (no sandbox: see README)."""
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux ``/proc``)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def baseline_speed(
-    cells: dict[str, Cell], tasks: list[TaskSpec], twin: TwinUrls, snapshot_id: str, repeats: int
+    cells: dict[str, Cell],
+    tasks: list[TaskSpec],
+    twin: TwinUrls,
+    snapshot_id: str,
+    repeats: int,
+    twin_pid: int,
 ) -> list[dict[str, Any]]:
+    """Wall time and CPU time per task-run of the offline baselines on the twin.
+
+    CPU is counted in this process (agent loop, policy, MCP client) and in the twin's process
+    (MCP and REST servers): on a shared machine wall time mostly measures the other jobs.
+    """
     rows: list[dict[str, Any]] = []
-    for model in ("baseline-oneshot", "baseline-thorough"):
-        cell = cells[f"offline~{model}__mcp@0.2.26__data_gouv_context"]
+    for model, setup in BASELINE_SETUPS:
+        cell = cells[f"offline~{model}__{setup}__data_gouv_context"]
         # Warm the twin's caches and the MCP connection path once.
         execute_cell(cell, tasks[:2], twin_urls=twin, snapshot_id=snapshot_id)
         for concurrency in (8, 1):
-            started = time.perf_counter()
+            started, cpu, twin_cpu = time.perf_counter(), time.process_time(), cpu_seconds(twin_pid)
             run = execute_cell(
                 cell,
                 tasks,
@@ -304,16 +331,23 @@ def baseline_speed(
                 snapshot_id=snapshot_id,
             )
             wall = time.perf_counter() - started
+            cpu = time.process_time() - cpu
+            twin_cpu = cpu_seconds(twin_pid) - twin_cpu
             ran = [t for t in run.traces if t.status == "ok"]
-            calls = sum(len(t.tool_calls) for t in ran)
+            count = len(run.traces)
             rows.append(
                 {
                     "policy": model,
+                    "setup": setup,
                     "concurrency": concurrency,
-                    "task_runs": len(run.traces),
+                    "task_runs": count,
                     "ok": len(ran),
-                    "tool_calls_per_run": round(calls / max(1, len(ran)), 2),
-                    "wall_ms_per_task_run": round(wall / len(run.traces) * 1000, 1),
+                    "declined": sum(bool(t.declined) for t in ran),
+                    "tool_calls_per_run": round(sum(len(t.tool_calls) for t in ran) / count, 2),
+                    "model_requests_per_run": round(sum(t.usage.requests for t in ran) / count, 2),
+                    "wall_ms_per_task_run": round(wall / count * 1000, 1),
+                    "agent_cpu_ms_per_task_run": round(cpu / count * 1000, 1),
+                    "twin_cpu_ms_per_task_run": round(twin_cpu / count * 1000, 1),
                     "mean_latency_ms": round(sum(t.latency_ms for t in ran) / max(1, len(ran)), 1),
                 }
             )
@@ -409,7 +443,9 @@ def main() -> None:
                 )
             report["throughput"] = rows
         if not args.skip_baselines:
-            report["baselines"] = baseline_speed(cells, tasks, urls, snapshot_id, args.repeats)
+            report["baselines"] = baseline_speed(
+                cells, tasks, urls, snapshot_id, args.repeats, twin.process.pid
+            )
     finally:
         twin.close()
     print(json.dumps(report, indent=2, ensure_ascii=False))

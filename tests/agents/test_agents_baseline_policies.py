@@ -15,9 +15,9 @@ from datagouv_eval_pipeline.agents.baselines import (
     CoderPolicy,
     Observation,
     OneShotPolicy,
+    Parallel,
     ThoroughPolicy,
     ToolSurface,
-    _resources_of,
     date_bound,
     derive_filter,
     get_policy,
@@ -28,6 +28,7 @@ from datagouv_eval_pipeline.agents.baselines import (
     preview_rows,
     total_rows,
 )
+from datagouv_eval_pipeline.agents.baselines.code import resources_of
 from datagouv_eval_pipeline.agents.output import FinalAnswer
 
 
@@ -204,9 +205,27 @@ def thorough_steps(surface: ToolSurface) -> list[Call]:
         step = policy.decide(QUESTION, history, surface)
         if isinstance(step, FinalAnswer):
             return calls
-        calls.append(step)
-        history.append(Observation(step.tool, step.args, results[step.tool], False))
+        batch = step.calls if isinstance(step, Parallel) else (step,)
+        for call in batch:
+            calls.append(call)
+            history.append(Observation(call.tool, call.args, results[call.tool], False))
     raise AssertionError("the policy did not stop")
+
+
+def test_thorough_asks_for_the_dataset_info_and_resources_together() -> None:
+    # Both calls only need the dataset id, so they go out in one response (run concurrently).
+    policy = ThoroughPolicy()
+    history = seen(("search_datasets", {"query": "x"}, SEARCH))
+    step = policy.decide(QUESTION, history, SURFACE_0_2_26)
+    assert isinstance(step, Parallel)
+    assert [(c.tool, c.args) for c in step.calls] == [
+        ("get_dataset_info", {"dataset_id": "5d13a8b6634f41070a43dff3"}),
+        ("list_dataset_resources", {"dataset_id": "5d13a8b6634f41070a43dff3"}),
+    ]
+    # With one of them already answered, only the other is asked.
+    history.append(Observation("get_dataset_info", {}, "Dataset Information: x", False))
+    single = policy.decide(QUESTION, history, SURFACE_0_2_26)
+    assert isinstance(single, Call) and single.tool == "list_dataset_resources"
 
 
 def test_thorough_adapts_to_each_mcp_version() -> None:
@@ -265,7 +284,7 @@ def test_coder_reads_cli_json_despite_stderr_noise() -> None:
     text = (
         '{"id": "d", "resources": [{"id": "r1", "title": "t", "format": "csv"}]}\n[stderr]\nWARNING'
     )
-    assert _resources_of(Observation("execute_cli", {}, text, False)) == [["r1", "t", "csv"]]
+    assert resources_of(Observation("execute_cli", {}, text, False)) == [["r1", "t", "csv"]]
 
 
 @pytest.mark.parametrize(
@@ -273,11 +292,18 @@ def test_coder_reads_cli_json_despite_stderr_noise() -> None:
     [
         ("baseline-oneshot", ["mcp"], None),
         ("baseline-oneshot", ["web_search"], None),
-        ("baseline-oneshot", [], "needs the mcp or web_search capability"),
-        ("baseline-thorough", ["code"], "needs the mcp or web_search capability"),
+        ("baseline-oneshot", ["code"], None),
+        ("baseline-oneshot", ["mcp", "skills"], None),
+        ("baseline-oneshot", [], None),  # runs and declines: no tool, no knowledge
+        ("baseline-oneshot", ["datagouv-cli"], "needs a way to search"),
+        ("baseline-thorough", ["code", "skills"], None),
+        ("baseline-thorough", [], None),
+        ("baseline-thorough", ["datagouv-cli"], "needs the mcp, web_search or code capability"),
         ("baseline-coder", ["code", "datagouv-cli"], None),
+        ("baseline-coder", ["code", "skills"], None),
+        ("baseline-coder", [], None),
         ("baseline-coder", ["mcp"], "needs the code capability"),
-        ("baseline-coder", ["code", "skills"], "would have no effect"),
+        ("baseline-coder", ["mcp", "skills"], "would repeat baseline-thorough's calls"),
     ],
 )
 def test_each_policy_says_what_it_cannot_use(

@@ -162,6 +162,30 @@ def test_tool_usage_counts_calls_per_cell_and_tool(warehouse: Path, built: Any) 
     assert _rows(warehouse, "SELECT count(*) FROM main.tool_usage") == [(9,)]
 
 
+def _readme_queries() -> list[str]:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    blocks = readme.split("```sql\n")[1:]
+    sql = "\n".join(block.split("```")[0] for block in blocks)
+    return [q.strip() for q in sql.split(";") if q.strip().replace("\n", "").strip("- ")]
+
+
+def test_the_readme_example_queries_run_on_the_built_warehouse(
+    warehouse: Path, built: Any
+) -> None:
+    from datagouv_eval_pipeline.cli.experiment import EXAMPLE_QUERIES
+
+    queries = _readme_queries() + list(EXAMPLE_QUERIES)
+    assert len(queries) >= 5  # three in the README, two printed by the main command
+    conn = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        for query in queries:
+            conn.execute(query).fetchall()  # raises on a wrong table or column name
+        summary = conn.execute(queries[0]).fetchall()
+    finally:
+        conn.close()
+    assert summary  # the headline query returns the cells of the fixture experiment
+
+
 def test_a_planted_out_of_range_score_fails_its_check_and_the_run(
     built: tuple[Path, dg.ExecuteInProcessResult], tmp_path: Path
 ) -> None:

@@ -56,8 +56,9 @@ def test_thorough_follows_the_catalog_chain_and_finds_the_count(
     assert "5d13a8b6634f41070a43dff3" in (trace.ids_used or [])
     assert not any(call.error for call in trace.tool_calls)
     assert all(call.duration_ms is not None for call in trace.tool_calls)
-    assert trace.usage.requests == 7  # six tool calls, then the final answer
-    assert len(trace.requests) == 7
+    # Six tool calls in five requests (dataset info and resources go together), then the answer.
+    assert trace.usage.requests == 6
+    assert len(trace.requests) == 6
     assert trace.cost == 0.0  # offline models are priced at 0 in models.yml
 
 
@@ -136,18 +137,40 @@ def test_web_search_baseline_uses_the_twin_catalog_index(
 def test_unsupported_combinations_are_skipped_with_a_reason(
     cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
 ) -> None:
-    task = tasks["task_0003"]
-    cases = {
-        key_of("baseline-coder", "mcp@0.2.26"): "needs the code capability",
-        key_of("baseline-oneshot", "none"): "needs the mcp or web_search capability",
-        key_of("baseline-thorough", "mcp@0.2.26+skills@0.0.1"): "skills document",
-        key_of("baseline-oneshot", "code"): "needs the mcp or web_search capability",
-    }
-    for key, reason in cases.items():
-        (trace,) = run_cell(cells[key], [task], twin_urls=twin.urls)
-        assert trace.status == "skipped", key
-        assert reason in (trace.status_reason or ""), trace.status_reason
-        assert trace.tool_calls == [] and trace.answer == ""
+    (trace,) = run_cell(
+        cells[key_of("baseline-coder", "mcp@0.2.26")], [tasks["task_0003"]], twin_urls=twin.urls
+    )
+    assert trace.status == "skipped"
+    assert "needs the code capability" in (trace.status_reason or ""), trace.status_reason
+    assert trace.tool_calls == [] and trace.answer == ""
+
+
+def test_without_tools_a_baseline_runs_and_declines(
+    cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
+) -> None:
+    (trace,) = run_cell(
+        cells[key_of("baseline-thorough", "none")], [tasks["task_0003"]], twin_urls=twin.urls
+    )
+    assert trace.status == "ok", trace.status_reason
+    assert trace.declined is True and trace.tool_calls == []
+    assert "aucun outil" in trace.answer
+    assert trace.usage.requests == 1
+
+
+def test_skills_change_what_oneshot_does(
+    cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
+) -> None:
+    # The skills document asks to read a dataset's description before relying on it.
+    task = tasks["task_0007"]
+    (plain,) = run_cell(
+        cells[key_of("baseline-oneshot", "mcp@0.2.26")], [task], twin_urls=twin.urls
+    )
+    (told,) = run_cell(
+        cells[key_of("baseline-oneshot", "mcp@0.2.26+skills@0.0.1")], [task], twin_urls=twin.urls
+    )
+    assert [call.name for call in plain.tool_calls] == ["search_datasets"]
+    assert [call.name for call in told.tool_calls] == ["search_datasets", "get_dataset_info"]
+    assert "Sa description indique" in told.answer and "Sa description" not in plain.answer
 
 
 def test_tasks_excluded_by_their_mcp_constraint_are_skipped(

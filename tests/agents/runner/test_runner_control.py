@@ -85,12 +85,14 @@ def test_request_budget_ends_the_run_with_a_reason(
     )
     assert trace.status == "budget_exceeded"
     assert "request_limit of 3" in (trace.status_reason or "")
-    # The three requests that were made are recorded, with their tool calls and results.
+    # The three requests that were made are recorded, with their tool calls and results
+    # (the second asks for the dataset info and its resources together).
     assert trace.usage.requests == 3
     assert [call.name for call in trace.tool_calls] == [
         "search_datasets",
         "get_dataset_info",
         "list_dataset_resources",
+        "get_resource_info",
     ]
     assert trace.answer == "" and trace.declined is None
 

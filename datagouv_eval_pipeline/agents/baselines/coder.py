@@ -1,0 +1,238 @@
+"""``baseline-coder``: writes Python against the REST and Tabular APIs (and ``datagouv``)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from datagouv_eval_pipeline.agents.baselines.code import (
+    EXECUTE_CLI,
+    EXECUTE_PYTHON,
+    ApiBases,
+    program,
+    resources_of,
+)
+from datagouv_eval_pipeline.agents.baselines.guidance import NO_GUIDANCE, Guidance
+from datagouv_eval_pipeline.agents.baselines.parsing import (
+    Listed,
+    derive_filter,
+    metrics_line,
+    pipe_rows,
+    tabular_preview,
+)
+from datagouv_eval_pipeline.agents.baselines.policy import (
+    NOT_AN_LLM,
+    NOTHING_FOUND,
+    Call,
+    Findings,
+    Observation,
+    Step,
+    ToolSurface,
+    no_tool_answer,
+)
+from datagouv_eval_pipeline.agents.baselines.text import (
+    asks_for_api,
+    asks_for_metrics,
+    is_quantitative,
+    keywords,
+    month_asked,
+)
+from datagouv_eval_pipeline.agents.baselines.thorough import closest
+from datagouv_eval_pipeline.agents.output import FinalAnswer
+
+
+@dataclass(frozen=True)
+class CoderPolicy:
+    """Write Python against the REST and Tabular APIs (``datagouv`` commands when available).
+
+    It knows the APIs' query syntax (Tabular filters, counts from ``meta.total``), so it batches
+    several requests in one program where ``baseline-thorough`` sends one per step. It reads
+    visits and downloads only when the instructions give the Metrics API request.
+    """
+
+    name: str = "baseline-coder"
+    label: str = f"{NOT_AN_LLM}: writes Python against the REST and Tabular APIs"
+
+    def unsupported(self, capabilities: Collection[str]) -> str | None:
+        """Needs ``code`` (or ``python-sdk``), or no tool at all (then declines)."""
+        tools = set(capabilities) - {"skills"}
+        if tools and not {"code", "python-sdk"} & tools:
+            return (
+                f"{self.name} needs the code capability to run Python: it only writes code, and "
+                "with MCP tools alone it would repeat baseline-thorough's calls"
+            )
+        return None
+
+    def decide(
+        self,
+        question: str,
+        seen: Sequence[Observation],
+        tools: ToolSurface,
+        guidance: Guidance = NO_GUIDANCE,
+    ) -> Step:
+        """The next program to run, or the answer."""
+        nothing = no_tool_answer(tools)
+        if nothing is not None:
+            return nothing
+        if not tools.has(EXECUTE_PYTHON):
+            return FinalAnswer(answer="Aucun outil d'exécution de code disponible.", declined=True)
+        bases = ApiBases.of(tools)
+        if bases is None:
+            return FinalAnswer(answer="Les adresses des API ne sont pas indiquées.", declined=True)
+        steps = [s for s in seen if s.tool in (EXECUTE_PYTHON, EXECUTE_CLI)]
+        query = keywords(question)
+        if not steps:
+            return self._run(
+                program(
+                    f"r = httpx.get({bases.api + '1/datasets/'!r}, "
+                    f"params={{'q': {query!r}, 'page_size': 5}}, timeout=30)",
+                    "r.raise_for_status()",
+                    "for d in r.json()['data']:",
+                    "    print(d['id'], '|', d['title'], '|', d['page'])",
+                )
+            )
+        datasets = pipe_rows(steps[0].text) if not steps[0].failed else []
+        if not datasets:
+            return self._api_or_final(question, query, bases, steps, [], guidance)
+        dataset_id = datasets[0][0]
+        if len(steps) == 1:
+            if tools.has(EXECUTE_CLI):
+                return Call(EXECUTE_CLI, {"command": f"datagouv dataset get {dataset_id}"})
+            return self._run(
+                program(
+                    f"url = {bases.api + '1/datasets/' + dataset_id + '/'!r}",
+                    "d = httpx.get(url, timeout=30).json()",
+                    "print(d['title'], '|', d['page'])",
+                    "for r in d['resources']:",
+                    "    print(r['id'], '|', r['title'], '|', r['format'])",
+                )
+            )
+        resources = resources_of(steps[1])
+        done = len(steps)
+        if is_quantitative(question) and resources and done == 2:
+            return self._run(
+                program(
+                    f"for rid in {[r[0] for r in resources[:3]]!r}:",
+                    f"    p = httpx.get({bases.tabular!r} + 'resources/' + rid + '/data/', "
+                    "params={'page_size': 3}, timeout=30)",
+                    "    if p.status_code == 200:",
+                    "        body = p.json()",
+                    "        print('resource', rid, 'total', body['meta']['total'])",
+                    "        for row in body['data']:",
+                    "            print(row)",
+                    "        break",
+                    "    print('resource', rid, 'not in the Tabular API:', p.status_code)",
+                )
+            )
+        probe = steps[2] if done > 2 and is_quantitative(question) else None
+        if probe is not None and done == 3 and not probe.failed:
+            resource_id, columns, rows = tabular_preview(probe.text)
+            derived = derive_filter(question, columns, rows) if resource_id else None
+            if resource_id and derived is not None:
+                return self._run(
+                    program(
+                        f"url = {bases.tabular + 'resources/' + resource_id + '/data/'!r}",
+                        f"params = {{{derived.column + '__' + derived.operator!r}: "
+                        f"{derived.value!r}, 'page_size': 1}}",
+                        "r = httpx.get(url, params=params, timeout=30)",
+                        "r.raise_for_status()",
+                        "print('total', r.json()['meta']['total'])",
+                    )
+                )
+        metrics_path = guidance.metrics_path
+        wants_metrics = asks_for_metrics(question) and metrics_path and bases.metrics
+        if wants_metrics and metrics_path and bases.metrics and not _metrics_steps(steps):
+            url = bases.metrics + metrics_path.replace("{id}", dataset_id)
+            return self._run(
+                program(
+                    f"r = httpx.get({url!r}, timeout=30)",
+                    "r.raise_for_status()",
+                    "print('metrics')",
+                    "for m in r.json()['data']:",
+                    "    print(m['metric_month'], '|', m.get('monthly_visit'), '|', "
+                    "m.get('monthly_download_resource'))",
+                )
+            )
+        return self._api_or_final(question, query, bases, steps, datasets, guidance)
+
+    @staticmethod
+    def _run(code: str) -> Call:
+        return Call(EXECUTE_PYTHON, {"code": code})
+
+    def _api_or_final(
+        self,
+        question: str,
+        query: str,
+        bases: ApiBases,
+        steps: Sequence[Observation],
+        datasets: Sequence[Sequence[str]],
+        guidance: Guidance,
+    ) -> Step:
+        wants_api = asks_for_api(question)
+        dataset = tuple([*datasets[0], "", "", ""][:3]) if datasets else None
+        api_steps = [s for s in steps if "dataservices" in str(s.args.get("code", ""))]
+        if wants_api and not api_steps:
+            return self._run(
+                program(
+                    f"r = httpx.get({bases.api + '1/dataservices/'!r}, "
+                    f"params={{'q': {query!r}, 'page_size': 3}}, timeout=30)",
+                    "r.raise_for_status()",
+                    "for s in r.json()['data']:",
+                    "    print(s['id'], '|', s['title'], '|', s.get('base_api_url'), '|', "
+                    "s.get('machine_documentation_url')"
+                    + (", '|', s.get('page'))" if guidance.cite_pages else ")"),
+                )
+            )
+        findings = Findings()
+        figure = False
+        if dataset is not None:
+            dataset_id, title, page = dataset
+            findings.lines.append(
+                f"Jeu de données : « {title} » ({page}), identifiant {dataset_id}."
+            )
+            findings.cite(page, dataset_id)
+            totals = [s for s in steps if s.tool == EXECUTE_PYTHON and s.text.startswith("total ")]
+            if totals:
+                count = re.sub(r"\D", "", totals[-1].text.split()[1])
+                code_text = str(totals[-1].args.get("code", ""))
+                condition = re.search(r"params = \{'([^']+)': '([^']*)'", code_text)
+                described = f" ({condition.group(1)} = {condition.group(2)})" if condition else ""
+                findings.lines.append(
+                    f"D'après l'API tabulaire, {count} lignes correspondent{described}."
+                )
+                figure = True
+            elif len(steps) > 2 and is_quantitative(question):
+                resource_id, _, _ = tabular_preview(steps[2].text)
+                total = re.search(r"total (\d+)", steps[2].text)
+                if resource_id and total:
+                    findings.lines.append(
+                        f"Le fichier {resource_id} compte {total.group(1)} lignes (aucun filtre "
+                        "déduit de la question)."
+                    )
+                    findings.cite(None, resource_id)
+            metrics = _metrics_steps(steps)
+            if metrics and not metrics[0].failed:
+                line = metrics_line(metrics[0].text, month_asked(question))
+                if line:
+                    figure = True
+                    findings.lines.append(f"Statistiques de fréquentation, {line}.")
+            if guidance.closest_sources and is_quantitative(question) and not figure:
+                listed = [Listed(r[1], r[0], r[2]) for r in datasets if len(r) >= 3]
+                closest(findings, listed)
+        if api_steps and not api_steps[0].failed:
+            services = pipe_rows(api_steps[0].text)
+            if services:
+                service = (services[0] + ["", "", "", "", ""])[:5]
+                service_page = service[4] if service[4] and service[4] != "None" else None
+                findings.lines.append(
+                    f"API : « {service[1]} », adresse de base {service[2]}, documentation "
+                    f"{service[3]} (identifiant {service[0]})"
+                    + (f", page {service_page}." if service_page else ".")
+                )
+                findings.cite(service_page, service[0])
+        return findings.answer(NOTHING_FOUND)
+
+
+def _metrics_steps(steps: Sequence[Observation]) -> list[Observation]:
+    return [s for s in steps if str(s.args.get("code", "")).find("print('metrics')") >= 0]

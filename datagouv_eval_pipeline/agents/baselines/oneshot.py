@@ -1,0 +1,149 @@
+"""``baseline-oneshot``: one search, answers with the first result."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from datagouv_eval_pipeline.agents.baselines.code import ApiBases, run
+from datagouv_eval_pipeline.agents.baselines.guidance import NO_GUIDANCE, Guidance
+from datagouv_eval_pipeline.agents.baselines.parsing import field_value, numbered_items, pipe_rows
+from datagouv_eval_pipeline.agents.baselines.policy import (
+    NOT_AN_LLM,
+    NOTHING_FOUND,
+    Call,
+    Findings,
+    Observation,
+    Step,
+    ToolSurface,
+    last,
+    no_tool_answer,
+)
+from datagouv_eval_pipeline.agents.baselines.text import keywords
+from datagouv_eval_pipeline.agents.output import FinalAnswer
+
+NO_SEARCH = "Aucun outil de recherche disponible."
+
+
+@dataclass(frozen=True)
+class OneShotPolicy:
+    """Search once and answer with the first hit.
+
+    Through MCP it calls ``search_datasets`` (``web_search`` without MCP); through ``code`` it
+    runs one program sending one search request to the main API. When the instructions say to
+    read a dataset's description before relying on it, it reads the first hit's description
+    (one more call) and quotes it.
+    """
+
+    name: str = "baseline-oneshot"
+    label: str = f"{NOT_AN_LLM}: one search, answers with the first result"
+
+    def unsupported(self, capabilities: Collection[str]) -> str | None:
+        """Runs with any set that can search (mcp, web_search, code) or with no tool at all."""
+        tools = set(capabilities) - {"skills"}
+        if tools and not tools & {"mcp", "web_search", "code", "python-sdk"}:
+            return f"{self.name} needs a way to search (mcp, web_search or code)"
+        return None
+
+    def decide(
+        self,
+        question: str,
+        seen: Sequence[Observation],
+        tools: ToolSurface,
+        guidance: Guidance = NO_GUIDANCE,
+    ) -> Step:
+        """Search, optionally read the first hit's description, then answer from it."""
+        nothing = no_tool_answer(tools)
+        if nothing is not None:
+            return nothing
+        if tools.has("search_datasets") or tools.has("web_search"):
+            return self._tool_search(question, seen, tools, guidance)
+        bases = ApiBases.of(tools)
+        if bases is not None:
+            return self._code(question, seen, bases, guidance)
+        return FinalAnswer(answer=NO_SEARCH, declined=True)
+
+    def _tool_search(
+        self, question: str, seen: Sequence[Observation], tools: ToolSurface, guidance: Guidance
+    ) -> Step:
+        search = "search_datasets" if tools.has("search_datasets") else "web_search"
+        if not seen:
+            args = tools.args(search, {"query": keywords(question)})
+            if args is None:
+                return FinalAnswer(answer=NO_SEARCH, declined=True)
+            return Call(search, args)
+        first = seen[0]
+        if first.failed:
+            return FinalAnswer(answer=f"La recherche a échoué : {first.text[:300]}", declined=True)
+        items = numbered_items(first.text)
+        if not items:
+            return FinalAnswer(answer=NOTHING_FOUND, declined=True)
+        top = items[0]
+        info = last(seen, "get_dataset_info")
+        if guidance.read_description and top.id and tools.has("get_dataset_info") and not info:
+            return Call("get_dataset_info", {"dataset_id": top.id})
+        findings = Findings()
+        findings.lines.append(
+            f"Le jeu de données le plus pertinent trouvé sur data.gouv.fr est « {top.title} »"
+            + (f" : {top.url}" if top.url else ".")
+        )
+        findings.cite(top.url, top.id)
+        if info is not None and not info.failed:
+            _describe(
+                findings,
+                field_value(info.text, "Description") or field_value(info.text, "Full description"),
+                field_value(info.text, "Update frequency"),
+                field_value(info.text, "Last updated"),
+            )
+        return findings.answer(NOTHING_FOUND)
+
+    def _code(
+        self, question: str, seen: Sequence[Observation], bases: ApiBases, guidance: Guidance
+    ) -> Step:
+        if not seen:
+            return run(
+                f"r = httpx.get({bases.api + '1/datasets/'!r}, "
+                f"params={{'q': {keywords(question)!r}, 'page_size': 1}}, timeout=30)",
+                "r.raise_for_status()",
+                "for d in r.json()['data'][:1]:",
+                "    print(d['id'], '|', d['title'], '|', d['page'])",
+            )
+        rows = [] if seen[0].failed else pipe_rows(seen[0].text)
+        if not rows:
+            return FinalAnswer(answer=NOTHING_FOUND, declined=True)
+        dataset_id, title, page = (rows[0] + ["", "", ""])[:3]
+        if guidance.read_description and len(seen) == 1:
+            return run(
+                f"d = httpx.get({bases.api + '1/datasets/' + dataset_id + '/'!r}, timeout=30)"
+                ".json()",
+                "text = d.get('description_short') or d.get('description') or ''",
+                "print('Description:', ' '.join(text.split())[:300])",
+                "print('Update frequency:', d.get('frequency'))",
+                "print('Last updated:', d.get('last_update'))",
+            )
+        findings = Findings()
+        findings.lines.append(
+            f"Le jeu de données le plus pertinent trouvé sur data.gouv.fr est « {title} » : {page}"
+        )
+        findings.cite(page, dataset_id)
+        if len(seen) > 1 and not seen[1].failed:
+            _describe(
+                findings,
+                field_value(seen[1].text, "Description"),
+                field_value(seen[1].text, "Update frequency"),
+                field_value(seen[1].text, "Last updated"),
+            )
+        return findings.answer(NOTHING_FOUND)
+
+
+def _describe(
+    findings: Findings, description: str | None, frequency: str | None, updated: str | None
+) -> None:
+    """Quote what the dataset's description says (read because the instructions ask to)."""
+    if description:
+        findings.lines.append(f"Sa description indique : « {description.strip()[:300]} ».")
+    if frequency and frequency != "None":
+        text = f"Fréquence de mise à jour annoncée : {frequency}"
+        if updated and updated != "None":
+            text += f" (dernière mise à jour : {updated})"
+        findings.lines.append(text + ".")

@@ -1,0 +1,167 @@
+"""Reading the question: search words, dates, places, what kind of answer it wants."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+_STOPWORD_TEXT = """
+    a ai aie aient aies ait alors as au aucun aucune aupres aura aurai auraient aurais aurait
+    aussi autre autres aux avais avait avant avec avez aviez avoir avons ayant bien bon bonjour
+    ca car ce ceci cela celle celles celui cependant certain certains ces cet cette ceux chaque
+    chez ci comme comment concernant d dans de des deja depuis dire dit doit donc dont du elle
+    elles en encore entre es est et etaient etais etait etant ete etre eu eux faire fait faut
+    font hors ici il ils j je jusqu l la le les leur leurs lui m ma mais me meme memes mes moi
+    moins mon n ne ni nos notre nous on ont ou par parce pas peu peut peuvent peux plus plutot
+    pour pourquoi pouvez pouvoir puis qu quand que quel quelle quelles quels qui quoi s sa sans
+    se selon ses si sinon soit son sont sous sur t ta te tes toi ton toujours tous tout toute
+    toutes tres tu un une unes uns vers voici voila vos votre vous y aimerais aimerions
+    voudrais voudrions souhaite souhaiterais cherche cherchons recherche trouver trouve trouvez
+    donner donnez dites savoir connaitre obtenir obtenu recuperer verifier utiliser existe
+    existent exact exacte idealement possible merci svp prepare prepare redige travaille dois
+    doit devons besoin veux voulons afin ainsi exemple etc combien nombre beaucoup liste
+    chiffre chiffres quelles lesquels laquelle lequel the of and or to in for on with is are
+    what which how many much do does can fr fichier fichiers fais suis sommes
+"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+"""Words that carry no search meaning (French and English function words, question verbs and
+a few filler words)."""
+
+_MONTHS = {
+    "janvier": 1,
+    "fevrier": 2,
+    "mars": 3,
+    "avril": 4,
+    "mai": 5,
+    "juin": 6,
+    "juillet": 7,
+    "aout": 8,
+    "septembre": 9,
+    "octobre": 10,
+    "novembre": 11,
+    "decembre": 12,
+}
+_DATE_OPERATORS = {
+    "avant": "strictly_less",
+    "apres": "strictly_greater",
+    "depuis": "greater",
+    "partir": "greater",
+    "jusqu": "less",
+}
+_QUANTITY = re.compile(r"\b(combien|nombre|total|quel est le chiffre|how many)\b")
+_API_WORDS = re.compile(r"\b(api|apis|service web|interface de programmation|webservice)\b")
+_METRICS_WORDS = re.compile(
+    r"\b(visite|visites|telechargement|telechargements|consulte|frequentation)\b"
+)
+_PREPOSITIONS = frozenset({"à", "a", "de", "du", "d'", "d’"})
+_PLACE_NAME = re.compile(r"[A-ZÀ-Ý][a-zà-ÿ]+(?:-[A-ZÀ-Ý]?[a-zà-ÿ]+)*")
+
+
+@lru_cache(maxsize=4096)
+def fold(text: str) -> str:
+    """Lower case without accents (``Équipements`` → ``equipements``)."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
+
+
+@lru_cache(maxsize=1024)
+def keywords(question: str, limit: int = 12) -> str:
+    """The search words of a question: folded, without stop words, first ``limit`` kept."""
+    words: list[str] = []
+    for word in re.findall(r"[a-z0-9]+", fold(question)):
+        if word in _STOPWORDS or (len(word) < 3 and not word.isdigit()) or word in words:
+            continue
+        if word.isdigit() and len(word) != 4:
+            continue  # keep years, drop day numbers and quantities
+        words.append(word)
+    return " ".join(words[:limit])
+
+
+def is_quantitative(question: str) -> bool:
+    """Whether the question asks for a count or a figure."""
+    return bool(_QUANTITY.search(fold(question)))
+
+
+def asks_for_api(question: str) -> bool:
+    """Whether the question asks for an API."""
+    return bool(_API_WORDS.search(fold(question)))
+
+
+def asks_for_metrics(question: str) -> bool:
+    """Whether the question asks for visits or downloads."""
+    return bool(_METRICS_WORDS.search(fold(question)))
+
+
+@dataclass(frozen=True)
+class DateBound:
+    """A date condition read from the question (``avant le 28 juin 2012``).
+
+    Attributes:
+        operator: Tabular operator (``strictly_less``, ``greater``...).
+        value: ISO date.
+        creation: The question is about creation or publication dates.
+    """
+
+    operator: str
+    value: str
+    creation: bool
+
+
+def date_bound(question: str) -> DateBound | None:
+    """The first ``avant/après/depuis <date>`` condition of the question, if any."""
+    folded = fold(question)
+    pattern = re.compile(
+        r"\b(avant|apres|depuis|partir|jusqu)\w*\s+(?:du\s+|le\s+|au\s+|'au\s+)?"
+        r"(?:(\d{4})-(\d{2})-(\d{2})|(\d{1,2})(?:er)?\s+(" + "|".join(_MONTHS) + r")\s+(\d{4}))"
+    )
+    match = pattern.search(folded)
+    if match is None:
+        return None
+    word = match.group(1)
+    if match.group(2):
+        value = f"{match.group(2)}-{match.group(3)}-{match.group(4)}"
+    else:
+        value = f"{match.group(7)}-{_MONTHS[match.group(6)]:02d}-{int(match.group(5)):02d}"
+    creation = bool(re.search(r"\b(publi|cre[ea]|ouvert|mis en ligne)", folded))
+    return DateBound(_DATE_OPERATORS[word], value, creation)
+
+
+@dataclass(frozen=True)
+class Place:
+    """A place named in the question.
+
+    Attributes:
+        name: As written (``Toulouse``).
+        department: The question calls it a department (``département du Gers``).
+    """
+
+    name: str
+    department: bool
+
+
+def place(question: str) -> Place | None:
+    """The first capitalised place name after ``à/de/du/d'`` in the question, if any."""
+    words = re.findall(r"[\wÀ-ÿ’'-]+", question)
+    for index in range(1, len(words)):
+        word = words[index]
+        head, _, tail = word.partition("'") if "'" in word else word.partition("’")
+        if tail and head.lower() == "d" and _PLACE_NAME.fullmatch(tail):
+            previous, name = words[index - 1], tail
+        elif words[index - 1].lower() in _PREPOSITIONS and _PLACE_NAME.fullmatch(word):
+            previous, name = words[index - 2] if index > 1 else "", word
+        else:
+            continue
+        if fold(name) in {"france", "etat", "republique"}:
+            continue
+        return Place(name, department=fold(previous).startswith("departement"))
+    return None
+
+
+def month_asked(question: str) -> str | None:
+    """``YYYY-MM`` of a ``<month> <year>`` in the question (``mai 2026`` → ``2026-05``)."""
+    match = re.search(r"\b(" + "|".join(_MONTHS) + r")\s+(\d{4})\b", fold(question))
+    if match is None:
+        return None
+    return f"{match.group(2)}-{_MONTHS[match.group(1)]:02d}"
