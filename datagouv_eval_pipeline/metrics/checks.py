@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from datagouv_eval_pipeline.metrics.numbers import find_value
+from datagouv_eval_pipeline.semantic.aliases import UrlAliases
 from datagouv_eval_pipeline.semantic.instances import ActionInstance, CallCategory
 from datagouv_eval_pipeline.tasks.spec import (
     ExpectedBehaviour,
@@ -222,6 +223,7 @@ def learn_aliases(trace: Trace, sources: Iterable[ExpectedSource]) -> dict[str, 
     aliases: dict[str, set[str]] = {}
     if not ids:
         return aliases
+    resolve = UrlAliases.for_trace(trace.provenance.base_urls).resolve
     for call in trace.tool_calls:
         lowered = call.result.casefold()
         if not any(identifier in lowered for identifier in ids):
@@ -236,7 +238,7 @@ def learn_aliases(trace: Trace, sources: Iterable[ExpectedSource]) -> dict[str, 
             slugs = {m.group(1).casefold().rstrip("/") for m in _SLUG_LINE.finditer(block)}
             slugs |= {m.group(1).casefold() for m in _SLUG_JSON.finditer(block)}
             for url in extract_urls(block):
-                match = _CATALOG_URL.match(url)
+                match = _CATALOG_URL.match(resolve(url))
                 if match:
                     slugs.add(match.group(2).casefold())
             for identifier in present:
@@ -251,7 +253,8 @@ def citation_check(
 
     URLs come from ``trace.cited_urls`` when the agent gave structured citations, else from the
     answer text. An expected source is cited by ``https://www.data.gouv.fr/datasets/{id or slug}``
-    (``/dataservices/{id}`` for a dataservice), with or without ``www.`` and a ``/fr/`` prefix.
+    (``/dataservices/{id}`` for a dataservice), with or without ``www.`` and a ``/fr/`` prefix;
+    the twin's page URLs count as the data.gouv.fr pages they stand for.
     Slugs come from ``aliases`` (id → slugs, e.g. from the catalog snapshot) and from the trace's
     own tool results (:func:`learn_aliases`). Does not apply when the task expects a decline.
     """
@@ -266,8 +269,11 @@ def citation_check(
     if not task.expected_sources:
         return CheckResult(True, "a URL is cited and the task names no expected source", details)
     cited_paths: set[tuple[str, str]] = set()
+    # A run against the twin cites the twin's page URLs: read them as the data.gouv.fr pages they
+    # stand for (the base URLs the run was given are in its provenance).
+    resolve = UrlAliases.for_trace(trace.provenance.base_urls).resolve
     for url in urls:
-        match = _CATALOG_URL.match(url.strip())
+        match = _CATALOG_URL.match(resolve(url.strip()))
         if match:
             cited_paths.add((match.group(1).lower(), match.group(2).casefold()))
     by_id = {(_kind(source), source.id.casefold()) for source in task.expected_sources}

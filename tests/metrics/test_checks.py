@@ -277,3 +277,41 @@ def test_grounded_ids_from_the_prompt_count() -> None:
 
 def test_grounded_ids_does_not_apply_without_ids() -> None:
     assert grounded_ids_check(task(), make_trace(answer="2 076 jeux")).passed is None
+
+
+TWIN = {
+    "site": "http://127.0.0.1:8765/",
+    "datagouv_api": "http://127.0.0.1:8765/api/",
+    "tabular_api": "http://127.0.0.1:8765/tabular/api/",
+    "metrics_api": "http://127.0.0.1:8765/metrics/api/",
+    "crawler_api": "http://127.0.0.1:8765/crawler/api/",
+}
+
+
+def test_citation_reads_the_twin_page_urls_as_data_gouv_fr_pages() -> None:
+    spec = task(expected_sources=[{"type": "dataset", "id": DS}])
+    cited = make_trace(
+        cited_urls=[f"http://127.0.0.1:8765/fr/datasets/{DS}/"],
+        provenance={"base_urls": TWIN},
+    )
+    result = citation_check(spec, cited)
+    assert result.passed is True
+    assert result.details["cited"] == [DS]
+    # Another local server is not the twin the run was given: no alias applies.
+    elsewhere = make_trace(
+        cited_urls=[f"http://127.0.0.1:9999/datasets/{DS}/"], provenance={"base_urls": TWIN}
+    )
+    assert citation_check(spec, elsewhere).passed is False
+
+
+def test_citation_learns_a_slug_from_a_twin_tool_result() -> None:
+    slug = "catalogue-des-donnees-de-data-gouv-fr"
+    result_text = f"ID: {DS}\nURL: http://127.0.0.1:8765/datasets/{slug}/\n"
+    trace = make_trace(
+        answer=f"Source : http://127.0.0.1:8765/datasets/{slug}/",
+        tool_calls=[{"id": "c1", "name": "get_dataset_info", "result": result_text}],
+        provenance={"base_urls": TWIN},
+    )
+    spec = task(expected_sources=[{"type": "dataset", "id": DS}])
+    assert learn_aliases(trace, spec.expected_sources) == {DS: {slug}}
+    assert citation_check(spec, trace).passed is True
