@@ -5,7 +5,7 @@
   API key read from the environment variable the YAML names. The key is never logged, stored or
   put in an error message. The SDK's own retries are off: :class:`ManagedModel` retries instead,
   so it can honour ``Retry-After`` and count the wait.
-* ``offline`` providers: the deterministic baseline policies (``baselines.py``), not LLMs.
+* ``offline`` providers: the deterministic baseline policies (``baselines/``), not LLMs.
 
 Mistral's quirks (``message.content`` as a list of parts, ``tool_calls[].type`` null) are
 handled in one place, :func:`normalise_completion`, called from the one completion-validation
