@@ -1,11 +1,14 @@
 """The local sandbox backend: bubblewrap namespaces (or, on request, rlimits only), no Docker.
 
-Every call is a fresh process tree started by ``bwrap`` with new user, mount, PID, network, IPC,
-UTS and cgroup namespaces. Inside, the program sees a read-only ``/usr``, the Python runtime and
-the project's site-packages (read-only), a generated ``/etc/passwd``, a private ``/tmp``, the
-session's working directory at ``/sandbox`` (the only writable place that outlives the call) and
-nothing else of the host: no project directory, no home, no ``/work``. It runs as an unprivileged
-user with no capabilities, in an environment built from scratch. Its only network route is the
+Every call is a fresh process with new user, mount, PID, network, IPC and UTS namespaces. By
+default (``warm``) it is forked from one zygote per backend, which runs inside ``bwrap`` (whose
+cgroup namespace the calls share) with the libraries already imported (``_zygote.py``); with
+``warm=False`` each call is a process tree started by its own ``bwrap`` and a new interpreter.
+Inside, the program sees a read-only ``/usr``, the Python runtime and the project's
+site-packages (read-only), a generated ``/etc/passwd``, a private ``/tmp``, the session's
+working directory at ``/sandbox`` (the only writable place that outlives the call) and nothing
+else of the host: no project directory, no home, no ``/work``. It runs as an unprivileged user
+with no capabilities, in an environment built from scratch. Its only network route is the
 session's allow-listing proxy (see ``proxy.py``), reached through a Unix socket.
 
 The ``rlimit`` mode, for hosts where bubblewrap cannot run, keeps the scrubbed environment, the
@@ -16,8 +19,11 @@ network: it is weaker, and it has to be chosen explicitly (``docs/sandbox.md``).
 from __future__ import annotations
 
 import asyncio
+import atexit
+import concurrent.futures
 import contextlib
 import itertools
+import json
 import os
 import shutil
 import signal
@@ -25,11 +31,13 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from datagouv_eval_pipeline.agents.sandbox._common import (
     ENTER_PATH,
@@ -41,10 +49,17 @@ from datagouv_eval_pipeline.agents.sandbox._common import (
     check_commands,
     check_extra_env,
     launcher_args,
+    launcher_rlimits,
     sandbox_env,
     write_command_wrappers,
 )
 from datagouv_eval_pipeline.agents.sandbox._enter import blocking_ancestor
+from datagouv_eval_pipeline.agents.sandbox._zygote import SESSION_MOUNT, SESSIONS_RO, SESSIONS_RW
+from datagouv_eval_pipeline.agents.sandbox._zygote_client import (
+    ZygoteClient,
+    ZygoteError,
+    ZygoteUnsupportedError,
+)
 from datagouv_eval_pipeline.agents.sandbox.base import (
     ExecResult,
     SandboxLimits,
@@ -72,7 +87,22 @@ _HOST_ETC = (
     "/etc/localtime",
     "/etc/mime.types",
 )
+_BWRAP_PATH = f"{CONTROL_DIR}/bin:{VENV_DIR}/bin:/usr/local/bin:/usr/bin:/bin"
+DEFAULT_PRELOAD = ("httpx", "datagouv")
+"""What the zygote imports before serving: the HTTP client agent code nearly always uses, and
+the ``datagouv`` client library (used by the ``datagouv`` command and python-sdk code)."""
+DEFAULT_PRELOAD_LATER = ("requests",)
+"""What the zygote imports once it serves, while idle."""
+ZYGOTE_LINGER_SECONDS = 3.0
+"""How long a zygote outlives the last session that used it."""
 _probe_cache: dict[str, str | None] = {}
+_LIVE_SANDBOXES: weakref.WeakSet[LocalSandbox] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_lingering_zygotes() -> None:
+    for sandbox in list(_LIVE_SANDBOXES):
+        sandbox.shutdown()
 
 
 @dataclass(frozen=True)
@@ -110,11 +140,18 @@ def bwrap_argv(
     bwrap: str,
     runtime: PythonRuntime,
     control: Path,
-    workdir: Path,
+    workdir: Path | None,
     limits: SandboxLimits,
     packages: Mapping[str, Path],
+    sessions: Path | None = None,
 ) -> list[str]:
-    """The ``bwrap`` arguments (up to and excluding the command) for one call."""
+    """The ``bwrap`` arguments (up to and excluding the command).
+
+    With ``workdir``, for one call (the per-call mode): it is mounted at ``/sandbox``. With
+    ``sessions`` instead, for the zygote: the directory holding every session is mounted twice
+    (read-write and read-only) where the zygote's calls pick their own session from, and
+    ``/sandbox`` is left as an empty mount point.
+    """
     argv = [
         bwrap,
         "--unshare-all",
@@ -157,7 +194,11 @@ def bwrap_argv(
     argv += ["--ro-bind", str(control), CONTROL_DIR]
     for name, package in packages.items():
         argv += ["--ro-bind", str(package), f"{CONTROL_DIR}/pylib/{name}"]
-    argv += ["--bind", str(workdir), WORKDIR, "--chdir", WORKDIR]
+    if sessions is not None:
+        argv += ["--bind", str(sessions), SESSIONS_RW, "--ro-bind", str(sessions), SESSIONS_RO]
+        argv += ["--dir", WORKDIR, "--chdir", WORKDIR]
+    else:
+        argv += ["--bind", str(workdir), WORKDIR, "--chdir", WORKDIR]
     # Last: the root itself is a tmpfs bwrap created; nothing may be written there.
     argv += ["--remount-ro", "/"]
     return argv
@@ -221,6 +262,37 @@ def probe_rlimit(host_uid: int | None, expose: Sequence[str]) -> str | None:
     )
 
 
+def write_control_dir(control: Path, sandbox: LocalSandbox, *, bwrap: bool) -> None:
+    """Fill a control directory (mounted read-only at ``/opt/sandbox`` with bubblewrap).
+
+    It holds the command wrappers, the mount points (or, in rlimit mode, links) of the
+    ``python_packages``, the generated ``/etc`` files and the venv's ``pyvenv.cfg``.
+    """
+    for directory in (control / "code", control / "etc"):
+        directory.mkdir(parents=True)
+    write_command_wrappers(control / "bin", sandbox.commands)
+    (control / "pylib").mkdir()
+    for name, package in sandbox.packages.items():
+        if bwrap:
+            (control / "pylib" / name).mkdir()  # a mount point
+        else:
+            (control / "pylib" / name).symlink_to(package)
+    etc = control / "etc"
+    uid = SANDBOX_UID
+    (etc / "passwd").write_text(
+        f"sandbox:x:{uid}:{uid}:sandbox:{WORKDIR}:/bin/sh\n"
+        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+    )
+    (etc / "group").write_text(f"sandbox:x:{uid}:\nnogroup:x:65534:\n")
+    (etc / "hosts").write_text("127.0.0.1 localhost sandbox\n::1 localhost\n")
+    runtime = sandbox.runtime
+    (control / "pyvenv.cfg").write_text(
+        f"home = {os.path.dirname(runtime.executable)}\n"
+        "include-system-site-packages = false\n"
+        f"version = {sys.version.split()[0]}\n"
+    )
+
+
 class LocalSandbox:
     """Sandbox backend for machines without Docker.
 
@@ -236,6 +308,12 @@ class LocalSandbox:
         runtime: The interpreter used inside; this process's own by default.
         host_uid: The host uid sandboxed code runs as. Default: ``nobody`` (65534) when this
             process is root, which sandboxes must never be, else this process's own uid.
+        warm: In bwrap mode, run calls through one warm zygote per backend (``_zygote.py``:
+            the interpreter and ``preload`` imported once, a forked, namespaced process per
+            call); False starts ``bwrap`` and a new interpreter for every call.
+        preload: Modules the zygote imports before serving calls (the command modules are
+            added), so that calls find them loaded.
+        preload_later: Modules it imports afterwards, one at a time while no call runs.
     """
 
     name = "local"
@@ -250,6 +328,9 @@ class LocalSandbox:
         bwrap: str = "bwrap",
         runtime: PythonRuntime | None = None,
         host_uid: int | None = None,
+        warm: bool = True,
+        preload: Sequence[str] = DEFAULT_PRELOAD,
+        preload_later: Sequence[str] = DEFAULT_PRELOAD_LATER,
     ) -> None:
         if mode not in ("auto", "bwrap", "rlimit"):
             raise ValueError(f"LocalSandbox mode {mode!r}: expected auto, bwrap or rlimit")
@@ -273,6 +354,16 @@ class LocalSandbox:
             if package.name in self.packages:
                 raise ValueError(f"sandbox python package {package.name!r} given twice")
             self.packages[package.name] = package
+        self.warm = warm
+        self.warm_problem: str | None = None
+        self.preload = [*preload, *self.commands.values()]
+        self.preload_later = list(preload_later)
+        self._zygote: ZygoteClient | None = None
+        self._zygote_lock = threading.Lock()
+        self._zygote_users = 0
+        self._linger: threading.Timer | None = None
+        self._cell: Path | None = None
+        self._cell_expose: list[str] = []
 
     @property
     def isolation(self) -> Literal["bwrap", "rlimit"]:
@@ -321,15 +412,139 @@ class LocalSandbox:
         allow = AllowList.parse(allowed_hosts)
         extra = check_extra_env(env)
         isolation = await asyncio.to_thread(lambda: self.isolation)
-        session = LocalSession(
-            sandbox=self,
-            isolation=isolation,
-            allow=allow,
-            extra_env=extra,
-            limits=limits or SandboxLimits(),
-        )
-        await asyncio.to_thread(session._prepare)
+        cell = None
+        if isolation == "bwrap" and self.warm:
+            cell = await asyncio.to_thread(self._attach)
+        try:
+            session = LocalSession(
+                sandbox=self,
+                isolation=isolation,
+                allow=allow,
+                extra_env=extra,
+                limits=limits or SandboxLimits(),
+                cell=cell,
+            )
+            await asyncio.to_thread(session._prepare)
+        except BaseException:
+            if cell is not None:
+                await asyncio.to_thread(self._detach)
+            raise
         return session
+
+    # ------------------------------------------------------------------ the warm zygote
+
+    def _attach(self) -> Path:
+        """A session starts using the zygote: prepare the shared directory; its path."""
+        with self._zygote_lock:
+            if self._cell is None:
+                self._cell = self._prepare_cell()
+            if self._linger is not None:
+                self._linger.cancel()
+                self._linger = None
+            if self._zygote is None:
+                # Started now, waited for at the first call: its start-up overlaps the
+                # agent's first model request.
+                self._zygote = self._start_zygote(self._cell)
+                _LIVE_SANDBOXES.add(self)
+            self._zygote_users += 1
+            return self._cell
+
+    def _detach(self) -> None:
+        """A session is done with the zygote; after the last one, it is stopped a moment later.
+
+        The short delay lets back-to-back sessions (a runner starting the next task, tests)
+        reuse it instead of starting a new one.
+        """
+        with self._zygote_lock:
+            self._zygote_users = max(0, self._zygote_users - 1)
+            if self._zygote_users > 0:
+                return
+            if self._linger is not None:
+                self._linger.cancel()
+            self._linger = threading.Timer(ZYGOTE_LINGER_SECONDS, self._stop_if_unused)
+            self._linger.daemon = True
+            self._linger.start()
+
+    def _stop_if_unused(self) -> None:
+        with self._zygote_lock:
+            if self._zygote_users > 0:
+                return
+            zygote, cell = self._zygote, self._cell
+            self._zygote, self._cell, self._linger = None, None, None
+        _LIVE_SANDBOXES.discard(self)
+        if zygote is not None:
+            zygote.stop()
+        if cell is not None:
+            shutil.rmtree(cell, ignore_errors=True)
+
+    def shutdown(self) -> None:
+        """Stop the zygote now and remove its files (sessions still open fail their calls).
+
+        Not needed in normal use: it stops by itself shortly after the last session closes,
+        and at interpreter exit.
+        """
+        with self._zygote_lock:
+            self._zygote_users = 0
+            if self._linger is not None:
+                self._linger.cancel()
+        self._stop_if_unused()
+
+    def _live_zygote(self) -> ZygoteClient:
+        """The running zygote, started (or restarted, if it ended) when needed.
+
+        Raises:
+            ZygoteError: It cannot start.
+        """
+        with self._zygote_lock:
+            if self._cell is None:
+                raise ZygoteError("no session is open")
+            if self._zygote is None or not self._zygote.alive:
+                if self._zygote is not None:
+                    self._zygote.stop()
+                self._zygote = self._start_zygote(self._cell)
+            zygote = self._zygote
+            zygote.wait_ready()
+            return zygote
+
+    def _prepare_cell(self) -> Path:
+        root = str(self.temp_root) if self.temp_root else None
+        cell = Path(tempfile.mkdtemp(prefix="dgeval-sandbox-", dir=root))
+        try:
+            control = cell / "ctl"
+            write_control_dir(control, self, bwrap=True)
+            for name in ("_launcher.py", "_zygote.py"):
+                shutil.copyfile(Path(__file__).with_name(name), control / name)
+            (control / "session").mkdir()  # where a call's own session directory appears
+            (cell / "sessions").mkdir(mode=0o755)
+            if self.host_uid is not None:
+                os.chown(cell, self.host_uid, self.host_uid)
+                self._cell_expose = self.exposed_paths(str(cell))
+        except BaseException:
+            shutil.rmtree(cell, ignore_errors=True)
+            raise
+        return cell
+
+    def _start_zygote(self, cell: Path) -> ZygoteClient:
+        control = cell / "ctl"
+        prefix = bwrap_argv(
+            bwrap=shutil.which(self.bwrap) or self.bwrap,
+            runtime=self.runtime,
+            control=control,
+            workdir=None,
+            limits=SandboxLimits(),
+            packages=self.packages,
+            sessions=cell / "sessions",
+        )
+        config = json.dumps({"preload": self.preload, "later": self.preload_later})
+        argv = [*enter_prefix(self.host_uid, self._cell_expose), *prefix, "--"]
+        argv += [f"{VENV_DIR}/bin/python", f"{CONTROL_DIR}/_zygote.py", "{fd}", config]
+        env = sandbox_env(
+            home=WORKDIR,
+            path=_BWRAP_PATH,
+            extra={},
+            pythonpath=f"{CONTROL_DIR}/pylib" if self.packages else None,
+        )
+        return ZygoteClient(argv, env, cell / "zygote.log")
 
 
 class LocalSession(SessionBase):
@@ -350,54 +565,44 @@ class LocalSession(SessionBase):
         allow: AllowList,
         extra_env: dict[str, str],
         limits: SandboxLimits,
+        cell: Path | None = None,
     ) -> None:
         self._sandbox = sandbox
         self.isolation = isolation
         self.limits = limits
-        root = str(sandbox.temp_root) if sandbox.temp_root else None
-        self._base = Path(tempfile.mkdtemp(prefix="dgeval-sandbox-", dir=root))
+        self._cell = cell
+        if cell is not None:
+            # Warm mode: the session's directories sit in the zygote's shared directory.
+            self._base = Path(tempfile.mkdtemp(prefix="s-", dir=cell / "sessions"))
+        else:
+            root = str(sandbox.temp_root) if sandbox.temp_root else None
+            self._base = Path(tempfile.mkdtemp(prefix="dgeval-sandbox-", dir=root))
         self._control = self._base / "ctl"
         self.host_workdir = self._base / "work"
         self.workdir = WORKDIR if isolation == "bwrap" else str(self.host_workdir)
         self._proxy = AllowListProxy(str(self._control / "proxy.sock"), allow)
         self._extra_env = extra_env
         self._processes: set[asyncio.subprocess.Process] = set()
+        self._warm_calls: dict[int, ZygoteClient] = {}
         self._cells = itertools.count(1)
         self._closed = False
         self._expose: list[str] = []
 
     def _prepare(self) -> None:
         try:
-            for directory in (self._control / "code", self._control / "etc", self.host_workdir):
-                directory.mkdir(parents=True)
+            # Also in warm mode: a session can fall back to per-call bwrap (see _execute_warm).
+            write_control_dir(self._control, self._sandbox, bwrap=self.isolation == "bwrap")
             shutil.copyfile(LAUNCHER_PATH, self._control / "launcher.py")
-            write_command_wrappers(self._control / "bin", self._sandbox.commands)
-            (self._control / "pylib").mkdir()
-            for name, package in self._sandbox.packages.items():
-                if self.isolation == "bwrap":
-                    (self._control / "pylib" / name).mkdir()  # a mount point
-                else:
-                    (self._control / "pylib" / name).symlink_to(package)
-            etc = self._control / "etc"
-            uid = SANDBOX_UID
-            (etc / "passwd").write_text(
-                f"sandbox:x:{uid}:{uid}:sandbox:{WORKDIR}:/bin/sh\n"
-                "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
-            )
-            (etc / "group").write_text(f"sandbox:x:{uid}:\nnogroup:x:65534:\n")
-            (etc / "hosts").write_text("127.0.0.1 localhost sandbox\n::1 localhost\n")
-            runtime = self._sandbox.runtime
-            (self._control / "pyvenv.cfg").write_text(
-                f"home = {os.path.dirname(runtime.executable)}\n"
-                "include-system-site-packages = false\n"
-                f"version = {sys.version.split()[0]}\n"
-            )
+            self.host_workdir.mkdir()
+            if self._cell is not None:
+                os.chmod(self._base, 0o755)  # the zygote's uid reaches it through the cell
             host_uid = self._sandbox.host_uid
             if host_uid is not None:
                 # Only the working directory belongs to the sandbox user; the rest stays root's.
-                os.chown(self._base, host_uid, host_uid)
-                os.chown(self.host_workdir, host_uid, host_uid)
+                if self._cell is None:
+                    os.chown(self._base, host_uid, host_uid)
                 self._expose = self._sandbox.exposed_paths(str(self._base))
+                os.chown(self.host_workdir, host_uid, host_uid)
             self._proxy.start()
         except BaseException:
             shutil.rmtree(self._base, ignore_errors=True)
@@ -418,7 +623,7 @@ class LocalSession(SessionBase):
             )
             prefix = [*enter_prefix(sandbox.host_uid, self._expose), *prefix]
             prefix += ["--", f"{VENV_DIR}/bin/python"]
-            path = f"{control}/bin:{VENV_DIR}/bin:/usr/local/bin:/usr/bin:/bin"
+            path = _BWRAP_PATH
         else:
             control = str(self._control)
             prefix = [*enter_prefix(sandbox.host_uid, self._expose), sys.executable]
@@ -440,8 +645,12 @@ class LocalSession(SessionBase):
             path.write_text(code, encoding="utf-8")
         except (OSError, UnicodeEncodeError) as exc:
             return _failed(f"could not write the program: {exc}")
-        _, control, _, _ = self._layout()
         try:
+            if self._cell is not None and self._sandbox.warm:
+                result = await self._execute_warm("python", f"{SESSION_MOUNT}/code/{cell}", [])
+                if result is not None:
+                    return result
+            _, control, _, _ = self._layout()
             return await self._execute(["python", f"{control}/code/{cell}"])
         finally:
             path.unlink(missing_ok=True)
@@ -453,6 +662,14 @@ class LocalSession(SessionBase):
             return _failed("a command is a non-empty list of arguments", exit_code=2)
         if not all(isinstance(arg, str) and "\0" not in arg for arg in argv):
             return _failed("command arguments must be strings without NUL bytes", exit_code=2)
+        if self._cell is not None and self._sandbox.warm:
+            module = self._sandbox.commands.get(argv[0])
+            if module is not None:  # a command of ours: ``python -m MODULE``, in the warm process
+                result = await self._execute_warm("module", module, list(argv))
+            else:
+                result = await self._execute_warm("exec", None, list(argv))
+            if result is not None:
+                return result
         return await self._execute(list(argv))
 
     async def close(self) -> None:
@@ -462,11 +679,146 @@ class LocalSession(SessionBase):
         self._closed = True
         for process in list(self._processes):
             _kill_group(process)
+        for call_id, zygote in list(self._warm_calls.items()):
+            zygote.kill([call_id])
         for process in list(self._processes):
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(process.wait(), timeout=5)
+        for _ in range(100):  # the calls report back once the zygote has ended them
+            if not self._warm_calls:
+                break
+            await asyncio.sleep(0.05)
         await asyncio.to_thread(self._proxy.stop)
         await asyncio.to_thread(shutil.rmtree, self._base, True)
+        if self._cell is not None:
+            await asyncio.to_thread(self._sandbox._detach)
+
+    async def _execute_warm(
+        self, mode: str, target: str | None, argv: list[str]
+    ) -> ExecResult | None:
+        """Run one call through the zygote (see ``_zygote.py``).
+
+        None when this host cannot give calls their own namespaces from the zygote: the
+        backend then uses per-call bwrap from now on, and the caller runs the call that way.
+        """
+        limits = self.limits
+        env = sandbox_env(
+            home=WORKDIR,
+            path=_BWRAP_PATH,
+            extra=self._extra_env,
+            pythonpath=f"{CONTROL_DIR}/pylib" if self._sandbox.packages else None,
+        )
+        request = {
+            "session": self._base.name,
+            "mode": mode,
+            "target": target,
+            "argv": argv,
+            "env": env,
+            "wall": limits.wall_seconds,
+            "tmp_bytes": limits.tmp_mb * 1024 * 1024,
+            "rlimits": launcher_rlimits(limits),
+            "proxy": True,
+        }
+        started = time.perf_counter()
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        try:
+            zygote = self._sandbox._zygote
+            if zygote is None or not zygote.ready:
+                zygote = await asyncio.to_thread(self._sandbox._live_zygote)
+            self._check_open()
+            call_id, future = zygote.submit(request, [out_write, err_write])
+        except (ZygoteError, RuntimeError) as exc:
+            os.close(out_read)
+            os.close(err_read)
+            if isinstance(exc, ZygoteUnsupportedError):
+                self._sandbox.warm = False
+                self._sandbox.warm_problem = str(exc)
+                return None
+            if self._closed:
+                return _failed("sandbox failure: the session was closed during the call")
+            return _failed(f"sandbox failure: {exc}")
+        finally:
+            os.close(out_write)
+            os.close(err_write)
+        self._warm_calls[call_id] = zygote
+        stdout = _PipeReader(out_read, limits)
+        stderr = _PipeReader(err_read, limits)
+        try:
+            return await self._supervise_warm(
+                zygote, call_id, future, stdout, stderr, started, argv[0] if argv else "python"
+            )
+        except Exception as exc:  # never let a sandbox problem escape as an exception
+            zygote.kill([call_id])
+            return _failed(f"{type(exc).__name__}: {exc}")
+        finally:
+            if not future.done():  # cancelled by our caller: the call must not run on
+                zygote.kill([call_id])
+            self._warm_calls.pop(call_id, None)
+            stdout.close()
+            stderr.close()
+
+    async def _supervise_warm(
+        self,
+        zygote: ZygoteClient,
+        call_id: int,
+        future: concurrent.futures.Future[dict[str, Any]],
+        stdout: _PipeReader,
+        stderr: _PipeReader,
+        started: float,
+        program: str,
+    ) -> ExecResult:
+        limits = self.limits
+        waiter = asyncio.wrap_future(future)
+        overflowed = asyncio.ensure_future(_first_overflow(stdout, stderr))
+        waits: set[asyncio.Future[Any]] = {waiter, overflowed}
+        await asyncio.wait(
+            waits,
+            timeout=limits.wall_seconds + _BACKSTOP_SECONDS,
+            return_when=asyncio.FIRST_COMPLETED,
+        )
+        overflowed.cancel()
+        overflow = stdout.overflow.is_set() or stderr.overflow.is_set()
+        backstop = False
+        if not waiter.done():
+            zygote.kill([call_id])
+            try:
+                await asyncio.wait_for(asyncio.shield(waiter), timeout=_BACKSTOP_SECONDS)
+            except TimeoutError:
+                # The zygote did not end the call: it is broken, and restarting it kills
+                # every call it runs (the next call starts a new one).
+                backstop = not overflow
+                await asyncio.to_thread(zygote.stop)
+        raw: dict[str, Any] | None
+        try:
+            raw = await waiter
+        except ZygoteError:
+            raw = None
+        # Output still in flight: read it, but never wait long for a writer that lingers.
+        await asyncio.wait({stdout.eof, stderr.eof}, timeout=_DRAIN_SECONDS)
+        duration_ms = (time.perf_counter() - started) * 1000
+        status = None if raw is None else LauncherStatus.parse(json.dumps(raw).encode())
+        failure: str | None = None
+        if self._closed:
+            failure = "the session was closed during the call"
+        elif raw is not None and isinstance(raw.get("failure"), str):
+            failure = str(raw["failure"])
+        elif status is None and not backstop and not overflow:
+            failure = f"the sandbox ended without a report: {zygote.log_tail()[-500:]}"
+        status = status or LauncherStatus()
+        return build_result(
+            stdout=stdout.capture,
+            stderr=stderr.capture,
+            duration_ms=duration_ms,
+            limits=limits,
+            exit_code=status.exit_code,
+            signal_number=status.signal,
+            cpu_seconds=status.cpu_seconds,
+            timed_out=backstop or status.timed_out,
+            output_overflow=overflow,
+            spawn_error=status.spawn_error(program),
+            failure=failure,
+        )
 
     async def _execute(self, command: list[str]) -> ExecResult:
         limits = self.limits
