@@ -117,9 +117,9 @@ class CatalogStore:
     organizations: dict[str, dict[str, Any]]
     datasets: dict[str, dict[str, Any]]
     dataservices: dict[str, dict[str, Any]]
-    tables: dict[str, tabular.Table]
+    tables: tabular.LazyTables
     downloads: dict[str, str]
-    metrics: dict[str, tabular.Table]
+    metrics: tabular.LazyTables
     crawler_exceptions: list[dict[str, Any]]
     specs: dict[str, tuple[str, bytes]]
     _slugs: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
@@ -222,14 +222,21 @@ class CatalogStore:
         except json.JSONDecodeError as error:
             raise SnapshotError(f"{schemas_path}: invalid JSON: {error}") from error
         # A tabular table is named like api-tabular's parsing table (md5 of the resource id).
-        tables = {
-            rid: _read_table(info.directory, hashlib.md5(rid.encode()).hexdigest(), schema, files)
-            for rid, schema in schemas.get("tabular", {}).items()
-        }
-        metrics = {
-            model: _read_table(info.directory, model, schema, files)
-            for model, schema in schemas.get("metrics", {}).items()
-        }
+        # Parsed on first use (most of the load time otherwise); schemas are checked now.
+        tables = tabular.LazyTables(
+            parsers={
+                rid: _table_parser(
+                    info.directory, hashlib.md5(rid.encode()).hexdigest(), schema, files
+                )
+                for rid, schema in schemas.get("tabular", {}).items()
+            }
+        )
+        metrics = tabular.LazyTables(
+            parsers={
+                model: _table_parser(info.directory, model, schema, files)
+                for model, schema in schemas.get("metrics", {}).items()
+            }
+        )
         downloads: dict[str, str] = {}
         for rid, schema in schemas.get("downloads", {}).items():
             name = str(schema.get("file"))
@@ -637,9 +644,14 @@ def _read_records(path: Path, content: bytes, required: Iterable[str]) -> list[d
     return records
 
 
-def _read_table(
+def _table_parser(
     directory: Path, name: str, schema: Mapping[str, Any], files: Mapping[str, bytes]
-) -> tabular.Table:
+) -> Callable[[], tabular.Table]:
+    """Check a table's schema now; return the function that parses its CSV on first use.
+
+    Raises:
+        SnapshotError: the file is not in the manifest, or the schema is malformed.
+    """
     file_name = str(schema.get("file"))
     path = directory / file_name
     if file_name not in files:
@@ -648,12 +660,19 @@ def _read_table(
         columns = [
             tabular.Column(c["name"], c["type"], c.get("format", "")) for c in schema["columns"]
         ]
-        bad = [c.type for c in columns if c.type not in tabular.COLUMN_TYPES]
-        if bad:
-            raise ValueError(f"unknown column types {bad}")
-        text = gzip.decompress(files[file_name]).decode("utf-8")
-        return tabular.Table.from_csv(
-            name, text, columns, str(schema.get("separator", ",")), origin=str(path)
-        )
-    except (KeyError, ValueError, OSError) as error:
-        raise SnapshotError(f"{path}: {error}") from error
+    except (KeyError, TypeError) as error:
+        raise SnapshotError(f"{path}: malformed columns in tables.json: {error!r}") from error
+    bad = [c.type for c in columns if c.type not in tabular.COLUMN_TYPES]
+    if bad:
+        raise SnapshotError(f"{path}: unknown column types {bad}")
+    content = files[file_name]
+    separator = str(schema.get("separator", ","))
+
+    def parse() -> tabular.Table:
+        try:
+            text = gzip.decompress(content).decode("utf-8")
+            return tabular.Table.from_csv(name, text, columns, separator, origin=str(path))
+        except (ValueError, OSError) as error:
+            raise SnapshotError(f"{path}: {error}") from error
+
+    return parse

@@ -210,7 +210,7 @@ class _Draft:
     organizations: dict[str, dict[str, Any]]
     datasets: dict[str, dict[str, Any]]
     dataservices: dict[str, dict[str, Any]]
-    tables: dict[str, tabular.Table]
+    tables: tabular.LazyTables
     downloads: dict[str, str]
     owned: set[tuple[str, str]]
 
@@ -220,7 +220,7 @@ class _Draft:
             dict(store.organizations),
             dict(store.datasets),
             dict(store.dataservices),
-            dict(store.tables),
+            store.tables.copy(),
             dict(store.downloads),
             set(),
         )
@@ -294,10 +294,12 @@ def _apply(draft: _Draft, change: Change) -> None:
     elif isinstance(change, RemoveResource):
         dataset, position = draft.resource(change.resource_id)
         del dataset["resources"][position]
-        draft.tables.pop(change.resource_id, None)
+        if change.resource_id in draft.tables:  # not pop(): it would parse the table
+            del draft.tables[change.resource_id]
         draft.downloads.pop(change.resource_id, None)
     elif isinstance(change, RemoveFromTabular):
-        draft.table(change.resource_id)
+        if change.resource_id not in draft.tables:
+            raise OverlayError(f"resource {change.resource_id!r} is not in the Tabular API")
         del draft.tables[change.resource_id]
     elif isinstance(change, (ChangeColumn, DropColumn, SetRowCount, DropRows)):
         table = draft.table(change.resource_id)

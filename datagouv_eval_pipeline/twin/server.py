@@ -3,15 +3,12 @@
     with TwinServer() as urls:          # free port, waits until /_twin/health answers
         httpx.get(urls.datagouv_api + "1/datasets/5d13a8b6634f41070a43dff3/")
 
-The server only ever binds a loopback address.
+The server only ever binds a loopback address (the thread and socket plumbing is shared with
+the replay server, in ``datagouv_eval_pipeline.serving``).
 """
 
 from __future__ import annotations
 
-import http.client
-import socket
-import threading
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -19,44 +16,23 @@ from types import TracebackType
 import uvicorn
 from starlette.types import ASGIApp
 
+from datagouv_eval_pipeline.serving import (
+    LOOPBACK_HOSTS,
+    BackgroundUvicorn,
+    bind_loopback,
+    check_loopback,
+    serve_in_foreground,
+)
 from datagouv_eval_pipeline.twin.app import TwinConfig, create_app
 from datagouv_eval_pipeline.twin.catalog import CatalogStore
 from datagouv_eval_pipeline.twin.mcp.server import mcp_urls
 from datagouv_eval_pipeline.twin.mcp.versions import DEFAULT_VERSIONS
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
+__all__ = ["HEALTH_PATH", "LOOPBACK_HOSTS", "TwinServer", "serve_forever", "uvicorn_config"]
 
-
-def _bind(host: str, port: int) -> socket.socket:
-    if host not in LOOPBACK_HOSTS:
-        raise ValueError(f"the twin binds to loopback only ({LOOPBACK_HOSTS}), not {host!r}")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind(("127.0.0.1", port))
-    except OSError:
-        sock.close()
-        raise
-    sock.listen(128)
-    sock.set_inheritable(True)
-    return sock
-
-
-def _healthy(port: int) -> bool:
-    """Return whether ``/_twin/health`` answers 200 on the loopback port.
-
-    A bare ``http.client`` request: ``httpx.get`` would build a client with a TLS context
-    (about 0.15 s) for a plain-HTTP loopback call.
-    """
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1.0)
-    try:
-        connection.request("GET", "/_twin/health")
-        return connection.getresponse().status == 200
-    except (OSError, http.client.HTTPException):
-        return False
-    finally:
-        connection.close()
+HEALTH_PATH = "/_twin/health"
+_WHAT = "the twin"
 
 
 def uvicorn_config(app: ASGIApp, port: int) -> uvicorn.Config:
@@ -73,6 +49,9 @@ def uvicorn_config(app: ASGIApp, port: int) -> uvicorn.Config:
         http="httptools",
         # The lifespan runs the MCP session managers.
         lifespan="on",
+        # Loopback only, never behind a proxy: no X-Forwarded-* rewriting (and no wrapper
+        # middleware on every request).
+        proxy_headers=False,
         timeout_graceful_shutdown=2,
     )
 
@@ -111,16 +90,18 @@ class TwinServer:
             snapshot_id: Which snapshot to load when ``store`` is omitted.
             mcp_versions: MCP releases to serve (default: all; ``()`` for none).
         """
-        if host not in LOOPBACK_HOSTS:
-            raise ValueError(f"the twin binds to loopback only ({LOOPBACK_HOSTS}), not {host!r}")
+        check_loopback(host, _WHAT)
         self.store = store or CatalogStore.load(snapshots_dir, snapshot_id)
         self._requested_port = port
         self._host = host
         self._config = config
         self._mcp_versions = mcp_versions
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._socket: socket.socket | None = None
+        self._runner = BackgroundUvicorn(
+            _WHAT,
+            lambda bound: _uvicorn_config(self.store, self._config, bound, self._mcp_versions),
+            HEALTH_PATH,
+            inheritable=True,
+        )
         self._urls: TwinUrls | None = None
 
     @property
@@ -142,45 +123,15 @@ class TwinServer:
         Raises:
             RuntimeError: the server did not answer ``/_twin/health`` within ``timeout`` seconds.
         """
-        if self._server is not None:
-            return self.urls
-        self._socket = _bind(self._host, self._requested_port)
-        port = int(self._socket.getsockname()[1])
-        self._server = uvicorn.Server(
-            _uvicorn_config(self.store, self._config, port, self._mcp_versions)
-        )
-        sockets = [self._socket]
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": sockets}, name=f"twin-{port}", daemon=True
-        )
-        self._thread.start()
-        urls = TwinUrls.for_port(port, self._host)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self._thread.is_alive():
-                self._cleanup()
-                raise RuntimeError(f"the twin server thread on port {port} stopped during start-up")
-            if self._server.started and _healthy(port):
-                self._urls = urls
-                return urls
-            time.sleep(0.005)
-        self.stop()
-        raise RuntimeError(f"the twin server on port {port} was not healthy after {timeout} s")
+        if self._urls is not None:
+            return self._urls
+        port = self._runner.start(self._host, self._requested_port, timeout)
+        self._urls = TwinUrls.for_port(port, self._host)
+        return self._urls
 
     def stop(self, timeout: float = 10.0) -> None:
         """Ask uvicorn to exit, wait for the thread, and release the socket."""
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout)
-        self._cleanup()
-
-    def _cleanup(self) -> None:
-        if self._socket is not None:
-            self._socket.close()
-        self._server = None
-        self._thread = None
-        self._socket = None
+        self._runner.stop(timeout)
         self._urls = None
 
     def __enter__(self) -> TwinUrls:
@@ -215,7 +166,7 @@ def serve_forever(
         mcp_versions: MCP releases to serve (default: all; ``()`` for none). Their endpoint
             URLs are printed after ``on_ready`` runs.
     """
-    sock = _bind(host, port)
+    sock = bind_loopback(host, port, what=_WHAT, inheritable=True)
     bound = int(sock.getsockname()[1])
     urls = TwinUrls.for_port(bound, host)
     if on_ready is not None:
@@ -223,8 +174,4 @@ def serve_forever(
     versions = DEFAULT_VERSIONS if mcp_versions is None else mcp_versions
     for version, url in mcp_urls(urls.site, versions).items():
         print(f"  mcp {version:<9} {url}", flush=True)
-    server = uvicorn.Server(_uvicorn_config(store, config, bound, mcp_versions))
-    try:
-        server.run(sockets=[sock])
-    finally:
-        sock.close()
+    serve_in_foreground(sock, _uvicorn_config(store, config, bound, mcp_versions))

@@ -14,8 +14,9 @@ import csv
 import io
 import math
 import statistics
+import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any, Literal
@@ -243,6 +244,94 @@ class Table:
             row = self.rows[index]
             writer.writerow([text_value(row[p]) for p in wanted])
         return buffer.getvalue()
+
+
+class _Cell:
+    """One table, parsed on first use by a pure function, under a lock of its own."""
+
+    __slots__ = ("_lock", "_parse", "_table")
+
+    def __init__(self, parse: Callable[[], Table] | None, table: Table | None = None) -> None:
+        self._parse = parse
+        self._table = table
+        self._lock = threading.Lock()
+
+    @property
+    def parsed(self) -> bool:
+        return self._table is not None
+
+    def get(self) -> Table:
+        table = self._table
+        if table is not None:
+            return table
+        with self._lock:
+            # Another thread may have parsed it while this one waited.
+            if self._table is None:
+                assert self._parse is not None
+                self._table = self._parse()
+                self._parse = None  # the source bytes are no longer needed
+            return self._table
+
+
+class LazyTables(MutableMapping[str, Table]):
+    """Tables by name, each parsed the first time it is read.
+
+    Parsing the snapshot's CSVs is most of the twin's start-up, and a run reads a handful of
+    them. A table's parser is a pure function of the snapshot's bytes, so the table a reader
+    gets does not depend on when or by which thread it was first parsed. Each table has its own
+    lock, so concurrent first reads parse it once. A parse that fails raises on every read (it
+    is not cached). :meth:`copy` shares the cells: a table parsed through one copy is parsed for
+    all, while adding or removing a name changes only that copy.
+    """
+
+    def __init__(
+        self,
+        tables: Mapping[str, Table] | None = None,
+        parsers: Mapping[str, Callable[[], Table]] | None = None,
+    ) -> None:
+        """Hold parsed ``tables`` and not-yet-parsed ones (``parsers``: name → parse function)."""
+        self._cells: dict[str, _Cell] = {}
+        for name, parse in (parsers or {}).items():
+            self._cells[name] = _Cell(parse)
+        for name, table in (tables or {}).items():
+            self._cells[name] = _Cell(None, table)
+
+    def __getitem__(self, name: str) -> Table:
+        return self._cells[name].get()
+
+    def __setitem__(self, name: str, table: Table) -> None:
+        self._cells[name] = _Cell(None, table)
+
+    def __delitem__(self, name: str) -> None:
+        del self._cells[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._cells
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._cells)
+
+    def __len__(self) -> int:
+        return len(self._cells)
+
+    def __repr__(self) -> str:
+        parsed = sum(cell.parsed for cell in self._cells.values())
+        return f"LazyTables({len(self._cells)} tables, {parsed} parsed)"
+
+    def copy(self) -> LazyTables:
+        """Return a copy sharing this one's tables (parsed or not)."""
+        result = LazyTables()
+        result._cells = dict(self._cells)
+        return result
+
+    def is_parsed(self, name: str) -> bool:
+        """Return whether table ``name`` has been parsed already."""
+        return self._cells[name].parsed
+
+    def parse_all(self) -> None:
+        """Parse every table now (raises the first parse error)."""
+        for cell in self._cells.values():
+            cell.get()
 
 
 class QueryError(Exception):

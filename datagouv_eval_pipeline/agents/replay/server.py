@@ -10,13 +10,9 @@ The server only ever binds a loopback address.
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Callable
 from types import TracebackType
 
-import httpx
 import uvicorn
 
 from datagouv_eval_pipeline.agents.replay.app import (
@@ -26,39 +22,31 @@ from datagouv_eval_pipeline.agents.replay.app import (
     create_app,
 )
 from datagouv_eval_pipeline.agents.replay.cassette import check_name
+from datagouv_eval_pipeline.serving import (
+    LOOPBACK_HOSTS,
+    BackgroundUvicorn,
+    bind_loopback,
+    check_loopback,
+    serve_in_foreground,
+)
 
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
+__all__ = ["HEALTH_PATH", "LOOPBACK_HOSTS", "ReplayServer", "serve_forever"]
+
 HEALTH_PATH = "/_replay/health"
+_WHAT = "the replay server"
+# A deep backlog: the rate-limit benchmark opens many connections at once.
+_BACKLOG = 1024
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    if host not in LOOPBACK_HOSTS:
-        raise ValueError(
-            f"the replay server binds to loopback only ({LOOPBACK_HOSTS}), not {host!r}"
-        )
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind(("127.0.0.1", port))
-    except OSError:
-        sock.close()
-        raise
-    # A deep backlog: the rate-limit benchmark opens many connections at once.
-    sock.listen(1024)
-    return sock
-
-
-def _uvicorn(config: ReplayConfig, state: ReplayState, port: int) -> uvicorn.Server:
-    return uvicorn.Server(
-        uvicorn.Config(
-            create_app(config, state),
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-            timeout_graceful_shutdown=2,
-        )
+def _uvicorn_config(config: ReplayConfig, state: ReplayState, port: int) -> uvicorn.Config:
+    return uvicorn.Config(
+        create_app(config, state),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=2,
     )
 
 
@@ -73,17 +61,17 @@ class ReplayServer:
             port: TCP port; 0 picks a free one.
             host: ``127.0.0.1`` or ``localhost`` (anything else is refused).
         """
-        if host not in LOOPBACK_HOSTS:
-            raise ValueError(
-                f"the replay server binds to loopback only ({LOOPBACK_HOSTS}), not {host!r}"
-            )
+        check_loopback(host, _WHAT)
         self.config = config
         self.state = ReplayState(config)
         self._requested_port = port
         self._host = host
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._socket: socket.socket | None = None
+        self._runner = BackgroundUvicorn(
+            _WHAT,
+            lambda bound: _uvicorn_config(self.config, self.state, bound),
+            HEALTH_PATH,
+            backlog=_BACKLOG,
+        )
         self._url: str | None = None
 
     @property
@@ -117,49 +105,15 @@ class ReplayServer:
         Raises:
             RuntimeError: the server did not answer its health check within ``timeout`` s.
         """
-        if self._server is not None:
+        if self._url is not None:
             return self
-        self._socket = _bind(self._host, self._requested_port)
-        port = int(self._socket.getsockname()[1])
-        self._server = _uvicorn(self.config, self.state, port)
-        self._thread = threading.Thread(
-            target=self._server.run,
-            kwargs={"sockets": [self._socket]},
-            name=f"replay-{port}",
-            daemon=True,
-        )
-        self._thread.start()
-        url = f"http://{self._host}:{port}"
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self._thread.is_alive():
-                self._cleanup()
-                raise RuntimeError(f"the replay server thread on port {port} stopped at start-up")
-            if self._server.started:
-                try:
-                    if httpx.get(url + HEALTH_PATH, timeout=1.0).status_code == 200:
-                        self._url = url
-                        return self
-                except httpx.HTTPError:
-                    pass
-            time.sleep(0.01)
-        self.stop()
-        raise RuntimeError(f"the replay server on port {port} was not healthy after {timeout} s")
+        port = self._runner.start(self._host, self._requested_port, timeout)
+        self._url = f"http://{self._host}:{port}"
+        return self
 
     def stop(self, timeout: float = 10.0) -> None:
         """Ask uvicorn to exit, wait for the thread, and release the socket."""
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout)
-        self._cleanup()
-
-    def _cleanup(self) -> None:
-        if self._socket is not None:
-            self._socket.close()
-        self._server = None
-        self._thread = None
-        self._socket = None
+        self._runner.stop(timeout)
         self._url = None
 
     def __enter__(self) -> ReplayServer:
@@ -189,14 +143,11 @@ def serve_forever(
         host: ``127.0.0.1`` or ``localhost``.
         on_ready: Called with the root URL once the socket is bound.
     """
-    sock = _bind(host, port)
-    url = f"http://{host}:{int(sock.getsockname()[1])}"
+    sock = bind_loopback(host, port, what=_WHAT, backlog=_BACKLOG)
+    bound = int(sock.getsockname()[1])
+    url = f"http://{host}:{bound}"
     state = ReplayState(config)
     if on_ready is not None:
         on_ready(url)
-    server = _uvicorn(config, state, int(sock.getsockname()[1]))
-    try:
-        server.run(sockets=[sock])
-    finally:
-        sock.close()
+    serve_in_foreground(sock, _uvicorn_config(config, state, bound))
     return state

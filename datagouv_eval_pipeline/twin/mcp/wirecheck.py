@@ -21,15 +21,12 @@ import asyncio
 import json
 import re
 import socket
-import threading
 import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
-
-import uvicorn
 
 from datagouv_eval_pipeline.twin.catalog import CatalogStore
 from datagouv_eval_pipeline.twin.mcp.versions import DEFAULT_VERSIONS
@@ -288,24 +285,17 @@ def _exchange(port: int, case: WireCase, timeout: float) -> bytes:
 @contextmanager
 def _served(app: Any) -> Iterator[int]:
     """Serve ``app`` as the twin does, in a thread; yield its port."""
-    from datagouv_eval_pipeline.twin.server import _bind, uvicorn_config
+    from datagouv_eval_pipeline.serving import BackgroundUvicorn
+    from datagouv_eval_pipeline.twin.server import HEALTH_PATH, uvicorn_config
 
-    sock = _bind("127.0.0.1", 0)
-    port = int(sock.getsockname()[1])
-    server = uvicorn.Server(uvicorn_config(app, port))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
+    runner = BackgroundUvicorn(
+        "the wire-check server", lambda port: uvicorn_config(app, port), HEALTH_PATH
+    )
+    port = runner.start("127.0.0.1", 0, timeout=30)
     try:
-        deadline = time.monotonic() + 30
-        while not server.started:
-            if not thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the wire-check server did not start")
-            time.sleep(0.01)
         yield port
     finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+        runner.stop()
 
 
 def compare_wire(
