@@ -45,8 +45,12 @@ def agent_runs(
     selected = select_tasks(specs, experiment.task_ids)
     quarantined = {} if experiment.skip_validation else quarantined_tasks(store)
     tasks = [task for task in selected if task.task_id not in quarantined]
-    for task_id, why in quarantined.items():
-        context.log.warning("task %s is quarantined and skipped: %s", task_id, why)
+    if quarantined:
+        # One line, not one per task: every log line is an event the instance stores.
+        context.log.warning(
+            "quarantined tasks skipped: %s",
+            "; ".join(f"{task_id} ({why})" for task_id, why in quarantined.items()),
+        )
     # Tasks outside an explicit selection keep their earlier traces.
     keep = [s.task_id for s in specs if s.task_id not in {t.task_id for t in tasks}]
     cache = None if experiment.rerun else run_store.agent_cache()
@@ -72,13 +76,6 @@ def agent_runs(
         )
         totals["executed"] += result.executed
         totals["reused"] += result.reused
-        context.log.info(
-            "cell %s: %d task runs executed, %d reused, statuses %s",
-            key,
-            result.executed,
-            result.reused,
-            dict(result.statuses),
-        )
         summary = {
             "executed": result.executed,
             "reused": result.reused,
@@ -87,6 +84,12 @@ def agent_runs(
         return result.document, summary
 
     outcomes = process_cells(context, store, AGENT_RUNS, work)
+    context.log.info(
+        "%d cell(s): %d task runs executed, %d reused from the cache (per cell: metadata)",
+        len(outcomes.written),
+        totals["executed"],
+        totals["reused"],
+    )
     return result_of(
         outcomes,
         task_runs_executed=totals["executed"],
