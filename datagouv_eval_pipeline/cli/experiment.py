@@ -18,6 +18,7 @@ import click
 
 from datagouv_eval_pipeline.cli.dagster_home import resolve_home
 from datagouv_eval_pipeline.experiment.plan import ExperimentPlan, SelectionError, plan_experiment
+from datagouv_eval_pipeline.warehouse.location import default_duckdb_path
 
 EXAMPLE_QUERIES = (
     "SELECT model_name, capability_set, mcp_version, round(avg_accuracy, 2) AS accuracy, "
@@ -115,7 +116,6 @@ def _execute(settings: dict[str, Any], *, live: bool) -> tuple[Any, Path, Path]:
 
     from datagouv_eval_pipeline.definitions import defs
     from datagouv_eval_pipeline.defs.partitions import CELLS
-    from datagouv_eval_pipeline.defs.resources import default_duckdb_path
 
     job = defs.resolve_job_def("experiment")
     with dg.DagsterInstance.get() as instance:

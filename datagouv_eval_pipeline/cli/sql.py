@@ -12,16 +12,8 @@ from pathlib import Path
 import click
 import duckdb
 
+from datagouv_eval_pipeline.warehouse.location import default_duckdb_path
 from datagouv_eval_pipeline.warehouse.schema import SCHEMA
-
-
-def _default_db() -> Path:
-    import os
-
-    from datagouv_eval_pipeline.tasks import PROJECT_ROOT
-
-    value = os.environ.get("DATAGOUV_EVAL_DUCKDB")
-    return Path(value) if value else PROJECT_ROOT / "data" / "warehouse.duckdb"
 
 
 def _fmt(value: object) -> str:
@@ -44,7 +36,7 @@ def _fmt(value: object) -> str:
 @click.option("--limit", type=click.IntRange(min=1), default=200, show_default=True)
 def command(query: str, db_path: Path | None, limit: int) -> None:
     """Run QUERY against the warehouse (read-only) and print the rows."""
-    path = db_path or _default_db()
+    path = db_path or Path(default_duckdb_path())
     if not path.exists():
         raise click.ClickException(
             f"{path}: no warehouse yet; run `./dev run` (or `datagouv-eval experiment`) first"

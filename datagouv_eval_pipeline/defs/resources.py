@@ -5,7 +5,6 @@ them with environment variables or run config. API keys never pass through here:
 read them from the environment by the *name* the models YAML gives.
 """
 
-import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,18 +15,19 @@ from datagouv_eval_pipeline.experiment.cache import AgentRunCache
 from datagouv_eval_pipeline.experiment.store import RunStore, default_run_store
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
 from datagouv_eval_pipeline.judges.protocol import Judge
-from datagouv_eval_pipeline.tasks import PROJECT_ROOT
 from datagouv_eval_pipeline.twin.server import TwinServer
 from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.warehouse.location import DUCKDB_ENV, default_duckdb_path
 
-DUCKDB_ENV = "DATAGOUV_EVAL_DUCKDB"
-DEFAULT_DUCKDB = PROJECT_ROOT / "data" / "warehouse.duckdb"
-
-
-def default_duckdb_path() -> str:
-    """``$DATAGOUV_EVAL_DUCKDB`` or ``data/warehouse.duckdb``, absolute."""
-    value = os.environ.get(DUCKDB_ENV)
-    return str(Path(value).expanduser().resolve() if value else DEFAULT_DUCKDB)
+__all__ = [
+    "DUCKDB_ENV",
+    "CatalogResource",
+    "ExperimentSettings",
+    "JudgeResource",
+    "RunStoreResource",
+    "WarehouseResource",
+    "default_duckdb_path",
+]
 
 
 class WarehouseResource(dg.ConfigurableResource["WarehouseResource"]):
