@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -30,50 +29,21 @@ from datagouv_eval_pipeline.agents.baselines import (
 )
 from datagouv_eval_pipeline.agents.baselines.code import resources_of
 from datagouv_eval_pipeline.agents.output import FinalAnswer
-
-
-def tool(name: str, required: list[str], optional: Sequence[str] = ()) -> ToolDefinition:
-    properties = {arg: {"type": "string"} for arg in [*required, *optional]}
-    return ToolDefinition(
-        name=name,
-        description=name,
-        parameters_json_schema={"type": "object", "properties": properties, "required": required},
-    )
-
+from tests.agents.baseline_helpers import QUESTION, catalog_tools, surface, tool
 
 FILTERS = ["page", "page_size", "filter_column", "filter_value", "filter_operator"]
-SURFACE_0_2_26 = ToolSurface(
-    {
-        t.name: t
-        for t in [
-            tool("search_datasets", ["query"]),
-            tool("get_dataset_info", ["dataset_id"]),
-            tool("list_dataset_resources", ["dataset_id"]),
-            tool("get_resource_info", ["resource_id"]),
-            tool("query_resource_data", ["resource_id"], FILTERS),
-            tool("search_dataservices", ["query"]),
-            tool("get_dataservice_info", ["dataservice_id"]),
-            tool("get_dataservice_openapi_spec", ["dataservice_id"]),
-        ]
-    }
+SURFACE_0_2_26 = surface(
+    *catalog_tools(),
+    tool("query_resource_data", ["resource_id"], FILTERS),
+    tool("search_dataservices", ["query"]),
+    tool("get_dataservice_info", ["dataservice_id"]),
+    tool("get_dataservice_openapi_spec", ["dataservice_id"]),
 )
 SURFACE_0_2_19 = ToolSurface(
     dict(SURFACE_0_2_26.tools)
     | {"query_resource_data": tool("query_resource_data", ["question", "resource_id"], FILTERS)}
 )
-SURFACE_0_2_5 = ToolSurface(
-    {
-        t.name: t
-        for t in [
-            tool("search_datasets", ["query"]),
-            tool("get_dataset_info", ["dataset_id"]),
-            tool("list_dataset_resources", ["dataset_id"]),
-            tool("get_resource_info", ["resource_id"]),
-            tool("query_dataset_data", ["question"], ["dataset_id"]),
-        ]
-    }
-)
-QUESTION = "Combien de jeux de données étaient publiés sur data.gouv.fr avant le 28 juin 2012 ?"
+SURFACE_0_2_5 = surface(*catalog_tools(), tool("query_dataset_data", ["question"], ["dataset_id"]))
 SEARCH = """Found 2 dataset(s) for query: 'x'
 Page 1 of results:
 

@@ -31,11 +31,12 @@ from datagouv_eval_pipeline.agents.baselines import (
 )
 from datagouv_eval_pipeline.agents.output import FINAL_ANSWER_TOOL, FinalAnswer
 from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR
+from tests.agents import baseline_helpers as helpers
+from tests.agents.baseline_helpers import QUESTION, catalog_tools, surface
 
 SKILLS = (TASK_SPECS_DIR / "benchmark" / "skills" / "datagouv-apis-0.0.1.md").read_text("utf-8")
 DATASET = "5d13a8b6634f41070a43dff3"
 RID = "f868cca6-8da1-4369-a78d-47463f19a9a3"
-QUESTION = "Combien de jeux de données étaient publiés sur data.gouv.fr avant le 28 juin 2012 ?"
 
 
 def without(text: str, sentence: str) -> str:
@@ -47,28 +48,11 @@ def without(text: str, sentence: str) -> str:
 
 
 def tool(name: str, required: Sequence[str], description: str = "") -> ToolDefinition:
-    return ToolDefinition(
-        name=name,
-        description=description or name,
-        parameters_json_schema={
-            "type": "object",
-            "properties": {arg: {"type": "string"} for arg in [*required, "page_size"]},
-            "required": list(required),
-        },
-    )
+    """A tool that also takes ``page_size``."""
+    return helpers.tool(name, required, ["page_size"], description)
 
 
-MCP = ToolSurface(
-    {
-        t.name: t
-        for t in [
-            tool("search_datasets", ["query"]),
-            tool("get_dataset_info", ["dataset_id"]),
-            tool("list_dataset_resources", ["dataset_id"]),
-            tool("get_resource_info", ["resource_id"]),
-        ]
-    }
-)
+MCP = surface(*catalog_tools(["page_size"]))
 CODE_HELP = (
     "Run Python.\n- main API (datasets): http://t/api/ (e.g. ...)\n"
     "- Tabular API (query): http://t/tabular/api/ (e.g. ...)\n"

@@ -7,21 +7,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
 from datagouv_eval_pipeline.warehouse import load_experiment
-from tests.warehouse.warehouse_factories import (
-    HAND,
-    HAND_B,
-    MCP_19,
-    MCP_26,
-    hand_cell,
-    hand_cell_b,
-    realistic_experiment,
-    specs,
-)
+from tests.dbt.dbt_helpers import RANGE_TESTS, load_fixture_warehouse, plant_out_of_range_score
+from tests.dbt.dbt_helpers import rows as _rows
+from tests.warehouse.warehouse_factories import HAND, HAND_B, MCP_19, MCP_26, realistic_experiment
 
 PROJECT = Path(__file__).resolve().parents[2] / "dbt_metrics"
 ENV = "DATAGOUV_EVAL_DUCKDB"
@@ -48,9 +40,7 @@ def _dbt(args: list[str], tmp: Path) -> dbtRunnerResult:
 def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dbtRunnerResult]]:
     tmp = tmp_path_factory.mktemp("dbt")
     db = tmp / "warehouse.duckdb"
-    loads = [*realistic_experiment(), hand_cell(), hand_cell_b()]
-    _, coverage = load_experiment(db, loads, tasks=specs().values())  # closes its connection
-    assert coverage.ratio == 1.0
+    assert load_fixture_warehouse(db).ratio == 1.0
     previous = os.environ.get(ENV)
     os.environ[ENV] = str(db)
     try:
@@ -66,15 +56,6 @@ def _nodes(result: dbtRunnerResult) -> list[tuple[str, str, str]]:
     """(node name, resource type, status) of every node the invocation ran."""
     results: Any = result.result
     return [(r.node.name, str(r.node.resource_type), str(r.status)) for r in results or []]
-
-
-def _rows(db: Path, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
-    # Same configuration as dbt-duckdb's in-process connection (read_only would be refused).
-    conn = duckdb.connect(str(db))
-    try:
-        return conn.execute(sql, params or []).fetchall()
-    finally:
-        conn.close()
 
 
 def test_dbt_build_passes_with_every_model_and_test(built: tuple[Path, dbtRunnerResult]) -> None:
@@ -155,14 +136,7 @@ def test_a_planted_out_of_range_score_fails_the_range_test(
 ) -> None:
     db = tmp_path / "planted.duckdb"
     load_experiment(db, realistic_experiment())
-    conn = duckdb.connect(str(db))
-    conn.execute(
-        "UPDATE eval.verdicts SET score = 1.5, value = 1.5 WHERE cell_key = ? "
-        "AND kind = 'trajectory' AND tier = 'minimal' AND task_id = 'task_0002' "
-        "AND repeat_index = 0",
-        [MCP_26],
-    )
-    conn.close()
+    plant_out_of_range_score(db)
     previous = os.environ[ENV]
     os.environ[ENV] = str(db)
     try:
@@ -172,7 +146,4 @@ def test_a_planted_out_of_range_score_fails_the_range_test(
     assert result.exception is None
     assert not result.success
     failed = sorted(name for name, _, status in _nodes(result) if status == "fail")
-    assert failed == [
-        "source_in_unit_interval_eval_verdicts_score",
-        "source_in_unit_interval_eval_verdicts_value",
-    ]
+    assert failed == RANGE_TESTS

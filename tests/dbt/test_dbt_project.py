@@ -14,6 +14,7 @@ from datagouv_eval_pipeline.defs.dbt_project import (
     DBT_PROJECT_DIR,
     ensure_manifest,
 )
+from tests.dbt.dbt_helpers import WAREHOUSE_TABLES
 
 
 def test_the_dbt_executable_is_the_venvs_even_without_path() -> None:
@@ -32,16 +33,7 @@ def test_a_fresh_copy_without_target_gets_its_manifest_once(tmp_path: Path) -> N
     manifest = json.loads(path.read_text(encoding="utf-8"))
     models = sorted(n["name"] for n in manifest["nodes"].values() if n["resource_type"] == "model")
     assert len(models) == 11 and "cell_comparison" in models
-    assert sorted(s["name"] for s in manifest["sources"].values()) == [
-        "action_instances",
-        "cells",
-        "failure_modes",
-        "metrics",
-        "runs",
-        "tasks",
-        "tool_calls",
-        "verdicts",
-    ]
+    assert sorted(s["name"] for s in manifest["sources"].values()) == WAREHOUSE_TABLES
     # the scratch parse directory is gone; a second call reuses the manifest
     assert sorted(p.name for p in path.parent.iterdir()) == [
         "manifest.json",

@@ -13,17 +13,14 @@ import pytest
 
 from datagouv_eval_pipeline.defs.dbt import DUCKDB_POOL, dbt_cli_resource, dbt_metrics_assets
 from datagouv_eval_pipeline.defs.resources import WarehouseResource
-from datagouv_eval_pipeline.warehouse import load_experiment
-from tests.warehouse.warehouse_factories import (
-    CODE,
-    HAND,
-    HAND_B,
-    MCP_26,
-    hand_cell,
-    hand_cell_b,
-    realistic_experiment,
-    specs,
+from tests.dbt.dbt_helpers import (
+    RANGE_TESTS,
+    WAREHOUSE_TABLES,
+    load_fixture_warehouse,
+    plant_out_of_range_score,
 )
+from tests.dbt.dbt_helpers import rows as _rows
+from tests.warehouse.warehouse_factories import CODE, HAND, HAND_B, MCP_26
 
 MODELS = [
     "action_usage",
@@ -38,16 +35,6 @@ MODELS = [
     "stg_verdicts",
     "tool_usage",
 ]
-WAREHOUSE_TABLES = [
-    "action_instances",
-    "cells",
-    "failure_modes",
-    "metrics",
-    "runs",
-    "tasks",
-    "tool_calls",
-    "verdicts",
-]
 
 
 def _materialize(db: Path, **kwargs: Any) -> dg.ExecuteInProcessResult:
@@ -56,14 +43,6 @@ def _materialize(db: Path, **kwargs: Any) -> dg.ExecuteInProcessResult:
         resources={"dbt": dbt_cli_resource, "warehouse": WarehouseResource(path=str(db))},
         **kwargs,
     )
-
-
-def _rows(db: Path, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
-    conn = duckdb.connect(str(db))
-    try:
-        return conn.execute(sql, params or []).fetchall()
-    finally:
-        conn.close()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -78,8 +57,7 @@ def _dbt_artefacts_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("dbt_assets") / "warehouse.duckdb"
-    loads = [*realistic_experiment(), hand_cell(), hand_cell_b()]
-    load_experiment(db, loads, tasks=specs().values())  # closes its connection
+    load_fixture_warehouse(db)
     return db
 
 
@@ -169,9 +147,7 @@ def _readme_queries() -> list[str]:
     return [q.strip() for q in sql.split(";") if q.strip().replace("\n", "").strip("- ")]
 
 
-def test_the_readme_example_queries_run_on_the_built_warehouse(
-    warehouse: Path, built: Any
-) -> None:
+def test_the_readme_example_queries_run_on_the_built_warehouse(warehouse: Path, built: Any) -> None:
     from datagouv_eval_pipeline.cli.experiment import EXAMPLE_QUERIES
 
     queries = _readme_queries() + list(EXAMPLE_QUERIES)
@@ -192,14 +168,7 @@ def test_a_planted_out_of_range_score_fails_its_check_and_the_run(
     # the same file name: dbt-duckdb names the database after the file stem
     db = tmp_path / built[0].name
     shutil.copy(built[0], db)
-    conn = duckdb.connect(str(db))
-    conn.execute(
-        "UPDATE eval.verdicts SET score = 1.5, value = 1.5 WHERE cell_key = ? "
-        "AND kind = 'trajectory' AND tier = 'minimal' AND task_id = 'task_0002' "
-        "AND repeat_index = 0",
-        [MCP_26],
-    )
-    conn.close()
+    plant_out_of_range_score(db)
     # only the warehouse table's checks: dbt then runs just those tests (`dbt build --select`)
     verdicts = dg.AssetKey(["eval", "verdicts"])
     result = _materialize(
@@ -208,9 +177,6 @@ def test_a_planted_out_of_range_score_fails_its_check_and_the_run(
     assert not result.success  # dbt build exits non-zero on a failed test
     evaluations = result.get_asset_check_evaluations()
     assert {e.asset_key for e in evaluations} == {verdicts}
-    assert sorted(e.check_name for e in evaluations if not e.passed) == [
-        "source_in_unit_interval_eval_verdicts_score",
-        "source_in_unit_interval_eval_verdicts_value",
-    ]
+    assert sorted(e.check_name for e in evaluations if not e.passed) == RANGE_TESTS
     assert len([e for e in evaluations if e.passed]) == 4  # not null, 3 accepted values
     assert result.get_asset_materialization_events() == []

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from datagouv_eval_pipeline.agents.baselines.code import (
     EXECUTE_CLI,
@@ -13,37 +14,40 @@ from datagouv_eval_pipeline.agents.baselines.code import (
     program,
     resources_of,
 )
-from datagouv_eval_pipeline.agents.baselines.guidance import NO_GUIDANCE, Guidance
+from datagouv_eval_pipeline.agents.baselines.guidance import Guidance
 from datagouv_eval_pipeline.agents.baselines.parsing import (
     Listed,
     derive_filter,
-    metrics_line,
     pipe_rows,
     tabular_preview,
 )
 from datagouv_eval_pipeline.agents.baselines.policy import (
     NOT_AN_LLM,
     NOTHING_FOUND,
+    BaselinePolicy,
     Call,
     Findings,
     Observation,
     Step,
     ToolSurface,
-    no_tool_answer,
 )
 from datagouv_eval_pipeline.agents.baselines.text import (
     asks_for_api,
     asks_for_metrics,
     is_quantitative,
     keywords,
-    month_asked,
 )
-from datagouv_eval_pipeline.agents.baselines.thorough import closest
+from datagouv_eval_pipeline.agents.baselines.thorough import (
+    add_metrics,
+    add_row_count,
+    closest,
+    described_filter,
+)
 from datagouv_eval_pipeline.agents.output import FinalAnswer
 
 
 @dataclass(frozen=True)
-class CoderPolicy:
+class CoderPolicy(BaselinePolicy):
     """Write Python against the REST and Tabular APIs (``datagouv`` commands when available).
 
     It knows the APIs' query syntax (Tabular filters, counts from ``meta.total``), so it batches
@@ -54,27 +58,16 @@ class CoderPolicy:
     name: str = "baseline-coder"
     label: str = f"{NOT_AN_LLM}: writes Python against the REST and Tabular APIs"
 
-    def unsupported(self, capabilities: Collection[str]) -> str | None:
-        """Needs ``code`` (or ``python-sdk``), or no tool at all (then declines)."""
-        tools = set(capabilities) - {"skills"}
-        if tools and not {"code", "python-sdk"} & tools:
-            return (
-                f"{self.name} needs the code capability to run Python: it only writes code, and "
-                "with MCP tools alone it would repeat baseline-thorough's calls"
-            )
-        return None
+    runs_with: ClassVar[frozenset[str]] = frozenset({"code", "python-sdk"})
+    needs: ClassVar[str] = (
+        "needs the code capability to run Python: it only writes code, and "
+        "with MCP tools alone it would repeat baseline-thorough's calls"
+    )
 
-    def decide(
-        self,
-        question: str,
-        seen: Sequence[Observation],
-        tools: ToolSurface,
-        guidance: Guidance = NO_GUIDANCE,
+    def _step(
+        self, question: str, seen: Sequence[Observation], tools: ToolSurface, guidance: Guidance
     ) -> Step:
         """The next program to run, or the answer."""
-        nothing = no_tool_answer(tools)
-        if nothing is not None:
-            return nothing
         if not tools.has(EXECUTE_PYTHON):
             return FinalAnswer(answer="Aucun outil d'exécution de code disponible.", declined=True)
         bases = ApiBases.of(tools)
@@ -195,28 +188,15 @@ class CoderPolicy:
             totals = [s for s in steps if s.tool == EXECUTE_PYTHON and s.text.startswith("total ")]
             if totals:
                 count = re.sub(r"\D", "", totals[-1].text.split()[1])
-                code_text = str(totals[-1].args.get("code", ""))
-                condition = re.search(r"params = \{'([^']+)': '([^']*)'", code_text)
-                described = f" ({condition.group(1)} = {condition.group(2)})" if condition else ""
+                described = described_filter(str(totals[-1].args.get("code", "")))
                 findings.lines.append(
                     f"D'après l'API tabulaire, {count} lignes correspondent{described}."
                 )
                 figure = True
             elif len(steps) > 2 and is_quantitative(question):
-                resource_id, _, _ = tabular_preview(steps[2].text)
-                total = re.search(r"total (\d+)", steps[2].text)
-                if resource_id and total:
-                    findings.lines.append(
-                        f"Le fichier {resource_id} compte {total.group(1)} lignes (aucun filtre "
-                        "déduit de la question)."
-                    )
-                    findings.cite(None, resource_id)
+                add_row_count(findings, steps[2].text, "(aucun filtre déduit de la question)")
             metrics = _metrics_steps(steps)
-            if metrics and not metrics[0].failed:
-                line = metrics_line(metrics[0].text, month_asked(question))
-                if line:
-                    figure = True
-                    findings.lines.append(f"Statistiques de fréquentation, {line}.")
+            figure = add_metrics(findings, metrics[0] if metrics else None, question) or figure
             if guidance.closest_sources and is_quantitative(question) and not figure:
                 listed = [Listed(r[1], r[0], r[2]) for r in datasets if len(r) >= 3]
                 closest(findings, listed)

@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from datagouv_eval_pipeline.agents.baselines.code import ApiBases, run
-from datagouv_eval_pipeline.agents.baselines.guidance import NO_GUIDANCE, Guidance
+from datagouv_eval_pipeline.agents.baselines.guidance import Guidance
 from datagouv_eval_pipeline.agents.baselines.parsing import field_value, numbered_items, pipe_rows
 from datagouv_eval_pipeline.agents.baselines.policy import (
     NOT_AN_LLM,
     NOTHING_FOUND,
+    BaselinePolicy,
     Call,
     Findings,
     Observation,
     Step,
     ToolSurface,
     last,
-    no_tool_answer,
 )
 from datagouv_eval_pipeline.agents.baselines.text import keywords
 from datagouv_eval_pipeline.agents.output import FinalAnswer
@@ -26,7 +27,7 @@ NO_SEARCH = "Aucun outil de recherche disponible."
 
 
 @dataclass(frozen=True)
-class OneShotPolicy:
+class OneShotPolicy(BaselinePolicy):
     """Search once and answer with the first hit.
 
     Through MCP it calls ``search_datasets`` (``web_search`` without MCP); through ``code`` it
@@ -38,24 +39,13 @@ class OneShotPolicy:
     name: str = "baseline-oneshot"
     label: str = f"{NOT_AN_LLM}: one search, answers with the first result"
 
-    def unsupported(self, capabilities: Collection[str]) -> str | None:
-        """Runs with any set that can search (mcp, web_search, code) or with no tool at all."""
-        tools = set(capabilities) - {"skills"}
-        if tools and not tools & {"mcp", "web_search", "code", "python-sdk"}:
-            return f"{self.name} needs a way to search (mcp, web_search or code)"
-        return None
+    runs_with: ClassVar[frozenset[str]] = frozenset({"mcp", "web_search", "code", "python-sdk"})
+    needs: ClassVar[str] = "needs a way to search (mcp, web_search or code)"
 
-    def decide(
-        self,
-        question: str,
-        seen: Sequence[Observation],
-        tools: ToolSurface,
-        guidance: Guidance = NO_GUIDANCE,
+    def _step(
+        self, question: str, seen: Sequence[Observation], tools: ToolSurface, guidance: Guidance
     ) -> Step:
         """Search, optionally read the first hit's description, then answer from it."""
-        nothing = no_tool_answer(tools)
-        if nothing is not None:
-            return nothing
         if tools.has("search_datasets") or tools.has("web_search"):
             return self._tool_search(question, seen, tools, guidance)
         bases = ApiBases.of(tools)

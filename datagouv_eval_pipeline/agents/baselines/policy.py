@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -149,22 +150,40 @@ class Parallel:
 Step = Call | Parallel | FinalAnswer
 
 
-class BaselinePolicy(Protocol):
-    """A deterministic agent policy."""
+class BaselinePolicy(ABC):
+    """A deterministic agent policy.
+
+    The concrete policies are frozen dataclasses giving ``name``, ``label``, the capabilities they
+    can use (``runs_with``, with what they say they need otherwise: ``needs``) and ``_step``.
+    What every policy does the same way lives here: the capability check, and declining when
+    the agent has no tool at all (``data_contamination``).
+    """
+
+    runs_with: ClassVar[frozenset[str]]
+    """Capabilities the policy can use; it runs with any one of them, or with no tool at all."""
+    needs: ClassVar[str]
+    """Why it cannot run otherwise, following its name in the message."""
 
     @property
+    @abstractmethod
     def name(self) -> str:
         """The model name in ``models.yml``."""
-        ...
 
     @property
+    @abstractmethod
     def label(self) -> str:
         """What the policy does, saying it is not an LLM."""
-        ...
 
     def unsupported(self, capabilities: Collection[str]) -> str | None:
-        """Why the policy cannot run with these capabilities, or None."""
-        ...
+        """Why the policy cannot run with these capabilities, or None.
+
+        ``skills`` is advice, not a tool, so it does not count; with no tool at all the policy
+        runs and declines.
+        """
+        tools = set(capabilities) - {"skills"}
+        if tools and not tools & self.runs_with:
+            return f"{self.name} {self.needs}"
+        return None
 
     def decide(
         self,
@@ -173,13 +192,19 @@ class BaselinePolicy(Protocol):
         tools: ToolSurface,
         guidance: Guidance = NO_GUIDANCE,
     ) -> Step:
-        """The next step given everything seen so far and the advice read in the instructions."""
-        ...
+        """The next step given everything seen so far and the advice read in the instructions.
 
+        Without any tool the answer is declined (:data:`NO_TOOLS`); otherwise ``_step`` decides.
+        """
+        if not tools.tools:
+            return FinalAnswer(answer=NO_TOOLS, declined=True)
+        return self._step(question, seen, tools, guidance)
 
-def no_tool_answer(tools: ToolSurface) -> FinalAnswer | None:
-    """The declined answer when the agent has no tool at all (None when it has some)."""
-    return FinalAnswer(answer=NO_TOOLS, declined=True) if not tools.tools else None
+    @abstractmethod
+    def _step(
+        self, question: str, seen: Sequence[Observation], tools: ToolSurface, guidance: Guidance
+    ) -> Step:
+        """The next step when the agent has at least one tool."""
 
 
 @dataclass

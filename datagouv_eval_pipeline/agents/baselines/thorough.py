@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from datagouv_eval_pipeline.agents.baselines.code import (
     EXECUTE_CLI,
@@ -13,7 +14,7 @@ from datagouv_eval_pipeline.agents.baselines.code import (
     program,
     resources_of,
 )
-from datagouv_eval_pipeline.agents.baselines.guidance import NO_GUIDANCE, Guidance
+from datagouv_eval_pipeline.agents.baselines.guidance import Guidance
 from datagouv_eval_pipeline.agents.baselines.parsing import (
     HEX_ID,
     Listed,
@@ -29,6 +30,7 @@ from datagouv_eval_pipeline.agents.baselines.parsing import (
 from datagouv_eval_pipeline.agents.baselines.policy import (
     NOT_AN_LLM,
     NOTHING_FOUND,
+    BaselinePolicy,
     Call,
     Findings,
     Observation,
@@ -37,7 +39,6 @@ from datagouv_eval_pipeline.agents.baselines.policy import (
     ToolSurface,
     calls_of,
     last,
-    no_tool_answer,
 )
 from datagouv_eval_pipeline.agents.baselines.text import (
     asks_for_api,
@@ -52,7 +53,7 @@ NOT_TABULAR = "⚠️  Not available via Tabular API"
 
 
 @dataclass(frozen=True)
-class ThoroughPolicy:
+class ThoroughPolicy(BaselinePolicy):
     """Follow the catalog chain: search, dataset, resources, resource, data (and APIs, metrics).
 
     Through MCP, one tool per step (the dataset's info and resources, and an API's info and
@@ -69,24 +70,13 @@ class ThoroughPolicy:
     )
     max_resource_probes: int = 3
 
-    def unsupported(self, capabilities: Collection[str]) -> str | None:
-        """Runs with mcp, web_search or code, or with no tool at all (then declines)."""
-        tools = set(capabilities) - {"skills"}
-        if tools and not tools & {"mcp", "web_search", "code", "python-sdk"}:
-            return f"{self.name} needs the mcp, web_search or code capability"
-        return None
+    runs_with: ClassVar[frozenset[str]] = frozenset({"mcp", "web_search", "code", "python-sdk"})
+    needs: ClassVar[str] = "needs the mcp, web_search or code capability"
 
-    def decide(
-        self,
-        question: str,
-        seen: Sequence[Observation],
-        tools: ToolSurface,
-        guidance: Guidance = NO_GUIDANCE,
+    def _step(
+        self, question: str, seen: Sequence[Observation], tools: ToolSurface, guidance: Guidance
     ) -> Step:
         """The next step of the chain (see the class docstring)."""
-        nothing = no_tool_answer(tools)
-        if nothing is not None:
-            return nothing
         if tools.has("search_datasets"):
             return self._mcp(question, seen, tools, guidance)
         if tools.has("web_search"):
@@ -278,12 +268,7 @@ class ThoroughPolicy:
             )
             findings.cite(url, dataset.id)
             figure = self._data_findings(seen, findings)
-            metrics = last(seen, "get_metrics")
-            if metrics is not None and not metrics.failed:
-                line = metrics_line(metrics.text, month_asked(question))
-                if line:
-                    figure = True
-                    findings.lines.append(f"Statistiques de fréquentation, {line}.")
+            figure = add_metrics(findings, last(seen, "get_metrics"), question) or figure
             probes = [p for p in calls_of(seen, "get_resource_info") if not p.failed]
             outside = probes and all(NOT_TABULAR in p.text for p in probes)
             if guidance.access_constraints and outside:
@@ -356,6 +341,31 @@ def not_tabular(findings: Findings, resource_ids: Sequence[str]) -> None:
         + ", ".join(resource_ids)
         + ") ne sont pas interrogeables via l'API tabulaire ; il faut les télécharger."
     )
+
+
+def described_filter(code: str) -> str:
+    """`` (column = value)`` for the Tabular filter a count program sent ("" without one)."""
+    condition = re.search(r"params = \{'([^']+)': '([^']*)'", code)
+    return f" ({condition.group(1)} = {condition.group(2)})" if condition else ""
+
+
+def add_row_count(findings: Findings, probe: str, note: str) -> None:
+    """Add the total row count a Tabular probe printed (``note`` says what it counts)."""
+    resource_id, _, _ = tabular_preview(probe)
+    found = re.search(r"total (\d+)", probe)
+    if resource_id and found:
+        findings.lines.append(f"Le fichier {resource_id} compte {found.group(1)} lignes {note}.")
+        findings.cite(None, resource_id)
+
+
+def add_metrics(findings: Findings, metrics: Observation | None, question: str) -> bool:
+    """Add the visits and downloads read from a metrics result; whether a figure was added."""
+    if metrics is None or metrics.failed:
+        return False
+    line = metrics_line(metrics.text, month_asked(question))
+    if line:
+        findings.lines.append(f"Statistiques de fréquentation, {line}.")
+    return bool(line)
 
 
 def closest(findings: Findings, datasets: Sequence[Listed]) -> None:
@@ -546,11 +556,7 @@ class ThoroughCode:
             findings.cite(top.url, top.id)
             figure = self._data_findings(findings)
             metrics = self.done("metrics")
-            if metrics and not metrics[0].failed:
-                line = metrics_line(metrics[0].text, month_asked(self.question))
-                if line:
-                    figure = True
-                    findings.lines.append(f"Statistiques de fréquentation, {line}.")
+            figure = add_metrics(findings, metrics[0] if metrics else None, self.question) or figure
             if self.guidance.closest_sources and is_quantitative(self.question) and not figure:
                 closest(findings, listed)
         searches = self.done("dataservices")
@@ -577,8 +583,7 @@ class ThoroughCode:
         if counts and available:
             resource_id, _, _ = tabular_preview(available[0].text)
             total = re.sub(r"\D", "", counts[-1].text.split("total", 1)[-1])
-            condition = re.search(r"params = \{'([^']+)': '([^']*)'", str(counts[-1].args["code"]))
-            described = f" ({condition.group(1)} = {condition.group(2)})" if condition else ""
+            described = described_filter(str(counts[-1].args["code"]))
             findings.lines.append(
                 f"D'après l'API tabulaire, {total} lignes du fichier {resource_id} "
                 f"correspondent{described}."
@@ -586,14 +591,7 @@ class ThoroughCode:
             findings.cite(None, resource_id)
             return True
         if available:
-            resource_id, _, _ = tabular_preview(available[0].text)
-            found = re.search(r"total (\d+)", available[0].text)
-            if resource_id and found:
-                findings.lines.append(
-                    f"Le fichier {resource_id} compte {found.group(1)} lignes au total (aucun "
-                    "filtre appliqué)."
-                )
-                findings.cite(None, resource_id)
+            add_row_count(findings, available[0].text, "au total (aucun filtre appliqué)")
         elif probes and self.guidance.access_constraints:
             ids = [m.group(1) for p in probes for m in [re.search(r"resource (\S+)", p.text)] if m]
             not_tabular(findings, ids)

@@ -770,15 +770,7 @@ class LocalSession(SessionBase):
     ) -> ExecResult:
         limits = self.limits
         waiter = asyncio.wrap_future(future)
-        overflowed = asyncio.ensure_future(_first_overflow(stdout, stderr))
-        waits: set[asyncio.Future[Any]] = {waiter, overflowed}
-        await asyncio.wait(
-            waits,
-            timeout=limits.wall_seconds + _BACKSTOP_SECONDS,
-            return_when=asyncio.FIRST_COMPLETED,
-        )
-        overflowed.cancel()
-        overflow = stdout.overflow.is_set() or stderr.overflow.is_set()
+        overflow = await _until_end_or_overflow(waiter, stdout, stderr, limits)
         backstop = False
         if not waiter.done():
             zygote.kill([call_id])
@@ -805,18 +797,15 @@ class LocalSession(SessionBase):
             failure = str(raw["failure"])
         elif status is None and not backstop and not overflow:
             failure = f"the sandbox ended without a report: {zygote.log_tail()[-500:]}"
-        status = status or LauncherStatus()
-        return build_result(
-            stdout=stdout.capture,
-            stderr=stderr.capture,
-            duration_ms=duration_ms,
-            limits=limits,
-            exit_code=status.exit_code,
-            signal_number=status.signal,
-            cpu_seconds=status.cpu_seconds,
-            timed_out=backstop or status.timed_out,
-            output_overflow=overflow,
-            spawn_error=status.spawn_error(program),
+        return _launcher_result(
+            stdout,
+            stderr,
+            limits,
+            duration_ms,
+            status,
+            backstop=backstop,
+            overflow=overflow,
+            program=program,
             failure=failure,
         )
 
@@ -877,14 +866,7 @@ class LocalSession(SessionBase):
     ) -> ExecResult:
         limits = self.limits
         waiter = asyncio.ensure_future(process.wait())
-        overflowed = asyncio.ensure_future(_first_overflow(stdout, stderr))
-        await asyncio.wait(
-            {waiter, overflowed},
-            timeout=limits.wall_seconds + _BACKSTOP_SECONDS,
-            return_when=asyncio.FIRST_COMPLETED,
-        )
-        overflowed.cancel()
-        overflow = stdout.overflow.is_set() or stderr.overflow.is_set()
+        overflow = await _until_end_or_overflow(waiter, stdout, stderr, limits)
         backstop = not waiter.done() and not overflow
         if not waiter.done():
             _kill_group(process)
@@ -899,18 +881,15 @@ class LocalSession(SessionBase):
             failure = f"the launcher ended without a report: {stderr.capture.tail.strip()[-500:]}"
         else:
             failure = None
-        status = status or LauncherStatus()
-        return build_result(
-            stdout=stdout.capture,
-            stderr=stderr.capture,
-            duration_ms=duration_ms,
-            limits=limits,
-            exit_code=status.exit_code,
-            signal_number=status.signal,
-            cpu_seconds=status.cpu_seconds,
-            timed_out=backstop or status.timed_out,
-            output_overflow=overflow,
-            spawn_error=status.spawn_error(program),
+        return _launcher_result(
+            stdout,
+            stderr,
+            limits,
+            duration_ms,
+            status,
+            backstop=backstop,
+            overflow=overflow,
+            program=program,
             failure=failure,
         )
 
@@ -963,6 +942,55 @@ async def _first_overflow(*readers: _PipeReader) -> None:
     finally:
         for wait in waits:
             wait.cancel()
+
+
+async def _until_end_or_overflow(
+    waiter: asyncio.Future[Any], stdout: _PipeReader, stderr: _PipeReader, limits: SandboxLimits
+) -> bool:
+    """Wait until the call ends, its wall limit (plus a backstop) passes or an output overflows.
+
+    Returns whether an output overflowed.
+    """
+    overflowed = asyncio.ensure_future(_first_overflow(stdout, stderr))
+    await asyncio.wait(
+        {waiter, overflowed},
+        timeout=limits.wall_seconds + _BACKSTOP_SECONDS,
+        return_when=asyncio.FIRST_COMPLETED,
+    )
+    overflowed.cancel()
+    return stdout.overflow.is_set() or stderr.overflow.is_set()
+
+
+def _launcher_result(
+    stdout: _PipeReader,
+    stderr: _PipeReader,
+    limits: SandboxLimits,
+    duration_ms: float,
+    status: LauncherStatus | None,
+    *,
+    backstop: bool,
+    overflow: bool,
+    program: str,
+    failure: str | None,
+) -> ExecResult:
+    """The call's result from its output and the launcher's report (an empty one when none came).
+
+    ``backstop``: the call outlived its wall limit and was killed from outside.
+    """
+    status = status or LauncherStatus()
+    return build_result(
+        stdout=stdout.capture,
+        stderr=stderr.capture,
+        duration_ms=duration_ms,
+        limits=limits,
+        exit_code=status.exit_code,
+        signal_number=status.signal,
+        cpu_seconds=status.cpu_seconds,
+        timed_out=backstop or status.timed_out,
+        output_overflow=overflow,
+        spawn_error=status.spawn_error(program),
+        failure=failure,
+    )
 
 
 def _kill_group(process: asyncio.subprocess.Process) -> None:

@@ -1,0 +1,69 @@
+"""What the dbt tests share: the fixture warehouse, its source tables and a planted bad score."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from datagouv_eval_pipeline.warehouse import Coverage, load_experiment
+from tests.warehouse.warehouse_factories import (
+    MCP_26,
+    hand_cell,
+    hand_cell_b,
+    realistic_experiment,
+    specs,
+)
+
+WAREHOUSE_TABLES = [
+    "action_instances",
+    "cells",
+    "failure_modes",
+    "metrics",
+    "runs",
+    "tasks",
+    "tool_calls",
+    "verdicts",
+]
+"""The warehouse tables dbt reads (its sources), sorted."""
+
+RANGE_TESTS = [
+    "source_in_unit_interval_eval_verdicts_score",
+    "source_in_unit_interval_eval_verdicts_value",
+]
+"""The dbt tests a score planted out of [0, 1] fails (see :func:`plant_out_of_range_score`)."""
+
+
+def load_fixture_warehouse(db: Path) -> Coverage:
+    """Load the realistic experiment and both hand cells, with their task specs, into ``db``."""
+    loads = [*realistic_experiment(), hand_cell(), hand_cell_b()]
+    _, coverage = load_experiment(db, loads, tasks=specs().values())  # closes its connection
+    return coverage
+
+
+def plant_out_of_range_score(db: Path) -> None:
+    """Set one trajectory verdict's score and value to 1.5 (out of [0, 1])."""
+    conn = duckdb.connect(str(db))
+    try:
+        conn.execute(
+            "UPDATE eval.verdicts SET score = 1.5, value = 1.5 WHERE cell_key = ? "
+            "AND kind = 'trajectory' AND tier = 'minimal' AND task_id = 'task_0002' "
+            "AND repeat_index = 0",
+            [MCP_26],
+        )
+    finally:
+        conn.close()
+
+
+def rows(db: Path, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+    """The rows of one query on ``db``.
+
+    Not read-only: the same configuration as dbt-duckdb's in-process connection (a read-only
+    one would be refused while that is open).
+    """
+    conn = duckdb.connect(str(db))
+    try:
+        return conn.execute(sql, params or []).fetchall()
+    finally:
+        conn.close()
