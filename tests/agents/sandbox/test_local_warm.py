@@ -12,6 +12,7 @@ import json
 import uuid
 from pathlib import Path
 
+from datagouv_eval_pipeline.agents.sandbox._zygote import SESSIONS_ROOT, SESSIONS_RW
 from datagouv_eval_pipeline.agents.sandbox.base import ExecResult
 from datagouv_eval_pipeline.agents.sandbox.local import LocalSandbox, LocalSession
 
@@ -60,11 +61,11 @@ def test_sessions_of_one_backend_cannot_reach_each_other(
             probe = f"""
 import glob, json, os, urllib.request
 found = {{}}
-for path in ["/run/dgeval", "/opt/sandbox/session"]:
+for path in [{SESSIONS_ROOT!r}, "/opt/sandbox/session"]:
     found[path] = sorted(os.listdir(path)) if os.path.isdir(path) else None
-found["glob"] = glob.glob("/run/dgeval/**/secret.txt", recursive=True)
+found["glob"] = glob.glob({SESSIONS_ROOT!r} + "/**/secret.txt", recursive=True)
 try:
-    found["open"] = open("/run/dgeval/rw/{name}/work/secret.txt").read()
+    found["open"] = open({SESSIONS_RW!r} + "/{name}/work/secret.txt").read()
 except OSError as exc:
     found["open"] = type(exc).__name__
 try:
@@ -82,7 +83,7 @@ print(json.dumps(found))
     assert result.ok, result.stderr
     assert secret not in result.stdout
     found = json.loads(result.stdout)
-    assert found["/run/dgeval"] == []  # every session's directory is covered
+    assert found[SESSIONS_ROOT] == []  # every session's directory is covered
     assert {"code", "proxy.sock"} <= set(found["/opt/sandbox/session"])  # its own, only
     assert found["glob"] == []
     assert found["open"] == "FileNotFoundError"
