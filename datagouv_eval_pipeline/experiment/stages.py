@@ -11,7 +11,6 @@ import asyncio
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from datagouv_eval_pipeline.agents.runner import execute_cell
@@ -314,8 +313,3 @@ def _aligned(
         return None
     values = list(document.get(name, []))
     return values if len(values) == n else None
-
-
-def store_path_for(root: Path, stage: str, cell_key: str) -> Path:
-    """Where a stage document lives (for messages)."""
-    return root / stage / f"{cell_key}.json"
