@@ -8,15 +8,13 @@ checks report it), and the other cells go on. A run of exactly one cell fails fo
 the UI shows that partition as failed.
 """
 
-import hashlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
 
-from datagouv_eval_pipeline.experiment.store import RunStore
+from datagouv_eval_pipeline.experiment.store import RunStore, content_digest
 
 
 @dataclass
@@ -27,19 +25,13 @@ class CellOutcomes:
         written: Cell key → summary of the new document.
         failed: Cell key → reason.
         skipped: Cell key → why it was not processed (filtered out, upstream missing).
-        digests: Cell key → content hash of the new document.
+        digests: Cell key → content hash of the new document (one-cell runs only).
     """
 
     written: dict[str, dict[str, Any]] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     digests: dict[str, str] = field(default_factory=dict)
-
-
-def document_digest(document: Any) -> str:
-    """A short content hash of a stage document (its data version)."""
-    text = json.dumps(document, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def process_cells(
@@ -80,7 +72,8 @@ def process_cells(
         document, summary = result
         store.write(stage, key, document)
         outcomes.written[key] = summary
-        outcomes.digests[key] = document_digest(document)
+        if len(keys) == 1:  # a data version is only recorded for a one-cell run (see result_of)
+            outcomes.digests[key] = content_digest(document)
     if outcomes.failed and (len(keys) == 1 or not outcomes.written):
         raise dg.Failure(
             description=f"{stage} failed for {len(outcomes.failed)} cell(s)",

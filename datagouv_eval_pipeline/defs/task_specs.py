@@ -4,14 +4,12 @@ Invalid specs do not crash the asset: it records every problem, and the blocking
 ``specs_valid`` fails naming each file and field, so nothing downstream runs on them.
 """
 
-import hashlib
-import json
-
 import dagster as dg
 
 from datagouv_eval_pipeline.benchmark.cells import expand_cells
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.defs.resources import RunStoreResource
+from datagouv_eval_pipeline.experiment.store import content_digest
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, SpecErrors, TaskStatus, load_task_specs
 
 STAGE = "task_specs"
@@ -36,7 +34,7 @@ def task_specs(
                 "errors": len(problems),
                 "problems": dg.MetadataValue.md("\n".join(f"- `{p}`" for p in problems)),
             },
-            data_version=dg.DataVersion("invalid:" + _digest(problems)),
+            data_version=dg.DataVersion("invalid:" + content_digest(problems)),
         )
     active = [spec for spec in specs if spec.meta.status == TaskStatus.ACTIVE]
     hashes = {s.task_id: s.spec_hash() for s in specs}
@@ -54,7 +52,7 @@ def task_specs(
             "spec_hashes": dg.MetadataValue.json(hashes),
             "cell_keys": dg.MetadataValue.json(cell_keys),
         },
-        data_version=dg.DataVersion(_digest([hashes, cell_keys])),
+        data_version=dg.DataVersion(content_digest([hashes, cell_keys])),
     )
 
 
@@ -70,8 +68,3 @@ def specs_valid(run_store: RunStoreResource) -> dg.AssetCheckResult:
             "details": dg.MetadataValue.md("\n".join(f"- `{p}`" for p in problems) or "none"),
         },
     )
-
-
-def _digest(value: object) -> str:
-    text = json.dumps(value, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]

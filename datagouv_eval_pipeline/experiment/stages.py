@@ -142,7 +142,7 @@ def run_agents(
         "input_hashes": {f"{k[0]}#{k[1]}": v for k, v in sorted(hashes.items())},
         "traces": all_traces,
     }
-    reused = len(traces) - sum(1 for t in to_run for _ in range(repeats))
+    reused = len(traces) - len(to_run) * repeats
     return AgentStageResult(document, executed, reused, statuses)
 
 

@@ -8,6 +8,7 @@ never replaces an earlier good result: it is recorded next to it (``<cell>.faile
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -31,6 +32,12 @@ def default_run_store() -> Path:
     """The run store directory: ``$DATAGOUV_EVAL_RUN_STORE`` or ``data/run_store``."""
     value = os.environ.get(RUN_STORE_ENV)
     return Path(value).expanduser().resolve() if value else DEFAULT_RUN_STORE
+
+
+def content_digest(value: Any) -> str:
+    """A short, order-independent content hash of a JSON-ready value (a data version)."""
+    text = json.dumps(value, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 class RunStoreError(RuntimeError):
