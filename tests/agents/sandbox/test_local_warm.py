@@ -65,7 +65,7 @@ for path in [{SESSIONS_ROOT!r}, "/opt/sandbox/session"]:
     found[path] = sorted(os.listdir(path)) if os.path.isdir(path) else None
 found["glob"] = glob.glob({SESSIONS_ROOT!r} + "/**/secret.txt", recursive=True)
 try:
-    found["open"] = open({SESSIONS_RW!r} + "/{name}/work/secret.txt").read()
+    found["open"] = open(os.path.join({SESSIONS_RW!r}, "{name}", "work", "secret.txt")).read()
 except OSError as exc:
     found["open"] = type(exc).__name__
 try:
