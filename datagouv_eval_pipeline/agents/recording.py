@@ -20,7 +20,7 @@ from pydantic_ai.exceptions import ModelRetry, ToolFailed
 from pydantic_ai.toolsets import WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from datagouv_eval_pipeline.agents.limits import Clock, SystemClock
+from datagouv_eval_pipeline.providers.limits import Clock, SystemClock
 
 DEFAULT_MODEL_RESULT_CHARS = 50_000
 """Longest tool result the model is shown; longer ones are cut with a marker."""

@@ -58,14 +58,7 @@ from datagouv_eval_pipeline.agents.capabilities import (
     default_sandbox,
     instructions_for,
 )
-from datagouv_eval_pipeline.agents.limits import (
-    Clock,
-    RateLimit,
-    RateLimiters,
-    RetryPolicy,
-    RunBudget,
-    SystemClock,
-)
+from datagouv_eval_pipeline.agents.limits import RunBudget
 from datagouv_eval_pipeline.agents.models import ManagedModel, MissingApiKeyError, base_model
 from datagouv_eval_pipeline.agents.output import (
     FINAL_ANSWER_DESCRIPTION,
@@ -87,6 +80,14 @@ from datagouv_eval_pipeline.agents.web import CapabilityUnavailableError
 from datagouv_eval_pipeline.benchmark.cells import Cell, CellModel
 from datagouv_eval_pipeline.benchmark.config import ProviderKind
 from datagouv_eval_pipeline.metrics.provenance import code_version
+from datagouv_eval_pipeline.providers.limits import (
+    Clock,
+    RateLimit,
+    RateLimiters,
+    SystemClock,
+    process_rate_limiters,
+)
+from datagouv_eval_pipeline.providers.retry import RetryPolicy
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
 from datagouv_eval_pipeline.traces import Provenance, RequestUsage, ToolCall, Trace, Usage
 from datagouv_eval_pipeline.twin.urls import TwinUrls
@@ -246,10 +247,11 @@ async def arun_cell(
         twin_urls: The twin's base URLs; None runs against the live data.gouv.fr.
         repeats: Runs per task, each with its own trace and repeat index.
         settings: Budgets, retries, concurrency and truncation.
-        rate_limiters: Provider rate limiters, shared across cells of one process if given;
-            when None, built from the cell's model configuration (``models.yml`` rate limits,
-            else the built-in defaults). A limiter that a given one creates also takes the
-            cell's configured limits unless the caller set limits for it.
+        rate_limiters: Provider rate limiters; when None, the process's own
+            (:func:`~datagouv_eval_pipeline.providers.limits.process_rate_limiters`, shared with
+            the judges), or limiters of the cell's configuration when a ``clock`` is given. A
+            limiter created on first use takes the cell's configured limits (``models.yml``,
+            else the built-in defaults) unless the caller set limits for it.
         sandbox: Sandbox backend for code and CLI tools (the local one when needed and None).
         model_base_url: Overrides the model's base URL (a local replay server).
         environ: Where API keys are read (``os.environ`` by default).
@@ -265,6 +267,11 @@ async def arun_cell(
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     settings = settings or RunSettings()
+    if rate_limiters is None:
+        # The process's limiters are shared with the judges of the same provider; a test's
+        # fake clock gets limiters of its own.
+        fake_clock = clock is not None
+        rate_limiters = cell_rate_limiters(cell, clock) if fake_clock else process_rate_limiters()
     clock = clock or SystemClock()
     target = CatalogTarget.twin(twin_urls) if twin_urls is not None else CatalogTarget.live()
     if twin_urls is not None and snapshot_id is None:
@@ -285,7 +292,7 @@ async def arun_cell(
             cell=cell,
             settings=settings,
             env=env,
-            limiters=rate_limiters or cell_rate_limiters(cell, clock),
+            limiters=rate_limiters,
             clock=clock,
             semaphore=asyncio.Semaphore(settings.max_concurrency),
             snapshot_id=snapshot_id,

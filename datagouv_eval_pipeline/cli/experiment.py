@@ -56,6 +56,20 @@ def _print_plan(plan: ExperimentPlan) -> None:
 @click.option("--skip-validation", is_flag=True, help="Run quarantined tasks too.")
 @click.option("--rerun", is_flag=True, help="Ignore the agent-run cache.")
 @click.option("--live", is_flag=True, help="Use the live data.gouv.fr instead of the twin.")
+@click.option(
+    "--judge",
+    "judge_choice",
+    default=None,
+    metavar="KIND[:PROVIDER/MODEL]",
+    help="deterministic, llm:<provider>/<model> or hybrid:<provider>/<model> "
+    "[default: task_specs/benchmark/judge.yml].",
+)
+@click.option(
+    "--judge-base-url",
+    default=None,
+    metavar="URL",
+    help="Send judge requests to this OpenAI-compatible URL (e.g. a replay server).",
+)
 def command(
     dry_run: bool,
     evaluation_types: tuple[str, ...],
@@ -64,9 +78,12 @@ def command(
     skip_validation: bool,
     rerun: bool,
     live: bool,
+    judge_choice: str | None,
+    judge_base_url: str | None,
 ) -> None:
     """Run the default experiment (twin + offline baselines + deterministic judge)."""
     ids = [item.strip() for item in task_ids.split(",") if item.strip()]
+    judge_config = _judge_config(judge_choice, judge_base_url)
     try:
         plan = plan_experiment(evaluation_types=evaluation_types, task_ids=ids, repeats=repeats)
     except SelectionError as error:
@@ -87,6 +104,7 @@ def command(
             "rerun": rerun,
         },
         live=live,
+        judge=judge_config,
     )
     elapsed = time.perf_counter() - started
     if not result.success:
@@ -110,7 +128,37 @@ def command(
         click.echo(f'  python3 -m uv run datagouv-eval sql "{query}"')
 
 
-def _execute(settings: dict[str, Any], *, live: bool) -> tuple[Any, Path, Path]:
+def _judge_config(choice: str | None, base_url: str | None) -> dict[str, str]:
+    """The ``judge`` resource's run config, checked now so a bad option fails before the run."""
+    from datagouv_eval_pipeline.benchmark.loader import (
+        BENCHMARK_CONFIG_DIR,
+        BenchmarkConfigErrors,
+        load_benchmark_config,
+    )
+    from datagouv_eval_pipeline.judges.config import (
+        JUDGE_FILE,
+        JudgeModelError,
+        JudgeSpecError,
+        load_judge_spec,
+    )
+    from datagouv_eval_pipeline.judges.factory import build_judge
+
+    try:
+        spec = load_judge_spec(BENCHMARK_CONFIG_DIR / JUDGE_FILE)
+        if choice is not None:
+            spec = spec.with_choice(choice)
+        build_judge(spec, load_benchmark_config().models, base_url=base_url)
+    except (JudgeSpecError, JudgeModelError, BenchmarkConfigErrors) as error:
+        raise click.UsageError(str(error)) from None
+    config = {"kind": spec.kind.value, "model": spec.model or ""}
+    if base_url:
+        config["base_url"] = base_url
+    return config
+
+
+def _execute(
+    settings: dict[str, Any], *, live: bool, judge: dict[str, str] | None = None
+) -> tuple[Any, Path, Path]:
     """Run the ``experiment`` job over every cell, in process, on the persistent instance."""
     import dagster as dg
 
@@ -124,6 +172,7 @@ def _execute(settings: dict[str, Any], *, live: bool) -> tuple[Any, Path, Path]:
                 "resources": {
                     "experiment": {"config": settings},
                     "catalog": {"config": {"live": live}},
+                    "judge": {"config": judge or {}},
                 }
             },
             instance=instance,

@@ -15,6 +15,7 @@ from datagouv_eval_pipeline.experiment.stages import (
     JUDGE_SCORES,
     judge_cell,
 )
+from datagouv_eval_pipeline.judges.config import JudgeModelError, JudgeSpecError
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 
 
@@ -35,7 +36,11 @@ def judge_scores(
     """Judge and score every run of each cell (NULL with a reason when a judge fails)."""
     store = run_store.store()
     by_id = {spec.task_id: spec for spec in load_task_specs([TASK_SPECS_DIR])}
-    the_judge = judge.judge()
+    try:
+        the_judge = judge.judge(cache_dir=store.root / "cache" / "judges")
+    except (JudgeSpecError, JudgeModelError) as error:
+        raise dg.Failure(description=f"cannot build the judge: {error}") from None
+    context.log.info("judge: %s", the_judge.judge_id)
 
     def work(key: str) -> tuple[dict[str, Any], dict[str, Any]] | str:
         runs = store.read(AGENT_RUNS, key)

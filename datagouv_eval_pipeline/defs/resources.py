@@ -11,9 +11,17 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import Field, PrivateAttr
 
+from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR, load_benchmark_config
 from datagouv_eval_pipeline.experiment.cache import AgentRunCache
 from datagouv_eval_pipeline.experiment.store import RunStore, default_run_store
+from datagouv_eval_pipeline.judges.config import (
+    JUDGE_FILE,
+    JudgeKind,
+    JudgeSpec,
+    load_judge_spec,
+)
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
+from datagouv_eval_pipeline.judges.factory import build_judge
 from datagouv_eval_pipeline.judges.protocol import Judge
 from datagouv_eval_pipeline.twin.server import TwinServer
 from datagouv_eval_pipeline.twin.urls import TwinUrls
@@ -121,18 +129,43 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
 
 
 class JudgeResource(dg.ConfigurableResource["JudgeResource"]):
-    """Which judge scores the runs.
+    """Which judge scores the runs: ``task_specs/benchmark/judge.yml``, overridable per run.
 
     Attributes:
-        kind: ``deterministic`` (offline, the default). LLM judges are configured in
-            ``task_specs/benchmark`` and run with ``datagouv-eval judge`` for now.
+        kind: ``deterministic``, ``llm`` or ``hybrid``; empty keeps the file's kind.
+        model: ``<provider>/<model>`` from ``models.yml``; empty keeps the file's model.
+        base_url: An OpenAI-compatible URL to send judge requests to instead of the
+            provider's (a replay server); empty keeps the file's.
     """
 
-    kind: Literal["deterministic"] = "deterministic"
+    kind: Literal["", "deterministic", "llm", "hybrid"] = ""
+    model: str = ""
+    base_url: str = ""
 
-    def judge(self) -> Judge:
-        """The judge."""
-        return DeterministicJudge()
+    def spec(self) -> JudgeSpec:
+        """The judge configuration with this run's overrides applied.
+
+        Raises:
+            JudgeSpecError: The file or an override is invalid.
+        """
+        spec = load_judge_spec(BENCHMARK_CONFIG_DIR / JUDGE_FILE)
+        if self.kind or self.model:
+            kind = self.kind or spec.kind.value
+            spec = spec.with_choice(f"{kind}:{self.model}" if self.model else kind)
+        return spec
+
+    def judge(self, cache_dir: Path | None = None) -> Judge:
+        """The judge (LLM answers cached under ``cache_dir``).
+
+        Raises:
+            JudgeSpecError: The configuration is invalid.
+            JudgeModelError: The judge model cannot be reached (unknown, offline, no key).
+        """
+        spec = self.spec()
+        if spec.kind is JudgeKind.DETERMINISTIC:
+            return DeterministicJudge()
+        models = load_benchmark_config().models
+        return build_judge(spec, models, cache_dir=cache_dir, base_url=self.base_url or None)
 
 
 class ExperimentSettings(dg.ConfigurableResource["ExperimentSettings"]):

@@ -159,7 +159,7 @@ RUNS = Table(
         _c("spec_hash", "VARCHAR", "Spec hash of the task the run was scored against."),
         _c("task_version", "INTEGER", "The task's version field."),
         _c("snapshot_id", "VARCHAR", "Catalog snapshot id."),
-        _c("judge_id", "VARCHAR", "Judge id, e.g. deterministic@1; NULL when not judged."),
+        _c("judge_id", "VARCHAR", "Judge id, e.g. deterministic@2; NULL when not judged."),
         _c("judge_prompt_hash", "VARCHAR", "Prompt hash(es) of the judge, sorted, ','-joined."),
         _c("code_version", "VARCHAR", "Git sha (or package version) of the code."),
         _c("scorer_version", "VARCHAR", "Version of the deterministic scorer."),

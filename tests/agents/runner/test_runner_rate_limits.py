@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from datagouv_eval_pipeline.agents.limits import DEFAULT_RATE_LIMITS, RateLimit, RateLimiters
 from datagouv_eval_pipeline.agents.runner import cell_rate_limiters, rate_limit_of, run_cell
 from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.benchmark.config import ModelRateLimit
+from datagouv_eval_pipeline.providers.limits import DEFAULT_RATE_LIMITS, RateLimit, RateLimiters
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
 from datagouv_eval_pipeline.twin.server import TwinServer
 
