@@ -292,3 +292,33 @@ def test_classification_is_left_to_an_llm_judge() -> None:
     result = asyncio.run(JUDGE.classify_call(call, ["get.data"]))
     assert result.actions == ()
     assert result.verdict.error == NEEDS_LLM
+
+
+KEY_ERROR = (
+    "Traceback (most recent call last):\n"
+    '  File "<agent>", line 7, in <module>\n'
+    '    total = payload["data"][0]["missing_field"]\n'
+    "KeyError: 'missing_field'\n"
+)
+HTTP_404 = (
+    "Traceback (most recent call last):\n"
+    '  File "<agent>", line 4, in <module>\n'
+    "    response.raise_for_status()\n"
+    "requests.exceptions.HTTPError: 404 Client Error: Not Found for url: "
+    "https://www.data.gouv.fr/api/1/datasets/nope/\n"
+)
+
+
+def test_the_agents_own_exceptions_are_never_parameter_errors() -> None:
+    # The counter-example: a KeyError in the agent's parsing after a successful request
+    # fired PARAMETER_ERROR (the word "missing" and "KeyError" matched the rule).
+    local = ToolEvidence("c3", "run_python", {"code": "..."}, KEY_ERROR, True)
+    verdict = modes("x", FULL, [local])[FailureMode.PARAMETER_ERROR]
+    assert outcome(verdict) == "pass"
+    assert "agent's own code" in verdict.reason
+    # A traceback of an HTTP 4xx answer does blame the request.
+    refused = ToolEvidence("c3", "run_python", {"code": "..."}, HTTP_404, True)
+    assert outcome(modes("x", FULL, [refused])[FailureMode.PARAMETER_ERROR]) == "fail"
+    # A local exception next to a refused MCP call: the refused call decides.
+    blamed = ToolEvidence("c2", "get_dataset_info", {}, "Error: dataset 'x' not found", True)
+    assert outcome(modes("x", FULL, [local, blamed])[FailureMode.PARAMETER_ERROR]) == "fail"
