@@ -21,7 +21,7 @@ _COLUMNS = (
     ("runs_ok", "ok"),
     ("runs_skipped", "skipped"),
     ("avg_accuracy", "accuracy"),
-    ("accuracy_coverage", "judged"),
+    ("criterion_coverage", "criteria decided"),
     ("avg_action_f1", "action F1"),
 )
 
@@ -35,7 +35,10 @@ def _cell(value: Any) -> str:
 
 
 def render_report(rows: Sequence[dict[str, Any]], db_path: Path) -> str:
-    """The report as Markdown (``—`` marks a value that is not scored, never a zero)."""
+    """The report as Markdown (``—`` marks a value that is not scored, never a zero).
+
+    "criteria decided" is criterion coverage: decided criteria / criteria asked, per tier.
+    """
     header = "| " + " | ".join(label for _, label in _COLUMNS) + " |"
     rule = "|" + "---|" * len(_COLUMNS)
     lines = [

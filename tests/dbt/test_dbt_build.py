@@ -86,11 +86,13 @@ def test_experiment_metrics_exclude_unscored_items(built: tuple[Path, dbtRunnerR
     summary = _rows(
         db,
         "SELECT runs, runs_ok, runs_error, avg_accuracy, accuracy_coverage, total_criteria, "
-        "total_criteria_scored FROM main.experiment_summary "
+        "total_criteria_scored, criterion_coverage FROM main.experiment_summary "
         "WHERE cell_key = ? AND tier = 'optimal'",
         [HAND],
     )
-    assert summary == [(4, 3, 1, 0.75, 0.5, 6.0, 3.0)]
+    # 2 of the 4 runs have a decided criterion (A, B); of the 6 criteria the judged runs A, B,
+    # C were asked, 1 + 2 + 0 = 3 were decided: criterion coverage 3/6.
+    assert summary == [(4, 3, 1, 0.75, 0.5, 6.0, 3.0, 0.5)]
 
 
 def test_breakdowns_and_cell_comparison(built: tuple[Path, dbtRunnerResult]) -> None:

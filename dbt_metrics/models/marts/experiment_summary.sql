@@ -54,6 +54,11 @@ select
     max(m.total_value) filter (where m.metric = 'matched_actions') as total_matched_actions,
     max(m.total_value) filter (where m.metric = 'criteria_total') as total_criteria,
     max(m.total_value) filter (where m.metric = 'criteria_scored') as total_criteria_scored,
+    -- Criterion coverage: decided criteria / criteria asked, over the judged runs of the tier
+    -- (accuracy_coverage is the share of runs with at least one decided criterion).
+    max(m.total_value) filter (where m.metric = 'criteria_scored')
+        / nullif(max(m.total_value) filter (where m.metric = 'criteria_total'), 0)
+        as criterion_coverage,
     any_value(f.runs_with_failure_modes) as runs_with_failure_modes,
     any_value(r.total_input_tokens) as total_input_tokens,
     any_value(r.total_output_tokens) as total_output_tokens,
