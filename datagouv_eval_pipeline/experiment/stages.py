@@ -284,7 +284,15 @@ async def _judge_all(
             return None
         return await judge_trace(judge, tasks[trace.task_id], trace, mapping=mapping)
 
-    return list(await asyncio.gather(*(one(t, m) for t, m in zip(traces, mappings, strict=True))))
+    try:
+        return list(
+            await asyncio.gather(*(one(t, m) for t, m in zip(traces, mappings, strict=True)))
+        )
+    finally:
+        # An LLM judge's HTTP client belongs to this loop: close it here (it reopens on use).
+        close = getattr(judge, "aclose", None)
+        if close is not None:
+            await close()
 
 
 # ----------------------------------------------------------------------------- warehouse

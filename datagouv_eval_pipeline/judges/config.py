@@ -10,6 +10,7 @@ directly (``FunctionModel``), bypassing the registry.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -86,6 +87,8 @@ class RoleModel:
         limiter_key: The provider quota its requests count against (the agents' key: the
             provider's name, or the model key for a model with its own ``rate_limit``).
         rate_limit: The quota from ``models.yml`` (None: the built-in default).
+        rebuild: Makes the same model with a new HTTP client (for another event loop); None
+            for models bound to no loop.
     """
 
     model: Model
@@ -96,6 +99,7 @@ class RoleModel:
     currency: str | None = None
     limiter_key: str = ""
     rate_limit: RateLimit | None = None
+    rebuild: Callable[[], Model] | None = None
 
     def cost(self, input_tokens: int, output_tokens: int) -> float | None:
         """The cost of a call, or None when a price is unknown."""
@@ -159,19 +163,22 @@ def resolve_model(
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 
-    # max_retries=0: the shared RetryPolicy retries (GuardedModel), so one failing request is
-    # never multiplied by the SDK's own retries.
-    client = AsyncOpenAI(base_url=base_url or provider.base_url, api_key=api_key, max_retries=0)
-    model = OpenAIChatModel(
-        model_name, provider=OpenAICompatibleProvider(provider.name, openai_client=client)
-    )
+    url = base_url or provider.base_url
+
+    def build() -> Model:
+        # max_retries=0: the shared RetryPolicy retries (GuardedModel), so one failing request
+        # is never multiplied by the SDK's own retries.
+        client = AsyncOpenAI(base_url=url, api_key=api_key, max_retries=0)
+        compatible = OpenAICompatibleProvider(provider_name, openai_client=client)
+        return OpenAIChatModel(model_name, provider=compatible)
+
     quota = provider.rate_limit_for(entry)
     limit = (
         RateLimit(quota.requests_per_minute, quota.tokens_per_minute) if quota is not None else None
     )
     per_model = quota is not None and quota.per_model
     return RoleModel(
-        model=model,
+        model=build(),
         model_id=name,
         temperature=temperature,
         input_price_per_mtok=entry.input_price_per_mtok,
@@ -179,6 +186,7 @@ def resolve_model(
         currency=models.currency,
         limiter_key=model_key(provider.name, model_name) if per_model else provider.name,
         rate_limit=limit,
+        rebuild=build,
     )
 
 

@@ -39,6 +39,9 @@ class GuardedModel(WrapperModel):
         timeout_s: Deadline of one attempt, from the moment it got its slot.
         requests: HTTP requests sent (retries included; cache hits never get here).
         waits: Every wait before a retry, and every rate-limiter wait (``attempt`` 0).
+
+    ``rebuild`` makes a fresh model (a new HTTP client) when a request comes from another event
+    loop than the previous ones.
     """
 
     limiter: RateLimiter | None = field(default=None)
@@ -57,6 +60,7 @@ class GuardedModel(WrapperModel):
         max_concurrency: int = 8,
         timeout_s: float | None = None,
         sleep: Callable[[float], Awaitable[None]] = _sleep,
+        rebuild: Callable[[], Model] | None = None,
     ) -> None:
         super().__init__(wrapped)
         if max_concurrency < 1:
@@ -69,6 +73,31 @@ class GuardedModel(WrapperModel):
         self.waits = []
         self._sleep = sleep
         self._semaphores: dict[int, asyncio.Semaphore] = {}
+        self._rebuild = rebuild
+        self._built_for: int | None = None
+
+    def _bind_to_loop(self) -> None:
+        # An HTTP client's pooled connections belong to the event loop that opened them; the
+        # pipeline judges each cell in its own asyncio.run, so a new loop gets a new client.
+        loop_id = id(asyncio.get_running_loop())
+        if self._built_for is None:
+            self._built_for = loop_id
+        elif self._built_for != loop_id and self._rebuild is not None:
+            self.wrapped = self._rebuild()
+            self._built_for = loop_id
+
+    async def aclose(self) -> None:
+        """Close the HTTP client in the loop that opened it; the next request makes a new one.
+
+        Without it, the client's finaliser would try to close connections of a finished loop.
+        """
+        client = getattr(self.wrapped, "client", None)
+        close = getattr(client, "close", None)
+        if self._rebuild is None or close is None:
+            return
+        await close()
+        self.wrapped = self._rebuild()
+        self._built_for = None
 
     def _slot(self) -> asyncio.Semaphore:
         # One judge may serve several asyncio.run calls; a semaphore belongs to one loop.
@@ -91,6 +120,7 @@ class GuardedModel(WrapperModel):
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
         """Send one request under the limiter, retrying transient failures."""
+        self._bind_to_loop()
 
         async def attempt() -> ModelResponse:
             if self.limiter is not None:

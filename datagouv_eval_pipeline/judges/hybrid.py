@@ -65,6 +65,10 @@ class HybridJudge:
         """Requests the LLM judge sent (cache hits excluded)."""
         return self.llm.model_requests
 
+    async def aclose(self) -> None:
+        """Close the LLM judge's HTTP clients (at the end of each event loop)."""
+        await self.llm.aclose()
+
     async def criterion(
         self,
         question: str,

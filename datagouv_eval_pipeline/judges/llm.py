@@ -147,6 +147,7 @@ class LLMJudge:
                 retry=self.retry,
                 max_concurrency=max_concurrency,
                 timeout_s=timeout_s,
+                rebuild=role_model.rebuild,
             )
         self._agents: dict[str, Agent[None, Any]] = {}
         self._rules = DeterministicJudge()
@@ -206,6 +207,11 @@ class LLMJudge:
     def model_requests(self) -> int:
         """HTTP requests sent to the models, retries included (cache hits excluded)."""
         return sum(model.requests for model in self._guarded.values())
+
+    async def aclose(self) -> None:
+        """Close the models' HTTP clients (call it at the end of each event loop)."""
+        for model in self._guarded.values():
+            await model.aclose()
 
     @property
     def limiter_keys(self) -> dict[str, str]:

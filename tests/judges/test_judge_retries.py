@@ -82,3 +82,23 @@ def test_retry_after_zero_waits_the_floor_and_then_succeeds() -> None:
         (429, 0.0, 0.2),
     ]
     assert time.monotonic() - started >= 0.4
+
+
+def test_one_judge_serves_several_event_loops() -> None:
+    # The pipeline judges each cell in its own asyncio.run: the second cell once failed with
+    # "Event loop is closed" (the HTTP client's connections belonged to the first loop).
+    models = load_benchmark_config().models
+    task = real_tasks()["task_0002"]
+    trace = example_trace("task_0002_mcp.json")
+    with ScriptedServer(grading) as server:
+        judge = LLMJudge({"default": resolve_model(MODEL, models, base_url=server.base_url)})
+        verdicts = [
+            asyncio.run(
+                judge.criterion(
+                    task.prompt, f"{trace.answer} ({i})", task.criteria("minimal")[0], ()
+                )
+            )
+            for i in range(3)
+        ]
+    assert [outcome(v) for v in verdicts] == ["pass"] * 3
+    assert server.requests == 3
