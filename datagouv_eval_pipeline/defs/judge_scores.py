@@ -1,9 +1,11 @@
 """The ``judge_scores`` asset: verdicts and deterministic scores of every run, per cell."""
 
+import hashlib
 from typing import Any
 
 import dagster as dg
 
+from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR
 from datagouv_eval_pipeline.defs.action_mappings import action_mappings
 from datagouv_eval_pipeline.defs.partitions import cell_partitions
 from datagouv_eval_pipeline.defs.per_cell import process_cells, result_of
@@ -15,8 +17,16 @@ from datagouv_eval_pipeline.experiment.stages import (
     JUDGE_SCORES,
     judge_cell,
 )
-from datagouv_eval_pipeline.judges.config import JudgeModelError, JudgeSpecError
+from datagouv_eval_pipeline.judges.config import JUDGE_FILE, JudgeModelError, JudgeSpecError
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
+
+
+def _code_version() -> str:
+    digest = hashlib.sha256(source_fingerprint(("judges", "metrics")).encode())
+    judge_file = BENCHMARK_CONFIG_DIR / JUDGE_FILE
+    if judge_file.exists():
+        digest.update(judge_file.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 @dg.asset(
@@ -25,9 +35,10 @@ from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
     deps=[action_mappings],
     group_name="cells",
     kinds={"python"},
-    # The judges' prompts and rules and the metrics are the code of this stage: editing a
-    # prompt makes every partition stale, and only this stage and below recompute.
-    code_version=source_fingerprint(("judges", "metrics"))[:12],
+    # The judges' prompts and rules, the metrics and the judge configuration (judge.yml) are the
+    # code of this stage: editing a prompt or the judge makes every partition stale, and only
+    # this stage and below recompute.
+    code_version=_code_version(),
     automation_condition=dg.AutomationCondition.eager(),
 )
 def judge_scores(
