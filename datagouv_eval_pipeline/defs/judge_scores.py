@@ -62,4 +62,7 @@ def judge_scores(
         scored = sum(1 for s in document["scores"] if s is not None)
         return document, {"runs": len(document["runs"]), "scored": scored}
 
-    return result_of(process_cells(context, store, JUDGE_SCORES, work))
+    outcomes = process_cells(context, store, JUDGE_SCORES, work)
+    # HTTP requests the LLM judge sent (retries included; cache hits none); 0 for the rules.
+    requests = int(getattr(the_judge, "model_requests", 0))
+    return result_of(outcomes, judge_id=the_judge.judge_id, judge_http_requests=requests)
