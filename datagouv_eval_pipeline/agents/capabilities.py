@@ -231,6 +231,8 @@ class ToolEnvironment:
         search: The web search backend (None: chosen from ``target``).
         skills: How the skills document is injected.
         model_result_chars: Longest tool result the model is shown.
+        mcp_url: The endpoint of the cell's MCP server when the cell does not say it (a real
+            build, started for the run); None: the cell's URL.
     """
 
     target: CatalogTarget
@@ -240,6 +242,15 @@ class ToolEnvironment:
     search: SearchBackend | None = None
     skills: SkillsInjection = field(default_factory=skills_strategy)
     model_result_chars: int = DEFAULT_MODEL_RESULT_CHARS
+    mcp_url: str | None = None
+
+    def mcp_endpoint(self, cell: Cell) -> str:
+        """The MCP endpoint of the cell: the started build's, or the cell's own."""
+        if self.mcp_url is not None:
+            return self.mcp_url
+        if cell.mcp_build is not None:
+            raise ValueError(f"cell {cell.key}: its MCP server is a build that was not started")
+        return self.target.mcp_url(cell)
 
     def search_backend(self) -> SearchBackend:
         """The search backend: the twin's catalog index offline, ``ddgs`` live.
@@ -326,7 +337,7 @@ async def build_task_tools(cell: Cell, env: ToolEnvironment, recorder: RunRecord
         )
 
     if MCP in capabilities:
-        toolsets.append(wrap(await env.mcp.toolset(env.target.mcp_url(cell))))
+        toolsets.append(wrap(await env.mcp.toolset(env.mcp_endpoint(cell))))
     if capabilities & SANDBOX_CAPABILITIES:
         assert env.sandbox is not None  # checked above
         session = await env.sandbox.open_session(

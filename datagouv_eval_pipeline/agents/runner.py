@@ -237,6 +237,7 @@ async def arun_cell(
     snapshot_id: str | None = None,
     clock: Clock | None = None,
     model_factory: Callable[[CellModel], Model] | None = None,
+    mcp_url: str | None = None,
 ) -> CellRun:
     """Run every task of ``tasks`` ``repeats`` times in ``cell``, concurrently.
 
@@ -257,6 +258,8 @@ async def arun_cell(
         clock: Time source of latency and rate-limit waits (tests pass a fake one).
         model_factory: Builds the model instead of the registry (tests, benchmarks); it is
             still wrapped with rate limiting, retries and recording.
+        mcp_url: The endpoint of the cell's MCP server when it is a real build started for
+            the run (``mcp_builds.BuildServers``); its own ``tools/list`` is the tool list.
 
     Returns:
         The traces, one per (task, repeat) in task order then repeat order, and the MCP tool
@@ -280,6 +283,7 @@ async def arun_cell(
             sandbox_limits=settings.sandbox_limits,
             skills=skills_strategy(settings.skills_strategy),
             model_result_chars=settings.model_result_chars,
+            mcp_url=mcp_url,
         )
         shared = _Shared(
             cell=cell,
@@ -321,7 +325,7 @@ async def arun_cell(
             )
         if shared.cell_problem is None and "mcp" in cell.capabilities and cell.mcp_version:
             try:
-                await mcp.tool_list(cell.mcp_version, target.mcp_url(cell))
+                await mcp.tool_list(cell.mcp_version, env.mcp_endpoint(cell))
             except Exception as error:
                 shared.cell_problem = (
                     f"the MCP server {cell.mcp_version} is unreachable: "
