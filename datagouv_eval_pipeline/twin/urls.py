@@ -20,6 +20,7 @@ METRICS_PREFIX = "metrics/api/"
 CRAWLER_PREFIX = "crawler/api/"
 EXTERNAL_PREFIX = "_ext/"
 
+_LIVE_SITE = "https://www.data.gouv.fr/"
 _FIELDS = ("site", "datagouv_api", "tabular_api", "metrics_api", "crawler_api")
 
 
@@ -68,7 +69,7 @@ class TwinUrls:
     def live(cls) -> TwinUrls:
         """Return the production URLs (``DATAGOUV_API_ENV=prod`` in the MCP server)."""
         return cls(
-            site="https://www.data.gouv.fr/",
+            site=_LIVE_SITE,
             datagouv_api="https://www.data.gouv.fr/api/",
             tabular_api="https://tabular-api.data.gouv.fr/api/",
             metrics_api="https://metric-api.data.gouv.fr/api/",
@@ -110,8 +111,12 @@ class TwinUrls:
         """Return where the twin serves a file the catalog locates on another host.
 
         ``https://data.geopf.fr/geocodage/openapi.yaml`` becomes
-        ``{site}_ext/data.geopf.fr/geocodage/openapi.yaml``.
+        ``{site}_ext/data.geopf.fr/geocodage/openapi.yaml`` on the twin's loopback layout, and
+        stays itself with the production URLs (behind the hostname front the twin answers for
+        that host).
         """
+        if self.site == _LIVE_SITE:
+            return url
         parts = urlsplit(url)
         suffix = f"?{parts.query}" if parts.query else ""
         return f"{self.site}{EXTERNAL_PREFIX}{parts.netloc}{parts.path}{suffix}"
