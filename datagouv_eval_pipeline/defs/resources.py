@@ -15,6 +15,7 @@ from datagouv_eval_pipeline.experiment.cache import AgentRunCache
 from datagouv_eval_pipeline.experiment.store import RunStore, default_run_store
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
 from datagouv_eval_pipeline.judges.protocol import Judge
+from datagouv_eval_pipeline.mcp_builds import BuildServers
 from datagouv_eval_pipeline.twin.server import TwinServer
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 from datagouv_eval_pipeline.warehouse.location import DUCKDB_ENV, default_duckdb_path
@@ -68,7 +69,9 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
     """The catalog agents and the pre-flight talk to: the local twin, or the live data.gouv.fr.
 
     The twin starts on first use (a free port on 127.0.0.1) and stops when the run ends, so a
-    run of many cells pays its start-up once.
+    run of many cells pays its start-up once. So do the real MCP server builds cells name
+    (``builds``): installed (cached) and started on first use, reading the twin through the
+    hostname front (production in live mode), stopped with the run.
 
     Attributes:
         live: Use the live data.gouv.fr endpoints instead of the twin.
@@ -80,6 +83,7 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
 
     _server: TwinServer | None = PrivateAttr(default=None)
     _urls: TwinUrls | None = PrivateAttr(default=None)
+    _builds: BuildServers | None = PrivateAttr(default=None)
 
     def urls(self) -> TwinUrls | None:
         """The twin's URLs (starting it if needed), or None in live mode."""
@@ -112,8 +116,21 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
         assert self._server is not None
         return self._server.store.now
 
+    def builds(self) -> BuildServers:
+        """The run's MCP server builds (nothing starts until a build cell asks for one)."""
+        if self._builds is None:
+            twin = None
+            if not self.live:
+                self.urls()
+                twin = self._server
+            self._builds = BuildServers(twin=twin)
+        return self._builds
+
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
-        """Stop the twin if this run started it."""
+        """Stop the builds and the twin if this run started them."""
+        if self._builds is not None:
+            self._builds.close()
+            self._builds = None
         if self._server is not None:
             self._server.stop()
             self._server = None
