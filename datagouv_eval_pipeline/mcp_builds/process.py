@@ -7,8 +7,10 @@ and the variables given by the caller, which offline are the hostname front's (`
 ``SSL_CERT_FILE``, ...), so the server keeps its production hostnames and reads the twin.
 
 The server gets a session of its own, so a Ctrl-C in the terminal reaches the pipeline, which
-stops it (``stop`` is idempotent, also called at interpreter exit). If the pipeline is killed
-outright, the pid file left in the build's directory lets the next start end the orphan.
+stops it (``stop`` is idempotent, also called at interpreter exit). If the pipeline dies without
+stopping it (SIGTERM, SIGKILL), a watcher thread started in the server before ``main.py`` sees
+its parent go and ends the server's process group; the pid file left in the build's directory
+lets the next start end any server that survived even that.
 """
 
 from __future__ import annotations
@@ -46,6 +48,21 @@ _LIVE_NETWORK = (
 )
 """Network settings of the user's environment a live server keeps (a corporate proxy)."""
 _RUNNING: weakref.WeakSet[BuildServer] = weakref.WeakSet()
+
+# Runs main.py as `python main.py` would (same sys.path[0], __name__ == "__main__"), after
+# starting a thread that ends the server's process group once the pipeline that started it is
+# gone, whatever killed it.
+_WATCHED_ENTRY = r"""
+import os, runpy, signal, sys, threading, time
+_parent = os.getppid()
+def _watch():
+    while os.getppid() == _parent:
+        time.sleep(0.5)
+    os.killpg(0, signal.SIGTERM)
+threading.Thread(target=_watch, name="parent-watch", daemon=True).start()
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
 
 
 def free_port() -> int:
@@ -145,7 +162,7 @@ class BuildServer:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             with self.log_path.open("wb") as log:
                 process = subprocess.Popen(
-                    [str(self.build.python), ENTRY_SCRIPT],
+                    [str(self.build.python), "-c", _WATCHED_ENTRY, ENTRY_SCRIPT],
                     cwd=self.build.server_dir,
                     env=server_environment(self._network_env, port),
                     stdin=subprocess.DEVNULL,
