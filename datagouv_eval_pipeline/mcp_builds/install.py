@@ -198,7 +198,19 @@ def _install_into(build: McpBuild, root: Path, uv: list[str]) -> dict[str, Any]:
     revision: str | None = None
     package_digest: str | None = None
     if build.package is not None:
-        _run([*uv, "pip", "install", "--quiet", "--python", str(python), build.package], build)
+        _run(
+            [
+                *uv,
+                "pip",
+                "install",
+                "--quiet",
+                "--compile-bytecode",
+                "--python",
+                str(python),
+                build.package,
+            ],
+            build,
+        )
         server_dir, package_digest = _package_code(python, build)
     else:
         if build.git is not None:
@@ -244,7 +256,20 @@ def _install_dependencies(
         export += ["--no-hashes", "--directory", str(source), "--output-file", str(locked)]
         _run(export, build, "read the lock of")
         requirements = str(locked)
-    _run([*uv, "pip", "install", "--quiet", "--python", str(python), "-r", requirements], build)
+    _run(
+        [
+            *uv,
+            "pip",
+            "install",
+            "--quiet",
+            "--compile-bytecode",
+            "--python",
+            str(python),
+            "-r",
+            requirements,
+        ],
+        build,
+    )
 
 
 _PACKAGE_CODE = r"""
