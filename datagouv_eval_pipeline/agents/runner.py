@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from datagouv_eval_pipeline.agents.baselines import get_policy
 from datagouv_eval_pipeline.agents.capabilities import (
     SANDBOX_CAPABILITIES,
+    WEB_SEARCH,
     CatalogTarget,
     McpConnections,
     TaskTools,
@@ -269,12 +271,52 @@ async def arun_cell(
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     settings = settings or RunSettings()
     clock = clock or SystemClock()
-    target = CatalogTarget.twin(twin_urls) if twin_urls is not None else CatalogTarget.live()
+    target = (
+        await asyncio.to_thread(CatalogTarget.twin, twin_urls)
+        if twin_urls is not None
+        else CatalogTarget.live()
+    )
     if twin_urls is not None and snapshot_id is None:
         snapshot_id = await _twin_snapshot_id(twin_urls)
     needs_sandbox = bool(SANDBOX_CAPABILITIES & set(cell.capabilities))
     if sandbox is None and needs_sandbox and (model_factory or model_skip_reason(cell) is None):
         sandbox = default_sandbox()
+    async with contextlib.AsyncExitStack() as stack:
+        if target.served is not None and WEB_SEARCH in cell.capabilities:
+            # The fetch tool reaches the production URLs through a front of its own.
+            front = target.served.front().start()
+            stack.callback(front.stop)
+            target = dataclasses.replace(target, proxy_url=front.proxy_url)
+        return await _run_cell_tasks(
+            cell,
+            tasks,
+            target,
+            repeats,
+            settings,
+            rate_limiters,
+            sandbox,
+            model_base_url,
+            environ,
+            snapshot_id,
+            clock,
+            model_factory,
+        )
+
+
+async def _run_cell_tasks(
+    cell: Cell,
+    tasks: Sequence[TaskSpec],
+    target: CatalogTarget,
+    repeats: int,
+    settings: RunSettings,
+    rate_limiters: RateLimiters | None,
+    sandbox: SandboxBackend | None,
+    model_base_url: str | None,
+    environ: Mapping[str, str] | None,
+    snapshot_id: str | None,
+    clock: Clock,
+    model_factory: Callable[[CellModel], Model] | None,
+) -> CellRun:
     async with McpConnections() as mcp:
         env = ToolEnvironment(
             target=target,

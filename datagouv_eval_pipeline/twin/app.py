@@ -44,14 +44,10 @@ from starlette.responses import (
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from datagouv_eval_pipeline.production import SERVICE_HOSTS
 from datagouv_eval_pipeline.twin import render, tabular
 from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.hosts import (
-    PUBLIC_PATH_KEY,
-    SERVICE_HOSTS,
-    HostRouting,
-    served_hosts,
-)
+from datagouv_eval_pipeline.twin.hosts import PUBLIC_PATH_KEY, HostRouting, served_hosts
 from datagouv_eval_pipeline.twin.mcp.server import mount_mcp
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 

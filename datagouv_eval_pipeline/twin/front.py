@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -29,16 +31,35 @@ from datagouv_eval_pipeline.twin.hosts import served_hosts
 from datagouv_eval_pipeline.twin.server import HEALTH_PATH, TwinServer
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 
-__all__ = ["served_by", "twin_front"]
+__all__ = [
+    "FrontNotRunningError",
+    "forget_running",
+    "record_running",
+    "running_env",
+    "served_by",
+    "twin_front",
+]
+
+_RUNNING = "running.json"
 
 
-def served_by(twin: TwinServer | TwinUrls, *, home: Path | str | None = None) -> ServedHosts:
+class FrontNotRunningError(RuntimeError):
+    """No ``twin serve`` front answers for the twin home."""
+
+
+def served_by(
+    twin: TwinServer | TwinUrls,
+    *,
+    home: Path | str | None = None,
+    hosts: frozenset[str] | None = None,
+) -> ServedHosts:
     """Return what a front needs to answer for ``twin``'s host names.
 
     Args:
         twin: A running :class:`TwinServer` (its catalog says which file hosts it serves), or
             the loopback URLs of a twin in another process (asked through ``/_twin/health``).
         home: The twin home holding the CA (default: ``front.twin_home()``).
+        hosts: The host names the twin answers for, when the caller knows them.
 
     Raises:
         RuntimeError: the twin is not running, or its URLs are not on a loopback port.
@@ -47,7 +68,10 @@ def served_by(twin: TwinServer | TwinUrls, *, home: Path | str | None = None) ->
     parts = urlsplit(urls.site)
     if parts.hostname not in ("127.0.0.1", "localhost") or parts.port is None:
         raise RuntimeError(f"the front stands before a twin on a loopback port, not {urls.site}")
-    hosts = served_hosts(twin.store) if isinstance(twin, TwinServer) else _asked_hosts(parts.port)
+    if hosts is None:
+        hosts = (
+            served_hosts(twin.store) if isinstance(twin, TwinServer) else _asked_hosts(parts.port)
+        )
     authority = CertificateAuthority.load_or_create(twin_home(home))
     return ServedHosts(hosts=hosts, upstream=("127.0.0.1", parts.port), authority=authority)
 
@@ -91,3 +115,49 @@ def _asked_hosts(port: int) -> frozenset[str]:
         raise RuntimeError(f"no twin answers on 127.0.0.1:{port}: {exc}") from exc
     finally:
         connection.close()
+
+
+def _running_path(home: Path | str | None) -> Path:
+    return twin_home(home) / "front" / _RUNNING
+
+
+def record_running(front: Front, twin: TwinUrls, *, home: Path | str | None = None) -> Path:
+    """Write where the front of ``twin serve`` listens (``<home>/front/running.json``)."""
+    path = _running_path(home)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {"pid": os.getpid(), "twin": twin.site, "env": front.client_env()}
+    path.write_text(json.dumps(state, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def forget_running(front: Front, *, home: Path | str | None = None) -> None:
+    """Remove the record written by :func:`record_running` (if it is still this process's)."""
+    path = _running_path(home)
+    with contextlib.suppress(OSError, ValueError):
+        if json.loads(path.read_text(encoding="utf-8")).get("pid") == os.getpid():
+            path.unlink()
+
+
+def running_env(*, home: Path | str | None = None) -> dict[str, str]:
+    """Return the client variables of the running ``twin serve`` front of the twin home.
+
+    Raises:
+        FrontNotRunningError: no front is recorded, or the recorded one does not answer.
+    """
+    path = _running_path(home)
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+        env: dict[str, str] = dict(state["env"])
+        proxy = urlsplit(env["HTTPS_PROXY"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise FrontNotRunningError(
+            f"no running twin front recorded in {path}; start one with `datagouv-eval twin serve`"
+        ) from exc
+    try:
+        socket.create_connection((proxy.hostname, proxy.port or 80), timeout=2).close()
+    except OSError as exc:
+        raise FrontNotRunningError(
+            f"the twin front recorded in {path} ({env['HTTPS_PROXY']}, pid {state.get('pid')}) "
+            f"does not answer: {exc}; start one with `datagouv-eval twin serve`"
+        ) from exc
+    return env

@@ -24,20 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from datagouv_eval_pipeline.production import SERVICE_HOSTS, SITE_HOST
 from datagouv_eval_pipeline.twin.urls import EXTERNAL_PREFIX
 
 if TYPE_CHECKING:
     from datagouv_eval_pipeline.twin.catalog import CatalogStore
 
-SITE_HOST = "www.data.gouv.fr"
-SERVICE_PREFIXES: dict[str, str] = {
-    SITE_HOST: "",
-    "tabular-api.data.gouv.fr": "/tabular",
-    "metric-api.data.gouv.fr": "/metrics",
-    "crawler.data.gouv.fr": "/crawler",
-}
+_PREFIXES = ("", "/tabular", "/metrics", "/crawler")
+SERVICE_PREFIXES: dict[str, str] = dict(zip(SERVICE_HOSTS, _PREFIXES, strict=True))
 """Each production service host and the twin's path prefix for it."""
-SERVICE_HOSTS = tuple(SERVICE_PREFIXES)
 LANGUAGE_PREFIXES = ("/fr/", "/en/", "/es/")
 PUBLIC_PATH_KEY = "twin.public_path"
 """Scope key holding the path as the client asked for it, on production-host requests."""

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from urllib.parse import urlsplit
 
+from datagouv_eval_pipeline.production import PRODUCTION_BASE_URLS
+
 # Path prefixes of each service on the twin's single host.
 API_PREFIX = "api/"
 TABULAR_PREFIX = "tabular/api/"
@@ -20,7 +22,7 @@ METRICS_PREFIX = "metrics/api/"
 CRAWLER_PREFIX = "crawler/api/"
 EXTERNAL_PREFIX = "_ext/"
 
-_LIVE_SITE = "https://www.data.gouv.fr/"
+_LIVE_SITE = PRODUCTION_BASE_URLS["site"]
 _FIELDS = ("site", "datagouv_api", "tabular_api", "metrics_api", "crawler_api")
 
 
@@ -68,13 +70,7 @@ class TwinUrls:
     @classmethod
     def live(cls) -> TwinUrls:
         """Return the production URLs (``DATAGOUV_API_ENV=prod`` in the MCP server)."""
-        return cls(
-            site=_LIVE_SITE,
-            datagouv_api="https://www.data.gouv.fr/api/",
-            tabular_api="https://tabular-api.data.gouv.fr/api/",
-            metrics_api="https://metric-api.data.gouv.fr/api/",
-            crawler_api="https://crawler.data.gouv.fr/api/",
-        )
+        return cls(**PRODUCTION_BASE_URLS)
 
     @classmethod
     def demo(cls) -> TwinUrls:

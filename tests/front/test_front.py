@@ -148,3 +148,28 @@ def test_the_ca_is_made_once_per_home_and_signs_leaves(tmp_path: Path) -> None:
     assert first.bundle_path.read_bytes().count(b"BEGIN CERTIFICATE") > 100
     with pytest.raises(ValueError, match="not a DNS host name"):
         first.leaf_path("../etc/passwd")
+
+
+def test_twin_env_prints_the_exports_of_the_running_front(twin: TwinServer, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from datagouv_eval_pipeline.cli import main
+    from datagouv_eval_pipeline.twin.front import forget_running, record_running
+
+    home = tmp_path / "home"
+    missing = CliRunner().invoke(main, ["twin", "env", "--home", str(home)])
+    assert missing.exit_code != 0
+    assert "no running twin front recorded" in missing.output
+    assert "datagouv-eval twin serve" in missing.output
+    with twin_front(twin, home=home) as front:
+        record_running(front, twin.urls, home=home)
+        result = CliRunner().invoke(main, ["twin", "env", "--home", str(home)])
+        assert result.exit_code == 0, result.output
+        assert f"export HTTPS_PROXY={front.proxy_url}\n" in result.output
+        script = result.output + 'curl -sS --fail "https://www.data.gouv.fr/api/1/site/"'
+        shell = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30)
+        assert shell.returncode == 0, shell.stderr
+        assert json.loads(shell.stdout)["id"] == "www.data.gouv.fr"
+        forget_running(front, home=home)
+    stale = CliRunner().invoke(main, ["twin", "env", "--home", str(home)])
+    assert stale.exit_code != 0
