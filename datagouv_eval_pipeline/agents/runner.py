@@ -300,6 +300,7 @@ async def arun_cell(
             snapshot_id,
             clock,
             model_factory,
+            mcp_url,
         )
 
 
@@ -316,6 +317,7 @@ async def _run_cell_tasks(
     snapshot_id: str | None,
     clock: Clock,
     model_factory: Callable[[CellModel], Model] | None,
+    mcp_url: str | None,
 ) -> CellRun:
     async with McpConnections() as mcp:
         env = ToolEnvironment(
