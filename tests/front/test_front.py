@@ -180,7 +180,9 @@ def test_the_preflight_reads_the_twin_at_production_urls() -> None:
 
     from datagouv_eval_pipeline.cli import main
 
-    result = CliRunner().invoke(main, ["preflight", "--json", "task_specs/task_0003.yml"])
+    result = CliRunner().invoke(
+        main, ["preflight", "--json", "--tasks", "task_specs/task_0003.yml"]
+    )
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert report["urls"]["tabular_api"] == "https://tabular-api.data.gouv.fr/api/"
