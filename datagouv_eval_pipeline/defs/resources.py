@@ -13,6 +13,7 @@ from pydantic import Field, PrivateAttr
 
 from datagouv_eval_pipeline.experiment.cache import AgentRunCache
 from datagouv_eval_pipeline.experiment.store import RunStore, default_run_store
+from datagouv_eval_pipeline.front import Front
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
 from datagouv_eval_pipeline.judges.protocol import Judge
 from datagouv_eval_pipeline.mcp_builds import BuildServers
@@ -83,6 +84,7 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
 
     _server: TwinServer | None = PrivateAttr(default=None)
     _urls: TwinUrls | None = PrivateAttr(default=None)
+    _front: Front | None = PrivateAttr(default=None)
     _builds: BuildServers | None = PrivateAttr(default=None)
 
     def urls(self) -> TwinUrls | None:
@@ -96,9 +98,24 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
         return self._urls
 
     def validation_urls(self) -> TwinUrls:
-        """Base URLs for the pre-flight (the live ones in live mode)."""
-        urls = self.urls()
-        return urls if urls is not None else TwinUrls.live()
+        """Base URLs for the pre-flight: the production ones (the twin answers behind its front)."""
+        return TwinUrls.live()
+
+    def validation_proxy(self) -> tuple[str, str] | None:
+        """The front before the twin (proxy URL, CA bundle) the pre-flight goes through.
+
+        None in live mode. The front starts on first use and stops with the twin.
+        """
+        if self.live:
+            return None
+        if self._front is None:
+            from datagouv_eval_pipeline.twin.front import served_by
+
+            self.urls()
+            assert self._server is not None
+            self._front = served_by(self._server).front().start()
+        assert self._front.authority is not None
+        return self._front.proxy_url, str(self._front.authority.bundle_path)
 
     def served_snapshot(self) -> str | None:
         """The snapshot id the twin serves (None in live mode)."""
@@ -127,10 +144,13 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
         return self._builds
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
-        """Stop the builds and the twin if this run started them."""
+        """Stop the builds and the twin (and its front) if this run started them."""
         if self._builds is not None:
             self._builds.close()
             self._builds = None
+        if self._front is not None:
+            self._front.stop()
+            self._front = None
         if self._server is not None:
             self._server.stop()
             self._server = None

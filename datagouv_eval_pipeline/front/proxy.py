@@ -325,6 +325,10 @@ class Front:
             await self._handle(reader, writer)
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
             pass
+        except asyncio.CancelledError:
+            # stop() cancels open connections. Ending quietly also spares Python 3.11's stream
+            # callback, which logs a traceback for a connection task that ends cancelled.
+            return
         finally:
             self._active -= 1
             self._tasks.discard(task)

@@ -173,3 +173,18 @@ def test_twin_env_prints_the_exports_of_the_running_front(twin: TwinServer, tmp_
         forget_running(front, home=home)
     stale = CliRunner().invoke(main, ["twin", "env", "--home", str(home)])
     assert stale.exit_code != 0
+
+
+def test_the_preflight_reads_the_twin_at_production_urls() -> None:
+    from click.testing import CliRunner
+
+    from datagouv_eval_pipeline.cli import main
+
+    result = CliRunner().invoke(
+        main, ["preflight", "--json", "--tasks", "task_specs/task_0003.yml"]
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["urls"]["tabular_api"] == "https://tabular-api.data.gouv.fr/api/"
+    assert "127.0.0.1" not in result.output
+    assert [task["status"] for task in report["tasks"]] == ["ok"]

@@ -81,7 +81,8 @@ out["rows_requests"] = len(rows)
 with urllib.request.urlopen(
     "https://metric-api.data.gouv.fr/api/datasets/data/?dataset_id__exact={TRANSPORTS}"
 ) as answer:
-    out["metrics"] = {{row["dataset_id"] for row in json.load(answer)["data"]}} == {{"{TRANSPORTS}"}}
+    ids = {{row["dataset_id"] for row in json.load(answer)["data"]}}
+out["metrics"] = ids == {{"{TRANSPORTS}"}}
 out["client_rows"] = sum(1 for _ in Resource("{TRANSPORTS_CSV}").rows())
 out["client_title"] = Dataset("{TRANSPORTS}").title
 try:
