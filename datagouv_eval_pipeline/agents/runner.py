@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from datagouv_eval_pipeline.agents.baselines import get_policy
 from datagouv_eval_pipeline.agents.capabilities import (
     SANDBOX_CAPABILITIES,
+    WEB_SEARCH,
     CatalogTarget,
     McpConnections,
     TaskTools,
@@ -238,6 +240,7 @@ async def arun_cell(
     snapshot_id: str | None = None,
     clock: Clock | None = None,
     model_factory: Callable[[CellModel], Model] | None = None,
+    mcp_url: str | None = None,
 ) -> CellRun:
     """Run every task of ``tasks`` ``repeats`` times in ``cell``, concurrently.
 
@@ -259,6 +262,8 @@ async def arun_cell(
         clock: Time source of latency and rate-limit waits (tests pass a fake one).
         model_factory: Builds the model instead of the registry (tests, benchmarks); it is
             still wrapped with rate limiting, retries and recording.
+        mcp_url: The endpoint of the cell's MCP server when it is a real build started for
+            the run (``mcp_builds.BuildServers``); its own ``tools/list`` is the tool list.
 
     Returns:
         The traces, one per (task, repeat) in task order then repeat order, and the MCP tool
@@ -273,12 +278,54 @@ async def arun_cell(
         fake_clock = clock is not None
         rate_limiters = cell_rate_limiters(cell, clock) if fake_clock else process_rate_limiters()
     clock = clock or SystemClock()
-    target = CatalogTarget.twin(twin_urls) if twin_urls is not None else CatalogTarget.live()
+    target = (
+        await asyncio.to_thread(CatalogTarget.twin, twin_urls)
+        if twin_urls is not None
+        else CatalogTarget.live()
+    )
     if twin_urls is not None and snapshot_id is None:
         snapshot_id = await _twin_snapshot_id(twin_urls)
     needs_sandbox = bool(SANDBOX_CAPABILITIES & set(cell.capabilities))
     if sandbox is None and needs_sandbox and (model_factory or model_skip_reason(cell) is None):
         sandbox = default_sandbox()
+    async with contextlib.AsyncExitStack() as stack:
+        if target.served is not None and WEB_SEARCH in cell.capabilities:
+            # The fetch tool reaches the production URLs through a front of its own.
+            front = target.served.front().start()
+            stack.callback(front.stop)
+            target = dataclasses.replace(target, proxy_url=front.proxy_url)
+        return await _run_cell_tasks(
+            cell,
+            tasks,
+            target,
+            repeats,
+            settings,
+            rate_limiters,
+            sandbox,
+            model_base_url,
+            environ,
+            snapshot_id,
+            clock,
+            model_factory,
+            mcp_url,
+        )
+
+
+async def _run_cell_tasks(
+    cell: Cell,
+    tasks: Sequence[TaskSpec],
+    target: CatalogTarget,
+    repeats: int,
+    settings: RunSettings,
+    rate_limiters: RateLimiters | None,
+    sandbox: SandboxBackend | None,
+    model_base_url: str | None,
+    environ: Mapping[str, str] | None,
+    snapshot_id: str | None,
+    clock: Clock,
+    model_factory: Callable[[CellModel], Model] | None,
+    mcp_url: str | None,
+) -> CellRun:
     async with McpConnections() as mcp:
         env = ToolEnvironment(
             target=target,
@@ -287,6 +334,7 @@ async def arun_cell(
             sandbox_limits=settings.sandbox_limits,
             skills=skills_strategy(settings.skills_strategy),
             model_result_chars=settings.model_result_chars,
+            mcp_url=mcp_url,
         )
         shared = _Shared(
             cell=cell,
@@ -328,7 +376,7 @@ async def arun_cell(
             )
         if shared.cell_problem is None and "mcp" in cell.capabilities and cell.mcp_version:
             try:
-                await mcp.tool_list(cell.mcp_version, target.mcp_url(cell))
+                await mcp.tool_list(cell.mcp_version, env.mcp_endpoint(cell))
             except Exception as error:
                 shared.cell_problem = (
                     f"the MCP server {cell.mcp_version} is unreachable: "

@@ -73,6 +73,7 @@ def agent_runs(
             previous=store.read(AGENT_RUNS, key),
             keep_tasks=keep if experiment.task_ids else (),
             settings=settings,
+            builds=catalog.builds() if cell.mcp_build is not None else None,
         )
         totals["executed"] += result.executed
         totals["reused"] += result.reused

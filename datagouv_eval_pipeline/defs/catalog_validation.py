@@ -41,10 +41,13 @@ def catalog_validation(
     """Run every check of every active task against the catalog (the twin by default)."""
     specs = active(load_task_specs([TASK_SPECS_DIR]))
     snapshot = catalog.served_snapshot()
+    proxy, ca_bundle = catalog.validation_proxy() or (None, None)
     config = ValidatorConfig(
         urls=catalog.validation_urls(),
         now=catalog.snapshot_clock(),
         source=f"twin {snapshot}" if snapshot else "live data.gouv.fr",
+        proxy=proxy,
+        ca_bundle=ca_bundle,
     )
     report = validate(specs, config)
     run_store.store().write(

@@ -14,6 +14,7 @@ from pydantic import Field, PrivateAttr
 from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR, load_benchmark_config
 from datagouv_eval_pipeline.experiment.cache import AgentRunCache
 from datagouv_eval_pipeline.experiment.store import RunStore, default_run_store
+from datagouv_eval_pipeline.front import Front
 from datagouv_eval_pipeline.judges.config import (
     JUDGE_FILE,
     JudgeKind,
@@ -23,6 +24,7 @@ from datagouv_eval_pipeline.judges.config import (
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
 from datagouv_eval_pipeline.judges.factory import build_judge
 from datagouv_eval_pipeline.judges.protocol import Judge
+from datagouv_eval_pipeline.mcp_builds import BuildServers
 from datagouv_eval_pipeline.twin.server import TwinServer
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 from datagouv_eval_pipeline.warehouse.location import DUCKDB_ENV, default_duckdb_path
@@ -76,7 +78,9 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
     """The catalog agents and the pre-flight talk to: the local twin, or the live data.gouv.fr.
 
     The twin starts on first use (a free port on 127.0.0.1) and stops when the run ends, so a
-    run of many cells pays its start-up once.
+    run of many cells pays its start-up once. So do the real MCP server builds cells name
+    (``builds``): installed (cached) and started on first use, reading the twin through the
+    hostname front (production in live mode), stopped with the run.
 
     Attributes:
         live: Use the live data.gouv.fr endpoints instead of the twin.
@@ -88,6 +92,8 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
 
     _server: TwinServer | None = PrivateAttr(default=None)
     _urls: TwinUrls | None = PrivateAttr(default=None)
+    _front: Front | None = PrivateAttr(default=None)
+    _builds: BuildServers | None = PrivateAttr(default=None)
 
     def urls(self) -> TwinUrls | None:
         """The twin's URLs (starting it if needed), or None in live mode."""
@@ -100,9 +106,24 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
         return self._urls
 
     def validation_urls(self) -> TwinUrls:
-        """Base URLs for the pre-flight (the live ones in live mode)."""
-        urls = self.urls()
-        return urls if urls is not None else TwinUrls.live()
+        """Base URLs for the pre-flight: the production ones (the twin answers behind its front)."""
+        return TwinUrls.live()
+
+    def validation_proxy(self) -> tuple[str, str] | None:
+        """The front before the twin (proxy URL, CA bundle) the pre-flight goes through.
+
+        None in live mode. The front starts on first use and stops with the twin.
+        """
+        if self.live:
+            return None
+        if self._front is None:
+            from datagouv_eval_pipeline.twin.front import served_by
+
+            self.urls()
+            assert self._server is not None
+            self._front = served_by(self._server).front().start()
+        assert self._front.authority is not None
+        return self._front.proxy_url, str(self._front.authority.bundle_path)
 
     def served_snapshot(self) -> str | None:
         """The snapshot id the twin serves (None in live mode)."""
@@ -120,8 +141,24 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
         assert self._server is not None
         return self._server.store.now
 
+    def builds(self) -> BuildServers:
+        """The run's MCP server builds (nothing starts until a build cell asks for one)."""
+        if self._builds is None:
+            twin = None
+            if not self.live:
+                self.urls()
+                twin = self._server
+            self._builds = BuildServers(twin=twin)
+        return self._builds
+
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
-        """Stop the twin if this run started it."""
+        """Stop the builds and the twin (and its front) if this run started them."""
+        if self._builds is not None:
+            self._builds.close()
+            self._builds = None
+        if self._front is not None:
+            self._front.stop()
+            self._front = None
         if self._server is not None:
             self._server.stop()
             self._server = None

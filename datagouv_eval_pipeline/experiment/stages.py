@@ -22,6 +22,7 @@ from datagouv_eval_pipeline.experiment.cache import (
 )
 from datagouv_eval_pipeline.judges.protocol import Judge
 from datagouv_eval_pipeline.judges.runner import TraceJudgement, judge_trace
+from datagouv_eval_pipeline.mcp_builds import BuildServers
 from datagouv_eval_pipeline.metrics import score_trace
 from datagouv_eval_pipeline.semantic.instances import ActionInstance, CallCategory
 from datagouv_eval_pipeline.semantic.mapper import (
@@ -78,6 +79,7 @@ def run_agents(
     cache: AgentRunCache | None = None,
     previous: Mapping[str, Any] | None = None,
     keep_tasks: Sequence[str] = (),
+    builds: BuildServers | None = None,
     **options: Any,
 ) -> AgentStageResult:
     """Run (or reuse) every task of a cell.
@@ -96,11 +98,24 @@ def run_agents(
         cache: The agent-run cache (None: always run).
         previous: The cell's previous ``agent_runs`` document.
         keep_tasks: Task ids whose previous traces are kept.
+        builds: Starts the cell's MCP server when it is a real build (and stops it with the
+            run); needed for such cells only.
         **options: Passed to ``execute_cell`` (settings, rate limiters, sandbox, ...).
 
     Returns:
         The new document and what was executed.
+
+    Raises:
+        StageInputError: The cell's MCP server is a build and no ``builds`` is given.
+        BuildError: The build cannot be installed or started.
     """
+    endpoint = None
+    if cell.mcp_build is not None and "mcp" in cell.capabilities:
+        if builds is None:
+            raise StageInputError(f"cell {cell.key}: its MCP server is a build; pass `builds`")
+        endpoint = builds.start(cell.mcp_build)
+        options["mcp_url"] = endpoint.url
+    toolset = endpoint.fingerprint if endpoint is not None else ""
     use_cache = cache is not None and snapshot_id is not None
     hashes: dict[tuple[str, int], str] = {}
     found: dict[tuple[str, int], Trace] = {}
@@ -108,7 +123,9 @@ def run_agents(
         for repeat in range(repeats):
             key = (task.task_id, repeat)
             if snapshot_id is not None:
-                hashes[key] = run_input_hash(cell, task, repeat, snapshot_id=snapshot_id)
+                hashes[key] = run_input_hash(
+                    cell, task, repeat, snapshot_id=snapshot_id, toolset=toolset
+                )
             if use_cache:
                 assert cache is not None
                 hit = cache.get(hashes[key])
@@ -139,6 +156,13 @@ def run_agents(
         "snapshot_id": snapshot_id,
         "run_code": run_code_fingerprint(),
         "tool_lists": tool_lists or dict((previous or {}).get("tool_lists") or {}),
+        "mcp_build": None
+        if endpoint is None
+        else {
+            "spec": endpoint.spec,
+            "code_digest": endpoint.code_digest,
+            "revision": endpoint.revision,
+        },
         "input_hashes": {f"{k[0]}#{k[1]}": v for k, v in sorted(hashes.items())},
         "traces": all_traces,
     }

@@ -17,8 +17,8 @@ Rules, by tool kind:
   with a usage error (missing or extra argument, unknown option or command) ran nothing: it
   yields no instance (see :func:`usage_errors`; an error is attributed to the invocation of
   that command whose arguments do not fit it, else to the first one still unattributed).
-* **URLs on the twin** are matched as the production URLs they stand for (the trace's
-  ``provenance.base_urls``, or loopback twin prefixes for older traces; see :mod:`aliases`).
+* **URLs are production URLs** (offline the twin answers for them behind the hostname front);
+  traces recorded before that are read through their ``provenance.base_urls`` (:mod:`aliases`).
 * **Python tools**: URLs requested through ``requests``/``httpx``/``urllib``/``pandas.read_*``
   and ``datagouv`` client calls, in source order (0.9; 0.8 when part of a URL was unresolved).
 * **Web search tools**: category ``web_search``, no action.
@@ -1086,12 +1086,12 @@ def map_trace(
         client_version: The ``datagouv-client`` version, when known.
         mcp_tool_names: The server's tool list, when known: unknown tools in it are categorised
             ``mcp_tool`` (and left unmapped) instead of ``unclassified``.
-        base_urls: The catalog base URLs the agent was given (``TwinUrls`` field → URL);
-            overrides ``trace.provenance.base_urls``. URLs under them are matched as the
-            production URLs they stand for, and the sandbox's base-URL environment variables
-            (``os.environ["DATAGOUV_API_URL"]``, ``$DATAGOUV_TABULAR_API_URL``) resolve to them;
-            without any, loopback URLs are read as a twin with the standard layout (see
-            :mod:`aliases`).
+        base_urls: The catalog base URLs the agent was given (field → URL, the keys of
+            ``production.PRODUCTION_BASE_URLS``); overrides ``trace.provenance.base_urls``.
+            URLs under them are matched as the production URLs they stand for, and the
+            sandbox's base-URL environment variables (``os.environ["DATAGOUV_API_URL"]``,
+            ``$DATAGOUV_TABULAR_API_URL``) resolve to them; without any, to the production
+            base URLs (see :mod:`aliases`).
 
     Raises:
         UnknownVersionError: When a given version label is not PEP 440 (e.g. ``"local"``).

@@ -545,7 +545,7 @@ class ActionRegistry:
         Args:
             data: The validated file content.
             source: Where it came from (for messages).
-            host_aliases: Extra ``host[:port]`` → host family entries (e.g. a local twin).
+            host_aliases: Extra ``host[:port]`` → host family entries (e.g. a local server).
         """
         self.data = data
         self.source = source
@@ -644,7 +644,7 @@ class ActionRegistry:
 
         Args:
             aliases: ``host`` or ``host:port`` → host family, e.g.
-                ``{"127.0.0.1:8765": "main"}`` for a local twin.
+                ``{"127.0.0.1:8765": "main"}`` for a local server.
         """
         merged = {**self._aliases, **aliases}
         return ActionRegistry(self.data, self.source, merged)

@@ -99,6 +99,8 @@ class CellRecord(BaseModel):
     capabilities: list[str]
     mcp_version: str | None = None
     mcp_url: str | None = None
+    mcp_source: str | None = None
+    mcp_build: str | None = None
     skills_version: str | None = None
     skills_sha256: str | None = None
     system_prompt: str

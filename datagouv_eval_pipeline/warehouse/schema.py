@@ -116,7 +116,9 @@ CELLS = Table(
         _c("capabilities", "VARCHAR[]", "Capability names, sorted.", False),
         _c("capability_set", "VARCHAR", "Capabilities joined with '+', 'none' if empty.", False),
         _c("mcp_version", "VARCHAR", "Pinned MCP (toolset) version; NULL without mcp."),
-        _c("mcp_url", "VARCHAR", "MCP endpoint as configured."),
+        _c("mcp_url", "VARCHAR", "MCP endpoint as configured; NULL for a build."),
+        _c("mcp_source", "VARCHAR", "Where the MCP server came from: twin, url or build."),
+        _c("mcp_build", "VARCHAR", "The real server build, e.g. package:NAME==VERSION."),
         _c("skills_version", "VARCHAR", "Skills version; NULL without skills."),
         _c("skills_sha256", "VARCHAR", "sha256 of the skills document."),
         _c("system_prompt", "VARCHAR", "System prompt name.", False),
@@ -325,6 +327,21 @@ class SchemaVersionError(RuntimeError):
     """The DuckDB file was written by another warehouse schema version."""
 
 
+def _add_new_columns(conn: duckdb.DuckDBPyConnection) -> None:
+    """Add the nullable columns a file of this schema version lacks (columns only ever added)."""
+    present: dict[str, set[str]] = {}
+    for table, column in conn.execute(
+        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = ?",
+        [SCHEMA],
+    ).fetchall():
+        present.setdefault(table, set()).add(column)
+    for table in TABLES:
+        for column in table.columns:
+            if column.nullable and column.name not in present.get(table.name, {column.name}):
+                add = f"ADD COLUMN {column.name} {column.type}"
+                conn.execute(f"ALTER TABLE {table.qualified} {add}")
+
+
 def create_schema(conn: duckdb.DuckDBPyConnection) -> None:
     """Create the ``eval`` schema and every table if absent (idempotent).
 
@@ -343,6 +360,7 @@ def create_schema(conn: duckdb.DuckDBPyConnection) -> None:
         )
     for ddl in DDL.values():
         conn.execute(ddl)
+    _add_new_columns(conn)
     if row is None:
         conn.execute(
             f"INSERT INTO {SCHEMA}.schema_info VALUES ('schema_version', ?)", [SCHEMA_VERSION]
