@@ -18,6 +18,7 @@ Each figure is the median (and 90th percentile) of REQUESTS timed requests after
 
 from __future__ import annotations
 
+import functools
 import ssl
 import statistics
 import sys
@@ -75,9 +76,9 @@ def main(n: int) -> None:
         print("| request | direct | front, kept alive | front, new connection |")
         print("|---|---|---|---|")
         for name, (local, production) in PATHS.items():
-            base = timed(lambda local=local: direct.get(urls.site + local), n)
-            kept = timed(lambda production=production: proxied.get(production), n)
-            new = timed(lambda production=production: fresh.get(production), n)
+            base = timed(functools.partial(direct.get, urls.site + local), n)
+            kept = timed(functools.partial(proxied.get, production), n)
+            new = timed(functools.partial(fresh.get, production), n)
             cells = [f"{median:.2f} ({p90:.2f})" for median, p90 in (base, kept, new)]
             print(f"| {name} | " + " | ".join(cells) + " |")
             print(

@@ -348,9 +348,15 @@ async def build_task_tools(cell: Cell, env: ToolEnvironment, recorder: RunRecord
     toolsets: list[AbstractToolset[Any]] = []
     session: SandboxSession | None = None
 
-    def wrap(toolset: AbstractToolset[Any]) -> RecordingToolset:
+    def wrap(
+        toolset: AbstractToolset[Any], session: SandboxSession | None = None
+    ) -> RecordingToolset:
         return RecordingToolset(
-            toolset, recorder=recorder, model_result_chars=env.model_result_chars
+            toolset,
+            recorder=recorder,
+            model_result_chars=env.model_result_chars,
+            # What the call's program sent, from the session's proxy (the front).
+            wire=session.take_wire_requests if session is not None else None,
         )
 
     if MCP in capabilities:
@@ -374,7 +380,7 @@ async def build_task_tools(cell: Cell, env: ToolEnvironment, recorder: RunRecord
             sandbox_tools.add_function(
                 cli.execute_cli, name=EXECUTE_CLI, description=cli.description()
             )
-        toolsets.append(wrap(sandbox_tools))
+        toolsets.append(wrap(sandbox_tools, session))
     if WEB_SEARCH in capabilities:
         web = WebTools(env.search_backend(), env.target)
         web_tools: FunctionToolset[Any] = FunctionToolset()

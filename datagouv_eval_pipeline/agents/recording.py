@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,9 @@ from pydantic_ai.exceptions import ModelRetry, ToolFailed
 from pydantic_ai.toolsets import WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
+from datagouv_eval_pipeline.front import WireRequest
 from datagouv_eval_pipeline.providers.limits import Clock, SystemClock
+from datagouv_eval_pipeline.traces import WireExchange
 
 DEFAULT_MODEL_RESULT_CHARS = 50_000
 """Longest tool result the model is shown; longer ones are cut with a marker."""
@@ -52,12 +54,14 @@ class ToolRecord:
         full_chars: Length of the complete result text (before any truncation).
         error: Whether the tool failed (the model was shown the failure).
         text: The complete result text.
+        http_requests: What the call's program sent over HTTP (sandboxed tools), or None.
     """
 
     duration_ms: float
     full_chars: int
     error: bool
     text: str
+    http_requests: list[WireExchange] | None = None
 
 
 @dataclass
@@ -117,6 +121,8 @@ class RecordingToolset(WrapperToolset[Any]):
 
     recorder: RunRecorder = field(default_factory=RunRecorder)
     model_result_chars: int = DEFAULT_MODEL_RESULT_CHARS
+    wire: Callable[[], Sequence[WireRequest]] | None = None
+    """Takes the HTTP requests made since the last call (the sandbox session's proxy)."""
 
     async def call_tool(
         self,
@@ -140,8 +146,26 @@ class RecordingToolset(WrapperToolset[Any]):
             error, text = True, f"Error: {type(exception).__name__}: {exception}"
         duration_ms = (time.perf_counter() - started) * 1000
         call_id = ctx.tool_call_id or f"{name}#{len(self.recorder.tools)}"
+        # Concurrent calls of one session's tools would share what the proxy saw between them;
+        # the model's calls of one run are attributed in completion order.
+        exchanges = None
+        if self.wire is not None:
+            exchanges = [
+                WireExchange(
+                    method=w.method,
+                    url=w.url,
+                    status=w.status,
+                    bytes=w.bytes,
+                    duration_ms=w.duration_ms,
+                )
+                for w in self.wire()
+            ]
         self.recorder.tools[call_id] = ToolRecord(
-            duration_ms=duration_ms, full_chars=len(text), error=error, text=text
+            duration_ms=duration_ms,
+            full_chars=len(text),
+            error=error,
+            text=text,
+            http_requests=exchanges,
         )
         shown = truncate(text, self.model_result_chars)
         if error:

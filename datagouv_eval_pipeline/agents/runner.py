@@ -618,6 +618,7 @@ def tool_calls_of(
                     error=error,
                     duration_ms=record.duration_ms if record else None,
                     result_chars=len(text) if len(text) > max_chars else None,
+                    http_requests=record.http_requests if record else None,
                 )
             )
     return calls

@@ -97,6 +97,10 @@ class _Refused(Exception):
     pass
 
 
+class _NoAnswer(Exception):
+    """The upstream closed before the first byte of its answer."""
+
+
 class Front:
     """The proxy; start with :meth:`start` (or ``with``), stop with :meth:`stop`.
 
@@ -479,6 +483,16 @@ class Front:
         later requests on the same connection may name other hosts and are routed again.
         """
         up_reader, up_writer = upstream
+
+        async def reconnect() -> None:
+            nonlocal up_reader, up_writer
+            up_writer.close()
+            assert self.upstream is not None
+            up_reader, up_writer = await asyncio.wait_for(
+                asyncio.open_connection(*self.upstream, limit=_HEAD_LIMIT),
+                timeout=self._connect_timeout,
+            )
+
         try:
             head: bytes | None = first_head
             while True:
@@ -497,10 +511,24 @@ class Front:
                     return
                 if forwarded.expects_continue:
                     writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+                if up_reader.at_eof():
+                    # The upstream closed an idle kept-alive connection (uvicorn does after a
+                    # few seconds): open a new one rather than fail the client's request.
+                    await reconnect()
                 up_writer.write(forwarded.head)
                 await _copy_body(reader, up_writer, request_length)
                 await up_writer.drain()
-                status, body_bytes, upstream_keep = await _copy_response(up_reader, writer, method)
+                try:
+                    answer = await _copy_response(up_reader, writer, method)
+                except _NoAnswer:
+                    if request_length:
+                        raise  # a body cannot be sent twice
+                    # Closed just as the request went out, before any answer: send it again.
+                    await reconnect()
+                    up_writer.write(forwarded.head)
+                    await up_writer.drain()
+                    answer = await _copy_response(up_reader, writer, method)
+                status, body_bytes, upstream_keep = answer
                 self._record(
                     WireRequest(
                         method,
@@ -511,8 +539,10 @@ class Front:
                         started,
                     )
                 )
-                if not keep or not upstream_keep:
+                if not keep:
                     return
+                if not upstream_keep:
+                    await reconnect()
                 head = None
         finally:
             up_writer.close()
@@ -601,8 +631,15 @@ async def _copy_response(
     reader: asyncio.StreamReader, writer: asyncio.StreamWriter, method: str
 ) -> tuple[int, int, bool]:
     """Copy one response from the upstream; return its status, body bytes, and keep-alive."""
+    first = True
     while True:
-        head = await reader.readuntil(b"\r\n\r\n")
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, ConnectionError) as exc:
+            if first:
+                raise _NoAnswer from exc
+            raise
+        first = False
         text = head.decode("latin-1")
         line, _, rest = text.partition("\r\n")
         parts = line.split(" ", 2)

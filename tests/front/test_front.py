@@ -188,3 +188,44 @@ def test_the_preflight_reads_the_twin_at_production_urls() -> None:
     assert report["urls"]["tabular_api"] == "https://tabular-api.data.gouv.fr/api/"
     assert "127.0.0.1" not in result.output
     assert [task["status"] for task in report["tasks"]] == ["ok"]
+
+
+def test_an_upstream_that_drops_kept_alive_connections_is_reconnected(tmp_path: Path) -> None:
+    """uvicorn closes idle kept-alive connections; the client's next request must not fail."""
+    import asyncio
+    import threading
+
+    from datagouv_eval_pipeline.front import ServedHosts
+
+    answered: list[str] = []
+    ready = threading.Event()
+    port: list[int] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        answered.append(head.split(b" ")[1].decode())
+        # A kept-alive answer (no Connection: close), then the connection is dropped anyway.
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        await writer.drain()
+        writer.close()
+
+    def serve() -> None:
+        async def main() -> None:
+            server = await asyncio.start_server(handle, "127.0.0.1", 0)
+            port.append(server.sockets[0].getsockname()[1])
+            ready.set()
+            await asyncio.sleep(30)
+
+        asyncio.run(main())
+
+    threading.Thread(target=serve, daemon=True).start()
+    ready.wait(10)
+    served = ServedHosts(
+        frozenset({"www.data.gouv.fr"}),
+        ("127.0.0.1", port[0]),
+        CertificateAuthority.load_or_create(tmp_path),
+    )
+    with served.front() as front, _client(front) as client:
+        statuses = [client.get(f"https://www.data.gouv.fr/{n}").status_code for n in range(3)]
+    assert statuses == [200, 200, 200]
+    assert answered == ["/0", "/1", "/2"]

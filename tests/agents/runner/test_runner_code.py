@@ -38,6 +38,11 @@ def test_coder_baseline_writes_python_against_the_twin(
     # Production URLs only: the sandbox's proxy answers for them with the twin.
     assert "https://www.data.gouv.fr/api/1/datasets/" in search.arguments["code"]
     assert str(twin.urls.site) not in search.arguments["code"] + search.result
+    # The sandbox's proxy recorded what the code sent, and the mapper reads that.
+    assert search.http_requests is not None
+    (sent,) = search.http_requests
+    assert sent.method == "GET" and sent.status == 200 and sent.bytes > 0
+    assert sent.url.startswith("https://www.data.gouv.fr/api/1/datasets/?")
     assert not search.error and not dataset.error
     first_id = search.result.split(" | ", 1)[0]
     assert f"identifiant {first_id}" in trace.answer
