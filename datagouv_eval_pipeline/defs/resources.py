@@ -12,9 +12,12 @@ import dagster as dg
 from pydantic import Field, PrivateAttr
 
 from datagouv_eval_pipeline.experiment.cache import AgentRunCache
+from datagouv_eval_pipeline.experiment.catalog import ApiCatalogLookup, StoreCatalogLookup
 from datagouv_eval_pipeline.experiment.store import RunStore, default_run_store
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
 from datagouv_eval_pipeline.judges.protocol import Judge
+from datagouv_eval_pipeline.metrics.catalog import CatalogLookup
+from datagouv_eval_pipeline.twin.catalog import CatalogStore
 from datagouv_eval_pipeline.twin.server import TwinServer
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 from datagouv_eval_pipeline.warehouse.location import DUCKDB_ENV, default_duckdb_path
@@ -80,6 +83,7 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
 
     _server: TwinServer | None = PrivateAttr(default=None)
     _urls: TwinUrls | None = PrivateAttr(default=None)
+    _lookup: CatalogLookup | None = PrivateAttr(default=None)
 
     def urls(self) -> TwinUrls | None:
         """The twin's URLs (starting it if needed), or None in live mode."""
@@ -111,6 +115,21 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
         self.urls()
         assert self._server is not None
         return self._server.store.now
+
+    def lookup(self) -> CatalogLookup:
+        """Slug ↔ id lookups in this catalog, for scoring.
+
+        The twin's store (the one being served, or the snapshot loaded without serving it) or
+        the live main API.
+        """
+        if self._lookup is None:
+            if self.live:
+                self._lookup = ApiCatalogLookup(TwinUrls.live().datagouv_api)
+            elif self._server is not None:
+                self._lookup = StoreCatalogLookup(self._server.store)
+            else:
+                self._lookup = StoreCatalogLookup(CatalogStore.load(None, self.snapshot_id))
+        return self._lookup
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         """Stop the twin if this run started it."""

@@ -183,6 +183,9 @@ class ExpectedSource(_Strict):
 
     type: Literal[SourceType.DATASET, SourceType.DATASERVICE]
     id: str = Field(min_length=1)
+    slug: str | None = None
+    """The object's slug on data.gouv.fr. Leave it out: the scoring stage fills it from the
+    catalog record of ``id`` (the twin's or the live API's), so a page URL by slug counts."""
 
 
 class CheckFn(StrEnum):
@@ -285,7 +288,12 @@ class TaskSpec(_Strict):
 
     def spec_hash(self) -> str:
         """Return a stable sha256 of the spec's content (provenance for every result row)."""
-        payload = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        data = self.model_dump(mode="json")
+        # An unset slug is left out so that adding the field kept every existing spec's hash.
+        for source in data["expected_sources"]:
+            if source.get("slug") is None:
+                source.pop("slug", None)
+        payload = json.dumps(data, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 

@@ -295,6 +295,34 @@ class _RunBuilder:
         self.instances()
         self.metrics()
         self.verdicts()
+        self.references()
+
+    # -- references ----------------------------------------------------------------------------
+
+    def references(self) -> None:
+        value_check = ((self.score or {}).get("checks") or {}).get("value") or {}
+        details = value_check.get("details") or {}
+        found = details.get("found") or {}
+        for name, entry in sorted((details.get("expected") or {}).items()):
+            value = float(entry["value"])
+            spec_value = float(entry.get("spec_value", value))
+            source = str(entry.get("source") or "task spec")
+            recomputed = source != "task spec"
+            self.rows.add(
+                "references",
+                {
+                    **self.key,
+                    "name": name,
+                    "value": value,
+                    "spec_value": spec_value,
+                    "tolerance": float(entry.get("tolerance") or 0.0),
+                    "source": source,
+                    "recomputed": recomputed,
+                    "changed": recomputed and value != spec_value,
+                    "error": entry.get("reference_error"),
+                    "found": found.get(name),
+                },
+            )
 
     # -- runs ----------------------------------------------------------------------------------
 

@@ -296,6 +296,30 @@ METRICS = Table(
     ),
 )
 
+REFERENCES = Table(
+    name="references",
+    grain="one row per scored run × expected value (the number the value check compared with)",
+    primary_key=("cell_key", "task_id", "repeat_index", "name"),
+    columns=(
+        *_run_key(),
+        _c("name", "VARCHAR", "The expected value's name in the task spec.", False),
+        _c("value", "DOUBLE", "The reference the answer was compared with.", False),
+        _c("spec_value", "DOUBLE", "The value written in the task spec.", False),
+        _c("tolerance", "DOUBLE", "Absolute tolerance of the comparison.", False),
+        _c(
+            "source",
+            "VARCHAR",
+            "Where the reference comes from: the catalog it was recomputed from "
+            "(twin snapshot or live host, and its Tabular API), or 'task spec'.",
+            False,
+        ),
+        _c("recomputed", "BOOLEAN", "True when the value was recomputed from the catalog.", False),
+        _c("changed", "BOOLEAN", "True when the recomputed value differs from the spec's.", False),
+        _c("error", "VARCHAR", "Why the value could not be recomputed (the spec's then stands)."),
+        _c("found", "VARCHAR", "The number as stated in the answer; NULL when not found."),
+    ),
+)
+
 TABLES: tuple[Table, ...] = (
     CELLS,
     TASKS,
@@ -305,6 +329,7 @@ TABLES: tuple[Table, ...] = (
     VERDICTS,
     FAILURE_MODES,
     METRICS,
+    REFERENCES,
 )
 """Every warehouse table, parents first."""
 
