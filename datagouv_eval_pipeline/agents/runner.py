@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -237,6 +237,7 @@ async def arun_cell(
     snapshot_id: str | None = None,
     clock: Clock | None = None,
     model_factory: Callable[[CellModel], Model] | None = None,
+    only: Collection[tuple[str, int]] | None = None,
 ) -> CellRun:
     """Run every task of ``tasks`` ``repeats`` times in ``cell``, concurrently.
 
@@ -257,10 +258,12 @@ async def arun_cell(
         clock: Time source of latency and rate-limit waits (tests pass a fake one).
         model_factory: Builds the model instead of the registry (tests, benchmarks); it is
             still wrapped with rate limiting, retries and recording.
+        only: Run only these ``(task_id, repeat)`` pairs (the others are already stored, e.g.
+            repeat 0 when repeats are added); None runs them all.
 
     Returns:
-        The traces, one per (task, repeat) in task order then repeat order, and the MCP tool
-        lists.
+        The traces, one per (task, repeat) run, in task order then repeat order, and the MCP
+        tool lists.
     """
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
@@ -327,7 +330,12 @@ async def arun_cell(
                     f"the MCP server {cell.mcp_version} is unreachable: "
                     f"{type(error).__name__}: {error}"
                 )
-        runs = [_run_task(shared, task, repeat) for task in tasks for repeat in range(repeats)]
+        runs = [
+            _run_task(shared, task, repeat)
+            for task in tasks
+            for repeat in range(repeats)
+            if only is None or (task.task_id, repeat) in only
+        ]
         try:
             traces = list(await asyncio.gather(*runs))
         finally:

@@ -124,12 +124,20 @@ def run_agents(
                 hit = cache.get(hashes[key])
                 if hit is not None:
                     found[key] = hit
-    to_run = [t for t in tasks if any((t.task_id, r) not in found for r in range(repeats))]
+    # Only the missing (task, repeat) pairs run: adding repeats reuses the stored repeat 0.
+    missing = {(t.task_id, r) for t in tasks for r in range(repeats) if (t.task_id, r) not in found}
+    to_run = [t for t in tasks if any((t.task_id, r) in missing for r in range(repeats))]
     tool_lists: dict[str, Any] = {}
     executed = 0
     if to_run:
         run = execute_cell(
-            cell, to_run, twin_urls=twin_urls, repeats=repeats, snapshot_id=snapshot_id, **options
+            cell,
+            to_run,
+            twin_urls=twin_urls,
+            repeats=repeats,
+            snapshot_id=snapshot_id,
+            only=missing,
+            **options,
         )
         tool_lists = run.tool_lists
         for trace in run.traces:
@@ -152,7 +160,7 @@ def run_agents(
         "input_hashes": {f"{k[0]}#{k[1]}": v for k, v in sorted(hashes.items())},
         "traces": all_traces,
     }
-    reused = len(traces) - len(to_run) * repeats
+    reused = len(traces) - len(missing)
     return AgentStageResult(document, executed, reused, statuses)
 
 

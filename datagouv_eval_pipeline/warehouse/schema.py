@@ -320,6 +320,27 @@ REFERENCES = Table(
     ),
 )
 
+PASS_K = Table(
+    name="pass_k",
+    grain=(
+        "one row per cell × task × tier × k, for tasks run more than once: pass@k and pass^k "
+        "over the runs whose accuracy was decided (a run passes when its accuracy is 1)"
+    ),
+    primary_key=("cell_key", "task_id", "tier", "k"),
+    columns=(
+        _c("cell_key", "VARCHAR", "Cell (partition) key.", False),
+        _c("task_id", "VARCHAR", "Task id, e.g. task_0002.", False),
+        _c("tier", "VARCHAR", "minimal or optimal.", False),
+        _c("k", "INTEGER", "Attempts drawn (1 ≤ k ≤ n).", False),
+        _c("runs", "INTEGER", "Runs of the task in the cell (repeats).", False),
+        _c("n", "INTEGER", "Runs whose accuracy was decided (the others are excluded).", False),
+        _c("c", "INTEGER", "Decided runs that passed (accuracy 1).", False),
+        _c("pass_at_k", "DOUBLE", "1 - C(n-c, k) / C(n, k); NULL when k > n."),
+        _c("pass_hat_k", "DOUBLE", "C(c, k) / C(n, k); NULL when k > n."),
+        _c("reason", "VARCHAR", "Why the values are NULL."),
+    ),
+)
+
 TABLES: tuple[Table, ...] = (
     CELLS,
     TASKS,
@@ -330,6 +351,7 @@ TABLES: tuple[Table, ...] = (
     FAILURE_MODES,
     METRICS,
     REFERENCES,
+    PASS_K,
 )
 """Every warehouse table, parents first."""
 
