@@ -15,7 +15,7 @@ def test_pass_k_per_task_from_the_repeats(tmp_path: Path) -> None:
     #   pass@1 = 2/3, pass@2 = 1 - C(1,2)/C(3,2) = 1, pass@3 = 1
     #   pass^1 = 2/3, pass^2 = C(2,2)/C(3,2) = 1/3, pass^3 = 0
     # task_0002 run once: no pass_k rows.
-    criteria = [[True, True], [True, False], [True, None], [True]]
+    criteria: list[list[bool | None]] = [[True, True], [True, False], [True, None], [True]]
     traces = [hand_trace("task_0001", repeat=r) for r in range(3)] + [hand_trace("task_0002")]
     scores = [hand_score(t.task_id, 1.0, 1) for t in traces]
     judgements = [hand_judgement(t.task_id, c) for t, c in zip(traces, criteria, strict=True)]
