@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -65,6 +66,18 @@ class Criterion(_Strict):
     """Optional words that must all appear in the answer (case- and accent-insensitive)."""
     patterns: list[str] = Field(default_factory=list)
     """Optional regular expressions that must all match the answer."""
+
+    @field_validator("patterns")
+    @classmethod
+    def _patterns_compile(cls, value: list[str]) -> list[str]:
+        for index, pattern in enumerate(value):
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise ValueError(
+                    f"pattern {index} ({pattern!r}) is not a valid regular expression: {error}"
+                ) from None
+        return value
 
 
 class EvaluationCriteria(_Strict):
