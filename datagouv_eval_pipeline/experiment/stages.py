@@ -28,6 +28,7 @@ from datagouv_eval_pipeline.metrics.catalog import (
     resolve_mapping_slugs,
     with_catalog_slugs,
 )
+from datagouv_eval_pipeline.metrics.references import with_references
 from datagouv_eval_pipeline.semantic.instances import ActionInstance, CallCategory
 from datagouv_eval_pipeline.semantic.mapper import (
     CallMapping,
@@ -36,11 +37,7 @@ from datagouv_eval_pipeline.semantic.mapper import (
     map_trace,
 )
 from datagouv_eval_pipeline.semantic.registry import ActionRegistry, load_registry
-from datagouv_eval_pipeline.tasks.references import (
-    Reference,
-    references_by_name,
-    with_references,
-)
+from datagouv_eval_pipeline.tasks.references import Reference, references_by_name
 from datagouv_eval_pipeline.tasks.spec import TIERS, TaskSpec
 from datagouv_eval_pipeline.traces import Trace
 from datagouv_eval_pipeline.twin.urls import TwinUrls

@@ -8,11 +8,9 @@ gives the catalog's current figure is right even after the data changed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict
-
-from datagouv_eval_pipeline.tasks.spec import ExpectedValue, TaskSpec
 
 
 class Reference(BaseModel):
@@ -53,23 +51,3 @@ def references_by_name(
 ) -> dict[str, Reference]:
     """The references of one task, by expected-value name."""
     return {ref.name: ref for ref in references or () if ref.task_id == task_id}
-
-
-def with_references(task: TaskSpec, references: Mapping[str, Reference]) -> TaskSpec:
-    """The task with each recomputed expected value replaced by its reference.
-
-    Values without a reference (or whose recompute failed) keep the spec's number. The copy's
-    ``spec_hash`` differs from the original's: keep the original for provenance.
-    """
-    if not references:
-        return task
-    values: list[ExpectedValue] = []
-    changed = False
-    for expected in task.expected_values:
-        ref = references.get(expected.name)
-        if ref is not None and ref.value is not None and ref.value != expected.value:
-            values.append(expected.model_copy(update={"value": ref.value}))
-            changed = True
-        else:
-            values.append(expected)
-    return task.model_copy(update={"expected_values": values}) if changed else task

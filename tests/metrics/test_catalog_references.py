@@ -9,8 +9,9 @@ from datagouv_eval_pipeline.metrics.catalog import (
     with_catalog_slugs,
 )
 from datagouv_eval_pipeline.metrics.checks import value_check
+from datagouv_eval_pipeline.metrics.references import with_references
 from datagouv_eval_pipeline.metrics.scorer import score_trace
-from datagouv_eval_pipeline.tasks.references import Reference, with_references
+from datagouv_eval_pipeline.tasks.references import Reference
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
 from tests.metrics.metrics_factories import inst, make_task, make_trace, req
 
