@@ -24,6 +24,8 @@ EXPECTED_ASSETS = [
     "eval/cells",
     "eval/failure_modes",
     "eval/metrics",
+    "eval/pass_k",
+    "eval/references",
     "eval/runs",
     "eval/tasks",
     "eval/tool_calls",
