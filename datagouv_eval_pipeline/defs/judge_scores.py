@@ -5,7 +5,7 @@ from typing import Any
 import dagster as dg
 
 from datagouv_eval_pipeline.defs.action_mappings import action_mappings
-from datagouv_eval_pipeline.defs.catalog_validation import references_for
+from datagouv_eval_pipeline.defs.catalog_validation import catalog_validation, references_for
 from datagouv_eval_pipeline.defs.partitions import cell_partitions
 from datagouv_eval_pipeline.defs.per_cell import process_cells, result_of
 from datagouv_eval_pipeline.defs.resources import (
@@ -26,7 +26,8 @@ from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 @dg.asset(
     partitions_def=cell_partitions,
     backfill_policy=dg.BackfillPolicy.single_run(),
-    deps=[action_mappings],
+    # The pre-flight's recomputed references are what expected values are compared with.
+    deps=[action_mappings, catalog_validation],
     group_name="cells",
     kinds={"python"},
     # The judges' prompts and rules and the metrics are the code of this stage: editing a
