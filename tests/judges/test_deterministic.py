@@ -4,6 +4,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from datagouv_eval_pipeline.judges.deterministic import (
     JUDGE_ID,
@@ -171,7 +172,11 @@ def test_a_criterion_without_hint_is_left_to_an_llm_judge() -> None:
 
 
 def test_an_invalid_pattern_leaves_the_criterion_unscored() -> None:
-    criterion = Criterion(criteria="x", patterns=["(unclosed"])
+    # A spec cannot hold one any more (the model refuses it at load)...
+    with pytest.raises(ValidationError, match="not a valid regular expression"):
+        Criterion(criteria="x", patterns=["(unclosed"])
+    # ...but a criterion built without validation still never crashes the judge.
+    criterion = Criterion.model_construct(criteria="x", keywords=[], patterns=["(unclosed"])
     verdict = JUDGE.criterion_sync("q", "anything", criterion, ())
     assert outcome(verdict) == "unscored"
     assert "invalid pattern" in verdict.reason
