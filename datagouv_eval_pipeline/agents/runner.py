@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -241,6 +241,7 @@ async def arun_cell(
     clock: Clock | None = None,
     model_factory: Callable[[CellModel], Model] | None = None,
     mcp_url: str | None = None,
+    only: Collection[tuple[str, int]] | None = None,
 ) -> CellRun:
     """Run every task of ``tasks`` ``repeats`` times in ``cell``, concurrently.
 
@@ -264,10 +265,12 @@ async def arun_cell(
             still wrapped with rate limiting, retries and recording.
         mcp_url: The endpoint of the cell's MCP server when it is a real build started for
             the run (``mcp_builds.BuildServers``); its own ``tools/list`` is the tool list.
+        only: Run only these ``(task_id, repeat)`` pairs (the others are already stored, e.g.
+            repeat 0 when repeats are added); None runs them all.
 
     Returns:
-        The traces, one per (task, repeat) in task order then repeat order, and the MCP tool
-        lists.
+        The traces, one per (task, repeat) run, in task order then repeat order, and the MCP
+        tool lists.
     """
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
@@ -382,7 +385,12 @@ async def _run_cell_tasks(
                     f"the MCP server {cell.mcp_version} is unreachable: "
                     f"{type(error).__name__}: {error}"
                 )
-        runs = [_run_task(shared, task, repeat) for task in tasks for repeat in range(repeats)]
+        runs = [
+            _run_task(shared, task, repeat)
+            for task in tasks
+            for repeat in range(repeats)
+            if only is None or (task.task_id, repeat) in only
+        ]
         try:
             traces = list(await asyncio.gather(*runs))
         finally:

@@ -176,6 +176,7 @@ def load_benchmark_config(directory: Path = BENCHMARK_CONFIG_DIR) -> BenchmarkCo
     mcp_file = content(MCP_VERSIONS_FILE, McpVersionsFile)
     if mcp_file is not None:
         errors += _build_path_errors(directory, mcp_file, loaded[MCP_VERSIONS_FILE].document)
+        errors += _mcp_coverage_errors(mcp_file, loaded[MCP_VERSIONS_FILE].document)
     types = content(EVALUATION_TYPES_FILE, EvaluationTypesFile)
     if types is not None:
         errors += _evaluation_type_errors(types, entries, loaded[EVALUATION_TYPES_FILE].document)
@@ -185,6 +186,21 @@ def load_benchmark_config(directory: Path = BENCHMARK_CONFIG_DIR) -> BenchmarkCo
     prompts = content(SYSTEM_PROMPTS_FILE, SystemPromptsFile)
     assert models and mcp and skills and prompts and types  # no error: every file validated
     return BenchmarkConfig(directory, models, mcp, skills, prompts, types, skills_texts)
+
+
+def _mcp_coverage_errors(mcp: McpVersionsFile, document: YamlDocument) -> list[SpecError]:
+    """Every pinned MCP version must be one the action registry explicitly covers."""
+    # The registry builds on the task vocabulary this package also loads: imported late.
+    from datagouv_eval_pipeline.semantic.registry import UnknownVersionError, load_registry
+
+    registry = load_registry()
+    errors: list[SpecError] = []
+    for index, entry in enumerate(mcp.mcp_versions):
+        try:
+            registry.check_mcp_version(entry.version)
+        except UnknownVersionError as error:
+            errors.append(_error(document, ("mcp_versions", index, "version"), str(error)))
+    return errors
 
 
 def _load_file(path: Path, model: type[BaseModel]) -> tuple[_Loaded | None, list[SpecError]]:

@@ -252,6 +252,7 @@ def review_sample_command(
 
     Fill ``human_verdict`` (pass/fail) and ``human_note``, then run ``judge import-review``.
     """
+    from datagouv_eval_pipeline.experiment.catalog import twin_catalog_lookup
     from datagouv_eval_pipeline.judges.review import review_sample, write_review
 
     tasks = _tasks(task_dir)
@@ -263,7 +264,12 @@ def review_sample_command(
         runs[name] = directory
     try:
         rows, notices = review_sample(
-            runs, tasks, per_run=per_run, seed=seed, passed_share=passed_share
+            runs,
+            tasks,
+            per_run=per_run,
+            seed=seed,
+            passed_share=passed_share,
+            catalog=twin_catalog_lookup(),
         )
     except ValueError as error:
         raise click.ClickException(str(error)) from error

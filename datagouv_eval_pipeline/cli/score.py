@@ -41,12 +41,20 @@ def _load_task(path: Path) -> TaskSpec:
     default=None,
     help="Judged optimal-tier accuracy, for the efficiency ratios.",
 )
+@click.option(
+    "--catalog",
+    type=click.Choice(["twin", "live", "none"]),
+    default="twin",
+    show_default=True,
+    help="Where slugs resolve to ids: the twin's current snapshot, the live API, or nowhere.",
+)
 @click.option("--compact", is_flag=True, help="Print the JSON on one line.")
 def command(
     task_path: Path,
     trace_path: Path,
     accuracy_minimal: float | None,
     accuracy_optimal: float | None,
+    catalog: str,
     compact: bool,
 ) -> None:
     """Score one trace against one task with the deterministic metrics (no judge, no network).
@@ -55,7 +63,9 @@ def command(
     mapped action instances and provenance as JSON. Metrics that are undefined are null with a
     reason; see docs/metrics.md.
     """
+    from datagouv_eval_pipeline.experiment.catalog import ApiCatalogLookup, twin_catalog_lookup
     from datagouv_eval_pipeline.metrics.scorer import score_trace
+    from datagouv_eval_pipeline.twin.urls import TwinUrls
 
     task = _load_task(task_path)
     try:
@@ -67,7 +77,14 @@ def command(
         "optimal": accuracy_optimal,
     }
     try:
-        score = score_trace(task, trace, accuracy=accuracy)
+        lookup = (
+            twin_catalog_lookup()
+            if catalog == "twin"
+            else ApiCatalogLookup(TwinUrls.live().datagouv_api)
+            if catalog == "live"
+            else None
+        )
+        score = score_trace(task, trace, accuracy=accuracy, catalog=lookup)
     except ValueError as error:
         raise click.ClickException(f"{trace_path}: {error}") from error
     if score.mapping.error:

@@ -13,6 +13,7 @@ from datagouv_eval_pipeline.defs.resources import CatalogResource, RunStoreResou
 from datagouv_eval_pipeline.defs.task_specs import task_specs
 from datagouv_eval_pipeline.experiment.store import RunStore
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.tasks.references import Reference
 from datagouv_eval_pipeline.validation.models import ValidationReport
 from datagouv_eval_pipeline.validation.validator import ValidatorConfig, active, validate
 
@@ -32,6 +33,18 @@ def quarantined_tasks(store: RunStore) -> dict[str, str]:
             failing = task.failing
             out[task.task_id] = failing[0].reason if failing else "quarantined"
     return out
+
+
+def references_for(store: RunStore, snapshot_id: str | None) -> list[Reference]:
+    """The expected values the last pre-flight recomputed, when it saw the runs' catalog.
+
+    A pre-flight of another snapshot (or of the live catalog for twin runs, and the reverse)
+    says nothing about the catalog the runs used: the spec's values stand then.
+    """
+    document = store.read(STAGE, DOCUMENT_KEY)
+    if document is None or document.get("snapshot_id") != snapshot_id:
+        return []
+    return ValidationReport.model_validate(document["report"]).references
 
 
 @dg.asset(group_name="task_specs", deps=[task_specs], kinds={"python"})
@@ -59,6 +72,15 @@ def catalog_validation(
     unavailable = [c for c in checks if c.outcome == "error"]
     if report.quarantined:
         context.log.warning("quarantined tasks: %s", ", ".join(report.quarantined))
+    changed = [ref for ref in report.references if ref.changed]
+    for ref in changed:
+        context.log.warning(
+            "%s %s changed: %g -> %g (followed: answers are compared with the new value)",
+            ref.task_id,
+            ref.name,
+            ref.spec_value,
+            ref.effective,
+        )
     fingerprint = hashlib.sha256(report.model_dump_json(exclude={"now"}).encode()).hexdigest()
     return dg.MaterializeResult(
         metadata={
@@ -69,6 +91,10 @@ def catalog_validation(
             "quarantined": dg.MetadataValue.json(report.quarantined),
             "checks": len(checks),
             "checks_errored": len(unavailable),
+            "references": len(report.references),
+            "references_changed": dg.MetadataValue.json(
+                [f"{r.task_id}.{r.name}: {r.spec_value:g} -> {r.effective:g}" for r in changed]
+            ),
         },
         data_version=dg.DataVersion(fingerprint[:16]),
     )

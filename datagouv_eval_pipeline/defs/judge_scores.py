@@ -7,9 +7,14 @@ import dagster as dg
 
 from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR
 from datagouv_eval_pipeline.defs.action_mappings import action_mappings
+from datagouv_eval_pipeline.defs.catalog_validation import catalog_validation, references_for
 from datagouv_eval_pipeline.defs.partitions import cell_partitions
 from datagouv_eval_pipeline.defs.per_cell import process_cells, result_of
-from datagouv_eval_pipeline.defs.resources import JudgeResource, RunStoreResource
+from datagouv_eval_pipeline.defs.resources import (
+    CatalogResource,
+    JudgeResource,
+    RunStoreResource,
+)
 from datagouv_eval_pipeline.experiment.cache import source_fingerprint
 from datagouv_eval_pipeline.experiment.stages import (
     ACTION_MAPPINGS,
@@ -32,7 +37,8 @@ def _code_version() -> str:
 @dg.asset(
     partitions_def=cell_partitions,
     backfill_policy=dg.BackfillPolicy.single_run(),
-    deps=[action_mappings],
+    # The pre-flight's recomputed references are what expected values are compared with.
+    deps=[action_mappings, catalog_validation],
     group_name="cells",
     kinds={"python"},
     # The judges' prompts and rules, the metrics and the judge configuration (judge.yml) are the
@@ -42,9 +48,16 @@ def _code_version() -> str:
     automation_condition=dg.AutomationCondition.eager(),
 )
 def judge_scores(
-    context: dg.AssetExecutionContext, run_store: RunStoreResource, judge: JudgeResource
+    context: dg.AssetExecutionContext,
+    run_store: RunStoreResource,
+    judge: JudgeResource,
+    catalog: CatalogResource,
 ) -> dg.MaterializeResult[None]:
-    """Judge and score every run of each cell (NULL with a reason when a judge fails)."""
+    """Judge and score every run of each cell (NULL with a reason when a judge fails).
+
+    Expected values are compared with their references recomputed by the last pre-flight (when
+    it validated the snapshot the cell's runs used), and slugs resolve through the catalog.
+    """
     store = run_store.store()
     by_id = {spec.task_id: spec for spec in load_task_specs([TASK_SPECS_DIR])}
     try:
@@ -52,13 +65,17 @@ def judge_scores(
     except (JudgeSpecError, JudgeModelError) as error:
         raise dg.Failure(description=f"cannot build the judge: {error}") from None
     context.log.info("judge: %s", the_judge.judge_id)
+    lookup = catalog.lookup()
 
     def work(key: str) -> tuple[dict[str, Any], dict[str, Any]] | str:
         runs = store.read(AGENT_RUNS, key)
         mappings = store.read(ACTION_MAPPINGS, key)
         if runs is None or mappings is None:
             return "no agent_runs or action_mappings document for this cell"
-        document = judge_cell(runs, mappings, by_id, the_judge)
+        references = references_for(store, runs.get("snapshot_id"))
+        document = judge_cell(
+            runs, mappings, by_id, the_judge, references=references, catalog=lookup
+        )
         scored = sum(1 for s in document["scores"] if s is not None)
         return document, {"runs": len(document["runs"]), "scored": scored}
 

@@ -13,6 +13,7 @@ from pydantic import Field, PrivateAttr
 
 from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR, load_benchmark_config
 from datagouv_eval_pipeline.experiment.cache import AgentRunCache
+from datagouv_eval_pipeline.experiment.catalog import ApiCatalogLookup, StoreCatalogLookup
 from datagouv_eval_pipeline.experiment.store import RunStore, default_run_store
 from datagouv_eval_pipeline.front import Front
 from datagouv_eval_pipeline.judges.config import (
@@ -25,6 +26,8 @@ from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
 from datagouv_eval_pipeline.judges.factory import build_judge
 from datagouv_eval_pipeline.judges.protocol import Judge
 from datagouv_eval_pipeline.mcp_builds import BuildServers
+from datagouv_eval_pipeline.metrics.catalog import CatalogLookup
+from datagouv_eval_pipeline.twin.catalog import CatalogStore
 from datagouv_eval_pipeline.twin.server import TwinServer
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 from datagouv_eval_pipeline.warehouse.location import DUCKDB_ENV, default_duckdb_path
@@ -94,6 +97,7 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
     _urls: TwinUrls | None = PrivateAttr(default=None)
     _front: Front | None = PrivateAttr(default=None)
     _builds: BuildServers | None = PrivateAttr(default=None)
+    _lookup: CatalogLookup | None = PrivateAttr(default=None)
 
     def urls(self) -> TwinUrls | None:
         """The twin's URLs (starting it if needed), or None in live mode."""
@@ -150,6 +154,21 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
                 twin = self._server
             self._builds = BuildServers(twin=twin)
         return self._builds
+
+    def lookup(self) -> CatalogLookup:
+        """Slug ↔ id lookups in this catalog, for scoring.
+
+        The twin's store (the one being served, or the snapshot loaded without serving it) or
+        the live main API.
+        """
+        if self._lookup is None:
+            if self.live:
+                self._lookup = ApiCatalogLookup(TwinUrls.live().datagouv_api)
+            elif self._server is not None:
+                self._lookup = StoreCatalogLookup(self._server.store)
+            else:
+                self._lookup = StoreCatalogLookup(CatalogStore.load(None, self.snapshot_id))
+        return self._lookup
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         """Stop the builds and the twin (and its front) if this run started them."""

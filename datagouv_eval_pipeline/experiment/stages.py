@@ -24,6 +24,12 @@ from datagouv_eval_pipeline.judges.protocol import Judge
 from datagouv_eval_pipeline.judges.runner import TraceJudgement, judge_trace
 from datagouv_eval_pipeline.mcp_builds import BuildServers
 from datagouv_eval_pipeline.metrics import score_trace
+from datagouv_eval_pipeline.metrics.catalog import (
+    CatalogLookup,
+    resolve_mapping_slugs,
+    with_catalog_slugs,
+)
+from datagouv_eval_pipeline.metrics.references import with_references
 from datagouv_eval_pipeline.semantic.instances import ActionInstance, CallCategory
 from datagouv_eval_pipeline.semantic.mapper import (
     CallMapping,
@@ -32,6 +38,7 @@ from datagouv_eval_pipeline.semantic.mapper import (
     map_trace,
 )
 from datagouv_eval_pipeline.semantic.registry import ActionRegistry, load_registry
+from datagouv_eval_pipeline.tasks.references import Reference, references_by_name
 from datagouv_eval_pipeline.tasks.spec import TIERS, TaskSpec
 from datagouv_eval_pipeline.traces import Trace
 from datagouv_eval_pipeline.twin.urls import TwinUrls
@@ -131,12 +138,20 @@ def run_agents(
                 hit = cache.get(hashes[key])
                 if hit is not None:
                     found[key] = hit
-    to_run = [t for t in tasks if any((t.task_id, r) not in found for r in range(repeats))]
+    # Only the missing (task, repeat) pairs run: adding repeats reuses the stored repeat 0.
+    missing = {(t.task_id, r) for t in tasks for r in range(repeats) if (t.task_id, r) not in found}
+    to_run = [t for t in tasks if any((t.task_id, r) in missing for r in range(repeats))]
     tool_lists: dict[str, Any] = {}
     executed = 0
     if to_run:
         run = execute_cell(
-            cell, to_run, twin_urls=twin_urls, repeats=repeats, snapshot_id=snapshot_id, **options
+            cell,
+            to_run,
+            twin_urls=twin_urls,
+            repeats=repeats,
+            snapshot_id=snapshot_id,
+            only=missing,
+            **options,
         )
         tool_lists = run.tool_lists
         for trace in run.traces:
@@ -166,7 +181,7 @@ def run_agents(
         "input_hashes": {f"{k[0]}#{k[1]}": v for k, v in sorted(hashes.items())},
         "traces": all_traces,
     }
-    reused = len(traces) - len(to_run) * repeats
+    reused = len(traces) - len(missing)
     return AgentStageResult(document, executed, reused, statuses)
 
 
@@ -258,11 +273,17 @@ def judge_cell(
     mapping_document: Mapping[str, Any],
     tasks: Mapping[str, TaskSpec],
     judge: Judge,
+    *,
+    references: Sequence[Reference] = (),
+    catalog: CatalogLookup | None = None,
 ) -> dict[str, Any]:
     """The ``judge_scores`` document: judgement and scores per trace (None when not scored).
 
     Only ``ok`` runs are judged; skipped, failed and budget-exceeded runs keep NULL scores and
-    their status reason, so they never count as zeros.
+    their status reason, so they never count as zeros. The judge and the scores see the task as
+    evaluated in this run: expected values replaced by their ``references`` (recomputed from the
+    catalog the run used), expected sources with their slug from ``catalog``, and every slug the
+    agent gave for an id argument resolved to that id.
 
     Raises:
         StageInputError: The two documents disagree on the runs, or a task is unknown.
@@ -277,20 +298,36 @@ def judge_cell(
     missing = sorted({t.task_id for t in traces} - set(tasks))
     if missing:
         raise StageInputError(f"no task spec for {', '.join(missing)}")
-    mappings = [mapping_from_dict(m) for m in mapping_document["mappings"]]
-    judgements = asyncio.run(_judge_all(judge, tasks, traces, mappings))
+    mappings = [
+        resolve_mapping_slugs(mapping_from_dict(m), catalog) for m in mapping_document["mappings"]
+    ]
+    evaluated = {
+        task_id: with_references(
+            with_catalog_slugs(task, catalog), references_by_name(references, task_id)
+        )
+        for task_id, task in tasks.items()
+    }
+    judgements = asyncio.run(_judge_all(judge, evaluated, traces, mappings))
     scores: list[dict[str, Any] | None] = []
     for trace, mapping, judgement in zip(traces, mappings, judgements, strict=True):
         if judgement is None:
             scores.append(None)
             continue
         accuracy = {tier: judgement.accuracy(tier).mean.value for tier in TIERS}
-        scores.append(
-            score_trace(tasks[trace.task_id], trace, mapping=mapping, accuracy=accuracy).to_json()
+        score = score_trace(
+            tasks[trace.task_id],
+            trace,
+            mapping=mapping,
+            accuracy=accuracy,
+            catalog=catalog,
+            references=references,
         )
+        scores.append(score.to_json())
+    used = sorted({t.task_id for t in traces})
     return {
         "cell": agent_document["cell"],
         "judge_id": getattr(judge, "judge_id", type(judge).__name__),
+        "references": [ref.model_dump(mode="json") for ref in references if ref.task_id in used],
         "runs": runs,
         "judgements": [j.to_json() if j is not None else None for j in judgements],
         "scores": scores,

@@ -38,9 +38,10 @@ an errored call whose result blames the request (validation, invalid/missing par
 unknown id...); a Python traceback blames the request only when its exception is an HTTP 4xx
 answer, so the agent's own local exceptions (a ``KeyError`` while parsing) never make it present
 (absent when only such calls errored); unscored when calls errored for other reasons.
-``HALLUCINATION``: a catalog id in the answer never seen in the run (present), or a number absent
-from the prompt and every tool result (unscored: it may be derived). The other modes need an
-LLM judge.
+``HALLUCINATION``: a catalog id or a number (not a year, at least ``SMALL_NUMBER``) of the answer
+found in neither the prompt nor any tool *result* (present: the agent's own tool arguments and
+code are not evidence, so an id it invented and merely tried is not grounded; a figure worked out
+in the agent's head is not shown by any tool either). The other modes need an LLM judge.
 """
 
 from __future__ import annotations
@@ -607,18 +608,13 @@ def _hallucination(data: FailureModeInput) -> Verdict:
         and not any(round(value, 6) in known for value in reading.values)
     ]
     if ungrounded:
-        return _needs_llm(
-            Question.FAILURE_MODE,
-            f"number(s) not found in the prompt or any tool result: {', '.join(ungrounded[:5])} "
-            "(they may be derived)",
+        return _present(
+            f"number(s) in no tool result nor the prompt: {', '.join(ungrounded[:5])}",
+            ungrounded_numbers=ungrounded,
         )
-    return _absent("every catalog id and number of the answer was seen in the run")
+    return _absent("every catalog id and number of the answer is in the prompt or a tool result")
 
 
 def _grounding_texts(data: FailureModeInput) -> list[str]:
-    texts = [data.task.prompt]
-    for item in data.evidence:
-        texts.append(item.result)
-        if item.arguments:
-            texts.append(canonical_json(dict(item.arguments)))
-    return texts
+    # Tool arguments are what the agent wrote, not what it saw: never evidence.
+    return [data.task.prompt, *(item.result for item in data.evidence)]

@@ -230,6 +230,7 @@ def _context(config: ValidatorConfig, client: httpx.AsyncClient) -> Context:
         now=config.clock(),
         page_size=config.page_size,
         max_rows=config.max_rows,
+        source=config.label(),
     )
 
 
@@ -275,6 +276,7 @@ async def _run_check(
         outcome=verdict.outcome,
         reason=verdict.reason,
         diffs=list(verdict.diffs),
+        references=list(verdict.references),
         implicit=check.implicit,
     )
 

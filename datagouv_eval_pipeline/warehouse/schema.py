@@ -298,6 +298,51 @@ METRICS = Table(
     ),
 )
 
+REFERENCES = Table(
+    name="references",
+    grain="one row per scored run × expected value (the number the value check compared with)",
+    primary_key=("cell_key", "task_id", "repeat_index", "name"),
+    columns=(
+        *_run_key(),
+        _c("name", "VARCHAR", "The expected value's name in the task spec.", False),
+        _c("value", "DOUBLE", "The reference the answer was compared with.", False),
+        _c("spec_value", "DOUBLE", "The value written in the task spec.", False),
+        _c("tolerance", "DOUBLE", "Absolute tolerance of the comparison.", False),
+        _c(
+            "source",
+            "VARCHAR",
+            "Where the reference comes from: the catalog it was recomputed from "
+            "(twin snapshot or live host, and its Tabular API), or 'task spec'.",
+            False,
+        ),
+        _c("recomputed", "BOOLEAN", "True when the value was recomputed from the catalog.", False),
+        _c("changed", "BOOLEAN", "True when the recomputed value differs from the spec's.", False),
+        _c("error", "VARCHAR", "Why the value could not be recomputed (the spec's then stands)."),
+        _c("found", "VARCHAR", "The number as stated in the answer; NULL when not found."),
+    ),
+)
+
+PASS_K = Table(
+    name="pass_k",
+    grain=(
+        "one row per cell × task × tier × k, for tasks run more than once: pass@k and pass^k "
+        "over the runs whose accuracy was decided (a run passes when its accuracy is 1)"
+    ),
+    primary_key=("cell_key", "task_id", "tier", "k"),
+    columns=(
+        _c("cell_key", "VARCHAR", "Cell (partition) key.", False),
+        _c("task_id", "VARCHAR", "Task id, e.g. task_0002.", False),
+        _c("tier", "VARCHAR", "minimal or optimal.", False),
+        _c("k", "INTEGER", "Attempts drawn (1 ≤ k ≤ n).", False),
+        _c("runs", "INTEGER", "Runs of the task in the cell (repeats).", False),
+        _c("n", "INTEGER", "Runs whose accuracy was decided (the others are excluded).", False),
+        _c("c", "INTEGER", "Decided runs that passed (accuracy 1).", False),
+        _c("pass_at_k", "DOUBLE", "1 - C(n-c, k) / C(n, k); NULL when k > n."),
+        _c("pass_hat_k", "DOUBLE", "C(c, k) / C(n, k); NULL when k > n."),
+        _c("reason", "VARCHAR", "Why the values are NULL."),
+    ),
+)
+
 TABLES: tuple[Table, ...] = (
     CELLS,
     TASKS,
@@ -307,6 +352,8 @@ TABLES: tuple[Table, ...] = (
     VERDICTS,
     FAILURE_MODES,
     METRICS,
+    REFERENCES,
+    PASS_K,
 )
 """Every warehouse table, parents first."""
 

@@ -21,6 +21,8 @@ WAREHOUSE_TABLES = [
     "cells",
     "failure_modes",
     "metrics",
+    "pass_k",
+    "references",
     "runs",
     "tasks",
     "tool_calls",

@@ -30,6 +30,8 @@ MODELS = [
     "failure_mode_counts",
     "metrics_by_capability",
     "metrics_by_language",
+    "pass_k_by_cell",
+    "references_by_task",
     "stg_metrics",
     "stg_runs",
     "stg_verdicts",

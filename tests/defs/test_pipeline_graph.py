@@ -24,6 +24,8 @@ EXPECTED_ASSETS = [
     "eval/cells",
     "eval/failure_modes",
     "eval/metrics",
+    "eval/pass_k",
+    "eval/references",
     "eval/runs",
     "eval/tasks",
     "eval/tool_calls",
@@ -90,7 +92,11 @@ def test_asset_keys_groups_and_partitions() -> None:
     parents = {k: graph.get(dg.AssetKey.from_user_string(k)).parent_keys for k in EXPECTED_ASSETS}
     assert parents["agent_runs"] == {dg.AssetKey("task_specs"), dg.AssetKey("catalog_validation")}
     assert parents["action_mappings"] == {dg.AssetKey("agent_runs")}
-    assert parents["judge_scores"] == {dg.AssetKey("action_mappings")}
+    # The pre-flight recomputes the references the judge and the value check compare with.
+    assert parents["judge_scores"] == {
+        dg.AssetKey("action_mappings"),
+        dg.AssetKey("catalog_validation"),
+    }
     for key in EXPECTED_ASSETS:
         if key.startswith("eval/"):
             assert parents[key] == {dg.AssetKey("judge_scores")}, key
