@@ -311,6 +311,7 @@ async def arun_cell(
             clock,
             model_factory,
             mcp_url,
+            only,
         )
 
 
@@ -328,6 +329,7 @@ async def _run_cell_tasks(
     clock: Clock,
     model_factory: Callable[[CellModel], Model] | None,
     mcp_url: str | None,
+    only: Collection[tuple[str, int]] | None,
 ) -> CellRun:
     async with McpConnections() as mcp:
         env = ToolEnvironment(
