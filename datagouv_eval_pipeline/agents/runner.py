@@ -8,6 +8,7 @@ ends with a status:
 * ``ok``: the agent gave its structured final answer;
 * ``budget_exceeded``: a budget ended it (the reason says which);
 * ``error``: the model failed (after retries), misbehaved, or the run crashed;
+* ``cancelled``: stopped by Ctrl-C or SIGTERM while in flight (``cancel.py``); never cached;
 * ``skipped``: never started (an MCP version the task excludes, a capability set the model or
   this machine cannot run); the reason says why. Skipped and failed runs are recorded, never
   scored as zeros.
@@ -20,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -46,6 +47,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.models.openai import OpenAIChatModel
 
 from datagouv_eval_pipeline.agents.baselines import get_policy
+from datagouv_eval_pipeline.agents.cancel import CancelToken
 from datagouv_eval_pipeline.agents.capabilities import (
     SANDBOX_CAPABILITIES,
     CatalogTarget,
@@ -237,6 +239,8 @@ async def arun_cell(
     snapshot_id: str | None = None,
     clock: Clock | None = None,
     model_factory: Callable[[CellModel], Model] | None = None,
+    cancel: CancelToken | None = None,
+    on_trace: Callable[[Trace], None] | None = None,
 ) -> CellRun:
     """Run every task of ``tasks`` ``repeats`` times in ``cell``, concurrently.
 
@@ -257,6 +261,10 @@ async def arun_cell(
         clock: Time source of latency and rate-limit waits (tests pass a fake one).
         model_factory: Builds the model instead of the registry (tests, benchmarks); it is
             still wrapped with rate limiting, retries and recording.
+        cancel: When set during the run, the runs in flight or waiting end as ``cancelled``
+            with its reason and the cell returns at once; finished runs are kept.
+        on_trace: Called with each trace as soon as its run ends (to cache it at once, so an
+            interrupted cell does not redo its finished runs).
 
     Returns:
         The traces, one per (task, repeat) in task order then repeat order, and the MCP tool
@@ -327,9 +335,13 @@ async def arun_cell(
                     f"the MCP server {cell.mcp_version} is unreachable: "
                     f"{type(error).__name__}: {error}"
                 )
-        runs = [_run_task(shared, task, repeat) for task in tasks for repeat in range(repeats)]
+        runs = [
+            _run_or_cancel(shared, task, repeat, cancel, on_trace)
+            for task in tasks
+            for repeat in range(repeats)
+        ]
         try:
-            traces = list(await asyncio.gather(*runs))
+            traces = await _gather_cancellable(runs, cancel)
         finally:
             await _close_model(shared.model)
         return CellRun(
@@ -401,6 +413,46 @@ def _base_trace(shared: _Shared, task: TaskSpec, repeat: int) -> dict[str, Any]:
             base_urls=shared.env.target.urls.as_dict(),
         ),
     }
+
+
+async def _gather_cancellable(
+    runs: Sequence[Coroutine[Any, Any, Trace]], cancel: CancelToken | None
+) -> list[Trace]:
+    """Await every run; when ``cancel`` is set, cancel those still going (they return traces)."""
+    pending = [asyncio.ensure_future(run) for run in runs]
+    if cancel is None:
+        return list(await asyncio.gather(*pending))
+
+    async def watch() -> None:
+        while not cancel.cancelled:
+            await asyncio.sleep(0.1)
+        for future in pending:
+            future.cancel()
+
+    watcher = asyncio.ensure_future(watch())
+    try:
+        return list(await asyncio.gather(*pending))
+    finally:
+        watcher.cancel()
+
+
+async def _run_or_cancel(
+    shared: _Shared,
+    task: TaskSpec,
+    repeat: int,
+    cancel: CancelToken | None,
+    on_trace: Callable[[Trace], None] | None,
+) -> Trace:
+    try:
+        trace = await _run_task(shared, task, repeat)
+    except asyncio.CancelledError:
+        if cancel is None or not cancel.cancelled:
+            raise
+        base = _base_trace(shared, task, repeat)
+        return Trace(**base, status="cancelled", status_reason=cancel.reason)
+    if on_trace is not None:
+        on_trace(trace)
+    return trace
 
 
 async def _run_task(shared: _Shared, task: TaskSpec, repeat: int) -> Trace:

@@ -13,9 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from datagouv_eval_pipeline.agents.cancel import CancelToken, RunCancelled
 from datagouv_eval_pipeline.agents.runner import execute_cell
 from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.experiment.cache import (
+    CACHEABLE_STATUSES,
     AgentRunCache,
     run_code_fingerprint,
     run_input_hash,
@@ -60,12 +62,15 @@ class AgentStageResult:
         executed: Task runs actually executed (a model was asked).
         reused: Task runs taken from the cache or the previous document.
         statuses: Traces per status.
+        problem: Why the cell has no result, when none of its runs finished (the most
+            common reason: an unset API key variable, no sandbox, ...); None otherwise.
     """
 
     document: dict[str, Any]
     executed: int
     reused: int
     statuses: Counter[str] = field(default_factory=Counter)
+    problem: str | None = None
 
 
 def run_agents(
@@ -76,8 +81,10 @@ def run_agents(
     snapshot_id: str | None,
     repeats: int = 1,
     cache: AgentRunCache | None = None,
+    reuse: bool = True,
     previous: Mapping[str, Any] | None = None,
     keep_tasks: Sequence[str] = (),
+    cancel: CancelToken | None = None,
     **options: Any,
 ) -> AgentStageResult:
     """Run (or reuse) every task of a cell.
@@ -94,12 +101,18 @@ def run_agents(
         snapshot_id: The snapshot the twin serves (None when live).
         repeats: Runs per task.
         cache: The agent-run cache (None: always run).
+        reuse: Take hits from ``cache`` (False: run everything again, still storing the traces).
         previous: The cell's previous ``agent_runs`` document.
         keep_tasks: Task ids whose previous traces are kept.
+        cancel: Set by Ctrl-C or SIGTERM: the runs in flight end as ``cancelled``, the finished
+            ones are already in the cache, and no document is returned.
         **options: Passed to ``execute_cell`` (settings, rate limiters, sandbox, ...).
 
     Returns:
         The new document and what was executed.
+
+    Raises:
+        RunCancelled: ``cancel`` was set during the cell.
     """
     use_cache = cache is not None and snapshot_id is not None
     hashes: dict[tuple[str, int], str] = {}
@@ -109,7 +122,7 @@ def run_agents(
             key = (task.task_id, repeat)
             if snapshot_id is not None:
                 hashes[key] = run_input_hash(cell, task, repeat, snapshot_id=snapshot_id)
-            if use_cache:
+            if use_cache and reuse:
                 assert cache is not None
                 hit = cache.get(hashes[key])
                 if hit is not None:
@@ -118,18 +131,31 @@ def run_agents(
     tool_lists: dict[str, Any] = {}
     executed = 0
     if to_run:
+
+        def keep(trace: Trace) -> None:
+            # Cached as soon as it ends: an interrupted cell resumes without redoing it.
+            if use_cache:
+                assert cache is not None
+                cache.put(hashes[(trace.task_id, trace.repeat)], trace)
+
         run = execute_cell(
-            cell, to_run, twin_urls=twin_urls, repeats=repeats, snapshot_id=snapshot_id, **options
+            cell,
+            to_run,
+            twin_urls=twin_urls,
+            repeats=repeats,
+            snapshot_id=snapshot_id,
+            cancel=cancel,
+            on_trace=keep,
+            **options,
         )
         tool_lists = run.tool_lists
         for trace in run.traces:
-            key = (trace.task_id, trace.repeat)
-            found[key] = trace
-            if trace.status != "skipped":
+            found[(trace.task_id, trace.repeat)] = trace
+            if trace.status not in ("skipped", "cancelled"):
                 executed += 1
-            if use_cache:
-                assert cache is not None
-                cache.put(hashes[key], trace)
+        cancelled = sum(1 for trace in run.traces if trace.status == "cancelled")
+        if cancel is not None and cancel.cancelled:
+            raise RunCancelled(cancel.reason, cancelled_runs=cancelled)
     traces = [found[(t.task_id, r)] for t in tasks for r in range(repeats)]
     kept = _kept_traces(previous, keep_tasks, {t.task_id for t in tasks})
     all_traces = sorted(kept + [t.model_dump(mode="json") for t in traces], key=_trace_order)
@@ -143,7 +169,15 @@ def run_agents(
         "traces": all_traces,
     }
     reused = len(traces) - len(to_run) * repeats
-    return AgentStageResult(document, executed, reused, statuses)
+    return AgentStageResult(document, executed, reused, statuses, cell_problem(all_traces))
+
+
+def cell_problem(traces: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why a cell produced nothing: its most common reason when no run finished."""
+    if not traces or any(str(t.get("status")) in CACHEABLE_STATUSES for t in traces):
+        return None
+    reasons = Counter(str(t.get("status_reason") or t.get("status")) for t in traces)
+    return reasons.most_common(1)[0][0]
 
 
 def _trace_order(trace: Mapping[str, Any]) -> tuple[str, int]:
