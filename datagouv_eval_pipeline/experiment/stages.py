@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from datagouv_eval_pipeline.agents.cancel import CancelToken, RunCancelled
 from datagouv_eval_pipeline.agents.runner import execute_cell
 from datagouv_eval_pipeline.benchmark.cells import Cell
@@ -22,6 +24,7 @@ from datagouv_eval_pipeline.experiment.cache import (
     run_code_fingerprint,
     run_input_hash,
 )
+from datagouv_eval_pipeline.experiment.store import content_digest
 from datagouv_eval_pipeline.judges.protocol import Judge
 from datagouv_eval_pipeline.judges.runner import TraceJudgement, judge_trace
 from datagouv_eval_pipeline.metrics import score_trace
@@ -34,16 +37,13 @@ from datagouv_eval_pipeline.semantic.mapper import (
 )
 from datagouv_eval_pipeline.semantic.registry import ActionRegistry, load_registry
 from datagouv_eval_pipeline.tasks.spec import TIERS, TaskSpec
-from datagouv_eval_pipeline.traces import Trace
+from datagouv_eval_pipeline.traces import SCORED_STATUSES, Trace
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 from datagouv_eval_pipeline.warehouse.loader import CellLoad
 
 AGENT_RUNS = "agent_runs"
 ACTION_MAPPINGS = "action_mappings"
 JUDGE_SCORES = "judge_scores"
-
-SCORED_STATUSES = frozenset({"ok"})
-"""Runs that are judged and scored; the others keep NULL scores with their status reason."""
 
 
 class StageInputError(ValueError):
@@ -193,16 +193,38 @@ def _kept_traces(
     return [dict(t) for t in previous.get("traces", []) if t.get("task_id") in wanted]
 
 
-def traces_of(document: Mapping[str, Any]) -> list[Trace]:
+def traces_of(document: Mapping[str, Any], where: str = "the agent_runs document") -> list[Trace]:
     """The traces of an ``agent_runs`` document.
 
+    Args:
+        document: The document.
+        where: How to name it in errors (its file, when read from the run store).
+
     Raises:
-        StageInputError: A trace does not validate.
+        StageInputError: A trace does not validate; the message names ``where`` and the field.
     """
-    try:
-        return [Trace.model_validate(item) for item in document.get("traces", [])]
-    except ValueError as error:
-        raise StageInputError(f"invalid trace in the agent_runs document: {error}") from error
+    items = document.get("traces")
+    if not isinstance(items, list):
+        raise StageInputError(f"{where}: traces: expected a list of traces")
+    traces = []
+    for index, item in enumerate(items):
+        try:
+            traces.append(Trace.model_validate(item))
+        except ValidationError as error:
+            first = error.errors()[0]
+            loc = ".".join(str(part) for part in first["loc"])
+            field = f"traces[{index}].{loc}" if loc else f"traces[{index}]"
+            raise StageInputError(f"{where}: {field}: {first['msg']}") from None
+    return traces
+
+
+def agent_digest(agent_document: Mapping[str, Any]) -> str:
+    """The content hash of an ``agent_runs`` document, recorded by the stages computed from it."""
+    return content_digest(agent_document)
+
+
+AGENT_DIGEST = "agent_runs_digest"
+"""Field of the ``action_mappings`` and ``judge_scores`` documents: the digest of their input."""
 
 
 # ------------------------------------------------------------------------------ mappings
@@ -218,6 +240,7 @@ def map_actions(
     unmapped = sum(1 for m in mappings for c in m["calls"] if c["status"] == "unmapped")
     return {
         "cell": agent_document["cell"],
+        AGENT_DIGEST: agent_digest(agent_document),
         "runs": [[t.task_id, t.repeat] for t in traces],
         "mappings": mappings,
         "unmapped_calls": unmapped,
@@ -279,6 +302,12 @@ def judge_cell(
     """
     traces = traces_of(agent_document)
     runs = [[t.task_id, t.repeat] for t in traces]
+    digest = agent_digest(agent_document)
+    if mapping_document.get(AGENT_DIGEST) != digest:
+        raise StageInputError(
+            "the action_mappings document was computed from another agent_runs document "
+            "(rematerialize action_mappings for this cell)"
+        )
     if [list(r) for r in mapping_document.get("runs", [])] != runs:
         raise StageInputError(
             "the action_mappings document does not match the agent_runs document "
@@ -300,6 +329,7 @@ def judge_cell(
         )
     return {
         "cell": agent_document["cell"],
+        AGENT_DIGEST: digest,
         "judge_id": getattr(judge, "judge_id", type(judge).__name__),
         "runs": runs,
         "judgements": [j.to_json() if j is not None else None for j in judgements],
@@ -324,26 +354,84 @@ async def _judge_all(
 # ----------------------------------------------------------------------------- warehouse
 
 
+@dataclass(frozen=True)
+class CellDocuments:
+    """What the warehouse loads for one cell, and the later-stage documents it left out.
+
+    Attributes:
+        load: The cell's rows to load.
+        stale: Stage name → why its document was not loaded (computed from another
+            ``agent_runs`` document, or for other runs): those columns load as NULL.
+    """
+
+    load: CellLoad
+    stale: dict[str, str]
+
+
 def cell_load(
     agent_document: Mapping[str, Any],
     mapping_document: Mapping[str, Any] | None,
     judge_document: Mapping[str, Any] | None,
 ) -> CellLoad:
-    """What the warehouse stores for one cell; missing later stages load as NULL."""
-    traces = list(agent_document.get("traces", []))
+    """What the warehouse stores for one cell (see :func:`cell_documents`)."""
+    return cell_documents(agent_document, mapping_document, judge_document).load
+
+
+def cell_documents(
+    agent_document: Mapping[str, Any],
+    mapping_document: Mapping[str, Any] | None,
+    judge_document: Mapping[str, Any] | None,
+    *,
+    where: str = "the agent_runs document",
+) -> CellDocuments:
+    """What the warehouse stores for one cell; missing or stale later stages load as NULL.
+
+    A later document is used only when it records the digest of this very ``agent_runs``
+    document: after a crash between two stages, an old judgement is never paired with a new
+    answer.
+
+    Raises:
+        StageInputError: The agent_runs document is malformed (naming ``where`` and the field).
+    """
+    traces = traces_of(agent_document, where)
+    if not isinstance(agent_document.get("cell"), Mapping):
+        raise StageInputError(f"{where}: cell: expected the cell record (an object)")
+    digest = agent_digest(agent_document)
+    runs = [[t.task_id, t.repeat] for t in traces]
+    stale: dict[str, str] = {}
+    mapping_document = _current(mapping_document, ACTION_MAPPINGS, digest, runs, stale)
+    judge_document = _current(judge_document, JUDGE_SCORES, digest, runs, stale)
     n = len(traces)
-    runs = [[t["task_id"], t.get("repeat", 0)] for t in traces]
-    mappings = _aligned(mapping_document, "mappings", runs, n)
-    judgements = _aligned(judge_document, "judgements", runs, n)
-    scores = _aligned(judge_document, "scores", runs, n)
-    return CellLoad(agent_document["cell"], traces, mappings, scores, judgements)
+    load = CellLoad(
+        agent_document["cell"],
+        traces,
+        _aligned(mapping_document, "mappings", n),
+        _aligned(judge_document, "scores", n),
+        _aligned(judge_document, "judgements", n),
+    )
+    return CellDocuments(load, stale)
 
 
-def _aligned(
-    document: Mapping[str, Any] | None, name: str, runs: list[list[Any]], n: int
-) -> list[Any] | None:
-    # A later stage computed for an older set of runs is stale: load NULLs, never mismatched rows.
-    if document is None or [list(r) for r in document.get("runs", [])] != runs:
+def _current(
+    document: Mapping[str, Any] | None,
+    stage: str,
+    digest: str,
+    runs: list[list[Any]],
+    stale: dict[str, str],
+) -> Mapping[str, Any] | None:
+    if document is None:
         return None
-    values = list(document.get(name, []))
-    return values if len(values) == n else None
+    if document.get(AGENT_DIGEST) != digest:
+        stale[stage] = "computed from another agent_runs document"
+        return None
+    if [list(r) for r in document.get("runs", [])] != runs:
+        stale[stage] = "computed for other runs"
+        return None
+    return document
+
+
+def _aligned(document: Mapping[str, Any] | None, name: str, n: int) -> list[Any] | None:
+    if document is None:
+        return None
+    values = document.get(name)
+    return list(values) if isinstance(values, list) and len(values) == n else None
