@@ -96,6 +96,9 @@ from datagouv_eval_pipeline.twin.urls import TwinUrls
 DEFAULT_TRACE_RESULT_CHARS = 20_000
 """Longest tool result stored in a trace; the full length goes in ``result_chars``."""
 
+INFRASTRUCTURE = "infrastructure"
+"""Reason prefix of runs ended by a toolset that died or became unreachable mid-run."""
+
 _NO_RESULT = "[no result: the run ended before the tool returned]"
 
 
@@ -491,6 +494,9 @@ async def _execute(shared: _Shared, task: TaskSpec, base: dict[str, Any]) -> Tra
     status, reason, output, messages = await _drive(
         shared.agent, model, tools, task, settings, recorder
     )
+    if recorder.infrastructure_error is not None and status in ("ok", "error"):
+        # Not the agent's fault: excluded from scores (NULL), counted in coverage.
+        status, reason = "error", f"{INFRASTRUCTURE}: {recorder.infrastructure_error}"
     latency_ms = max(0.0, (clock.now() - started) * 1000)
     usage = Usage(
         input_tokens=sum(r.input_tokens for r in recorder.requests),
