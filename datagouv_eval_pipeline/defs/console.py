@@ -10,6 +10,7 @@ instance's event log, so the UI shows the full story.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from typing import Any
 
@@ -27,8 +28,26 @@ _SKIPPED_STEP = ". Not executing."
 _QUIET_WARNINGS = ("Logging an `AssetObservation` instead of an `AssetCheckResult`",)
 
 
+_PROGRESS = re.compile(r"^\[(\d+)/(\d+)\] ")
+_BAR_WIDTH = 20
+
+
+def progress_bar(done: int, total: int, width: int = _BAR_WIDTH) -> str:
+    """A text bar of ``done`` out of ``total`` (``███████░░░``)."""
+    filled = round(width * done / total) if total else width
+    return "█" * filled + "░" * (width - filled)
+
+
 class BriefFormatter(logging.Formatter):
-    """``HH:MM:SS step: message``; failures on one line, framework events dropped."""
+    """``HH:MM:SS step: message``; failures on one line, framework events dropped.
+
+    On a terminal, per-cell progress lines (``[7/24] cell …``) start with a progress bar.
+    """
+
+    def __init__(self, *, tty: bool = False) -> None:
+        """A formatter; ``tty`` draws progress bars."""
+        super().__init__()
+        self._tty = tty
 
     def format(self, record: logging.LogRecord) -> str:
         """Render one record (the filter has already dropped what is not shown)."""
@@ -39,6 +58,10 @@ class BriefFormatter(logging.Formatter):
         if event is not None and event.is_step_failure:
             message = f"failed: {_error_line(event)}"
         when = self.formatTime(record, "%H:%M:%S")
+        progress = _PROGRESS.match(message) if self._tty else None
+        if progress is not None:
+            bar = progress_bar(int(progress.group(1)), int(progress.group(2)))
+            return f"{when} {step}: {bar} {message}"
         return f"{when} {step}: {message}"
 
 
@@ -74,7 +97,7 @@ def brief_console_logger(init_context: dg.InitLoggerContext) -> logging.Logger:
     """A console logger that prints progress and failures, one line each."""
     logger = logging.Logger("datagouv_eval.brief", level=init_context.logger_config["log_level"])
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(BriefFormatter())
+    handler.setFormatter(BriefFormatter(tty=sys.stderr.isatty()))
     handler.addFilter(keep_record)
     logger.addHandler(handler)
     return logger
