@@ -36,7 +36,9 @@ def test_a_corrupt_and_a_malformed_document_fail_only_their_cells(tmp_path: Path
     result = materialize_warehouse(paths)
     assert result.success
     (cells_event,) = [
-        e for e in result.get_asset_materialization_events() if e.asset_key.path[-1] == "cells"
+        e
+        for e in result.get_asset_materialization_events()
+        if e.asset_key is not None and e.asset_key.path[-1] == "cells"
     ]
     metadata = cells_event.step_materialization_data.materialization.metadata
     unreadable = metadata["cells_unreadable"].value
