@@ -23,6 +23,7 @@ from datagouv_eval_pipeline.defs.catalog_validation import (
     catalog_validation,
     no_quarantined_tasks,
 )
+from datagouv_eval_pipeline.defs.console import brief_console_logger
 from datagouv_eval_pipeline.defs.dbt import dbt_cli_resource, dbt_metrics_assets
 from datagouv_eval_pipeline.defs.judge_scores import judge_scores
 from datagouv_eval_pipeline.defs.report import REPORT_DEPS, experiment_report_asset
@@ -71,4 +72,6 @@ defs = dg.Definitions(
         "dbt": dbt_cli_resource,
     },
     executor=dg.in_process_executor,
+    # `console` stays the default; `datagouv-eval experiment` selects `brief` in its run config.
+    loggers={"console": dg.colored_console_logger, "brief": brief_console_logger},
 )

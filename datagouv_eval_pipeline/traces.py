@@ -14,9 +14,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-TraceStatus = Literal["ok", "error", "budget_exceeded", "skipped"]
+TraceStatus = Literal["ok", "error", "budget_exceeded", "skipped", "cancelled"]
 """How a run ended: ``ok`` (an answer), ``error`` (the run failed), ``budget_exceeded`` (a
-request, token or time budget ended it), ``skipped`` (never started, e.g. a quarantined task)."""
+request, token or time budget ended it), ``skipped`` (never started, e.g. a quarantined task),
+``cancelled`` (stopped by Ctrl-C or SIGTERM while in flight)."""
+
+SCORED_STATUSES = frozenset({"ok"})
+"""Runs that are judged and scored; the others keep NULL scores with their status reason."""
 
 
 class _Strict(BaseModel):

@@ -8,6 +8,7 @@ ends with a status:
 * ``ok``: the agent gave its structured final answer;
 * ``budget_exceeded``: a budget ended it (the reason says which);
 * ``error``: the model failed (after retries), misbehaved, or the run crashed;
+* ``cancelled``: stopped by Ctrl-C or SIGTERM while in flight (``cancel.py``); never cached;
 * ``skipped``: never started (an MCP version the task excludes, a capability set the model or
   this machine cannot run); the reason says why. Skipped and failed runs are recorded, never
   scored as zeros.
@@ -21,7 +22,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -47,6 +48,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.models.openai import OpenAIChatModel
 
 from datagouv_eval_pipeline.agents.baselines import get_policy
+from datagouv_eval_pipeline.agents.cancel import CancelToken
 from datagouv_eval_pipeline.agents.capabilities import (
     SANDBOX_CAPABILITIES,
     WEB_SEARCH,
@@ -96,6 +98,9 @@ from datagouv_eval_pipeline.twin.urls import TwinUrls
 
 DEFAULT_TRACE_RESULT_CHARS = 20_000
 """Longest tool result stored in a trace; the full length goes in ``result_chars``."""
+
+INFRASTRUCTURE = "infrastructure"
+"""Reason prefix of runs ended by a toolset that died or became unreachable mid-run."""
 
 _NO_RESULT = "[no result: the run ended before the tool returned]"
 
@@ -242,6 +247,8 @@ async def arun_cell(
     model_factory: Callable[[CellModel], Model] | None = None,
     mcp_url: str | None = None,
     only: Collection[tuple[str, int]] | None = None,
+    cancel: CancelToken | None = None,
+    on_trace: Callable[[Trace], None] | None = None,
 ) -> CellRun:
     """Run every task of ``tasks`` ``repeats`` times in ``cell``, concurrently.
 
@@ -267,6 +274,10 @@ async def arun_cell(
             the run (``mcp_builds.BuildServers``); its own ``tools/list`` is the tool list.
         only: Run only these ``(task_id, repeat)`` pairs (the others are already stored, e.g.
             repeat 0 when repeats are added); None runs them all.
+        cancel: When set during the run, the runs in flight or waiting end as ``cancelled``
+            with its reason and the cell returns at once; finished runs are kept.
+        on_trace: Called with each trace as soon as its run ends (to cache it at once, so an
+            interrupted cell does not redo its finished runs).
 
     Returns:
         The traces, one per (task, repeat) run, in task order then repeat order, and the MCP
@@ -312,6 +323,8 @@ async def arun_cell(
             model_factory,
             mcp_url,
             only,
+            cancel,
+            on_trace,
         )
 
 
@@ -321,7 +334,7 @@ async def _run_cell_tasks(
     target: CatalogTarget,
     repeats: int,
     settings: RunSettings,
-    rate_limiters: RateLimiters | None,
+    rate_limiters: RateLimiters,
     sandbox: SandboxBackend | None,
     model_base_url: str | None,
     environ: Mapping[str, str] | None,
@@ -330,6 +343,8 @@ async def _run_cell_tasks(
     model_factory: Callable[[CellModel], Model] | None,
     mcp_url: str | None,
     only: Collection[tuple[str, int]] | None,
+    cancel: CancelToken | None,
+    on_trace: Callable[[Trace], None] | None,
 ) -> CellRun:
     async with McpConnections() as mcp:
         env = ToolEnvironment(
@@ -388,13 +403,13 @@ async def _run_cell_tasks(
                     f"{type(error).__name__}: {error}"
                 )
         runs = [
-            _run_task(shared, task, repeat)
+            _run_or_cancel(shared, task, repeat, cancel, on_trace)
             for task in tasks
             for repeat in range(repeats)
             if only is None or (task.task_id, repeat) in only
         ]
         try:
-            traces = list(await asyncio.gather(*runs))
+            traces = await _gather_cancellable(runs, cancel)
         finally:
             await _close_model(shared.model)
         return CellRun(
@@ -468,6 +483,46 @@ def _base_trace(shared: _Shared, task: TaskSpec, repeat: int) -> dict[str, Any]:
     }
 
 
+async def _gather_cancellable(
+    runs: Sequence[Coroutine[Any, Any, Trace]], cancel: CancelToken | None
+) -> list[Trace]:
+    """Await every run; when ``cancel`` is set, cancel those still going (they return traces)."""
+    pending = [asyncio.ensure_future(run) for run in runs]
+    if cancel is None:
+        return list(await asyncio.gather(*pending))
+
+    async def watch() -> None:
+        while not cancel.cancelled:
+            await asyncio.sleep(0.1)
+        for future in pending:
+            future.cancel()
+
+    watcher = asyncio.ensure_future(watch())
+    try:
+        return list(await asyncio.gather(*pending))
+    finally:
+        watcher.cancel()
+
+
+async def _run_or_cancel(
+    shared: _Shared,
+    task: TaskSpec,
+    repeat: int,
+    cancel: CancelToken | None,
+    on_trace: Callable[[Trace], None] | None,
+) -> Trace:
+    try:
+        trace = await _run_task(shared, task, repeat)
+    except asyncio.CancelledError:
+        if cancel is None or not cancel.cancelled:
+            raise
+        base = _base_trace(shared, task, repeat)
+        return Trace(**base, status="cancelled", status_reason=cancel.reason)
+    if on_trace is not None:
+        on_trace(trace)
+    return trace
+
+
 async def _run_task(shared: _Shared, task: TaskSpec, repeat: int) -> Trace:
     base = _base_trace(shared, task, repeat)
     reason = shared.cell_problem or task_skip_reason(shared.cell, task)
@@ -504,6 +559,9 @@ async def _execute(shared: _Shared, task: TaskSpec, base: dict[str, Any]) -> Tra
     status, reason, output, messages = await _drive(
         shared.agent, model, tools, task, settings, recorder
     )
+    if recorder.infrastructure_error is not None and status in ("ok", "error"):
+        # Not the agent's fault: excluded from scores (NULL), counted in coverage.
+        status, reason = "error", f"{INFRASTRUCTURE}: {recorder.infrastructure_error}"
     latency_ms = max(0.0, (clock.now() - started) * 1000)
     usage = Usage(
         input_tokens=sum(r.input_tokens for r in recorder.requests),

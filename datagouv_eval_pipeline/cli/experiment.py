@@ -8,7 +8,10 @@ in ``dagster dev`` afterwards. ``--dry-run`` lists the cells and the cost estima
 
 from __future__ import annotations
 
+import gc
 import os
+import signal
+import socket
 import sys
 import time
 from pathlib import Path
@@ -16,8 +19,23 @@ from typing import Any
 
 import click
 
-from datagouv_eval_pipeline.cli.dagster_home import resolve_home
+from datagouv_eval_pipeline.agents.cancel import last_interrupt
+from datagouv_eval_pipeline.agents.capabilities import SANDBOX_CAPABILITIES
+from datagouv_eval_pipeline.cli.dagster_home import (
+    RUN_HOST_TAG,
+    RUN_PID_TAG,
+    clean_dead_runs,
+    describe_cleaned,
+    resolve_home,
+)
+from datagouv_eval_pipeline.cli.experiment_summary import exit_code, summarise, summary_lines
+from datagouv_eval_pipeline.cli.preconditions import (
+    require_instance_dir,
+    require_writable_warehouse,
+    sandbox_notice,
+)
 from datagouv_eval_pipeline.experiment.plan import ExperimentPlan, SelectionError, plan_experiment
+from datagouv_eval_pipeline.tasks.errors import SpecErrors
 from datagouv_eval_pipeline.warehouse.location import default_duckdb_path
 
 EXAMPLE_QUERIES = (
@@ -88,11 +106,21 @@ def command(
         plan = plan_experiment(evaluation_types=evaluation_types, task_ids=ids, repeats=repeats)
     except SelectionError as error:
         raise click.UsageError(str(error)) from None
+    except SpecErrors as error:
+        raise click.ClickException(f"invalid specs, nothing was run:\n{error}") from None
     if dry_run:
         _print_plan(plan)
         return
     home = resolve_home(None)
-    home.mkdir(parents=True, exist_ok=True)
+    require_instance_dir(home)
+    require_writable_warehouse(Path(default_duckdb_path()))
+    notice = (
+        sandbox_notice()
+        if any(SANDBOX_CAPABILITIES & set(c.capabilities) for c in plan.cells)
+        else None
+    )
+    if notice:
+        click.echo(f"note: {notice}")
     os.environ["DAGSTER_HOME"] = str(home)
     started = time.perf_counter()
     result, db_path, report = _execute(
@@ -107,25 +135,33 @@ def command(
         judge=judge_config,
     )
     elapsed = time.perf_counter() - started
-    if not result.success:
-        click.echo(f"the experiment run failed after {elapsed:.0f} s; see the log above", err=True)
-        sys.exit(1)
+    summary = summarise(result)
+    interrupted = last_interrupt()
+    if interrupted:
+        state = f"experiment stopped ({interrupted}) after {elapsed:.0f} s"
+        state += "; finished task runs are kept: run it again to resume"
+    elif not result.success:
+        state = f"experiment FAILED after {elapsed:.0f} s (the failing step is named above)"
+    else:
+        state = f"experiment done in {elapsed:.0f} s"
     click.echo(
-        f"\nexperiment done in {elapsed:.0f} s: {len(plan.cells)} cells × {len(plan.tasks)} tasks "
-        f"(Dagster run {result.run_id}, instance {home})"
+        f"\n{state}: {len(plan.cells)} cells × {len(plan.tasks)} tasks "
+        f"(Dagster run {result.run_id[:8]}, instance {home})"
     )
-    runs = result.asset_materializations_for_node("agent_runs")
-    if runs:
-        meta = runs[0].metadata
-        click.echo(
-            f"agent task runs: {meta['task_runs_executed'].value} executed, "
-            f"{meta['task_runs_reused'].value} reused from the cache"
-        )
-    click.echo(f"warehouse (DuckDB): {db_path}")
-    click.echo(f"report: {report}")
-    click.echo("example queries (paste into `duckdb -readonly <file>`, or run them as shown):")
-    for query in EXAMPLE_QUERIES:
-        click.echo(f'  python3 -m uv run datagouv-eval sql "{query}"')
+    for line in summary_lines(summary):
+        click.echo(line)
+    if notice:
+        click.echo(f"note: {notice}")
+    if result.success:
+        click.echo(f"warehouse (DuckDB): {db_path}")
+        click.echo(f"report: {report}")
+        click.echo("example queries (paste into `duckdb -readonly <file>`, or run them as shown):")
+        for query in EXAMPLE_QUERIES:
+            click.echo(f'  python3 -m uv run datagouv-eval sql "{query}"')
+    # The run leaves a large heap; the interpreter's final collection of it took ~8 s on two
+    # cores. Nothing is left to write, so it is skipped (frozen objects are not collected).
+    gc.freeze()
+    sys.exit(exit_code(result.success, summary, interrupted=bool(interrupted)))
 
 
 def _judge_config(choice: str | None, base_url: str | None) -> dict[str, str]:
@@ -160,27 +196,43 @@ def _execute(
     settings: dict[str, Any], *, live: bool, judge: dict[str, str] | None = None
 ) -> tuple[Any, Path, Path]:
     """Run the ``experiment`` job over every cell, in process, on the persistent instance."""
+    import warnings
+
     import dagster as dg
+
+    # Dagster flags its beta parameters (backfill_policy, pool) with a warning per use.
+    warnings.filterwarnings("ignore", category=dg.BetaWarning)
+    warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
     from datagouv_eval_pipeline.definitions import defs
     from datagouv_eval_pipeline.defs.partitions import CELLS
 
     job = defs.resolve_job_def("experiment")
     with dg.DagsterInstance.get() as instance:
-        result = job.execute_in_process(
-            run_config={
-                "resources": {
-                    "experiment": {"config": settings},
-                    "catalog": {"config": {"live": live}},
-                    "judge": {"config": judge or {}},
-                }
-            },
-            instance=instance,
-            tags={
-                "dagster/asset_partition_range_start": CELLS[0].key,
-                "dagster/asset_partition_range_end": CELLS[-1].key,
-            },
-            raise_on_error=False,
-        )
+        click.echo(describe_cleaned(clean_dead_runs(instance)))
+        # SIGTERM acts as Ctrl-C: the agent step stops its cell and fails the run cleanly
+        # (instead of dying with the run left STARTED and its pool slot held).
+        previous = signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
+        try:
+            result = job.execute_in_process(
+                run_config={
+                    "resources": {
+                        "experiment": {"config": settings},
+                        "catalog": {"config": {"live": live}},
+                        "judge": {"config": judge or {}},
+                    },
+                    "loggers": {"brief": {"config": {"log_level": "INFO"}}},
+                },
+                instance=instance,
+                tags={
+                    "dagster/asset_partition_range_start": CELLS[0].key,
+                    "dagster/asset_partition_range_end": CELLS[-1].key,
+                    RUN_PID_TAG: str(os.getpid()),
+                    RUN_HOST_TAG: socket.gethostname(),
+                },
+                raise_on_error=False,
+            )
+        finally:
+            signal.signal(signal.SIGTERM, previous)
     db_path = Path(default_duckdb_path())
     return result, db_path, db_path.with_name("experiment_report.md")

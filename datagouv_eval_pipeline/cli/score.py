@@ -10,7 +10,7 @@ import click
 from datagouv_eval_pipeline.tasks.errors import TaskSpecErrors
 from datagouv_eval_pipeline.tasks.loader import load_task_specs
 from datagouv_eval_pipeline.tasks.spec import TaskSpec, Tier
-from datagouv_eval_pipeline.traces import load_trace
+from datagouv_eval_pipeline.traces import SCORED_STATUSES, load_trace
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 _UNIT = click.FloatRange(0.0, 1.0)
@@ -72,6 +72,23 @@ def command(
         trace = load_trace(trace_path)
     except ValueError as error:
         raise click.ClickException(str(error)) from error
+    indent = None if compact else 2
+    if trace.status not in SCORED_STATUSES:
+        # As in the pipeline: a run that did not finish is not scored (NULL), never zero.
+        why = f"the run ended {trace.status}" + (
+            f": {trace.status_reason}" if trace.status_reason else ""
+        )
+        unscored = {
+            "task_id": trace.task_id,
+            "scored": False,
+            "reason": f"not scored: {why}",
+            "minimal": None,
+            "optimal": None,
+            "checks": None,
+            "efficiency": None,
+        }
+        click.echo(json.dumps(unscored, ensure_ascii=False, indent=indent))
+        return
     accuracy: dict[Tier, float | None] = {
         "minimal": accuracy_minimal,
         "optimal": accuracy_optimal,
@@ -89,5 +106,4 @@ def command(
         raise click.ClickException(f"{trace_path}: {error}") from error
     if score.mapping.error:
         click.echo(f"warning: {trace_path}: {score.mapping.error}", err=True)
-    indent = None if compact else 2
     click.echo(json.dumps(score.to_json(), ensure_ascii=False, indent=indent))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from datagouv_eval_pipeline.cli.ports import PORT, require_free_port
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 
 
@@ -16,7 +17,7 @@ def command() -> None:
 
 
 @command.command("serve")
-@click.option("--port", type=int, default=8765, show_default=True, help="TCP port (0 = free).")
+@click.option("--port", type=PORT, default=8765, show_default=True, help="TCP port (0 = free).")
 @click.option(
     "--snapshot",
     "snapshot_id",
@@ -70,6 +71,7 @@ def serve(
     from datagouv_eval_pipeline.twin.hosts import served_hosts
     from datagouv_eval_pipeline.twin.server import serve_forever
 
+    require_free_port(port)
     try:
         store = CatalogStore.load(snapshots_dir, snapshot_id)
     except SnapshotError as error:
@@ -150,7 +152,7 @@ def build_snapshot(snapshots_dir: Path | None) -> None:
 
 
 @command.command("urls")
-@click.option("--port", type=int, default=8765, show_default=True)
+@click.option("--port", type=PORT, default=8765, show_default=True)
 def urls(port: int) -> None:
     """Print the base URLs a client should use for a twin on PORT."""
     click.echo(json.dumps(TwinUrls.for_port(port).as_dict(), indent=1))

@@ -18,8 +18,10 @@ from datagouv_eval_pipeline.experiment.stages import (
     ACTION_MAPPINGS,
     AGENT_RUNS,
     JUDGE_SCORES,
-    cell_load,
+    StageInputError,
+    cell_documents,
 )
+from datagouv_eval_pipeline.experiment.store import RunStoreError
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.warehouse import queries
 from datagouv_eval_pipeline.warehouse.loader import connect, delete_cell, load_experiment
@@ -76,12 +78,33 @@ def warehouse(
     store = run_store.store()
     expected = [cell.key for cell in CELLS]
     loads = []
+    unreadable: dict[str, str] = {}
+    stale: dict[str, dict[str, str]] = {}
     for key in expected:
-        runs = store.read(AGENT_RUNS, key)
-        if runs is None:
+        # A corrupt or malformed document fails only its cell (its earlier rows are kept).
+        try:
+            runs = store.read(AGENT_RUNS, key)
+            if runs is None:
+                continue
+            documents = cell_documents(
+                runs,
+                store.read(ACTION_MAPPINGS, key),
+                store.read(JUDGE_SCORES, key),
+                where=str(store.path(AGENT_RUNS, key)),
+            )
+        except (RunStoreError, StageInputError) as error:
+            unreadable[key] = str(error)
+            context.log.error("warehouse: cell %s not loaded: %s", key, error)
             continue
-        loads.append(
-            cell_load(runs, store.read(ACTION_MAPPINGS, key), store.read(JUDGE_SCORES, key))
+        loads.append(documents.load)
+        if documents.stale:
+            stale[key] = documents.stale
+    if stale:
+        context.log.warning(
+            "warehouse: %d cell(s) load with NULL scores: their later stages were computed "
+            "from other agent runs (rematerialize them): %s",
+            len(stale),
+            "; ".join(f"{k} ({', '.join(v)})" for k, v in stale.items()),
         )
     db = warehouse.db_path()
     specs = load_task_specs([TASK_SPECS_DIR])
@@ -117,5 +140,7 @@ def warehouse(
                 "cells_loaded": len(results),
                 "cells_with_failed_agent_runs": dg.MetadataValue.json(failures),
                 "cells_dropped": dg.MetadataValue.json(dropped),
+                "cells_unreadable": dg.MetadataValue.json(unreadable),
+                "cells_with_stale_stages": dg.MetadataValue.json(stale),
             }
         yield dg.MaterializeResult(asset_key=asset_key, metadata=metadata)
