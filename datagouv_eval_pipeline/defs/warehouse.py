@@ -1,9 +1,13 @@
 """The ``warehouse`` assets: the DuckDB tables analysts query, one asset per table.
 
-This is the only writer of the DuckDB file (pool ``duckdb_writer``, limit 1): partitioned stages
+This is the only loader of the DuckDB file (pool ``duckdb_writer``, limit 1): partitioned stages
 write run store documents, and this fan-in loads every cell present, tolerating missing or failed
 cells and reporting coverage. A cell's load replaces its rows (never duplicates them), and the
 rows of cells that left the benchmark YAML are removed so the warehouse is the experiment.
+Each materialization is one experiment run (``eval.experiments``, id = the Dagster run id):
+the loaded runs and metrics are also appended to ``eval.runs_history`` / ``eval.metrics_history``.
+The same step then runs the statistics stage (``defs/statistics.py``): error bars, paired
+comparisons and the regression gate, so dbt runs once, after all of it.
 """
 
 from collections.abc import Iterator
@@ -14,6 +18,7 @@ import dagster as dg
 from datagouv_eval_pipeline.defs.judge_scores import judge_scores
 from datagouv_eval_pipeline.defs.partitions import CELLS
 from datagouv_eval_pipeline.defs.resources import RunStoreResource, WarehouseResource
+from datagouv_eval_pipeline.defs.statistics import GateConfig, run_statistics
 from datagouv_eval_pipeline.experiment.stages import (
     ACTION_MAPPINGS,
     AGENT_RUNS,
@@ -23,9 +28,9 @@ from datagouv_eval_pipeline.experiment.stages import (
 )
 from datagouv_eval_pipeline.experiment.store import RunStoreError
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.warehouse import queries
+from datagouv_eval_pipeline.warehouse import config_hash, new_experiment, queries
 from datagouv_eval_pipeline.warehouse.loader import connect, delete_cell, load_experiment
-from datagouv_eval_pipeline.warehouse.schema import SCHEMA, TABLES, Table
+from datagouv_eval_pipeline.warehouse.schema import ALL_TABLES, SCHEMA, Table
 
 # Fire once every partition upstream is done, even when some are missing or failed: the plain
 # eager condition waits for all of them forever (``any_deps_missing``).
@@ -50,7 +55,7 @@ def _column_schema(table: Table) -> dg.TableSchema:
     )
 
 
-WAREHOUSE_KEYS = [dg.AssetKey([SCHEMA, table.name]) for table in TABLES]
+WAREHOUSE_KEYS = [dg.AssetKey([SCHEMA, table.name]) for table in ALL_TABLES]
 
 
 @dg.multi_asset(
@@ -64,7 +69,7 @@ WAREHOUSE_KEYS = [dg.AssetKey([SCHEMA, table.name]) for table in TABLES]
             metadata={"dagster/column_schema": _column_schema(table)},
             automation_condition=EAGER_TOLERATING_MISSING,
         )
-        for key, table in zip(WAREHOUSE_KEYS, TABLES, strict=True)
+        for key, table in zip(WAREHOUSE_KEYS, ALL_TABLES, strict=True)
     ],
     pool="duckdb_writer",
     can_subset=False,
@@ -73,8 +78,9 @@ def warehouse(
     context: dg.AssetExecutionContext,
     run_store: RunStoreResource,
     warehouse: WarehouseResource,
+    config: GateConfig,
 ) -> Iterator[dg.MaterializeResult[None]]:
-    """Load every cell's documents into DuckDB and report coverage."""
+    """Load every cell's documents into DuckDB, report coverage, then the statistics stage."""
     store = run_store.store()
     expected = [cell.key for cell in CELLS]
     loads = []
@@ -108,12 +114,20 @@ def warehouse(
         )
     db = warehouse.db_path()
     specs = load_task_specs([TASK_SPECS_DIR])
-    results, coverage = load_experiment(db, loads, expected, tasks=specs)
+    # Every run is recorded: its rows join the history, the previous runs' rows stay.
+    record = new_experiment(
+        config_hash(
+            [cell.to_record() for cell in CELLS], {s.task_id: s.spec_hash() for s in specs}
+        ),
+        dagster_run_id=context.run.run_id,
+    )
+    results, coverage = load_experiment(db, loads, expected, tasks=specs, experiment=record)
     with connect(db, read_only=True) as conn:
         known = [row[0] for row in conn.execute(f"SELECT cell_key FROM {SCHEMA}.cells").fetchall()]
     dropped = [key for key in known if key not in set(expected)]
     for key in dropped:
         delete_cell(db, key)
+    statistics = run_statistics(context, db, config)
     with connect(db, read_only=True) as conn:
         counts = queries.row_counts(conn)
     failures = {
@@ -128,12 +142,15 @@ def warehouse(
         len(expected),
         counts.get("runs", 0),
     )
-    for asset_key, table in zip(WAREHOUSE_KEYS, TABLES, strict=True):
+    for asset_key, table in zip(WAREHOUSE_KEYS, ALL_TABLES, strict=True):
         metadata: dict[str, Any] = {
             "path": str(db),
             "rows": counts.get(table.name, 0),
             "dagster/row_count": counts.get(table.name, 0),
         }
+        metadata |= statistics.get(table.name, {})
+        if table.name == "experiments":
+            metadata |= {"experiment_id": record.experiment_id, "config_hash": record.config_hash}
         if table.name == "cells":
             metadata |= {
                 "coverage": dg.MetadataValue.json(coverage.to_json()),

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from datagouv_eval_pipeline.warehouse import Coverage, load_experiment
+from datagouv_eval_pipeline.warehouse import Coverage, ExperimentRecord, connect, load_experiment
+from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
+from datagouv_eval_pipeline.warehouse.gate import evaluate_gate, write_gate_results
 from tests.warehouse.warehouse_factories import (
     MCP_26,
     hand_cell,
@@ -19,11 +22,17 @@ from tests.warehouse.warehouse_factories import (
 WAREHOUSE_TABLES = [
     "action_instances",
     "cells",
+    "comparisons",
+    "experiments",
     "failure_modes",
+    "gate_results",
+    "metric_estimates",
     "metrics",
+    "metrics_history",
     "pass_k",
     "references",
     "runs",
+    "runs_history",
     "tasks",
     "tool_calls",
     "verdicts",
@@ -38,9 +47,23 @@ RANGE_TESTS = [
 
 
 def load_fixture_warehouse(db: Path) -> Coverage:
-    """Load the realistic experiment and both hand cells, with their task specs, into ``db``."""
+    """Load the realistic experiment and both hand cells, with their task specs, into ``db``.
+
+    Recorded as two identical experiment runs, then the statistics stage and the gate run, as
+    the pipeline does before dbt.
+    """
     loads = [*realistic_experiment(), hand_cell(), hand_cell_b()]
-    _, coverage = load_experiment(db, loads, tasks=specs().values())  # closes its connection
+    for minutes, name in ((0, "fixture-1"), (5, "fixture-2")):
+        record = ExperimentRecord(
+            name, "cfg", name, datetime(2026, 11, 30, 10, minutes, tzinfo=UTC), "abc", False, None
+        )
+        _, coverage = load_experiment(db, loads, tasks=specs().values(), experiment=record)
+    conn = connect(db)
+    try:
+        compute_statistics(conn)
+        write_gate_results(conn, evaluate_gate(conn))
+    finally:
+        conn.close()
     return coverage
 
 
