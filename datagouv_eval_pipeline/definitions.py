@@ -1,8 +1,9 @@
 """The Dagster code location (``workspace.yaml`` and ``[tool.dagster]`` point here).
 
 One graph: task specs and the catalog pre-flight, then per cell the agent runs, action mappings
-and judge scores, then the DuckDB warehouse, the dbt metrics and the report. The in-process
-executor keeps a run to one process: on two cores a subprocess per step costs more than the work.
+and judge scores, then the DuckDB warehouse, its statistics (error bars, comparisons, the
+regression gate), the dbt metrics and the report. The in-process executor keeps a run to one
+process: on two cores a subprocess per step costs more than the work.
 """
 
 import dagster as dg
@@ -33,6 +34,7 @@ from datagouv_eval_pipeline.defs.resources import (
     RunStoreResource,
     WarehouseResource,
 )
+from datagouv_eval_pipeline.defs.statistics import no_regression, statistics
 from datagouv_eval_pipeline.defs.task_specs import specs_valid, task_specs
 from datagouv_eval_pipeline.defs.warehouse import warehouse
 
@@ -44,6 +46,7 @@ defs = dg.Definitions(
         action_mappings,
         judge_scores,
         warehouse,
+        statistics,
         dbt_metrics_assets,
         experiment_report_asset(REPORT_DEPS),
     ],
@@ -58,6 +61,7 @@ defs = dg.Definitions(
         checks.cell_coverage,
         checks.judge_coverage,
         checks.scores_in_range,
+        no_regression,
     ],
     jobs=[experiment_job, agent_runs_job, experiment_dry_run],
     schedules=[weekly_experiment],

@@ -1,9 +1,11 @@
 """The ``warehouse`` assets: the DuckDB tables analysts query, one asset per table.
 
-This is the only writer of the DuckDB file (pool ``duckdb_writer``, limit 1): partitioned stages
+This is the only loader of the DuckDB file (pool ``duckdb_writer``, limit 1): partitioned stages
 write run store documents, and this fan-in loads every cell present, tolerating missing or failed
 cells and reporting coverage. A cell's load replaces its rows (never duplicates them), and the
 rows of cells that left the benchmark YAML are removed so the warehouse is the experiment.
+Each materialization is one experiment run (``eval.experiments``, id = the Dagster run id):
+the loaded runs and metrics are also appended to ``eval.runs_history`` / ``eval.metrics_history``.
 """
 
 from collections.abc import Iterator
@@ -21,7 +23,7 @@ from datagouv_eval_pipeline.experiment.stages import (
     cell_load,
 )
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.warehouse import queries
+from datagouv_eval_pipeline.warehouse import config_hash, new_experiment, queries
 from datagouv_eval_pipeline.warehouse.loader import connect, delete_cell, load_experiment
 from datagouv_eval_pipeline.warehouse.schema import SCHEMA, TABLES, Table
 
@@ -85,7 +87,14 @@ def warehouse(
         )
     db = warehouse.db_path()
     specs = load_task_specs([TASK_SPECS_DIR])
-    results, coverage = load_experiment(db, loads, expected, tasks=specs)
+    # Every run is recorded: its rows join the history, the previous runs' rows stay.
+    record = new_experiment(
+        config_hash(
+            [cell.to_record() for cell in CELLS], {s.task_id: s.spec_hash() for s in specs}
+        ),
+        dagster_run_id=context.run_id,
+    )
+    results, coverage = load_experiment(db, loads, expected, tasks=specs, experiment=record)
     with connect(db, read_only=True) as conn:
         known = [row[0] for row in conn.execute(f"SELECT cell_key FROM {SCHEMA}.cells").fetchall()]
     dropped = [key for key in known if key not in set(expected)]
@@ -111,6 +120,8 @@ def warehouse(
             "rows": counts.get(table.name, 0),
             "dagster/row_count": counts.get(table.name, 0),
         }
+        if table.name == "experiments":
+            metadata |= {"experiment_id": record.experiment_id, "config_hash": record.config_hash}
         if table.name == "cells":
             metadata |= {
                 "coverage": dg.MetadataValue.json(coverage.to_json()),

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from datagouv_eval_pipeline.traces import Trace
-from datagouv_eval_pipeline.warehouse.schema import TABLES_BY_NAME, Table
+from datagouv_eval_pipeline.warehouse.schema import CELL_TABLES, TABLES_BY_NAME, Table
 
 Row = dict[str, Any]
 
@@ -153,7 +153,7 @@ class CellRows:
     """Rows of every cell table for one cell, column-name dicts per table."""
 
     tables: dict[str, list[Row]] = field(
-        default_factory=lambda: {name: [] for name in TABLES_BY_NAME if name not in ("tasks",)}
+        default_factory=lambda: {table.name: [] for table in CELL_TABLES}
     )
 
     def add(self, table: str, row: Row) -> None:

@@ -22,9 +22,15 @@ EXPECTED_ASSETS = [
     "catalog_validation",
     "eval/action_instances",
     "eval/cells",
+    "eval/comparisons",
+    "eval/experiments",
     "eval/failure_modes",
+    "eval/gate_results",
+    "eval/metric_estimates",
     "eval/metrics",
+    "eval/metrics_history",
     "eval/runs",
+    "eval/runs_history",
     "eval/tasks",
     "eval/tool_calls",
     "eval/verdicts",
@@ -40,6 +46,7 @@ EXPECTED_CHECKS = [
     ("catalog_validation", "catalog_reachable"),
     ("catalog_validation", "no_quarantined_tasks"),
     ("eval/cells", "cell_coverage"),
+    ("eval/gate_results", "no_regression"),
     ("eval/metrics", "scores_in_range"),
     ("eval/runs", "runs_match_partitions"),
     ("eval/verdicts", "judge_coverage"),
@@ -91,8 +98,13 @@ def test_asset_keys_groups_and_partitions() -> None:
     assert parents["agent_runs"] == {dg.AssetKey("task_specs"), dg.AssetKey("catalog_validation")}
     assert parents["action_mappings"] == {dg.AssetKey("agent_runs")}
     assert parents["judge_scores"] == {dg.AssetKey("action_mappings")}
+    statistics = {f"eval/{name}" for name in ("metric_estimates", "comparisons", "gate_results")}
+    loaded = {dg.AssetKey.from_user_string(k) for k in EXPECTED_ASSETS if k.startswith("eval/")}
     for key in EXPECTED_ASSETS:
-        if key.startswith("eval/"):
+        if key in statistics:
+            # The statistics stage reads what the warehouse loaded.
+            assert parents[key] == loaded - {dg.AssetKey.from_user_string(k) for k in statistics}
+        elif key.startswith("eval/"):
             assert parents[key] == {dg.AssetKey("judge_scores")}, key
 
 
