@@ -15,6 +15,7 @@ import dagster as dg
 
 from datagouv_eval_pipeline.defs.partitions import CELLS
 from datagouv_eval_pipeline.defs.resources import RunStoreResource, WarehouseResource
+from datagouv_eval_pipeline.defs.statistics import STATISTICS_KEYS
 from datagouv_eval_pipeline.report import build_report, default_report_dir, read_sources
 from datagouv_eval_pipeline.report.build import BuiltReport
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
@@ -128,5 +129,5 @@ def experiment_report_asset(deps: Sequence[dg.AssetKey]) -> dg.AssetsDefinition:
     return experiment_report
 
 
-REPORT_DEPS = [dg.AssetKey(["metrics", SUMMARY_MODEL])]
-"""The dbt model the report reads."""
+REPORT_DEPS = [dg.AssetKey(["metrics", SUMMARY_MODEL]), *STATISTICS_KEYS]
+"""What the report reads: the dbt models (their last one) and the statistics tables."""

@@ -21,6 +21,9 @@ from datagouv_eval_pipeline.warehouse.schema import SCHEMA
 Row = dict[str, Any]
 """One row of a query, by column name."""
 
+STATISTICS_TABLES = frozenset({f"{SCHEMA}.metric_estimates", f"{SCHEMA}.comparisons"})
+"""The statistics stage's tables the report reads (intervals, paired tests)."""
+
 HEADLINE_TIER = "minimal"
 """The tier the headline views show (the optimal tier is in the per-cell tables)."""
 
@@ -102,6 +105,9 @@ class ReportData:
         summaries: ``experiment_metrics`` rows by (cell, tier, metric).
         failure_counts: ``failure_mode_counts`` rows (tier, then cell and mode).
         comparisons: ``cell_comparison`` rows (one order of each pair).
+        estimates: ``eval.metric_estimates`` rows of scope ``cell`` (all languages) by
+            (cell, tier, metric); empty when the statistics stage has not run.
+        tests: ``eval.comparisons`` rows (both orders of each pair); empty likewise.
         tables: Every table and view name of the file, ``schema.name``.
         sources: The run store and config inputs.
     """
@@ -117,12 +123,23 @@ class ReportData:
     summaries: dict[tuple[str, str, str], Row]
     failure_counts: list[Row]
     comparisons: list[Row]
+    estimates: dict[tuple[str, str, str], Row]
+    tests: list[Row]
     tables: frozenset[str]
     sources: ReportSources = field(default_factory=ReportSources)
 
     def summary(self, cell_key: str, metric: str, tier: str = HEADLINE_TIER) -> Row | None:
         """The ``experiment_metrics`` row of one cell, tier and metric."""
         return self.summaries.get((cell_key, tier, metric))
+
+    def estimate(self, cell_key: str, metric: str, tier: str = HEADLINE_TIER) -> Row | None:
+        """The ``eval.metric_estimates`` row of one cell, tier and metric (None without it)."""
+        return self.estimates.get((cell_key, tier, metric))
+
+    @property
+    def has_statistics(self) -> bool:
+        """Whether the statistics stage filled its tables for this warehouse."""
+        return bool(self.estimates)
 
     def run_metric(self, run_id: str, metric: str, tier: str = HEADLINE_TIER) -> float | None:
         """One metric value of one run (None when unscored or absent)."""
@@ -227,6 +244,21 @@ def load_report_data(db_path: Path, sources: ReportSources | None = None) -> Rep
             f"SELECT * FROM {models['cell_comparison']} WHERE cell_a < cell_b "
             "ORDER BY dimension, metric, tier, cell_a, cell_b",
         )
+        estimates: dict[tuple[str, str, str], Row] = {}
+        tests: list[Row] = []
+        if tables >= STATISTICS_TABLES:
+            estimates = {
+                (row["cell_key"], row["tier"], row["metric"]): row
+                for row in _rows(
+                    conn,
+                    f"SELECT * FROM {SCHEMA}.metric_estimates "
+                    "WHERE scope = 'cell' AND language = 'all'",
+                )
+            }
+            tests = _rows(
+                conn,
+                f"SELECT * FROM {SCHEMA}.comparisons ORDER BY dimension, metric, tier, cell_a",
+            )
     return ReportData(
         db_path=db_path,
         cells=cells,
@@ -239,6 +271,8 @@ def load_report_data(db_path: Path, sources: ReportSources | None = None) -> Rep
         summaries=summaries,
         failure_counts=failure_counts,
         comparisons=comparisons,
+        estimates=estimates,
+        tests=tests,
         tables=tables,
         sources=sources or ReportSources(),
     )

@@ -26,7 +26,9 @@ def _estimate(estimates: Sequence[Estimate]) -> str:
         if e.mean is None:
             text = f"not scored (n=0/{e.runs})"
         else:
-            interval = f" [{e.low:.2f}, {e.high:.2f}]" if e.low is not None and e.high else ""
+            interval = ""
+            if e.low is not None and e.high is not None:
+                interval = f" [{e.low:.2f}, {e.high:.2f}]"
             text = f"**{e.mean:.2f}**{interval} n={e.scored}/{e.runs}"
         parts.append(text)
     return "<br>".join(parts)
@@ -63,7 +65,7 @@ def render_markdown(view: ReportView, *, html_path: str | None = None) -> str:
     lines += ["", "## Comparisons (one dimension differs, minimal tier)", ""]
     header = "| dimension | metric | A | B | mean A | mean B | paired Δ | tasks |"
     if view.statistics:
-        header = header[:-1] + " 95 % CI | p (Holm) | verdict |"
+        header += " 95 % CI | p (Holm) | MDE | verdict |"
     lines += [header, "|" + "---|" * (header.count("|") - 1)]
     for c in view.comparisons[:MAX_COMPARISONS]:
         cells = [
@@ -78,7 +80,7 @@ def render_markdown(view: ReportView, *, html_path: str | None = None) -> str:
         ]
         if view.statistics:
             interval = "—" if c.low is None or c.high is None else f"[{c.low:+.2f}, {c.high:+.2f}]"
-            cells += [interval, _num(c.p_adjusted, 3), c.verdict or "—"]
+            cells += [interval, _num(c.p_adjusted, 3), _num(c.mde), c.verdict or "—"]
         lines.append("| " + " | ".join(cells) + " |")
     if len(view.comparisons) > MAX_COMPARISONS:
         lines.append(f"\n{len(view.comparisons) - MAX_COMPARISONS} more pairs in the HTML page.")

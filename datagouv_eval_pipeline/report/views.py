@@ -1,8 +1,9 @@
 """The report's sections as plain values: what each table and plot shows, chosen from the data.
 
 The HTML page and the Markdown render the same :class:`ReportView`, so the two never disagree.
-Nothing here computes a statistic: means, counts and coverage come from the dbt marts; intervals
-and tests come from the statistics tables when the warehouse has them.
+Nothing here computes a statistic: means, n, coverage, intervals and paired tests come from the
+statistics stage's tables (``eval.metric_estimates``, ``eval.comparisons``); a warehouse without
+them falls back to the dbt marts' means and deltas, and the pages say so.
 """
 
 from __future__ import annotations
@@ -48,8 +49,10 @@ class Estimate:
         scored: Runs scored (n).
         runs: Runs in the cell.
         coverage: scored / runs.
-        low: Lower bound of the 95 % interval (None until the statistics tables exist).
+        low: Lower bound of the 95 % interval (None without the statistics tables, or with
+            fewer than two tasks scored).
         high: Upper bound.
+        note: Why there is no interval, when the statistics tables say.
     """
 
     cell_key: str
@@ -59,6 +62,7 @@ class Estimate:
     coverage: float | None
     low: float | None = None
     high: float | None = None
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,9 @@ class Comparison:
         p_adjusted: Holm-adjusted p-value (statistics tables).
         verdict: better / worse / no detectable difference (statistics tables).
         mde: Minimum detectable effect at 80 % power (statistics tables).
+        test: The test used (statistics tables).
+        pairs: (task, repeat) pairs scored in both cells (statistics tables).
+        note: Why a figure is missing (statistics tables).
     """
 
     dimension: str
@@ -130,6 +137,9 @@ class Comparison:
     p_adjusted: float | None = None
     verdict: str | None = None
     mde: float | None = None
+    test: str | None = None
+    pairs: int | None = None
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -229,6 +239,18 @@ def _version_key(version: str) -> tuple[int, ...]:
 
 
 def _estimate(data: ReportData, cell_key: str, metric: str) -> Estimate:
+    stats = data.estimate(cell_key, metric)
+    if stats is not None:
+        return Estimate(
+            cell_key,
+            stats["mean"],
+            int(stats["n"]),
+            int(stats["runs"]),
+            stats["coverage"],
+            stats["ci_low"],
+            stats["ci_high"],
+            stats["reason"] if stats["ci_low"] is None else None,
+        )
     row = data.summary(cell_key, metric)
     runs = len(data.runs_of(cell_key))
     if row is None:
@@ -268,6 +290,51 @@ def pivots(data: ReportData) -> list[Pivot]:
         rows = [PivotRow(model, caps, slots) for (model, caps), slots in sorted(grouped.items())]
         out.append(Pivot(metric, title, versions, rows))
     return out
+
+
+def _order_key(dimension: str, value: str) -> tuple[Any, ...]:
+    if dimension in {"mcp_version", "skills_version"}:
+        return (0, _version_key(value))
+    return (1, value)
+
+
+def tested_comparisons(data: ReportData) -> list[Comparison]:
+    """The paired tests of ``eval.comparisons`` on the compared metrics (minimal tier).
+
+    Each pair once, A the older version (or the first value): the table holds both orders.
+    """
+    out = []
+    for row in data.tests:
+        if row["tier"] != HEADLINE_TIER or row["metric"] not in COMPARED_METRICS:
+            continue
+        value_a = str(row["value_a"] if row["value_a"] is not None else "none")
+        value_b = str(row["value_b"] if row["value_b"] is not None else "none")
+        key_a, key_b = _order_key(row["dimension"], value_a), _order_key(row["dimension"], value_b)
+        if (key_a, row["cell_a"]) > (key_b, row["cell_b"]):
+            continue
+        out.append(
+            Comparison(
+                dimension=str(row["dimension"]),
+                metric=str(row["metric"]),
+                cell_a=str(row["cell_a"]),
+                cell_b=str(row["cell_b"]),
+                value_a=value_a,
+                value_b=value_b,
+                mean_a=row["mean_a"],
+                mean_b=row["mean_b"],
+                paired_tasks=int(row["tasks"] or 0),
+                paired_delta=row["mean_difference"],
+                low=row["ci_low"],
+                high=row["ci_high"],
+                p_adjusted=row["p_adjusted"],
+                verdict=row["verdict"],
+                mde=row["mde"],
+                test=row["test"],
+                pairs=int(row["pairs"] or 0),
+                note=row["reason"],
+            )
+        )
+    return sorted(out, key=lambda c: (c.paired_tasks == 0, c.dimension, c.metric))
 
 
 def comparisons(data: ReportData) -> list[Comparison]:
@@ -436,8 +503,8 @@ def build_view(data: ReportData) -> ReportView:
         data=data,
         labels=labels,
         pivots=pivots(data),
-        comparisons=comparisons(data),
-        statistics=False,
+        comparisons=tested_comparisons(data) if data.has_statistics else comparisons(data),
+        statistics=data.has_statistics,
         version_series=version_series(data, versions),
         versions=versions,
         costs=cost_rows,

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import websockets
 
 from datagouv_eval_pipeline.experiment.quarantine import DOCUMENT_KEY
@@ -28,6 +29,7 @@ from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS, JUDGE_SCORES
 from datagouv_eval_pipeline.experiment.store import RunStore
 from datagouv_eval_pipeline.traces import RequestUsage, Trace
 from datagouv_eval_pipeline.warehouse import CellLoad, load_experiment
+from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
 from tests.dbt.dbt_helpers import DUCKDB_ENV, PROJECT
 from tests.warehouse.warehouse_factories import (
     CODE,
@@ -118,6 +120,8 @@ def build_fixture_warehouse(root: Path) -> FixtureWarehouse:
     db = root / "warehouse.duckdb"
     loads = fixture_loads()
     load_experiment(db, loads, tasks=specs().values())
+    with duckdb.connect(str(db)) as conn:
+        compute_statistics(conn)
     # In a child process, as the pipeline's dbt assets run it: dbt-duckdb keeps its in-process
     # connection open, and DuckDB refuses a read-only one beside it.
     dbt = Path(sys.executable).with_name("dbt")

@@ -27,8 +27,10 @@ def test_the_report_page_is_self_contained_with_every_section(built_report: Buil
     # plots inline, nothing fetched from elsewhere
     assert page.count('src="data:image/png;base64,') == 3
     assert not re.search(r'(src|href)="(https?:)?//', page)
-    assert "<strong>0.75</strong>" in page and "n=2/4" in page
-    assert "no statistics tables yet" in page.replace("\n", " ")
+    assert '<strong>0.75</strong> <span class="small">[0.00, 1.00]</span>' in page
+    assert "n=2/4" in page
+    assert "no detectable difference" in page and "wilcoxon_signed_rank" in page
+    assert "no statistics tables yet" not in page.replace("\n", " ")
     assert str(escape(QUARANTINED[1])) in page
     assert "Absent: the warehouse holds no judge calibration results" in page
     # every link into the browser points at a written page
@@ -38,7 +40,8 @@ def test_the_report_page_is_self_contained_with_every_section(built_report: Buil
 
 def test_the_markdown_has_the_pivot_and_what_was_not_scored(built_report: BuiltReport) -> None:
     text = built_report.markdown
-    assert "| model-a | none | · | · | **0.75** n=2/4 |" in text
+    assert "| model-a | none | · | · | **0.75** [0.00, 1.00] n=2/4 |" in text
+    assert "| +0.00 | 2 | [+0.00, +0.00] | 1.000 | — | no detectable difference |" in text
     assert "| quarantined | task_0009 | 1 |" in text
     assert (built_report.out_dir / "experiment_report.md").read_text() == text
 

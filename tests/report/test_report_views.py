@@ -49,6 +49,8 @@ def test_pivot_shows_mean_n_and_coverage_per_version(built_report: BuiltReport) 
         4,
         0.5,
     )
+    # t interval of (1.0, 0.5): 0.75 ± t(0.975, 1) · 0.25 = 0.75 ± 3.18, clipped to [0, 1]
+    assert (hand.low, hand.high) == (0.0, 1.0)
     assert rows[("model-a", "none")][0] == [] == rows[("model-a", "none")][1]
     (unjudged,) = rows[("model-b", "none")][2]
     assert (unjudged.mean, unjudged.scored, unjudged.runs) == (None, 0, 2)
@@ -56,6 +58,15 @@ def test_pivot_shows_mean_n_and_coverage_per_version(built_report: BuiltReport) 
     assert [e.cell_key for e in mcp[0]] == [MCP_19]
     assert [e.cell_key for e in mcp[1]] == [MCP_26]
     assert (mcp[1][0].scored, mcp[1][0].runs) == (3, 4)  # the failed run is not scored
+    # accuracies (1, 0, 1) are 0/1 outcomes: Wilson interval of 2/3 with n = 3,
+    # centre (p + z²/2n) / (1 + z²/n), half-width z·sqrt(p(1-p)/n + z²/4n²) / (1 + z²/n)
+    z, n, p = 1.959964, 3, 2 / 3
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5 / (1 + z * z / n)
+    assert (mcp[1][0].low, mcp[1][0].high) == pytest.approx((centre - half, centre + half))
+    assert (mcp[1][0].low, mcp[1][0].high) == pytest.approx((0.2077, 0.9385), abs=1e-4)
+    (single,) = rows[("baseline-oneshot", "code")][2]
+    assert (single.low, single.note) == (None, "fewer than 2 tasks scored")
 
 
 def test_pivot_means_match_a_recomputation_from_eval_metrics(built_report: BuiltReport) -> None:
@@ -79,15 +90,25 @@ def test_pivot_means_match_a_recomputation_from_eval_metrics(built_report: Built
 
 def test_comparisons_pair_cells_differing_in_one_dimension(built_report: BuiltReport) -> None:
     found = {(c.dimension, c.metric, c.cell_a, c.cell_b): c for c in built_report.view.comparisons}
+    assert built_report.view.statistics
     versions = found[("mcp_version", "accuracy", MCP_19, MCP_26)]
     assert (versions.value_a, versions.value_b) == ("0.2.19", "0.2.26")
-    assert versions.paired_tasks == 2  # task_0002 and task_0011; task_0003 failed in 0.2.26
+    # task_0002 (two repeats) and task_0011; task_0003 failed in 0.2.26
+    assert (versions.paired_tasks, versions.pairs) == (2, 3)
+    # the same answers in both versions: no difference, not significant
+    assert (versions.paired_delta, versions.low, versions.high) == (0.0, 0.0, 0.0)
+    assert versions.verdict == "no detectable difference"
+    assert versions.p_adjusted == 1.0
+    assert (MCP_26, MCP_19) not in {(c.cell_a, c.cell_b) for c in built_report.view.comparisons}
     models = found[("model", "accuracy", HAND, HAND_B)]
-    assert (models.mean_a, models.mean_b, models.paired_tasks) == (0.75, None, 0)
+    assert (models.paired_tasks, models.verdict, models.note) == (
+        0,
+        None,
+        "no run scored in both cells",
+    )
     # pairs that can be compared come first
     tasks = [c.paired_tasks for c in built_report.view.comparisons]
     assert tasks == sorted(tasks, key=lambda n: n == 0)
-    assert not built_report.view.statistics
 
 
 def test_cost_view_counts_correct_runs_and_falls_back_to_latency(
