@@ -169,7 +169,7 @@ def cost_accuracy(points: Sequence[CostPoint], xlabel: str) -> Plot:
         axes.set_ylabel("mean accuracy (minimal tier)")
         axes.set_ylim(-0.05, 1.08)
         axes.grid(alpha=0.3)
-        axes.legend(fontsize=7, frameon=False, loc="lower right")
+        axes.legend(fontsize=7, frameon=False, loc="best")
         return _plot(figure)
 
 

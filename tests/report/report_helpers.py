@@ -241,7 +241,9 @@ class Tab:
             if method == "Runtime.consoleAPICalled" and params.get("type") in {"error", "assert"}:
                 load.errors.append(" ".join(str(a.get("value")) for a in params.get("args", [])))
             elif method == "Runtime.exceptionThrown":
-                load.errors.append(json.dumps(params.get("exceptionDetails", {}))[:500])
+                details = params.get("exceptionDetails", {})
+                thrown = details.get("exception", {}).get("description")
+                load.errors.append(str(thrown or details.get("text")))
             elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
                 load.errors.append(str(params["entry"].get("text")))
             elif method == "Page.javascriptDialogOpening":

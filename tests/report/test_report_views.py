@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import duckdb
 import pytest
 
-from datagouv_eval_pipeline.report import BuiltReport
+from datagouv_eval_pipeline.report import BuiltReport, build_report
 from datagouv_eval_pipeline.report.figures import CostPoint, pareto_front
 from datagouv_eval_pipeline.report.views import LATENCY_AXIS, NO_VERSION, cell_label
-from tests.report.report_helpers import FAILED_STAGE, QUARANTINED
+from tests.report.report_helpers import FAILED_STAGE, QUARANTINED, FixtureWarehouse
 from tests.warehouse.warehouse_factories import CODE, HAND, HAND_B, MCP_19, MCP_26
 
 
@@ -159,3 +162,23 @@ def test_failure_heat_map_shares_are_of_scored_runs(built_report: BuiltReport) -
 def test_calibration_is_reported_absent(built_report: BuiltReport) -> None:
     assert built_report.view.calibration is None
     assert "Absent: the warehouse holds no judge calibration results" in built_report.markdown
+
+
+def test_without_statistics_the_report_says_so_and_shows_dbt_deltas(
+    fixture_warehouse: FixtureWarehouse, tmp_path: Path
+) -> None:
+    db = tmp_path / "warehouse.duckdb"
+    shutil.copy(fixture_warehouse.db, db)
+    with duckdb.connect(str(db)) as conn:
+        conn.execute("DELETE FROM eval.metric_estimates")
+        conn.execute("DELETE FROM eval.comparisons")
+    built = build_report(db, tmp_path / "out")
+    assert not built.view.statistics
+    (hand,) = next(r for r in built.view.pivots[0].rows if r.model == "model-a").slots[2]
+    assert (hand.mean, hand.scored, hand.runs, hand.low) == (0.75, 2, 4, None)  # from dbt
+    versions = next(c for c in built.view.comparisons if c.dimension == "mcp_version")
+    assert (versions.paired_tasks, versions.paired_delta, versions.verdict) == (2, 0.0, None)
+    assert "No statistics tables in the warehouse yet" in built.markdown
+    page = built.page.read_text(encoding="utf-8")
+    assert "no statistics tables yet" in page.replace("\n", " ")
+    assert "<th>p (Holm)</th>" not in page
