@@ -161,10 +161,25 @@ def _run_view(data: ReportData, run: Row, labels: dict[str, str]) -> dict[str, A
         "calls": data.tool_calls.get(run_id, []),
         "verdicts": data.verdicts.get(run_id, []),
         "modes": data.failure_modes.get(run_id, []),
-        "metrics": data.metrics.get(run_id, []),
+        "metrics": _metric_table(data.metrics.get(run_id, [])),
         "accuracy": data.run_metric(run_id, "accuracy"),
         "action_f1": data.run_metric(run_id, "action_f1"),
     }
+
+
+METRIC_TIERS = ("minimal", "optimal", "all")
+"""The run page's metric columns."""
+
+
+def _metric_table(rows: list[Row]) -> list[dict[str, Any]]:
+    """One line per metric, its value per tier, and the reasons of the NULL ones."""
+    lines: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        line = lines.setdefault(row["metric"], {"metric": row["metric"], "notes": []})
+        line[row["tier"]] = row["value"]
+        if row["reason"] and row["reason"] not in line["notes"]:
+            line["notes"].append(row["reason"])
+    return [lines[name] for name in sorted(lines)]
 
 
 def _distinct(values: Iterable[Any]) -> list[str]:
