@@ -28,6 +28,7 @@ _COMMANDS: dict[str, str] = {
     "experiment": "experiment",
     "sql": "sql",
     "report": "report",
+    "gate": "gate",
 }
 
 

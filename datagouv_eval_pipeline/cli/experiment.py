@@ -21,9 +21,22 @@ from datagouv_eval_pipeline.experiment.plan import ExperimentPlan, SelectionErro
 from datagouv_eval_pipeline.warehouse.location import default_duckdb_path
 
 EXAMPLE_QUERIES = (
-    "SELECT model_name, capability_set, mcp_version, round(avg_accuracy, 2) AS accuracy, "
-    "round(avg_action_f1, 2) AS action_f1 FROM experiment_summary WHERE tier = 'minimal' "
-    "ORDER BY accuracy DESC NULLS LAST;",
+    # The headline ranking: mean, 95 % interval and n; cells scored on fewer than half their
+    # runs are listed after the ranked ones, unranked, with a note saying so.
+    "SELECT accuracy_rank AS rank, model_name, capability_set, mcp_version, "
+    "round(accuracy, 2) AS accuracy, '[' || round(accuracy_ci_low, 2) || ', ' || "
+    "round(accuracy_ci_high, 2) || ']' AS ci95, accuracy_n || '/' || runs AS n, "
+    "round(action_f1, 2) AS action_f1, note FROM headline_ranking WHERE tier = 'minimal' "
+    "ORDER BY ranked DESC, accuracy_rank, accuracy DESC NULLS LAST;",
+    # Does MCP 0.2.26 do better than 0.2.19? The paired test per cell pair, with its verdict.
+    "SELECT cell_a, value_a, value_b, round(paired_difference, 3) AS diff, "
+    "'[' || round(difference_ci_low, 3) || ', ' || round(difference_ci_high, 3) || ']' AS ci95, "
+    "paired_runs AS n, round(p_adjusted, 3) AS p_adj, verdict, round(mde, 2) AS mde "
+    "FROM cell_comparison WHERE dimension = 'mcp_version' AND metric = 'accuracy' "
+    "AND tier = 'minimal' AND value_a < value_b ORDER BY value_a, value_b, cell_a;",
+    # The regression gate against each cell's previous run (`datagouv-eval gate` exits 1 on it).
+    "SELECT cell_key, passed, failed_measures, previous_experiment_id FROM regression_gate "
+    "WHERE is_latest ORDER BY passed, cell_key;",
     "SELECT status, count(*) AS runs, round(avg(latency_ms)) AS avg_latency_ms "
     "FROM eval.runs GROUP BY status ORDER BY runs DESC;",
 )

@@ -92,7 +92,7 @@ def warehouse(
         config_hash(
             [cell.to_record() for cell in CELLS], {s.task_id: s.spec_hash() for s in specs}
         ),
-        dagster_run_id=context.run_id,
+        dagster_run_id=context.run.run_id,
     )
     results, coverage = load_experiment(db, loads, expected, tasks=specs, experiment=record)
     with connect(db, read_only=True) as conn:

@@ -32,6 +32,12 @@ from datagouv_eval_pipeline.warehouse.schema import (
 HEADLINE_METRICS = ("accuracy", "action_f1", "trajectory_adherence")
 """The scores the gate guards by default."""
 
+SCORED = "scored"
+"""The gate's own 0/1 outcome per run (tier ``all``): whether the run was scored at all.
+
+Failed runs have NULL scores, which pair with nothing: without this outcome a toolset that
+breaks every run would leave no pair to compare and pass the gate."""
+
 
 class GateError(ValueError):
     """The gate cannot run (no experiment recorded, unknown experiment id)."""
@@ -47,12 +53,14 @@ class GateSettings:
         alpha: Significance level of the Holm-adjusted paired test.
         min_drop: Smallest drop (in the metric's unit) that may fail the gate; a significant
             drop below it passes.
+        scored: Also compare the share of runs scored (:data:`SCORED`).
     """
 
     metrics: tuple[str, ...] = HEADLINE_METRICS
     tiers: tuple[str, ...] = ("minimal", "optimal")
     alpha: float = st.ALPHA
     min_drop: float = 0.0
+    scored: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +129,14 @@ WHERE h.experiment_id IN (SELECT unnest(?)) AND h.metric IN (SELECT unnest(?))
   AND h.tier IN (SELECT unnest(?))
 """
 
+_SCORED_SQL = f"""
+SELECT r.experiment_id, r.cell_key, r.model_name, r.task_id, r.repeat_index, 'all', '{SCORED}',
+       CASE WHEN r.scored THEN 1.0 ELSE 0.0 END, TRUE, l.language
+FROM {RUNS_HISTORY.qualified} AS r
+JOIN ({language_sql(RUNS_HISTORY.qualified)}) AS l USING (experiment_id, run_id)
+WHERE r.experiment_id IN (SELECT unnest(?)) AND r.status <> 'skipped'
+"""
+
 
 def evaluate_gate(
     conn: duckdb.DuckDBPyConnection,
@@ -157,6 +173,8 @@ def evaluate_gate(
     rows = conn.execute(
         _PAIRS_SQL, [wanted, list(settings.metrics), list(settings.tiers)]
     ).fetchall()
+    if settings.scored:
+        rows += conn.execute(_SCORED_SQL, [wanted]).fetchall()
     # (experiment, cell) -> (tier, metric) -> (task, repeat) -> (value, bounded, language)
     values: dict[tuple[str, str], dict[tuple[str, str], dict[tuple[str, int], Any]]] = {}
     models: dict[str, str] = {}
@@ -181,36 +199,38 @@ def _compare_cell(
     now = values.get((current, cell), {})
     then = values.get((before, cell), {}) if before is not None else {}
     drafts: list[dict[str, Any]] = []
-    for tier in settings.tiers:
-        for metric in settings.metrics:
-            series_now = now.get((tier, metric), {})
-            if not series_now:
-                continue
-            series_then = then.get((tier, metric), {})
-            keys = sorted(series_now.keys() & series_then.keys())
-            languages = sorted({series_now[k][2] for k in keys})
-            for language in ["all", *languages] if len(languages) > 1 else ["all"]:
-                chosen = [k for k in keys if language in ("all", series_now[k][2])]
-                result = st.paired_comparison(
-                    [series_then[k][0] for k in chosen],
-                    [series_now[k][0] for k in chosen],
-                    [k[0] for k in chosen],
-                    bounded=all(series_now[k][1] for k in chosen),
-                )
-                reason = result.reason
-                if before is None:
-                    reason = "first run of this cell: nothing to compare with"
-                elif not series_then:
-                    reason = f"experiment {before} has no {metric} ({tier}) for this cell"
-                drafts.append(
-                    {
-                        "tier": tier,
-                        "metric": metric,
-                        "language": language,
-                        "result": result,
-                        "reason": reason,
-                    }
-                )
+    measures = [(tier, metric) for tier in settings.tiers for metric in settings.metrics]
+    if settings.scored:
+        measures.append(("all", SCORED))
+    for tier, metric in measures:
+        series_now = now.get((tier, metric), {})
+        if not series_now:
+            continue
+        series_then = then.get((tier, metric), {})
+        keys = sorted(series_now.keys() & series_then.keys())
+        languages = sorted({series_now[k][2] for k in keys})
+        for language in ["all", *languages] if len(languages) > 1 else ["all"]:
+            chosen = [k for k in keys if language in ("all", series_now[k][2])]
+            result = st.paired_comparison(
+                [series_then[k][0] for k in chosen],
+                [series_now[k][0] for k in chosen],
+                [k[0] for k in chosen],
+                bounded=all(series_now[k][1] for k in chosen),
+            )
+            reason = result.reason
+            if before is None:
+                reason = "first run of this cell: nothing to compare with"
+            elif not series_then:
+                reason = f"experiment {before} has no {metric} ({tier}) for this cell"
+            drafts.append(
+                {
+                    "tier": tier,
+                    "metric": metric,
+                    "language": language,
+                    "result": result,
+                    "reason": reason,
+                }
+            )
     adjusted = st.holm_adjust([d["result"].p_value for d in drafts])
     out = []
     for draft, p_adjusted in zip(drafts, adjusted, strict=True):

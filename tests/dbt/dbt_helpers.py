@@ -5,13 +5,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
-from datagouv_eval_pipeline.warehouse import Coverage, load_experiment
+from datagouv_eval_pipeline.warehouse import Coverage, ExperimentRecord, connect, load_experiment
+from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
+from datagouv_eval_pipeline.warehouse.gate import evaluate_gate, write_gate_results
 from tests.warehouse.warehouse_factories import (
     MCP_26,
     hand_cell,
@@ -50,9 +53,23 @@ RANGE_TESTS = [
 
 
 def load_fixture_warehouse(db: Path) -> Coverage:
-    """Load the realistic experiment and both hand cells, with their task specs, into ``db``."""
+    """Load the realistic experiment and both hand cells, with their task specs, into ``db``.
+
+    Recorded as two identical experiment runs, then the statistics stage and the gate run, as
+    the pipeline does before dbt.
+    """
     loads = [*realistic_experiment(), hand_cell(), hand_cell_b()]
-    _, coverage = load_experiment(db, loads, tasks=specs().values())  # closes its connection
+    for minutes, name in ((0, "fixture-1"), (5, "fixture-2")):
+        record = ExperimentRecord(
+            name, "cfg", name, datetime(2026, 11, 30, 10, minutes, tzinfo=UTC), "abc", False, None
+        )
+        _, coverage = load_experiment(db, loads, tasks=specs().values(), experiment=record)
+    conn = connect(db)
+    try:
+        compute_statistics(conn)
+        write_gate_results(conn, evaluate_gate(conn))
+    finally:
+        conn.close()
     return coverage
 
 

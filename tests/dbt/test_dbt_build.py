@@ -109,6 +109,55 @@ def test_breakdowns_and_cell_comparison(built: tuple[Path, dbtRunnerResult]) -> 
     assert capability == [(2, 7)]
 
 
+def test_means_carry_intervals_and_pairs_carry_tests_and_verdicts(
+    built: tuple[Path, dbtRunnerResult],
+) -> None:
+    db, _ = built
+    metric = _rows(
+        db,
+        "SELECT scored, tasks, avg_value, std_error, ci_low, ci_high, interval_method "
+        "FROM main.experiment_metrics WHERE cell_key = ? AND tier = 'minimal' "
+        "AND metric = 'action_recall'",
+        [HAND],
+    )
+    # (1.0, 0.5): s = 0.353553, se = s / sqrt(2) = 0.25; t(1) = 12.706205 -> clipped to [0, 1].
+    assert metric == [(2, 2, 0.75, pytest.approx(0.25), 0.0, 1.0, "t")]
+    summary = _rows(
+        db,
+        "SELECT accuracy_n, accuracy_ci_low, accuracy_ci_high FROM main.experiment_summary "
+        "WHERE cell_key = ? AND tier = 'minimal'",
+        [HAND],
+    )
+    assert summary == [(2, 0.0, 1.0)]
+    pair = _rows(
+        db,
+        "SELECT paired_runs, paired_difference, difference_ci_low, difference_ci_high, test, "
+        "p_value, family_size, p_adjusted, verdict, mde FROM main.cell_comparison "
+        "WHERE cell_a = ? AND cell_b = ? AND tier = 'minimal' AND metric = 'action_recall'",
+        [HAND, HAND_B],
+    )
+    # d = (-1.0, +0.5): Wilcoxon ranks 2 and 1, W = 1 of 0..3 equally likely -> p = 1;
+    # se = sem(d) = 0.75, mde = (t(0.975, 1) + t(0.8, 1)) x 0.75 = (12.706205 + 1.376382) x 0.75.
+    assert pair == [
+        (2, -0.25, -1.0, 1.0, "wilcoxon_signed_rank", pytest.approx(1.0), 1,
+         pytest.approx(1.0), "no detectable difference", pytest.approx(10.56194, abs=1e-4))
+    ]  # fmt: skip
+    ranking = _rows(
+        db,
+        "SELECT cell_key, accuracy_n, runs, ranked, accuracy_rank, note "
+        "FROM main.headline_ranking WHERE tier = 'minimal' AND cell_key IN (?, ?) ORDER BY 1",
+        [HAND, HAND_B],
+    )
+    assert ranking[0][:4] == (HAND, 2, 4, True) and ranking[0][5] is None
+    assert ranking[1] == (HAND_B, 0, 2, False, None, "accuracy not scored on any run")
+    gate = _rows(
+        db,
+        "SELECT experiment_id, previous_experiment_id, bool_and(passed), count(*) "
+        "FROM main.regression_gate WHERE is_latest GROUP BY ALL",
+    )
+    assert gate == [("fixture-2", "fixture-1", True, 5)]
+
+
 def test_a_planted_out_of_range_score_fails_the_range_test(
     built: tuple[Path, dbtRunnerResult], tmp_path: Path
 ) -> None:

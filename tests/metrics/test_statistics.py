@@ -121,6 +121,15 @@ def test_wilcoxon_signed_rank_by_hand_and_scipy() -> None:
     assert wilcoxon_signed_rank([0.0, 0.0]) == 1.0
 
 
+def test_wilcoxon_with_ties_enumerates_every_sign_pattern_like_scipy() -> None:
+    # |d| = 0.5, 0.5, 1.0: midranks 1.5, 1.5, 3; W+ = 1.5 + 3 = 4.5. Of the 8 sign patterns the
+    # sums are 0, 1.5, 1.5, 3, 3, 4.5, 4.5, 6: P(W+ >= 4.5) = 3/8, so p = 2 x 3/8 = 0.75.
+    assert wilcoxon_signed_rank([0.5, -0.5, 1.0]) == pytest.approx(0.75)
+    rng = [0.2, -0.2, 0.4, 0.4, -0.1, 0.3, 0.3, 0.2, -0.4, 0.1, 0.2, 0.5]
+    for sample in (rng, rng[:7], [0.5] * 5 + [-0.5], [0.1, 0.1, -0.2, 0.3, 0.3] * 3):
+        assert wilcoxon_signed_rank(sample) == pytest.approx(scipy_stats.wilcoxon(sample).pvalue)
+
+
 def test_paired_comparison_of_pass_fail_outcomes() -> None:
     a = [1, 1, 1, 1, 1, 1, 0, 0, None]
     b = [0, 0, 0, 0, 0, 0, 0, 1, 1]

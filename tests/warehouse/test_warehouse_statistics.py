@@ -241,7 +241,10 @@ def test_identical_runs_pass_the_gate(tmp_path: Path) -> None:
     assert report.experiment_id == "e2" and report.passed
     assert report.cells == [A_KEY, B_KEY]
     compared = [c for c in report.comparisons if c.pairs]
-    assert {(c.metric, c.verdict) for c in compared} == {("accuracy", "no detectable difference")}
+    assert {(c.metric, c.verdict) for c in compared} == {
+        ("accuracy", "no detectable difference"),
+        ("scored", "no detectable difference"),
+    }
     # The hand scores have no action F1 or trajectory: nothing paired, no verdict, a reason.
     assert {c.reason for c in report.comparisons if not c.pairs} == {"no run scored in both cells"}
     assert {c.previous_experiment_id for c in report.comparisons} == {"e1"}
@@ -253,11 +256,12 @@ def test_one_cell_made_worse_fails_the_gate_for_that_cell_only(tmp_path: Path) -
     assert not report.passed
     assert report.failed_cells == [A_KEY]
     failed = [c for c in report.comparisons if c.failed]
-    # Both tiers: 8 of 10 tasks lost, McNemar p = 2 / 2^8 = 0.0078125, Holm x2 = 0.015625.
+    # Both tiers: 8 of 10 tasks lost, McNemar p = 2 / 2^8 = 0.0078125; Holm over the cell's
+    # three tests (two tiers and the share of runs scored, p = 1): 3 x 0.0078125.
     assert [(c.tier, c.pairs) for c in failed] == [("minimal", 10), ("optimal", 10)]
     assert [c.mean_difference for c in failed] == pytest.approx([-0.8, -0.8])
     assert [c.p_value for c in failed] == pytest.approx([0.0078125, 0.0078125])
-    assert [c.p_adjusted for c in failed] == pytest.approx([0.015625, 0.015625])
+    assert [c.p_adjusted for c in failed] == pytest.approx([0.0234375, 0.0234375])
     assert "gate FAILED" in summary_lines(report)[0]
     # A minimum drop larger than the observed one lets the same figures pass.
     lenient = evaluate_gate(conn, settings=GateSettings(metrics=("accuracy",), min_drop=0.9))
@@ -265,6 +269,26 @@ def test_one_cell_made_worse_fails_the_gate_for_that_cell_only(tmp_path: Path) -
     assert write_gate_results(conn, report) == len(report.comparisons)
     stored = read_gate_results(conn)
     assert {r["cell_key"] for r in stored if r["failed"]} == {A_KEY}
+
+
+def test_a_cell_whose_runs_all_fail_now_fails_the_gate_on_runs_scored(tmp_path: Path) -> None:
+    conn = _two_runs(tmp_path, GOOD)
+    broken = graded_cell("model-a", GOOD)
+    broken = CellLoad(
+        broken.cell_record,
+        [hand_trace(f"task_{i + 1:04d}", status="error") for i in range(10)],
+        None,
+        broken.scores,
+        broken.judgements,
+    )
+    load_experiment(conn, [broken, graded_cell("model-b", GOOD)], experiment=experiment("e3", 9))
+    report = evaluate_gate(conn)
+    # Failed runs have NULL scores: no accuracy pair is left, but 10 of 10 runs lost their
+    # scores: McNemar p = 2 / 2^10, the only test of the cell with a p-value.
+    assert report.failed_cells == [A_KEY]
+    (failed,) = [c for c in report.comparisons if c.failed]
+    assert (failed.tier, failed.metric, failed.pairs) == ("all", "scored", 10)
+    assert failed.p_adjusted == pytest.approx(2 / 2**10)
 
 
 def test_the_gate_against_a_named_run_and_its_errors(tmp_path: Path) -> None:
