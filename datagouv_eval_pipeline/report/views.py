@@ -415,7 +415,7 @@ def costs(data: ReportData) -> list[CostRow]:
 
 
 COST_AXIS = "mean cost per run"
-LATENCY_AXIS = "mean effective latency per run (ms): no cell has a price"
+LATENCY_AXIS = "mean effective latency per run (ms): no cell has a non-zero cost"
 
 
 def _cost_points(rows: Sequence[CostRow], axis: str, labels: dict[str, str]) -> list[CostPoint]:
@@ -486,7 +486,8 @@ def build_view(data: ReportData) -> ReportView:
     labels = {key: cell_label(cell) for key, cell in data.cells.items()}
     versions = _versions(data)
     cost_rows = costs(data)
-    axis = COST_AXIS if any(r.total_cost is not None for r in cost_rows) else LATENCY_AXIS
+    # Offline baselines cost 0: a plot of zeros says nothing, latency at least ranks the effort.
+    axis = COST_AXIS if any(r.total_cost for r in cost_rows) else LATENCY_AXIS
     front = {p.label for p in pareto_front(_cost_points(cost_rows, axis, labels))}
     cost_rows = [
         CostRow(**{**row.__dict__, "on_front": labels[row.cell_key] in front}) for row in cost_rows

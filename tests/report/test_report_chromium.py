@@ -78,6 +78,8 @@ def test_the_report_page_renders_without_errors(
             " images: Array.from(document.images).map(i => i.complete && i.naturalWidth > 0),"
             " pivotRows: document.querySelectorAll('table.pivot tbody tr').length,"
             " comparisons: document.querySelectorAll('#cmp tbody tr').length,"
+            " shownComparisons: Array.from(document.querySelectorAll('#cmp tbody tr'))"
+            ".filter(r => r.style.display !== 'none').map(r => r.dataset.metric),"
             " height: document.body.scrollHeight})"
         )
         shot = await tab.screenshot(tmp_path / "report.png")
@@ -90,6 +92,8 @@ def test_the_report_page_renders_without_errors(
     assert facts["images"] == [True, True, True]
     assert facts["pivotRows"] == 2 * len(built_report.view.pivots[0].rows)
     assert facts["comparisons"] == len(built_report.view.comparisons)
+    # by default only accuracy, on pairs with tasks scored in both cells (MCP 0.2.19 / 0.2.26)
+    assert facts["shownComparisons"] == ["accuracy"]
     assert result["shot"].read_bytes().startswith(b"\x89PNG")
 
 
@@ -118,7 +122,7 @@ def test_the_browser_filters_cells(served: str, browser: str) -> None:
 
     load, before, shown = _run(browser, body)
     assert load.errors == []
-    assert before == ""  # nothing filtered yet
+    assert before == "5 shown"  # no filter chosen yet
     assert shown == ["1 shown", [HAND]]
 
 
