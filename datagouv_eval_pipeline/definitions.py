@@ -34,7 +34,7 @@ from datagouv_eval_pipeline.defs.resources import (
     RunStoreResource,
     WarehouseResource,
 )
-from datagouv_eval_pipeline.defs.statistics import no_regression, statistics
+from datagouv_eval_pipeline.defs.statistics import no_regression
 from datagouv_eval_pipeline.defs.task_specs import specs_valid, task_specs
 from datagouv_eval_pipeline.defs.warehouse import warehouse
 
@@ -46,7 +46,6 @@ defs = dg.Definitions(
         action_mappings,
         judge_scores,
         warehouse,
-        statistics,
         dbt_metrics_assets,
         experiment_report_asset(REPORT_DEPS),
     ],

@@ -15,11 +15,11 @@ import dagster as dg
 
 from datagouv_eval_pipeline.defs.partitions import CELLS
 from datagouv_eval_pipeline.defs.resources import RunStoreResource, WarehouseResource
-from datagouv_eval_pipeline.defs.statistics import STATISTICS_KEYS
 from datagouv_eval_pipeline.report import build_report, default_report_dir, read_sources
 from datagouv_eval_pipeline.report.build import BuiltReport
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.warehouse.loader import connect
+from datagouv_eval_pipeline.warehouse.schema import SCHEMA, STATISTICS_TABLES
 
 SUMMARY_MODEL = "experiment_summary"
 _COLUMNS = (
@@ -129,5 +129,8 @@ def experiment_report_asset(deps: Sequence[dg.AssetKey]) -> dg.AssetsDefinition:
     return experiment_report
 
 
-REPORT_DEPS = [dg.AssetKey(["metrics", SUMMARY_MODEL]), *STATISTICS_KEYS]
+REPORT_DEPS = [
+    dg.AssetKey(["metrics", SUMMARY_MODEL]),
+    *(dg.AssetKey([SCHEMA, table.name]) for table in STATISTICS_TABLES),
+]
 """What the report reads: the dbt models (their last one) and the statistics tables."""

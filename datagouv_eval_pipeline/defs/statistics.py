@@ -1,20 +1,21 @@
-"""The ``statistics`` assets: error bars, paired comparisons and the regression gate.
+"""The statistics stage of the ``warehouse`` asset and the ``no_regression`` check.
 
-Runs after the warehouse load, in the same writer pool (DuckDB allows one writer): it reads
-the latest run of each cell and writes ``eval.metric_estimates`` and ``eval.comparisons``, then
-compares the experiment just loaded with each cell's previous run into ``eval.gate_results``.
-The ``no_regression`` check on that table fails on a significant drop (thresholds in its
-config, so the launchpad and CI can tighten them); ``datagouv-eval gate`` prints the same.
+After each load, in the same step and writer (DuckDB allows one writer, and one step keeps dbt
+to one invocation after it): error bars and paired comparisons of the latest run of each cell
+(``eval.metric_estimates``, ``eval.comparisons``), then the gate of the experiment just loaded
+against each cell's previous run (``eval.gate_results``). The ``no_regression`` check on that
+table fails on a significant drop; the thresholds are the warehouse asset's ``GateConfig`` (the
+launchpad and CI can tighten them); ``datagouv-eval gate`` prints the same verdict.
 """
 
-from collections.abc import Iterator
+import time
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
 from pydantic import Field
 
 from datagouv_eval_pipeline.defs.resources import WarehouseResource
-from datagouv_eval_pipeline.defs.warehouse import EAGER_TOLERATING_MISSING, WAREHOUSE_KEYS
 from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
 from datagouv_eval_pipeline.warehouse.gate import (
     HEADLINE_METRICS,
@@ -26,10 +27,14 @@ from datagouv_eval_pipeline.warehouse.gate import (
     write_gate_results,
 )
 from datagouv_eval_pipeline.warehouse.loader import connect
-from datagouv_eval_pipeline.warehouse.schema import SCHEMA, STATISTICS_TABLES
+from datagouv_eval_pipeline.warehouse.schema import (
+    COMPARISONS,
+    GATE_RESULTS,
+    METRIC_ESTIMATES,
+    SCHEMA,
+)
 
-STATISTICS_KEYS = [dg.AssetKey([SCHEMA, table.name]) for table in STATISTICS_TABLES]
-_ESTIMATES, _COMPARISONS, _GATE = STATISTICS_KEYS
+GATE_KEY = dg.AssetKey([SCHEMA, GATE_RESULTS.name])
 
 
 class GateConfig(dg.Config):
@@ -39,33 +44,23 @@ class GateConfig(dg.Config):
     tiers: list[str] = Field(default_factory=lambda: ["minimal", "optimal"])
     alpha: float = 0.05
     min_drop: float = 0.0
+    scored: bool = True
 
     def settings(self) -> GateSettings:
         """The pure settings."""
-        return GateSettings(tuple(self.metrics), tuple(self.tiers), self.alpha, self.min_drop)
-
-
-@dg.multi_asset(
-    specs=[
-        dg.AssetSpec(
-            key,
-            deps=WAREHOUSE_KEYS,
-            group_name="warehouse",
-            kinds={"duckdb", "scipy"},
-            description=f"{table.qualified}: {table.grain}.",
-            automation_condition=EAGER_TOLERATING_MISSING,
+        return GateSettings(
+            tuple(self.metrics), tuple(self.tiers), self.alpha, self.min_drop, self.scored
         )
-        for key, table in zip(STATISTICS_KEYS, STATISTICS_TABLES, strict=True)
-    ],
-    pool="duckdb_writer",
-    can_subset=False,
-)
-def statistics(
-    context: dg.AssetExecutionContext, warehouse: WarehouseResource, config: GateConfig
-) -> Iterator[dg.MaterializeResult[None]]:
-    """Error bars and paired comparisons of the latest runs; the gate of the latest experiment."""
-    with connect(warehouse.db_path()) as conn:
+
+
+def run_statistics(
+    context: dg.AssetExecutionContext, db: Path, config: GateConfig
+) -> dict[str, dict[str, Any]]:
+    """Compute the statistics tables and the gate; metadata per table name."""
+    started = time.perf_counter()
+    with connect(db) as conn:
         result = compute_statistics(conn)
+        computed = time.perf_counter()
         try:
             report = evaluate_gate(conn, settings=config.settings())
         except GateError as error:
@@ -73,36 +68,40 @@ def statistics(
             report = None
         if report is not None:
             write_gate_results(conn, report)
+    finished = time.perf_counter()
     context.log.info(
-        "statistics: %d estimates, %d comparisons (%d significant)%s",
+        "statistics: %d estimates, %d comparisons (%d significant) in %.2f s; gate in %.2f s%s",
         result.estimates,
         result.comparisons // 2,
         result.significant,
-        "" if report is None else f"; {summary_lines(report)[0]}",
+        computed - started,
+        finished - computed,
+        "" if report is None else f": {summary_lines(report)[0]}",
     )
-    yield dg.MaterializeResult(
-        asset_key=_ESTIMATES, metadata={"dagster/row_count": result.estimates}
-    )
-    yield dg.MaterializeResult(
-        asset_key=_COMPARISONS,
-        metadata={
-            "dagster/row_count": result.comparisons,
-            "significant_pairs": result.significant,
-        },
-    )
-    gate_meta: dict[str, Any] = {}
+    gate: dict[str, Any] = {"dagster/row_count": 0}
     if report is not None:
-        gate_meta = {
+        gate = {
             "experiment_id": report.experiment_id,
             "passed": report.passed,
             "failed_cells": dg.MetadataValue.json(report.failed_cells),
             "dagster/row_count": len(report.comparisons),
+            "seconds": round(finished - computed, 3),
         }
-    yield dg.MaterializeResult(asset_key=_GATE, metadata=gate_meta)
+    return {
+        METRIC_ESTIMATES.name: {
+            "dagster/row_count": result.estimates,
+            "seconds": round(computed - started, 3),
+        },
+        COMPARISONS.name: {
+            "dagster/row_count": result.comparisons,
+            "significant_pairs": result.significant,
+        },
+        GATE_RESULTS.name: gate,
+    }
 
 
 @dg.asset_check(
-    asset=_GATE,
+    asset=GATE_KEY,
     description="No cell's headline score dropped significantly since its previous run.",
 )
 def no_regression(warehouse: WarehouseResource) -> dg.AssetCheckResult:

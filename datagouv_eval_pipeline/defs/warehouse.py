@@ -6,6 +6,8 @@ cells and reporting coverage. A cell's load replaces its rows (never duplicates 
 rows of cells that left the benchmark YAML are removed so the warehouse is the experiment.
 Each materialization is one experiment run (``eval.experiments``, id = the Dagster run id):
 the loaded runs and metrics are also appended to ``eval.runs_history`` / ``eval.metrics_history``.
+The same step then runs the statistics stage (``defs/statistics.py``): error bars, paired
+comparisons and the regression gate, so dbt runs once, after all of it.
 """
 
 from collections.abc import Iterator
@@ -16,6 +18,7 @@ import dagster as dg
 from datagouv_eval_pipeline.defs.judge_scores import judge_scores
 from datagouv_eval_pipeline.defs.partitions import CELLS
 from datagouv_eval_pipeline.defs.resources import RunStoreResource, WarehouseResource
+from datagouv_eval_pipeline.defs.statistics import GateConfig, run_statistics
 from datagouv_eval_pipeline.experiment.stages import (
     ACTION_MAPPINGS,
     AGENT_RUNS,
@@ -25,7 +28,7 @@ from datagouv_eval_pipeline.experiment.stages import (
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.warehouse import config_hash, new_experiment, queries
 from datagouv_eval_pipeline.warehouse.loader import connect, delete_cell, load_experiment
-from datagouv_eval_pipeline.warehouse.schema import SCHEMA, TABLES, Table
+from datagouv_eval_pipeline.warehouse.schema import ALL_TABLES, SCHEMA, Table
 
 # Fire once every partition upstream is done, even when some are missing or failed: the plain
 # eager condition waits for all of them forever (``any_deps_missing``).
@@ -50,7 +53,7 @@ def _column_schema(table: Table) -> dg.TableSchema:
     )
 
 
-WAREHOUSE_KEYS = [dg.AssetKey([SCHEMA, table.name]) for table in TABLES]
+WAREHOUSE_KEYS = [dg.AssetKey([SCHEMA, table.name]) for table in ALL_TABLES]
 
 
 @dg.multi_asset(
@@ -64,7 +67,7 @@ WAREHOUSE_KEYS = [dg.AssetKey([SCHEMA, table.name]) for table in TABLES]
             metadata={"dagster/column_schema": _column_schema(table)},
             automation_condition=EAGER_TOLERATING_MISSING,
         )
-        for key, table in zip(WAREHOUSE_KEYS, TABLES, strict=True)
+        for key, table in zip(WAREHOUSE_KEYS, ALL_TABLES, strict=True)
     ],
     pool="duckdb_writer",
     can_subset=False,
@@ -73,8 +76,9 @@ def warehouse(
     context: dg.AssetExecutionContext,
     run_store: RunStoreResource,
     warehouse: WarehouseResource,
+    config: GateConfig,
 ) -> Iterator[dg.MaterializeResult[None]]:
-    """Load every cell's documents into DuckDB and report coverage."""
+    """Load every cell's documents into DuckDB, report coverage, then the statistics stage."""
     store = run_store.store()
     expected = [cell.key for cell in CELLS]
     loads = []
@@ -100,6 +104,7 @@ def warehouse(
     dropped = [key for key in known if key not in set(expected)]
     for key in dropped:
         delete_cell(db, key)
+    statistics = run_statistics(context, db, config)
     with connect(db, read_only=True) as conn:
         counts = queries.row_counts(conn)
     failures = {
@@ -114,12 +119,13 @@ def warehouse(
         len(expected),
         counts.get("runs", 0),
     )
-    for asset_key, table in zip(WAREHOUSE_KEYS, TABLES, strict=True):
+    for asset_key, table in zip(WAREHOUSE_KEYS, ALL_TABLES, strict=True):
         metadata: dict[str, Any] = {
             "path": str(db),
             "rows": counts.get(table.name, 0),
             "dagster/row_count": counts.get(table.name, 0),
         }
+        metadata |= statistics.get(table.name, {})
         if table.name == "experiments":
             metadata |= {"experiment_id": record.experiment_id, "config_hash": record.config_hash}
         if table.name == "cells":

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from datagouv_eval_pipeline.agents.runner import CellRun, execute_cell
 from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.cli import main
-from datagouv_eval_pipeline.defs.statistics import no_regression, statistics
+from datagouv_eval_pipeline.defs.statistics import no_regression
 from datagouv_eval_pipeline.defs.warehouse import warehouse
 from datagouv_eval_pipeline.experiment import stages
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
@@ -42,7 +42,7 @@ TASKS = [f"task_{i:04d}" for i in range(1, 9)]
 def _run(paths: Paths, instance: dg.DagsterInstance, **settings: Any) -> dg.ExecuteInProcessResult:
     job = dg.define_asset_job("with_statistics", selection=dg.AssetSelection.all())
     defs = dg.Definitions(
-        assets=[*CELL_STAGES, warehouse, statistics],
+        assets=[*CELL_STAGES, warehouse],
         asset_checks=[no_regression],
         jobs=[job],
         resources=resources(paths, TASKS, **settings),
