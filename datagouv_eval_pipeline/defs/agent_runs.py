@@ -10,7 +10,7 @@ import dagster as dg
 
 from datagouv_eval_pipeline.agents.cancel import cancel_on_signals
 from datagouv_eval_pipeline.agents.runner import RunSettings
-from datagouv_eval_pipeline.defs.catalog_validation import catalog_validation, quarantined_tasks
+from datagouv_eval_pipeline.defs.catalog_validation import catalog_validation
 from datagouv_eval_pipeline.defs.partitions import CELLS_BY_KEY, cell_partitions
 from datagouv_eval_pipeline.defs.per_cell import process_cells, result_of
 from datagouv_eval_pipeline.defs.resources import (
@@ -21,6 +21,7 @@ from datagouv_eval_pipeline.defs.resources import (
 from datagouv_eval_pipeline.defs.task_specs import task_specs
 from datagouv_eval_pipeline.experiment.cache import run_code_fingerprint
 from datagouv_eval_pipeline.experiment.plan import select_tasks
+from datagouv_eval_pipeline.experiment.quarantine import quarantined_tasks
 from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS, run_agents
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 

@@ -11,28 +11,15 @@ import dagster as dg
 
 from datagouv_eval_pipeline.defs.resources import CatalogResource, RunStoreResource
 from datagouv_eval_pipeline.defs.task_specs import task_specs
-from datagouv_eval_pipeline.experiment.store import RunStore
+from datagouv_eval_pipeline.experiment.quarantine import (
+    DOCUMENT_KEY,
+    STAGE,
+    quarantined_tasks,
+)
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.tasks.references import Reference
 from datagouv_eval_pipeline.validation.models import ValidationReport
 from datagouv_eval_pipeline.validation.validator import ValidatorConfig, active, validate
-
-STAGE = "catalog_validation"
-DOCUMENT_KEY = "all"
-
-
-def quarantined_tasks(store: RunStore) -> dict[str, str]:
-    """Quarantined task ids with the first failing check, from the last pre-flight."""
-    document = store.read(STAGE, DOCUMENT_KEY)
-    if document is None:
-        return {}
-    report = ValidationReport.model_validate(document["report"])
-    out: dict[str, str] = {}
-    for task in report.tasks:
-        if task.status == "quarantined":
-            failing = task.failing
-            out[task.task_id] = failing[0].reason if failing else "quarantined"
-    return out
 
 
 def references_for(store: RunStore, snapshot_id: str | None) -> list[Reference]:

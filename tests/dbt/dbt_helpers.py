@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
+from dbt.cli.main import dbtRunner, dbtRunnerResult
 
 from datagouv_eval_pipeline.warehouse import Coverage, ExperimentRecord, connect, load_experiment
 from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
@@ -18,6 +22,10 @@ from tests.warehouse.warehouse_factories import (
     realistic_experiment,
     specs,
 )
+
+PROJECT = Path(__file__).resolve().parents[2] / "dbt_metrics"
+"""The dbt project."""
+DUCKDB_ENV = "DATAGOUV_EVAL_DUCKDB"
 
 WAREHOUSE_TABLES = [
     "action_instances",
@@ -92,3 +100,35 @@ def rows(db: Path, sql: str, params: list[Any] | None = None) -> list[tuple[Any,
         return conn.execute(sql, params or []).fetchall()
     finally:
         conn.close()
+
+
+def run_dbt(args: list[str], tmp: Path) -> dbtRunnerResult:
+    """One dbt invocation of the project, its target and logs under ``tmp``."""
+    return dbtRunner().invoke(
+        [
+            *args,
+            "--project-dir",
+            str(PROJECT),
+            "--profiles-dir",
+            str(PROJECT),
+            "--target-path",
+            str(tmp / "target"),
+            "--log-path",
+            str(tmp / "logs"),
+            "--quiet",
+        ]
+    )
+
+
+@contextmanager
+def warehouse_env(db: Path) -> Iterator[None]:
+    """Point dbt's profile at ``db`` for the duration."""
+    previous = os.environ.get(DUCKDB_ENV)
+    os.environ[DUCKDB_ENV] = str(db)
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(DUCKDB_ENV, None)
+        else:
+            os.environ[DUCKDB_ENV] = previous

@@ -2,38 +2,23 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from dbt.cli.main import dbtRunner, dbtRunnerResult
+from dbt.cli.main import dbtRunnerResult
 
 from datagouv_eval_pipeline.warehouse import load_experiment
-from tests.dbt.dbt_helpers import RANGE_TESTS, load_fixture_warehouse, plant_out_of_range_score
+from tests.dbt.dbt_helpers import (
+    RANGE_TESTS,
+    load_fixture_warehouse,
+    plant_out_of_range_score,
+    run_dbt,
+    warehouse_env,
+)
 from tests.dbt.dbt_helpers import rows as _rows
 from tests.warehouse.warehouse_factories import HAND, HAND_B, MCP_19, MCP_26, realistic_experiment
-
-PROJECT = Path(__file__).resolve().parents[2] / "dbt_metrics"
-ENV = "DATAGOUV_EVAL_DUCKDB"
-
-
-def _dbt(args: list[str], tmp: Path) -> dbtRunnerResult:
-    return dbtRunner().invoke(
-        [
-            *args,
-            "--project-dir",
-            str(PROJECT),
-            "--profiles-dir",
-            str(PROJECT),
-            "--target-path",
-            str(tmp / "target"),
-            "--log-path",
-            str(tmp / "logs"),
-            "--quiet",
-        ]
-    )
 
 
 @pytest.fixture(scope="module")
@@ -41,15 +26,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dbtR
     tmp = tmp_path_factory.mktemp("dbt")
     db = tmp / "warehouse.duckdb"
     assert load_fixture_warehouse(db).ratio == 1.0
-    previous = os.environ.get(ENV)
-    os.environ[ENV] = str(db)
-    try:
-        yield db, _dbt(["build"], tmp)
-    finally:
-        if previous is None:
-            os.environ.pop(ENV, None)
-        else:
-            os.environ[ENV] = previous
+    with warehouse_env(db):
+        yield db, run_dbt(["build"], tmp)
 
 
 def _nodes(result: dbtRunnerResult) -> list[tuple[str, str, str]]:
@@ -188,12 +166,8 @@ def test_a_planted_out_of_range_score_fails_the_range_test(
     db = tmp_path / "planted.duckdb"
     load_experiment(db, realistic_experiment())
     plant_out_of_range_score(db)
-    previous = os.environ[ENV]
-    os.environ[ENV] = str(db)
-    try:
-        result = _dbt(["test", "--select", "source:eval.verdicts"], built[0].parent)
-    finally:
-        os.environ[ENV] = previous
+    with warehouse_env(db):
+        result = run_dbt(["test", "--select", "source:eval.verdicts"], built[0].parent)
     assert result.exception is None
     assert not result.success
     failed = sorted(name for name, _, status in _nodes(result) if status == "fail")
