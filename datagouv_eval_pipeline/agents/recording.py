@@ -129,6 +129,9 @@ def infrastructure_fault(error: BaseException) -> str | None:
         if id(current) in seen:
             continue
         seen.add(id(current))
+        if isinstance(current, httpx.ProxyError) and "403" in str(current):
+            # The front answered and refused a host outside its allow-list: the agent's request.
+            return None
         if isinstance(
             current,
             httpx.TransportError
