@@ -167,7 +167,12 @@ def command(
         click.echo(f"note: {notice}")
     if result.success:
         click.echo(f"warehouse (DuckDB): {db_path}")
-        click.echo(f"report: {report}")
+        from datagouv_eval_pipeline.report.build import default_report_dir
+        from datagouv_eval_pipeline.report.render import BROWSER_DIR, REPORT_PAGE
+
+        pages = default_report_dir(db_path)
+        click.echo(f"report: {pages / REPORT_PAGE} (Markdown for the Dagster UI: {report})")
+        click.echo(f"results browser: {pages / BROWSER_DIR / 'index.html'}")
         click.echo("example queries (paste into `duckdb -readonly <file>`, or run them as shown):")
         for query in EXAMPLE_QUERIES:
             click.echo(f'  python3 -m uv run datagouv-eval sql "{query}"')
