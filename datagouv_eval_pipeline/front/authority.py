@@ -20,14 +20,11 @@ sharing a home agree on one CA.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import fcntl
 import os
 import re
 import ssl
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import certifi
@@ -35,6 +32,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from datagouv_eval_pipeline.filelock import exclusive_lock
 
 CA_NAME = "datagouv-eval local twin CA"
 CA_DAYS = 3650
@@ -77,7 +76,7 @@ class CertificateAuthority:
         """
         directory = home / "front"
         (directory / "leaves").mkdir(parents=True, exist_ok=True)
-        with _locked(directory / ".lock"):
+        with exclusive_lock(directory / ".lock"):
             cert_path, key_path = directory / "ca.pem", directory / "ca-key.pem"
             if cert_path.exists() and key_path.exists():
                 key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
@@ -123,7 +122,7 @@ class CertificateAuthority:
         path = self.directory / "leaves" / f"{host}.pem"
         if path.exists():
             return path
-        with _locked(self.directory / ".lock"):
+        with exclusive_lock(self.directory / ".lock"):
             if not path.exists():
                 key = ec.generate_private_key(ec.SECP256R1())
                 cert = self._sign_leaf(host, key)
@@ -215,13 +214,3 @@ def _write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
     temporary.write_bytes(data)
     os.chmod(temporary, mode)
     os.replace(temporary, path)
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -20,8 +20,6 @@ holding ``main.py`` (see :mod:`.process`).
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -37,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from datagouv_eval_pipeline.benchmark.config import McpBuild
+from datagouv_eval_pipeline.filelock import exclusive_lock
 from datagouv_eval_pipeline.tasks import PROJECT_ROOT
 
 BUILDS_ENV = "DATAGOUV_EVAL_MCP_BUILDS"
@@ -138,7 +137,7 @@ def install_build(
     uv = list(uv or uv_command())
     root = cache_dir / build_id(build)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    with _locked(cache_dir / f"{root.name}.lock"):
+    with exclusive_lock(cache_dir / f"{root.name}.lock"):
         started = time.perf_counter()
         marker = _read_marker(root)
         installed = marker is None
@@ -367,13 +366,3 @@ def _read_marker(root: Path) -> dict[str, Any] | None:
     if not Path(marker.get("python", "")).is_file():
         return None  # the environment was removed under the marker
     return marker
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
