@@ -138,7 +138,12 @@ def _envelope(
 
 
 def _envelope_json(
-    request: Request, data: list[bytes], page: int, page_size: int, total: int
+    request: Request,
+    data: list[bytes],
+    page: int,
+    page_size: int,
+    total: int,
+    extra: Mapping[str, Any] | None = None,
 ) -> Response:
     """The :func:`_envelope` response, with ``data`` given as items already encoded as JSON.
 
@@ -147,6 +152,7 @@ def _envelope_json(
     """
     rest = _envelope(request, [], page, page_size, total)
     del rest["data"]
+    rest.update(extra or {})  # the v2 search's "facets" follow the pager's keys
     tail = _JSON.render(rest)  # b'{"page":…}'
     body = b'{"data":[' + b",".join(data) + b"]," + tail[1:]
     return Response(body, media_type=_JSON.media_type)
@@ -216,10 +222,12 @@ class _Handlers:
             format=q.get("format"),
             badge=q.get("badge"),
             api=version,
+            facets=version == 2,
         )
         urls = _urls(request)
         data = [self._dataset_json(version, urls, self._found(i)) for i in result.ids]
-        return _envelope_json(request, data, page, page_size, result.total)
+        extra = {"facets": result.facets} if result.facets is not None else None
+        return _envelope_json(request, data, page, page_size, result.total, extra)
 
     def _found(self, dataset_id: str) -> Mapping[str, Any]:
         record = self.store.dataset(dataset_id)

@@ -13,12 +13,15 @@ Records are plain dicts in the udata v1 shape with the real data.gouv.fr URLs an
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
 import os
+import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -32,6 +35,22 @@ from datagouv_eval_pipeline.twin.urls import external_key
 
 SNAPSHOTS_ENV = "DATAGOUV_EVAL_SNAPSHOTS"
 MANIFEST_NAME = "manifest.json"
+# The v2 dataset search's facets, in udata_search_service's order.
+_FACETS = (
+    "format_family",
+    "access_type",
+    "producer_type",
+    "organization_id_with_name",
+    "last_update",
+    "tag",
+    "license",
+    "format",
+    "schema",
+    "geozone",
+    "granularity",
+    "badge",
+    "topics",
+)
 DATASET_FIELDS = ("title", "acronym", "organization", "tags", "description", "resources")
 DATASERVICE_FIELDS = ("title", "organization", "description")
 ORGANIZATION_FIELDS = ("title", "acronym", "description")
@@ -97,6 +116,7 @@ class SearchPage:
     ids: list[str]
     page: int
     page_size: int
+    facets: dict[str, list[dict[str, Any]]] | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +146,9 @@ class CatalogStore:
     _external: dict[str, ExternalFile] = field(default_factory=dict, repr=False)
     _segments: dict[str, list[Segment]] = field(default_factory=dict, repr=False)
     _profiles: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _facets: dict[tuple[Any, ...], dict[str, list[dict[str, Any]]]] = field(
+        default_factory=dict, repr=False
+    )
 
     # ----------------------------------------------------------------------------- loading
 
@@ -136,6 +159,7 @@ class CatalogStore:
         snapshot_id: str | None = None,
         *,
         verify: bool = True,
+        warm: bool = True,
     ) -> CatalogStore:
         """Load and index a snapshot.
 
@@ -143,6 +167,8 @@ class CatalogStore:
             snapshots_dir: The ``snapshots/`` directory; defaults to :func:`default_snapshots_dir`.
             snapshot_id: Which snapshot; defaults to the manifest's ``current``.
             verify: Check every file's sha256 against the manifest first.
+            warm: Prepare the catalogue's search index and columns in a background thread, so
+                the first search does not pay for them (the load itself stays fast).
 
         Raises:
             SnapshotError: missing manifest or file, sha256 mismatch, or a malformed record;
@@ -189,7 +215,17 @@ class CatalogStore:
             directory=directory,
             manifest=entry,
         )
-        return cls._from_files(info, files)
+        store = cls._from_files(info, files)
+        if warm and store.catalogue is not None:
+            threading.Thread(target=store._warm, name="catalogue-warm-up", daemon=True).start()
+        return store
+
+    def _warm(self) -> None:
+        # Errors surface on the first search instead, where a request can report them.
+        with contextlib.suppress(Exception):
+            self._dataset_segments()
+            if self.catalogue is not None:
+                self.catalogue.warm()
 
     @classmethod
     def _from_files(cls, info: SnapshotInfo, files: Mapping[str, bytes]) -> CatalogStore:
@@ -492,6 +528,7 @@ class CatalogStore:
         format: str | None = None,
         badge: str | None = None,
         api: int = 2,
+        facets: bool = False,
     ) -> SearchPage:
         """Search visible datasets (not archived, deleted or private) as production does.
 
@@ -503,6 +540,7 @@ class CatalogStore:
         ``sort`` (``created``, ``last_update``, ``reuses``, ``followers``, ``views``, ``-`` for
         descending) orders by that key, then score; unknown sort or range values are ignored,
         as the MCP server sends them unchecked. See :mod:`datagouv_eval_pipeline.twin.search`.
+        ``facets=True`` adds the v2 search's ``facets`` (:meth:`_dataset_facets`).
         """
         segments = self._dataset_segments()
         masks = self._dataset_masks(
@@ -522,7 +560,85 @@ class CatalogStore:
             keys = self._dataset_keys(segments, sort.lstrip("-"))
             descending = sort.startswith("-")
         seg, rows = search.order(matches, keys, descending=descending)
-        return self._page("dataset", seg, rows, page, page_size)
+        result = self._page("dataset", seg, rows, page, page_size)
+        if facets:
+            key = (query, last_update_range, organization, tag, dataservice, format, badge, api)
+            cached = self._facets.get(key)
+            if cached is None:
+                cached = self._dataset_facets(matches)
+                if len(self._facets) > 256:
+                    self._facets.clear()
+                self._facets[key] = cached
+            result = replace(result, facets=cached)
+        return result
+
+    def _dataset_facets(self, matches: list[search.Matches]) -> dict[str, list[dict[str, Any]]]:
+        """Return udata's v2 ``facets``: per facet, ``all`` then the 50 largest buckets.
+
+        Counted over the matches with every filter applied (production leaves each facet's own
+        filter out of its counts). Facets the snapshot has no data for (``producer_type``,
+        ``format_family``, ``schema``, ``geozone``, ``topics``) hold only ``all``.
+        """
+        counters: dict[str, Counter[str]] = {name: Counter() for name in _FACETS}
+        total = sum(int(m.rows.size) for m in matches)
+        now = self.now.timestamp()
+        ranges = {k: now - v.total_seconds() for k, v in LAST_UPDATE_RANGES.items()}
+        for position, found in enumerate(matches):
+            if self.catalogue is not None and position == 0:
+                cat = self.catalogue
+                cols = cat.columns
+                rows = found.rows.tolist()
+                orgs = self.organizations
+                org_ids = cols["organization_id"]
+                counters["license"].update(cols["license"][r] for r in rows)
+                counters["granularity"].update(
+                    cols["granularity"][r] for r in rows if cols["granularity"][r]
+                )
+                counters["organization_id_with_name"].update(
+                    f"{org_ids[r]}|{orgs[org_ids[r]]['name']}" for r in rows if org_ids[r] in orgs
+                )
+                tags = cols["tags"]
+                formats = cols["formats"]
+                for r in rows:
+                    if tags[r]:
+                        counters["tag"].update(tags[r].split(","))
+                    if formats[r]:
+                        counters["format"].update(set(formats[r].split(",")))
+                counters["access_type"]["open"] += len(rows)
+                updated = cat.dates("last_modified")[found.rows].astype(np.float64)
+                for name, since in ranges.items():
+                    counters["last_update"][name] += int((updated >= since).sum())
+            else:
+                records = list(self.datasets.values())
+                for r in found.rows.tolist():
+                    d = records[r]
+                    counters["license"][d.get("license") or "notspecified"] += 1
+                    granularity = (d.get("spatial") or {}).get("granularity")
+                    if granularity:
+                        counters["granularity"][granularity] += 1
+                    org = d.get("organization")
+                    if org:
+                        counters["organization_id_with_name"][f"{org['id']}|{org['name']}"] += 1
+                    counters["tag"].update(d.get("tags", []))
+                    counters["format"].update(
+                        {str(x["format"]).lower() for x in d["resources"] if x.get("format")}
+                    )
+                    counters["badge"].update(b["kind"] for b in d.get("badges", []))
+                    counters["access_type"][d.get("access_type") or "open"] += 1
+                    stamp = _sortable(d["last_update"])
+                    for name, since in ranges.items():
+                        if stamp >= since:
+                            counters["last_update"][name] += 1
+        out: dict[str, list[dict[str, Any]]] = {}
+        for name in _FACETS:
+            if name == "last_update":
+                buckets = [(k, counters[name][k]) for k in LAST_UPDATE_RANGES]
+            else:
+                buckets = sorted(counters[name].items(), key=lambda kv: (-kv[1], kv[0]))[:50]
+            out[name] = [{"name": "all", "count": total}] + [
+                {"name": k, "count": v} for k, v in buckets
+            ]
+        return out
 
     def _page(
         self,
@@ -589,7 +705,7 @@ class CatalogStore:
         masks = []
         if self.catalogue is not None:
             cat = self.catalogue
-            mask = ~cat.archived()
+            mask = ~(cat.hidden if cat.hidden is not None else cat.archived())
             if organization:
                 mask &= cat.organization_mask(organization)
             if tag:
@@ -599,7 +715,12 @@ class CatalogStore:
             if served is not None or badge:
                 mask &= False  # the export has no dataservice links and no dataset badges
             if since:
-                mask &= cat.dates("last_modified") >= int(since.timestamp())
+                modified = (
+                    cat.last_modified
+                    if cat.last_modified is not None
+                    else cat.dates("last_modified").astype(np.float64)
+                )
+                mask &= modified >= since.timestamp()
             masks.append(mask)
         masks.append(np.array([keep(i) for i in self.datasets], dtype=bool))
         return masks
@@ -789,40 +910,56 @@ def _catalogue_key(catalogue: facts.CatalogueDatasets, name: str) -> npt.NDArray
 
 
 def _catalogue_segment(catalogue: facts.CatalogueDatasets, info: SnapshotInfo) -> Segment:
-    """Return the catalogue's search segment; its index is cached on disk by file digest."""
-    if catalogue.segment is not None:
-        return catalogue.segment
-    digest = str(info.manifest.get("files", {}).get(facts.FILE_NAME, {}).get("sha256", ""))
-    columns = catalogue.columns
-    orgs = catalogue.organizations
+    """Return the catalogue's search segment; index and boosts are cached on disk.
 
-    def build() -> FieldIndex:
-        org_names = {org_id: _org_text(org) for org_id, org in orgs.items()}
-        docs = [
-            {
-                "title": columns["title"][row],
-                "acronym": columns["acronym"][row],
-                "organization": org_names.get(columns["organization_id"][row], "")
-                or columns["organization"][row],
-                "tags": columns["tags"][row],
+    The cache key is the digests of the catalogue and organizations files (the boosts read
+    the organizations' badges and followers), so a rebuilt snapshot never reads a stale index.
+    """
+    with catalogue.lock:
+        if catalogue.segment is not None:
+            return catalogue.segment
+        files = info.manifest.get("files", {})
+        digest = ":".join(
+            str(files.get(name, {}).get("sha256", ""))
+            for name in (facts.FILE_NAME, "organizations.jsonl.gz")
+        )
+        columns = catalogue.columns
+        orgs = catalogue.organizations
+
+        def build() -> FieldIndex:
+            org_names = {org_id: _org_text(org) for org_id, org in orgs.items()}
+            docs = [
+                {
+                    "title": columns["title"][row],
+                    "acronym": columns["acronym"][row],
+                    "organization": org_names.get(columns["organization_id"][row], "")
+                    or columns["organization"][row],
+                    "tags": columns["tags"][row],
+                }
+                for row in range(len(catalogue))
+            ]
+            index = FieldIndex.build(docs, ("title", "acronym", "organization", "tags"))
+            org_ids = columns["organization_id"]
+            public = {o: _is_public_service(org) for o, org in orgs.items()}
+            followers = {
+                o: int(org.get("metrics", {}).get("followers", 0) or 0) for o, org in orgs.items()
             }
-            for row in range(len(catalogue))
-        ]
-        return FieldIndex.build(docs, ("title", "acronym", "organization", "tags"))
+            index.extras["boost"] = search.popularity_boost(
+                catalogue.ints("views"),
+                catalogue.ints("followers"),
+                public_service=[public.get(o, False) for o in org_ids],
+                featured=catalogue.featured(),
+                org_followers=[followers.get(o, 0) for o in org_ids],
+            )
+            index.extras["hidden"] = catalogue.archived().astype(np.float64)
+            index.extras["last_modified"] = catalogue.dates("last_modified").astype(np.float64)
+            return index
 
-    index = FieldIndex.cached(f"catalogue-datasets:{digest}:{len(catalogue)}", build)
-    org_ids = columns["organization_id"]
-    public = {o: _is_public_service(org) for o, org in orgs.items()}
-    followers = {o: int(org.get("metrics", {}).get("followers", 0) or 0) for o, org in orgs.items()}
-    boost = search.popularity_boost(
-        catalogue.ints("views"),
-        catalogue.ints("followers"),
-        public_service=[public.get(o, False) for o in org_ids],
-        featured=catalogue.featured(),
-        org_followers=[followers.get(o, 0) for o in org_ids],
-    )
-    catalogue.segment = Segment(index, boost)
-    return catalogue.segment
+        index = FieldIndex.cached(f"catalogue-datasets:{digest}:{len(catalogue)}", build)
+        catalogue.hidden = index.extras["hidden"] > 0
+        catalogue.last_modified = index.extras["last_modified"]
+        catalogue.segment = Segment(index, index.extras["boost"])
+        return catalogue.segment
 
 
 def _org_text(org: Mapping[str, Any] | None) -> str:

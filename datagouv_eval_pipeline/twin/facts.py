@@ -217,6 +217,14 @@ class CatalogueDatasets(Mapping[str, dict[str, Any]]):
         # The search segment (index and boosts), set by the catalog store on first search and
         # shared by the stores (drift overlays) that share this catalogue.
         self.segment: Segment | None = None
+        self.hidden: npt.NDArray[np.bool_] | None = None
+        self.last_modified: npt.NDArray[np.float64] | None = None
+        self.lock = threading.RLock()
+
+    def warm(self) -> None:
+        """Decompress and split every column now (e.g. in a background thread at start-up)."""
+        for name in COLUMNS:
+            self.columns[name]
 
     def __len__(self) -> int:
         return self._size

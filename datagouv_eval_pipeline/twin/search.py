@@ -240,6 +240,38 @@ def edit_distance(a: str, b: str, limit: int) -> int:
     return previous[-1]
 
 
+def edit_distances(term: str, words: Sequence[str]) -> npt.NDArray[np.int64]:
+    """Return :func:`edit_distance` (unbounded) of ``term`` to each of ``words``, vectorised.
+
+    One dynamic-programming table per word, all filled at once: a column of numpy operations
+    per (term letter, word position) instead of a Python loop per word.
+    """
+    if not words:
+        return np.zeros(0, dtype=np.int64)
+    width = max(len(w) for w in words)
+    count = len(words)
+    letters = np.frombuffer(
+        "".join(w.ljust(width, "\0") for w in words).encode("latin-1", "replace"), dtype=np.uint8
+    ).reshape(count, width)
+    lengths = np.array([len(w) for w in words], dtype=np.int64)
+    query = term.encode("latin-1", "replace")
+    previous2 = np.zeros((count, width + 1), dtype=np.int64)
+    previous = np.tile(np.arange(width + 1, dtype=np.int64), (count, 1))
+    for i in range(1, len(query) + 1):
+        current = np.empty_like(previous)
+        current[:, 0] = i
+        cost = (letters != query[i - 1]).astype(np.int64)
+        for j in range(1, width + 1):
+            value = np.minimum(previous[:, j] + 1, current[:, j - 1] + 1)
+            value = np.minimum(value, previous[:, j - 1] + cost[:, j - 1])
+            if i > 1 and j > 1:
+                swapped = (letters[:, j - 2] == query[i - 1]) & (letters[:, j - 1] == query[i - 2])
+                value = np.where(swapped, np.minimum(value, previous2[:, j - 2] + 1), value)
+            current[:, j] = value
+        previous2, previous = previous, current
+    return previous[np.arange(count), lengths]
+
+
 # --------------------------------------------------------------------------------------------
 # The inverted index
 
@@ -276,11 +308,16 @@ class FieldIndex:
     tfs: dict[str, npt.NDArray[np.uint16]]
     lengths: dict[str, npt.NDArray[np.uint16]]
     folded_titles: list[str]
+    # Arrays by row computed with the index and cached with it (the catalogue's boosts).
+    extras: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
     _fuzzy: tuple[npt.NDArray[np.int64], npt.NDArray[np.int16], npt.NDArray[np.uint8]] | None = (
         field(default=None, repr=False)
     )
     _terms: list[str] | None = field(default=None, repr=False)
     _avg: dict[str, float] = field(default_factory=dict, repr=False)
+    _norms: dict[tuple[str, str], tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]] = field(
+        default_factory=dict, repr=False
+    )
 
     @classmethod
     def build(
@@ -344,6 +381,8 @@ class FieldIndex:
             "meta": np.array([self.n_docs, len(self.fields)], dtype=np.int64),
             "fields": np.frombuffer("\n".join(self.fields).encode("utf-8"), dtype=np.uint8),
         }
+        for name, values in self.extras.items():
+            arrays[f"extra.{name}"] = values
         for name in self.fields:
             arrays[f"offsets.{name}"] = self.offsets[name]
             arrays[f"docs.{name}"] = self.docs[name]
@@ -373,6 +412,7 @@ class FieldIndex:
                 {f: data[f"tfs.{f}"] for f in fields},
                 {f: data[f"lengths.{f}"] for f in fields},
                 titles,
+                {k[len("extra.") :]: data[k] for k in data.files if k.startswith("extra.")},
             )
         index._terms = terms
         return index
@@ -432,6 +472,20 @@ class FieldIndex:
             ),
             default=0,
         )
+
+    def term_scores(
+        self, name: str, term: str
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]:
+        """Return the rows holding ``term`` in field ``name`` and their BM25 tf (memoised)."""
+        key = (name, term)
+        found = self._norms.get(key)
+        if found is None:
+            rows, tfs = self.postings(name, term)
+            found = (rows, self.tf_norm(name, rows, tfs) if rows.size else np.zeros(0))
+            if len(self._norms) > 100_000:
+                self._norms.clear()
+            self._norms[key] = found
+        return found
 
     def tf_norm(
         self, name: str, rows: npt.NDArray[np.int32], tfs: npt.NDArray[np.uint16]
@@ -499,15 +553,12 @@ class FieldIndex:
         gap = np.abs(letters[low:high].astype(np.int16) - wanted).sum(axis=1)
         near = low + np.flatnonzero(gap <= 2 * limit)
         terms = self.terms
-        found = []
-        for position in near:
-            candidate = terms[int(ids[position])]
-            if candidate == term:
-                continue
-            distance = edit_distance(term, candidate, limit)
-            if distance <= limit:
-                found.append((distance, candidate))
-        found.sort()
+        words = [terms[int(ids[p])] for p in near]
+        words = [w for w in words if w != term]
+        distances = edit_distances(term, words)
+        found = sorted(
+            (int(d), w) for d, w in zip(distances.tolist(), words, strict=True) if d <= limit
+        )
         return exact + [c for _, c in found[: max(0, max_expansions - len(exact))]]
 
 
@@ -724,22 +775,24 @@ def _match_v2_segment(
     pieces = []
     for term in terms:
         for name in model.cross:
-            rows, tfs = index.postings(name, term)
+            rows, norms = index.term_scores(name, term)
             if rows.size:
-                cross_post[(term, name)] = (rows, idf(term) * index.tf_norm(name, rows, tfs))
+                cross_post[(term, name)] = (rows, idf(term) * norms)
                 pieces.append(rows)
         for name in model.fuzzy:
             lists = []
             for candidate in expansions.get(term, [term]):
-                rows, tfs = index.postings(name, candidate)
+                rows, norms = index.term_scores(name, candidate)
                 if rows.size:
-                    lists.append((rows, idf(candidate) * index.tf_norm(name, rows, tfs)))
+                    lists.append((rows, idf(candidate) * norms))
                     pieces.append(rows)
             fuzzy_post[(term, name)] = lists
     if not pieces:
         return Matches(np.zeros(0, np.int64), np.zeros(0))
-    candidates = np.unique(np.concatenate(pieces)).astype(np.int64)
-    candidates = candidates[mask[candidates]]
+    present = np.zeros(index.n_docs, dtype=bool)
+    for rows in pieces:
+        present[rows] = True
+    candidates = np.flatnonzero(present & mask).astype(np.int64)
     m = candidates.size
     cross = np.zeros(m)
     cross_all = np.ones(m, dtype=bool)
