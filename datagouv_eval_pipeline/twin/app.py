@@ -488,9 +488,10 @@ class _Handlers:
         try:
             return tabular.parse_query(
                 table,
-                request.query_params.multi_items(),
+                tabular.query_pairs(request.url.query),
                 page_size_max=max_size,
                 page_size_default=default_size,
+                resource_id=str(request.path_params.get("rid", "")),
             )
         except tabular.QueryError as error:
             return JSONResponse(error.body, status_code=error.status)
