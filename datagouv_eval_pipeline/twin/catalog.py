@@ -226,6 +226,8 @@ class CatalogStore:
             self._dataset_segments()
             if self.catalogue is not None:
                 self.catalogue.warm()
+                for _, column, multi in _CATALOGUE_FACETS:
+                    self.catalogue.codes(column, multi)
 
     @classmethod
     def _from_files(cls, info: SnapshotInfo, files: Mapping[str, bytes]) -> CatalogStore:
@@ -586,26 +588,23 @@ class CatalogStore:
         for position, found in enumerate(matches):
             if self.catalogue is not None and position == 0:
                 cat = self.catalogue
-                cols = cat.columns
-                rows = found.rows.tolist()
+                rows = found.rows
                 orgs = self.organizations
-                org_ids = cols["organization_id"]
-                counters["license"].update(cols["license"][r] for r in rows)
-                counters["granularity"].update(
-                    cols["granularity"][r] for r in rows if cols["granularity"][r]
+                for name, column, multi in _CATALOGUE_FACETS:
+                    for value, count in _count_codes(cat, column, multi, rows):
+                        if name == "organization_id_with_name":
+                            org = orgs.get(value)
+                            if org is None:
+                                continue
+                            value = f"{value}|{org['name']}"
+                        counters[name][value] += count
+                counters["access_type"]["open"] += int(rows.size)
+                modified = (
+                    cat.last_modified
+                    if cat.last_modified is not None
+                    else cat.dates("last_modified").astype(np.float64)
                 )
-                counters["organization_id_with_name"].update(
-                    f"{org_ids[r]}|{orgs[org_ids[r]]['name']}" for r in rows if org_ids[r] in orgs
-                )
-                tags = cols["tags"]
-                formats = cols["formats"]
-                for r in rows:
-                    if tags[r]:
-                        counters["tag"].update(tags[r].split(","))
-                    if formats[r]:
-                        counters["format"].update(set(formats[r].split(",")))
-                counters["access_type"]["open"] += len(rows)
-                updated = cat.dates("last_modified")[found.rows].astype(np.float64)
+                updated = modified[found.rows]
                 for name, since in ranges.items():
                     counters["last_update"][name] += int((updated >= since).sum())
             else:
@@ -850,6 +849,37 @@ class CatalogStore:
             descending = sort.startswith("-")
         seg, rows = search.order(matches, keys, descending=descending)
         return self._page("organization", seg, rows, page, page_size)
+
+
+# Facet, catalogue column, whether the column holds comma-separated lists.
+_CATALOGUE_FACETS = (
+    ("license", "license", False),
+    ("granularity", "granularity", False),
+    ("organization_id_with_name", "organization_id", False),
+    ("tag", "tags", True),
+    ("format", "formats", True),
+)
+
+
+def _count_codes(
+    catalogue: facts.CatalogueDatasets, column: str, multi: bool, rows: npt.NDArray[np.int64]
+) -> list[tuple[str, int]]:
+    """Return (value, number of ``rows`` holding it) for a catalogue column, vectorised."""
+    values, codes, offsets = catalogue.codes(column, multi)
+    if not rows.size or not codes.size:
+        return []
+    starts, ends = offsets[rows], offsets[rows + 1]
+    lengths = ends - starts
+    keep = lengths > 0
+    starts, lengths = starts[keep], lengths[keep]
+    if not lengths.size:
+        return []
+    # Positions of every code of the rows: each row's start, then +1 within the row.
+    first = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+    positions = first + np.arange(int(lengths.sum()))
+    counts = np.bincount(codes[positions], minlength=len(values))
+    present = np.flatnonzero(counts)
+    return [(values[i], int(counts[i])) for i in present]
 
 
 def _sortable(value: Any) -> float:
