@@ -412,6 +412,7 @@ def _build_datasets(
                 },
                 "harvest": None,
                 "contact_points": [],
+                **facts.DATASET_ACCESS_DEFAULTS,
                 "_twin": {
                     "provenance": prov,
                     "organization_id": org["id"],
@@ -511,7 +512,12 @@ def _build_dataservices(
             "authorization_request_url": raw.get("authorization_request_url"),
             "availability": raw.get("availability"),
             "rate_limiting": raw.get("rate_limiting", ""),
+            "rate_limiting_url": raw.get("rate_limiting_url"),
+            "availability_url": raw.get("availability_url"),
             "access_type": raw.get("access_type", "open"),
+            "access_audiences": [],
+            "access_type_reason_category": None,
+            "access_type_reason": None,
             "license": raw.get("license", "lov2"),
             "tags": list(raw.get("tags", [])),
             "private": False,
@@ -535,6 +541,9 @@ def _build_dataservices(
             "harvest": None,
             "metrics": {"views": popularity * 11, "followers": popularity // 150},
             "contact_points": [],
+            "featured": bool(raw.get("featured", False)),
+            # udata's Permission fields, as an anonymous client sees them.
+            "permissions": {"delete": False, "edit": False},
             "_twin": {
                 "provenance": prov,
                 "organization_id": org["id"],

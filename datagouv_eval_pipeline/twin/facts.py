@@ -13,6 +13,7 @@ The export holds facts only (no description, no resource objects): those records
 
 from __future__ import annotations
 
+import copy
 import gzip
 import io
 import json
@@ -86,6 +87,18 @@ LICENSE_IDS: dict[str, str] = {
     "Creative Commons CCZero": "cc-zero",
     "Open Data Commons Public Domain Dedication and Licence (PDDL)": "odc-pddl",
     "": "notspecified",
+}
+
+# Fields every udata dataset serves with these values unless its producer set them: open
+# access (AccessType.OPEN), no dataset-level schema, and an anonymous client's permissions.
+DATASET_ACCESS_DEFAULTS: dict[str, Any] = {
+    "access_type": "open",
+    "access_audiences": [],
+    "access_type_reason_category": None,
+    "access_type_reason": None,
+    "authorization_request_url": None,
+    "schema": None,
+    "permissions": {"delete": False, "edit": False, "edit_resources": False},
 }
 
 _SITE = "https://www.data.gouv.fr/"
@@ -411,6 +424,7 @@ class CatalogueDatasets(Mapping[str, dict[str, Any]]):
             "internal": {"created_at_internal": created, "last_modified_internal": modified},
             "harvest": {"backend": backend} if backend else None,
             "contact_points": [],
+            **copy.deepcopy(DATASET_ACCESS_DEFAULTS),
             "_twin": {
                 "provenance": PROVENANCE,
                 "organization_id": org["id"] if org else None,

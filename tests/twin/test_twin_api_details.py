@@ -69,3 +69,34 @@ def test_v1_list_has_no_facets_and_searches_titles(client: TestClient) -> None:
     v2 = get(client, "/api/2/datasets/search/?q=transports&page_size=20")
     assert v2["total"] > v1["total"]
     assert [d["id"] for d in v1["data"]] != [d["id"] for d in v2["data"]]
+
+
+ACCESS_DEFAULTS = {
+    "access_type": "open",
+    "access_audiences": [],
+    "access_type_reason_category": None,
+    "access_type_reason": None,
+    "authorization_request_url": None,
+    "permissions": {"delete": False, "edit": False, "edit_resources": False},
+}
+
+
+def test_datasets_carry_udatas_access_fields_and_permissions(client: TestClient) -> None:
+    for dataset_id in (
+        "55e4129788ee386899a46ec1",
+        "6969c228770f993ed4817ef7",
+    ):  # curated, catalogue
+        v1 = get(client, f"/api/1/datasets/{dataset_id}/")
+        assert {k: v1[k] for k in ACCESS_DEFAULTS} == ACCESS_DEFAULTS
+        assert "schema" in v1 and v1["schema"] is None
+        v2 = get(client, f"/api/2/datasets/{dataset_id}/")
+        assert v2["access_type"] == "open" and v2["permissions"] == ACCESS_DEFAULTS["permissions"]
+
+
+def test_dataservices_carry_featured_permissions_and_urls(client: TestClient) -> None:
+    page = get(client, "/api/1/dataservices/?page_size=50")
+    assert page["data"]
+    for service in page["data"]:
+        assert isinstance(service["featured"], bool)
+        assert service["permissions"] == {"delete": False, "edit": False}
+        assert "availability_url" in service and "rate_limiting_url" in service

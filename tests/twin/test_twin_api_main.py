@@ -19,6 +19,14 @@ NOT_FOUND = {
     "please check your spelling and try again."
 }
 DATASET_KEYS = {
+    # udata's access fields, dataset-level schema and anonymous permissions (issue 12)
+    "access_type",
+    "access_audiences",
+    "access_type_reason_category",
+    "access_type_reason",
+    "authorization_request_url",
+    "schema",
+    "permissions",
     "id",
     "title",
     "acronym",
