@@ -71,7 +71,7 @@ def test_v1_list_has_no_facets_and_searches_titles(client: TestClient) -> None:
     assert [d["id"] for d in v1["data"]] != [d["id"] for d in v2["data"]]
 
 
-ACCESS_DEFAULTS = {
+ACCESS_DEFAULTS: dict[str, Any] = {
     "access_type": "open",
     "access_audiences": [],
     "access_type_reason_category": None,
