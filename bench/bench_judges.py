@@ -1,8 +1,9 @@
 """Judge benchmarks: throughput under a provider rate limit, and re-scoring with a warm cache.
 
 1. **Throughput.** An LLM judge backed by a local ``FunctionModel`` that answers after a fixed
-   latency judges N criteria concurrently through a ``RateLimiter`` (requests per minute and
-   concurrency). Reported: achieved requests per minute against the limit (goal: >= 90 %).
+   latency judges N criteria concurrently through the provider's ``RateLimiter`` (requests per
+   minute) and the judge's concurrency bound. Reported: achieved requests per minute against
+   the limit (goal: >= 90 %).
 2. **Warm cache.** 1,000 distinct traces are judged once to fill the cache (with an instant stand-in
    for the model, so the setup does not take minutes), then judged again by a fresh judge whose
    model counts its calls. Reported: model calls (goal: 0) and wall time (goal: < 10 s).
@@ -31,7 +32,6 @@ from pydantic_ai.usage import RequestUsage
 
 from datagouv_eval_pipeline.judges.cache import JudgeCache
 from datagouv_eval_pipeline.judges.config import Role, RoleModel
-from datagouv_eval_pipeline.judges.limiter import RateLimiter
 from datagouv_eval_pipeline.judges.llm import LLMJudge
 from datagouv_eval_pipeline.judges.prompts import (
     ArgumentsOutput,
@@ -43,6 +43,7 @@ from datagouv_eval_pipeline.judges.prompts import (
 )
 from datagouv_eval_pipeline.judges.protocol import tool_evidence
 from datagouv_eval_pipeline.judges.runner import judge_trace
+from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
 from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.traces import Trace, load_trace
 
@@ -89,11 +90,16 @@ async def throughput(
     task = tasks["task_0002"]
     trace = load_trace(EXAMPLES / "task_0002_mcp.json")
     evidence = tool_evidence(trace)
-    limiter = RateLimiter(max_concurrency=concurrency, requests_per_minute=rpm)
+    limiters = RateLimiters({"bench": RateLimit(requests_per_minute=rpm)})
     model = FixedLatencyModel(latency_s)
     judge = LLMJudge(
-        {"default": RoleModel(FunctionModel(model, model_name=MODEL_ID), MODEL_ID)},
-        limiter=limiter,
+        {
+            "default": RoleModel(
+                FunctionModel(model, model_name=MODEL_ID), MODEL_ID, limiter_key="bench"
+            )
+        },
+        limiters=limiters,
+        max_concurrency=concurrency,
         timeout_s=30.0,
     )
     n = max(2, int(rpm / 60 * seconds))

@@ -1,8 +1,9 @@
 """The Dagster code location (``workspace.yaml`` and ``[tool.dagster]`` point here).
 
 One graph: task specs and the catalog pre-flight, then per cell the agent runs, action mappings
-and judge scores, then the DuckDB warehouse, the dbt metrics and the report. The in-process
-executor keeps a run to one process: on two cores a subprocess per step costs more than the work.
+and judge scores, then the DuckDB warehouse, its statistics (error bars, comparisons, the
+regression gate), the dbt metrics and the report. The in-process executor keeps a run to one
+process: on two cores a subprocess per step costs more than the work.
 """
 
 import dagster as dg
@@ -23,6 +24,7 @@ from datagouv_eval_pipeline.defs.catalog_validation import (
     catalog_validation,
     no_quarantined_tasks,
 )
+from datagouv_eval_pipeline.defs.console import brief_console_logger
 from datagouv_eval_pipeline.defs.dbt import dbt_cli_resource, dbt_metrics_assets
 from datagouv_eval_pipeline.defs.judge_scores import judge_scores
 from datagouv_eval_pipeline.defs.report import REPORT_DEPS, experiment_report_asset
@@ -33,6 +35,7 @@ from datagouv_eval_pipeline.defs.resources import (
     RunStoreResource,
     WarehouseResource,
 )
+from datagouv_eval_pipeline.defs.statistics import no_regression
 from datagouv_eval_pipeline.defs.task_specs import specs_valid, task_specs
 from datagouv_eval_pipeline.defs.warehouse import warehouse
 
@@ -58,6 +61,7 @@ defs = dg.Definitions(
         checks.cell_coverage,
         checks.judge_coverage,
         checks.scores_in_range,
+        no_regression,
     ],
     jobs=[experiment_job, agent_runs_job, experiment_dry_run],
     schedules=[weekly_experiment],
@@ -71,4 +75,6 @@ defs = dg.Definitions(
         "dbt": dbt_cli_resource,
     },
     executor=dg.in_process_executor,
+    # `console` stays the default; `datagouv-eval experiment` selects `brief` in its run config.
+    loggers={"console": dg.colored_console_logger, "brief": brief_console_logger},
 )

@@ -14,13 +14,31 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-TraceStatus = Literal["ok", "error", "budget_exceeded", "skipped"]
+TraceStatus = Literal["ok", "error", "budget_exceeded", "skipped", "cancelled"]
 """How a run ended: ``ok`` (an answer), ``error`` (the run failed), ``budget_exceeded`` (a
-request, token or time budget ended it), ``skipped`` (never started, e.g. a quarantined task)."""
+request, token or time budget ended it), ``skipped`` (never started, e.g. a quarantined task),
+``cancelled`` (stopped by Ctrl-C or SIGTERM while in flight)."""
+
+SCORED_STATUSES = frozenset({"ok"})
+"""Runs that are judged and scored; the others keep NULL scores with their status reason."""
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class WireExchange(_Strict):
+    """One HTTP request a code tool's program sent, as the sandbox's proxy saw it."""
+
+    method: str
+    """``GET``, ``POST``…; ``CONNECT`` for a TLS tunnel the proxy could not look into."""
+    url: str
+    """The URL as the program asked for it (production URLs)."""
+    status: int = Field(ge=0)
+    """The HTTP status (403 when the proxy refused; 0 when no answer came)."""
+    bytes: int = Field(default=0, ge=0)
+    """Bytes of the response body."""
+    duration_ms: float = Field(default=0.0, ge=0)
 
 
 class ToolCall(_Strict):
@@ -39,6 +57,9 @@ class ToolCall(_Strict):
     duration_ms: float | None = Field(default=None, ge=0)
     result_chars: int | None = Field(default=None, ge=0)
     """Length of the full result when ``result`` was truncated; None when it was not."""
+    http_requests: list[WireExchange] | None = None
+    """The HTTP requests the call's program sent (sandboxed code and CLI tools), in order;
+    None when they were not recorded."""
 
     @field_validator("arguments", mode="before")
     @classmethod

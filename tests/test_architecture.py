@@ -48,3 +48,28 @@ def test_the_check_catches_a_dagster_import(tmp_path: Path) -> None:
     offender = tmp_path / "offender.py"
     offender.write_text("import os\nfrom dagster import asset\n", encoding="utf-8")
     assert "dagster" in _imported_roots(offender)
+
+
+def _semantic_modules() -> list[Path]:
+    return sorted((PACKAGE / "semantic").rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", _semantic_modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_the_semantic_layer_imports_nothing_from_the_twin(path: Path) -> None:
+    """It maps production URLs only; how the twin lays out its routes is none of its business."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    modules = {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    } | {
+        node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+    }
+    assert not {
+        m
+        for m in modules
+        if m.startswith(("datagouv_eval_pipeline.twin", "datagouv_eval_pipeline.front"))
+    }, path

@@ -48,15 +48,14 @@ from datagouv_eval_pipeline.agents.sandbox.base import (
 from datagouv_eval_pipeline.agents.skills import SkillsInjection, skills_strategy
 from datagouv_eval_pipeline.agents.web import (
     CapabilityUnavailableError,
-    CatalogUrlMap,
     DdgsSearch,
     Fetcher,
     SearchBackend,
     TwinCatalogSearch,
     format_hits,
-    host_port,
 )
 from datagouv_eval_pipeline.benchmark.cells import Cell
+from datagouv_eval_pipeline.front import ServedHosts
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 
 MCP = "mcp"
@@ -95,18 +94,35 @@ class UnsupportedCapabilityError(ValueError):
 class CatalogTarget:
     """Where the tools point: the local twin (offline) or the live data.gouv.fr.
 
+    Agents always see the production URLs. Offline, the twin answers for them behind the
+    hostname front (``datagouv_eval_pipeline.front``): the sandbox's proxy is that front, and
+    the fetch tool goes through one.
+
     Attributes:
-        urls: Base URLs of the catalog services.
+        urls: The production base URLs of the catalog services (what agents and traces see).
         offline: True for the twin: catalog URLs are served locally and nothing else is reached.
+        twin_urls: The twin's own loopback URLs (its MCP endpoints); None when live.
+        served: The host names the front answers for and the twin behind it; None when live.
+        proxy_url: A running front over TCP for in-process clients (the fetch tool), if any.
     """
 
     urls: TwinUrls
     offline: bool
+    twin_urls: TwinUrls | None = None
+    served: ServedHosts | None = None
+    proxy_url: str | None = None
 
     @classmethod
-    def twin(cls, urls: TwinUrls) -> CatalogTarget:
-        """The twin at ``urls``."""
-        return cls(urls=urls, offline=True)
+    def twin(cls, urls: TwinUrls, served: ServedHosts | None = None) -> CatalogTarget:
+        """The twin at ``urls`` (its loopback URLs); ``served`` is asked from it if omitted."""
+        from datagouv_eval_pipeline.twin.front import served_by
+
+        return cls(
+            urls=TwinUrls.live(),
+            offline=True,
+            twin_urls=urls,
+            served=served if served is not None else served_by(urls),
+        )
 
     @classmethod
     def live(cls) -> CatalogTarget:
@@ -116,7 +132,7 @@ class CatalogTarget:
     @property
     def port(self) -> int | None:
         """The twin's port (None when live)."""
-        return urlsplit(self.urls.site).port if self.offline else None
+        return urlsplit(self.twin_urls.site).port if self.twin_urls is not None else None
 
     def mcp_url(self, cell: Cell) -> str:
         """The MCP endpoint of the cell's version."""
@@ -126,25 +142,25 @@ class CatalogTarget:
         return url
 
     def sandbox_hosts(self) -> list[str]:
-        """``host:port`` entries sandboxed code may reach."""
+        """``host:port`` entries sandboxed code may reach on the real network.
+
+        None offline: the catalog hosts are answered by the front itself.
+        """
         if self.offline:
-            return [host_port(self.urls.site)]
+            return []
         return [f"{host}:443" for host in LIVE_CATALOG_HOSTS]
 
-    def sandbox_env(self, *, python_sdk: bool) -> dict[str, str]:
-        """Environment variables (base URLs, never secrets) for sandboxed code."""
+    def sandbox_env(self) -> dict[str, str]:
+        """Environment variables (production base URLs, never secrets) for sandboxed code."""
         env = {
             "DATAGOUV_SITE_URL": self.urls.site,
             "DATAGOUV_API_URL": self.urls.datagouv_api,
             "DATAGOUV_TABULAR_API_URL": self.urls.tabular_api,
             "DATAGOUV_METRICS_API_URL": self.urls.metrics_api,
-            "DATAGOUV_CLI_BASE_URL": self.urls.site,
         }
         if self.offline:
             # The twin answers at once; the library's 4-10 s retry waits would only slow 404s.
             env["DATAGOUV_CLI_RETRY_WAIT"] = "0"
-        if python_sdk:
-            env["DATAGOUV_SDK_TWIN"] = "1" if self.offline else "0"
         return env
 
 
@@ -231,6 +247,8 @@ class ToolEnvironment:
         search: The web search backend (None: chosen from ``target``).
         skills: How the skills document is injected.
         model_result_chars: Longest tool result the model is shown.
+        mcp_url: The endpoint of the cell's MCP server when the cell does not say it (a real
+            build, started for the run); None: the cell's URL.
     """
 
     target: CatalogTarget
@@ -240,6 +258,15 @@ class ToolEnvironment:
     search: SearchBackend | None = None
     skills: SkillsInjection = field(default_factory=skills_strategy)
     model_result_chars: int = DEFAULT_MODEL_RESULT_CHARS
+    mcp_url: str | None = None
+
+    def mcp_endpoint(self, cell: Cell) -> str:
+        """The MCP endpoint of the cell: the started build's, or the cell's own."""
+        if self.mcp_url is not None:
+            return self.mcp_url
+        if cell.mcp_build is not None:
+            raise ValueError(f"cell {cell.key}: its MCP server is a build that was not started")
+        return self.target.mcp_url(cell)
 
     def search_backend(self) -> SearchBackend:
         """The search backend: the twin's catalog index offline, ``ddgs`` live.
@@ -250,7 +277,8 @@ class ToolEnvironment:
         if self.search is not None:
             return self.search
         if self.target.offline:
-            return TwinCatalogSearch(self.target.urls)
+            assert self.target.twin_urls is not None  # offline targets know the twin
+            return TwinCatalogSearch(self.target.twin_urls)
         return DdgsSearch()
 
 
@@ -320,19 +348,26 @@ async def build_task_tools(cell: Cell, env: ToolEnvironment, recorder: RunRecord
     toolsets: list[AbstractToolset[Any]] = []
     session: SandboxSession | None = None
 
-    def wrap(toolset: AbstractToolset[Any]) -> RecordingToolset:
+    def wrap(
+        toolset: AbstractToolset[Any], session: SandboxSession | None = None
+    ) -> RecordingToolset:
         return RecordingToolset(
-            toolset, recorder=recorder, model_result_chars=env.model_result_chars
+            toolset,
+            recorder=recorder,
+            model_result_chars=env.model_result_chars,
+            # What the call's program sent, from the session's proxy (the front).
+            wire=session.take_wire_requests if session is not None else None,
         )
 
     if MCP in capabilities:
-        toolsets.append(wrap(await env.mcp.toolset(env.target.mcp_url(cell))))
+        toolsets.append(wrap(await env.mcp.toolset(env.mcp_endpoint(cell))))
     if capabilities & SANDBOX_CAPABILITIES:
         assert env.sandbox is not None  # checked above
         session = await env.sandbox.open_session(
             allowed_hosts=env.target.sandbox_hosts(),
-            env=env.target.sandbox_env(python_sdk=PYTHON_SDK in capabilities),
+            env=env.target.sandbox_env(),
             limits=env.sandbox_limits,
+            served=env.target.served,
         )
         sandbox_tools: FunctionToolset[Any] = FunctionToolset()
         if capabilities & {CODE, PYTHON_SDK}:
@@ -345,7 +380,7 @@ async def build_task_tools(cell: Cell, env: ToolEnvironment, recorder: RunRecord
             sandbox_tools.add_function(
                 cli.execute_cli, name=EXECUTE_CLI, description=cli.description()
             )
-        toolsets.append(wrap(sandbox_tools))
+        toolsets.append(wrap(sandbox_tools, session))
     if WEB_SEARCH in capabilities:
         web = WebTools(env.search_backend(), env.target)
         web_tools: FunctionToolset[Any] = FunctionToolset()
@@ -374,13 +409,13 @@ def instructions_for(cell: Cell, env: ToolEnvironment) -> str:
 # ---------------------------------------------------------------------------------- sandbox
 
 # Runs the agent's code as a script named <agent>: a trailing expression is printed (as in a
-# notebook), tracebacks show the agent's own lines, and with python-sdk the datagouv library is
-# pointed at the catalog before the code runs. Standard library only (plus datagouv).
+# notebook) and tracebacks show the agent's own lines. Standard library only. Nothing is
+# patched: the datagouv library and every HTTP client use the production URLs, which the
+# sandbox's proxy (the hostname front, offline) answers for.
 _RUNNER = r"""
 import ast as _ast, linecache as _lc, os as _os, sys as _sys, traceback as _tb
 _src = {source!r}
 _lc.cache["<agent>"] = (len(_src), None, _src.splitlines(True), "<agent>")
-{sdk_setup}
 try:
     _tree = _ast.parse(_src, "<agent>")
 except SyntaxError as _e:
@@ -407,56 +442,10 @@ except BaseException as _e:
     _sys.exit(1)
 """
 
-_SDK_SETUP = r"""
-def _point_datagouv_at_catalog():
-    site = _os.environ.get("DATAGOUV_CLI_BASE_URL", "").rstrip("/")
-    if _os.environ.get("DATAGOUV_SDK_TWIN") != "1" or not site:
-        return
-    tabular = _os.environ.get("DATAGOUV_TABULAR_API_URL", "")
-    metrics = _os.environ.get("DATAGOUV_METRICS_API_URL", "")
-    from datagouv.api import client as c, dataset as d, organization as o, resource as r, topic as t
-    from datagouv.utils import base_object as b
-    live_tabular = "https://tabular-api.data.gouv.fr/api/"
-    live_metrics = "https://metric-api.data.gouv.fr/api/"
-    init_client = c.Client.__init__
-    def client_init(self, *args, **kwargs):
-        init_client(self, *args, **kwargs)
-        self.base_url = site
-    c.Client.__init__ = client_init
-    # Default arguments hold clients built at import time.
-    for module in (b, d, o, r, t):
-        for value in list(vars(module).values()):
-            init = getattr(value, "__init__", None) if isinstance(value, type) else None
-            defaults = list(getattr(init, "__defaults__", None) or ())
-            defaults += list((getattr(init, "__kwdefaults__", None) or {}).values())
-            for default in defaults:
-                if isinstance(default, c.Client):
-                    default.base_url = site
-    init_base = b.BaseObject.__init__
-    def base_init(self, *args, **kwargs):
-        init_base(self, *args, **kwargs)
-        url = getattr(self, "_base_metrics_url", None)
-        if metrics and url and url.startswith(live_metrics):
-            self._base_metrics_url = metrics + url[len(live_metrics):]
-    b.BaseObject.__init__ = base_init
-    init_resource = r.Resource.__init__
-    def resource_init(self, *args, **kwargs):
-        init_resource(self, *args, **kwargs)
-        url = getattr(self, "tabular_api_url", None)
-        if tabular and url and url.startswith(live_tabular):
-            self.tabular_api_url = tabular + url[len(live_tabular):]
-    r.Resource.__init__ = resource_init
-try:
-    _point_datagouv_at_catalog()
-except ImportError:
-    pass
-"""
 
-
-def runner_program(code: str, *, sdk: bool) -> str:
+def runner_program(code: str) -> str:
     """The program the sandbox runs for one ``execute_python`` call of ``code``."""
-    setup = _SDK_SETUP if sdk else ""
-    return _RUNNER.format(source=code, sdk_setup=setup)
+    return _RUNNER.format(source=code)
 
 
 def format_exec(result: ExecResult) -> tuple[str, bool]:
@@ -509,15 +498,15 @@ class PythonTool:
         ]
         if self.sdk:
             lines.append(
-                "The `datagouv` client library (package datagouv-client) is installed and "
-                "already configured for these URLs: `from datagouv import Client, Dataset, "
-                "Resource`; `Dataset(id)`, `Resource(id).rows(filters=...)`."
+                "The `datagouv` client library (package datagouv-client) is installed: "
+                "`from datagouv import Client, Dataset, Resource`; `Dataset(id)`, "
+                "`Resource(id).rows(filters=...)`."
             )
         return "\n".join(lines)
 
     async def execute_python(self, code: str) -> str:
         """Run ``code``; a failing program is a tool error with its output."""
-        result = await self.session.run_python(runner_program(code, sdk=self.sdk))
+        result = await self.session.run_python(runner_program(code))
         text, failed = format_exec(result)
         if failed:
             raise ToolFailed(text)
@@ -600,11 +589,16 @@ class WebTools:
     )
 
     def fetcher(self) -> Fetcher:
-        """The fetcher for the target (offline: catalog URLs served by the twin)."""
+        """The fetcher for the target (offline: through the front, which serves the catalog)."""
+        served = self.target.served
         if self.target.offline:
+            if served is None or self.target.proxy_url is None:
+                raise CapabilityUnavailableError(
+                    "offline http_fetch needs the hostname front before the twin (no proxy_url)"
+                )
             return Fetcher(
-                url_map=CatalogUrlMap(self.target.urls),
-                allowed_hosts=frozenset({host_port(self.target.urls.site)}),
+                proxy=self.target.proxy_url,
+                ca_bundle=str(served.authority.bundle_path),
                 offline=True,
             )
         return Fetcher()

@@ -21,7 +21,7 @@ from typing import Any
 
 from openai import AsyncOpenAI
 from openai.types import chat
-from pydantic_ai.exceptions import ModelAPIError, ModelConnectionError, ModelHTTPError
+from pydantic_ai.exceptions import ModelAPIError, ModelHTTPError
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.openai import OpenAIChatModel
@@ -30,10 +30,11 @@ from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 from pydantic_ai.settings import ModelSettings
 
 from datagouv_eval_pipeline.agents.baselines import get_policy, policy_model
-from datagouv_eval_pipeline.agents.limits import RateLimiter, RetryPolicy, estimate_tokens
 from datagouv_eval_pipeline.agents.recording import RequestRecord, RunRecorder
 from datagouv_eval_pipeline.benchmark.cells import CellModel
 from datagouv_eval_pipeline.benchmark.config import ProviderKind
+from datagouv_eval_pipeline.providers.limits import RateLimiter, estimate_tokens
+from datagouv_eval_pipeline.providers.retry import RetryPolicy, RetryWait, send_with_retries
 
 DEFAULT_TIMEOUT_S = 180.0
 
@@ -157,9 +158,10 @@ def _message_chars(messages: Sequence[ModelMessage]) -> int:
 class ManagedModel(WrapperModel):
     """Rate limiting, retries and per-request records around a model.
 
-    Each request waits for the provider's :class:`RateLimiter` (the wait is recorded), then
-    is sent; a 429 or 5xx answer (or a connection error) is retried after the ``Retry-After``
-    the provider gave, or an exponential backoff. Waits after a 429 count as rate-limit waits.
+    Each attempt waits for the provider's :class:`RateLimiter` (the wait is recorded), then is
+    sent; a transient failure is retried by the shared :class:`RetryPolicy` (backoff with
+    jitter, ``Retry-After`` floored). Waits after a 429 count as rate-limit waits and hold the
+    provider's limiter off for every caller.
     """
 
     def __init__(
@@ -196,57 +198,40 @@ class ManagedModel(WrapperModel):
         estimated = 0
         if self.limiter is not None and self.limiter.limit.tokens_per_minute is not None:
             estimated = estimate_tokens(_message_chars(messages)) + self.expected_output_tokens
-        attempt = 0
-        failures = 0  # failures other than 429, bounded by max_attempts
-        throttled_s = 0.0  # time waited after 429s, bounded by max_rate_limit_wait_s
-        while True:
-            attempt += 1
+        attempts = 0
+        started = time.perf_counter()
+
+        async def attempt() -> ModelResponse:
+            nonlocal attempts, started
+            attempts += 1
             if self.limiter is not None:
                 self.recorder.add_wait(await self.limiter.acquire(estimated))
             started = time.perf_counter()
-            try:
-                response = await self.wrapped.request(
-                    messages, model_settings, model_request_parameters
-                )
-            except ModelHTTPError as error:
-                if error.status_code not in self.retry.retry_statuses:
-                    raise
-                if error.status_code == 429:
-                    delay = self.retry.delay(attempt - failures, error.headers)
-                    if throttled_s + delay > self.retry.max_rate_limit_wait_s:
-                        raise
-                    throttled_s += delay
-                    if self.limiter is not None:
-                        self.limiter.hold_off(delay)
-                    self.recorder.add_wait(delay)
-                else:
-                    failures += 1
-                    if failures >= self.retry.max_attempts:
-                        raise
-                    delay = self.retry.delay(failures, error.headers)
-                self.recorder.retries.append(f"HTTP {error.status_code}, waited {delay:.2f} s")
-                await self.recorder.clock.sleep(delay)
-                continue
-            except ModelConnectionError as error:
-                failures += 1
-                if failures >= self.retry.max_attempts:
-                    raise
-                delay = self.retry.backoff(failures)
-                self.recorder.retries.append(f"connection error ({error}), waited {delay:.2f} s")
-                await self.recorder.clock.sleep(delay)
-                continue
-            usage = response.usage
-            self.recorder.requests.append(
-                RequestRecord(
-                    input_tokens=usage.input_tokens,
-                    output_tokens=usage.output_tokens,
-                    duration_ms=(time.perf_counter() - started) * 1000,
-                    attempts=attempt,
-                )
+            return await self.wrapped.request(messages, model_settings, model_request_parameters)
+
+        def waited(wait: RetryWait) -> None:
+            if wait.rate_limited:
+                # A 429 says "later" to every caller of the provider, not just this one.
+                if self.limiter is not None:
+                    self.limiter.hold_off(wait.seconds)
+                self.recorder.add_wait(wait.seconds)
+            self.recorder.retries.append(f"{wait.reason}, waited {wait.seconds:.2f} s")
+
+        response = await send_with_retries(
+            attempt, self.retry, sleep=self.recorder.clock.sleep, on_wait=waited
+        )
+        usage = response.usage
+        self.recorder.requests.append(
+            RequestRecord(
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                duration_ms=(time.perf_counter() - started) * 1000,
+                attempts=attempts,
             )
-            if self.limiter is not None:
-                self.limiter.settle(estimated, usage.input_tokens + usage.output_tokens)
-            return response
+        )
+        if self.limiter is not None:
+            self.limiter.settle(estimated, usage.input_tokens + usage.output_tokens)
+        return response
 
 
 def describe_model_error(error: ModelAPIError) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,9 @@ from pydantic_ai.exceptions import ModelRetry, ToolFailed
 from pydantic_ai.toolsets import WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from datagouv_eval_pipeline.agents.limits import Clock, SystemClock
+from datagouv_eval_pipeline.front import WireRequest
+from datagouv_eval_pipeline.providers.limits import Clock, SystemClock
+from datagouv_eval_pipeline.traces import WireExchange
 
 DEFAULT_MODEL_RESULT_CHARS = 50_000
 """Longest tool result the model is shown; longer ones are cut with a marker."""
@@ -52,12 +54,14 @@ class ToolRecord:
         full_chars: Length of the complete result text (before any truncation).
         error: Whether the tool failed (the model was shown the failure).
         text: The complete result text.
+        http_requests: What the call's program sent over HTTP (sandboxed tools), or None.
     """
 
     duration_ms: float
     full_chars: int
     error: bool
     text: str
+    http_requests: list[WireExchange] | None = None
 
 
 @dataclass
@@ -68,6 +72,8 @@ class RunRecorder:
         clock: Time source of rate-limit waits and of the run's latency.
         requests: Model requests in order.
         tools: Tool calls by call id.
+        infrastructure_error: The first tool failure that was the toolset's, not the agent's
+            (its server died or became unreachable); the run then ends as an error.
         rate_limit_wait_s: Seconds spent waiting on rate limits (limiter and 429 answers).
         retries: Failed attempts that were retried, with their reason.
         on_wait: Called with each rate-limit wait (the runner extends the run's deadline).
@@ -76,6 +82,7 @@ class RunRecorder:
     clock: Clock = field(default_factory=SystemClock)
     requests: list[RequestRecord] = field(default_factory=list)
     tools: dict[str, ToolRecord] = field(default_factory=dict)
+    infrastructure_error: str | None = None
     rate_limit_wait_s: float = 0.0
     retries: list[str] = field(default_factory=list)
     on_wait: Callable[[float], None] | None = None
@@ -106,6 +113,41 @@ def truncate(text: str, limit: int) -> str:
     return text[:limit] + f"\n[... truncated: {len(text)} characters in total]"
 
 
+def infrastructure_fault(error: BaseException) -> str | None:
+    """Why ``error`` means the toolset itself is gone (connection refused, reset, closed).
+
+    A bad argument or a tool's own error message is the agent's business; a server that died
+    or stopped answering is not, and must not count against the agent.
+    """
+    import anyio
+    import httpx
+
+    seen: set[int] = set()
+    pending: list[BaseException] = [error]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(
+            current,
+            httpx.TransportError
+            | ConnectionError
+            | anyio.ClosedResourceError
+            | anyio.BrokenResourceError
+            | anyio.EndOfStream,
+        ):
+            return f"the toolset became unreachable ({type(current).__name__}: {current})"
+        if "connection closed" in str(current).lower():
+            return f"the toolset closed the connection ({type(current).__name__}: {current})"
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        for linked in (current.__cause__, current.__context__):
+            if linked is not None:
+                pending.append(linked)
+    return None
+
+
 @dataclass
 class RecordingToolset(WrapperToolset[Any]):
     """Times each call, turns every failure into a tool error, and truncates results.
@@ -117,6 +159,8 @@ class RecordingToolset(WrapperToolset[Any]):
 
     recorder: RunRecorder = field(default_factory=RunRecorder)
     model_result_chars: int = DEFAULT_MODEL_RESULT_CHARS
+    wire: Callable[[], Sequence[WireRequest]] | None = None
+    """Takes the HTTP requests made since the last call (the sandbox session's proxy)."""
 
     async def call_tool(
         self,
@@ -128,20 +172,44 @@ class RecordingToolset(WrapperToolset[Any]):
         """Call the wrapped tool; failures become ``ToolFailed`` with the error text."""
         started = time.perf_counter()
         error = False
+        failed: BaseException | None = None
         try:
             text = result_text(await self.wrapped.call_tool(name, tool_args, ctx, tool))
         except ToolFailed as failure:
-            error, text = True, failure.message
+            error, text, failed = True, failure.message, failure
         except ModelRetry as retry:
             # A retry consumes the tool's retry budget and, once exhausted, aborts the run: the
             # model sees the same message as a plain failure instead.
-            error, text = True, retry.message
+            error, text, failed = True, retry.message, retry
         except Exception as exception:
             error, text = True, f"Error: {type(exception).__name__}: {exception}"
+            failed = exception
+        if failed is not None and self.recorder.infrastructure_error is None:
+            infrastructure = infrastructure_fault(failed)
+            if infrastructure is not None:
+                self.recorder.infrastructure_error = f"tool {name!r}: {infrastructure}"
         duration_ms = (time.perf_counter() - started) * 1000
         call_id = ctx.tool_call_id or f"{name}#{len(self.recorder.tools)}"
+        # Concurrent calls of one session's tools would share what the proxy saw between them;
+        # the model's calls of one run are attributed in completion order.
+        exchanges = None
+        if self.wire is not None:
+            exchanges = [
+                WireExchange(
+                    method=w.method,
+                    url=w.url,
+                    status=w.status,
+                    bytes=w.bytes,
+                    duration_ms=w.duration_ms,
+                )
+                for w in self.wire()
+            ]
         self.recorder.tools[call_id] = ToolRecord(
-            duration_ms=duration_ms, full_chars=len(text), error=error, text=text
+            duration_ms=duration_ms,
+            full_chars=len(text),
+            error=error,
+            text=text,
+            http_requests=exchanges,
         )
         shown = truncate(text, self.model_result_chars)
         if error:

@@ -8,6 +8,7 @@ ends with a status:
 * ``ok``: the agent gave its structured final answer;
 * ``budget_exceeded``: a budget ended it (the reason says which);
 * ``error``: the model failed (after retries), misbehaved, or the run crashed;
+* ``cancelled``: stopped by Ctrl-C or SIGTERM while in flight (``cancel.py``); never cached;
 * ``skipped``: never started (an MCP version the task excludes, a capability set the model or
   this machine cannot run); the reason says why. Skipped and failed runs are recorded, never
   scored as zeros.
@@ -19,8 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -46,8 +48,10 @@ from pydantic_ai.models import Model
 from pydantic_ai.models.openai import OpenAIChatModel
 
 from datagouv_eval_pipeline.agents.baselines import get_policy
+from datagouv_eval_pipeline.agents.cancel import CancelToken
 from datagouv_eval_pipeline.agents.capabilities import (
     SANDBOX_CAPABILITIES,
+    WEB_SEARCH,
     CatalogTarget,
     McpConnections,
     TaskTools,
@@ -58,14 +62,7 @@ from datagouv_eval_pipeline.agents.capabilities import (
     default_sandbox,
     instructions_for,
 )
-from datagouv_eval_pipeline.agents.limits import (
-    Clock,
-    RateLimit,
-    RateLimiters,
-    RetryPolicy,
-    RunBudget,
-    SystemClock,
-)
+from datagouv_eval_pipeline.agents.limits import RunBudget
 from datagouv_eval_pipeline.agents.models import ManagedModel, MissingApiKeyError, base_model
 from datagouv_eval_pipeline.agents.output import (
     FINAL_ANSWER_DESCRIPTION,
@@ -87,12 +84,23 @@ from datagouv_eval_pipeline.agents.web import CapabilityUnavailableError
 from datagouv_eval_pipeline.benchmark.cells import Cell, CellModel
 from datagouv_eval_pipeline.benchmark.config import ProviderKind
 from datagouv_eval_pipeline.metrics.provenance import code_version
+from datagouv_eval_pipeline.providers.limits import (
+    Clock,
+    RateLimit,
+    RateLimiters,
+    SystemClock,
+    process_rate_limiters,
+)
+from datagouv_eval_pipeline.providers.retry import RetryPolicy
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
 from datagouv_eval_pipeline.traces import Provenance, RequestUsage, ToolCall, Trace, Usage
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 
 DEFAULT_TRACE_RESULT_CHARS = 20_000
 """Longest tool result stored in a trace; the full length goes in ``result_chars``."""
+
+INFRASTRUCTURE = "infrastructure"
+"""Reason prefix of runs ended by a toolset that died or became unreachable mid-run."""
 
 _NO_RESULT = "[no result: the run ended before the tool returned]"
 
@@ -237,6 +245,10 @@ async def arun_cell(
     snapshot_id: str | None = None,
     clock: Clock | None = None,
     model_factory: Callable[[CellModel], Model] | None = None,
+    mcp_url: str | None = None,
+    only: Collection[tuple[str, int]] | None = None,
+    cancel: CancelToken | None = None,
+    on_trace: Callable[[Trace], None] | None = None,
 ) -> CellRun:
     """Run every task of ``tasks`` ``repeats`` times in ``cell``, concurrently.
 
@@ -246,10 +258,11 @@ async def arun_cell(
         twin_urls: The twin's base URLs; None runs against the live data.gouv.fr.
         repeats: Runs per task, each with its own trace and repeat index.
         settings: Budgets, retries, concurrency and truncation.
-        rate_limiters: Provider rate limiters, shared across cells of one process if given;
-            when None, built from the cell's model configuration (``models.yml`` rate limits,
-            else the built-in defaults). A limiter that a given one creates also takes the
-            cell's configured limits unless the caller set limits for it.
+        rate_limiters: Provider rate limiters; when None, the process's own
+            (:func:`~datagouv_eval_pipeline.providers.limits.process_rate_limiters`, shared with
+            the judges), or limiters of the cell's configuration when a ``clock`` is given. A
+            limiter created on first use takes the cell's configured limits (``models.yml``,
+            else the built-in defaults) unless the caller set limits for it.
         sandbox: Sandbox backend for code and CLI tools (the local one when needed and None).
         model_base_url: Overrides the model's base URL (a local replay server).
         environ: Where API keys are read (``os.environ`` by default).
@@ -257,21 +270,82 @@ async def arun_cell(
         clock: Time source of latency and rate-limit waits (tests pass a fake one).
         model_factory: Builds the model instead of the registry (tests, benchmarks); it is
             still wrapped with rate limiting, retries and recording.
+        mcp_url: The endpoint of the cell's MCP server when it is a real build started for
+            the run (``mcp_builds.BuildServers``); its own ``tools/list`` is the tool list.
+        only: Run only these ``(task_id, repeat)`` pairs (the others are already stored, e.g.
+            repeat 0 when repeats are added); None runs them all.
+        cancel: When set during the run, the runs in flight or waiting end as ``cancelled``
+            with its reason and the cell returns at once; finished runs are kept.
+        on_trace: Called with each trace as soon as its run ends (to cache it at once, so an
+            interrupted cell does not redo its finished runs).
 
     Returns:
-        The traces, one per (task, repeat) in task order then repeat order, and the MCP tool
-        lists.
+        The traces, one per (task, repeat) run, in task order then repeat order, and the MCP
+        tool lists.
     """
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     settings = settings or RunSettings()
+    if rate_limiters is None:
+        # The process's limiters are shared with the judges of the same provider; a test's
+        # fake clock gets limiters of its own.
+        fake_clock = clock is not None
+        rate_limiters = cell_rate_limiters(cell, clock) if fake_clock else process_rate_limiters()
     clock = clock or SystemClock()
-    target = CatalogTarget.twin(twin_urls) if twin_urls is not None else CatalogTarget.live()
+    target = (
+        await asyncio.to_thread(CatalogTarget.twin, twin_urls)
+        if twin_urls is not None
+        else CatalogTarget.live()
+    )
     if twin_urls is not None and snapshot_id is None:
         snapshot_id = await _twin_snapshot_id(twin_urls)
     needs_sandbox = bool(SANDBOX_CAPABILITIES & set(cell.capabilities))
     if sandbox is None and needs_sandbox and (model_factory or model_skip_reason(cell) is None):
         sandbox = default_sandbox()
+    async with contextlib.AsyncExitStack() as stack:
+        if target.served is not None and WEB_SEARCH in cell.capabilities:
+            # The fetch tool reaches the production URLs through a front of its own.
+            front = target.served.front().start()
+            stack.callback(front.stop)
+            target = dataclasses.replace(target, proxy_url=front.proxy_url)
+        return await _run_cell_tasks(
+            cell,
+            tasks,
+            target,
+            repeats,
+            settings,
+            rate_limiters,
+            sandbox,
+            model_base_url,
+            environ,
+            snapshot_id,
+            clock,
+            model_factory,
+            mcp_url,
+            only,
+            cancel,
+            on_trace,
+        )
+
+
+async def _run_cell_tasks(
+    cell: Cell,
+    tasks: Sequence[TaskSpec],
+    target: CatalogTarget,
+    repeats: int,
+    settings: RunSettings,
+    rate_limiters: RateLimiters,
+    sandbox: SandboxBackend | None,
+    model_base_url: str | None,
+    environ: Mapping[str, str] | None,
+    snapshot_id: str | None,
+    clock: Clock,
+    model_factory: Callable[[CellModel], Model] | None,
+    mcp_url: str | None,
+    only: Collection[tuple[str, int]] | None,
+    cancel: CancelToken | None,
+    on_trace: Callable[[Trace], None] | None,
+) -> CellRun:
     async with McpConnections() as mcp:
         env = ToolEnvironment(
             target=target,
@@ -280,12 +354,13 @@ async def arun_cell(
             sandbox_limits=settings.sandbox_limits,
             skills=skills_strategy(settings.skills_strategy),
             model_result_chars=settings.model_result_chars,
+            mcp_url=mcp_url,
         )
         shared = _Shared(
             cell=cell,
             settings=settings,
             env=env,
-            limiters=rate_limiters or cell_rate_limiters(cell, clock),
+            limiters=rate_limiters,
             clock=clock,
             semaphore=asyncio.Semaphore(settings.max_concurrency),
             snapshot_id=snapshot_id,
@@ -321,15 +396,20 @@ async def arun_cell(
             )
         if shared.cell_problem is None and "mcp" in cell.capabilities and cell.mcp_version:
             try:
-                await mcp.tool_list(cell.mcp_version, target.mcp_url(cell))
+                await mcp.tool_list(cell.mcp_version, env.mcp_endpoint(cell))
             except Exception as error:
                 shared.cell_problem = (
                     f"the MCP server {cell.mcp_version} is unreachable: "
                     f"{type(error).__name__}: {error}"
                 )
-        runs = [_run_task(shared, task, repeat) for task in tasks for repeat in range(repeats)]
+        runs = [
+            _run_or_cancel(shared, task, repeat, cancel, on_trace)
+            for task in tasks
+            for repeat in range(repeats)
+            if only is None or (task.task_id, repeat) in only
+        ]
         try:
-            traces = list(await asyncio.gather(*runs))
+            traces = await _gather_cancellable(runs, cancel)
         finally:
             await _close_model(shared.model)
         return CellRun(
@@ -403,6 +483,46 @@ def _base_trace(shared: _Shared, task: TaskSpec, repeat: int) -> dict[str, Any]:
     }
 
 
+async def _gather_cancellable(
+    runs: Sequence[Coroutine[Any, Any, Trace]], cancel: CancelToken | None
+) -> list[Trace]:
+    """Await every run; when ``cancel`` is set, cancel those still going (they return traces)."""
+    pending = [asyncio.ensure_future(run) for run in runs]
+    if cancel is None:
+        return list(await asyncio.gather(*pending))
+
+    async def watch() -> None:
+        while not cancel.cancelled:
+            await asyncio.sleep(0.1)
+        for future in pending:
+            future.cancel()
+
+    watcher = asyncio.ensure_future(watch())
+    try:
+        return list(await asyncio.gather(*pending))
+    finally:
+        watcher.cancel()
+
+
+async def _run_or_cancel(
+    shared: _Shared,
+    task: TaskSpec,
+    repeat: int,
+    cancel: CancelToken | None,
+    on_trace: Callable[[Trace], None] | None,
+) -> Trace:
+    try:
+        trace = await _run_task(shared, task, repeat)
+    except asyncio.CancelledError:
+        if cancel is None or not cancel.cancelled:
+            raise
+        base = _base_trace(shared, task, repeat)
+        return Trace(**base, status="cancelled", status_reason=cancel.reason)
+    if on_trace is not None:
+        on_trace(trace)
+    return trace
+
+
 async def _run_task(shared: _Shared, task: TaskSpec, repeat: int) -> Trace:
     base = _base_trace(shared, task, repeat)
     reason = shared.cell_problem or task_skip_reason(shared.cell, task)
@@ -439,6 +559,9 @@ async def _execute(shared: _Shared, task: TaskSpec, base: dict[str, Any]) -> Tra
     status, reason, output, messages = await _drive(
         shared.agent, model, tools, task, settings, recorder
     )
+    if recorder.infrastructure_error is not None and status in ("ok", "error"):
+        # Not the agent's fault: excluded from scores (NULL), counted in coverage.
+        status, reason = "error", f"{INFRASTRUCTURE}: {recorder.infrastructure_error}"
     latency_ms = max(0.0, (clock.now() - started) * 1000)
     usage = Usage(
         input_tokens=sum(r.input_tokens for r in recorder.requests),
@@ -563,6 +686,7 @@ def tool_calls_of(
                     error=error,
                     duration_ms=record.duration_ms if record else None,
                     result_chars=len(text) if len(text) > max_chars else None,
+                    http_requests=record.http_requests if record else None,
                 )
             )
     return calls

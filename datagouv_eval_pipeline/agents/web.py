@@ -2,8 +2,8 @@
 
 * Offline, search is a local index of catalog pages: the twin's dataset and dataservice search,
   answered with the *production* page URLs (``https://www.data.gouv.fr/datasets/<slug>/``), and
-  fetching a catalog URL is served by the twin. The agent and its trace see real data.gouv.fr
-  URLs, so the action mapper credits page fetches as it would live.
+  fetching goes through the hostname front, which answers for the catalog's production hosts
+  and refuses the others. The agent and its trace see real data.gouv.fr URLs only.
 * Live, search uses the ``ddgs`` package (DuckDuckGo); it is not a dependency, so building the
   backend without it raises :class:`CapabilityUnavailableError` with the reason.
 * :func:`check_url` refuses non-http(s) schemes and hosts that resolve to private, loopback,
@@ -16,8 +16,9 @@ import asyncio
 import ipaddress
 import re
 import socket
+import ssl
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any, Protocol
 from urllib.parse import SplitResult, urljoin, urlsplit
@@ -39,56 +40,12 @@ USER_AGENT = "datagouv-eval-agent/1.0"
 FETCH_TIMEOUT_S = 30.0
 MAX_REDIRECTS = 5
 
-# Hosts whose files the twin serves under /_ext/ in offline mode.
-_CATALOG_FILE_HOSTS = ("static.data.gouv.fr", "object.files.data.gouv.fr")
-
 
 def host_port(url: str) -> str:
     """``host:port`` of a URL (the scheme's default port when none is written)."""
     parts = urlsplit(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     return f"{(parts.hostname or '').lower()}:{port}"
-
-
-@dataclass(frozen=True)
-class CatalogUrlMap:
-    """Translates production catalog URLs to the twin's and back.
-
-    Attributes:
-        twin: The twin's base URLs.
-        live: The production base URLs.
-    """
-
-    twin: TwinUrls
-    live: TwinUrls = field(default_factory=TwinUrls.live)
-
-    def _pairs(self) -> list[tuple[str, str]]:
-        # Most specific first: the main API lives under the site root.
-        names = ("tabular_api", "metrics_api", "crawler_api", "datagouv_api", "site")
-        return [(getattr(self.live, name), getattr(self.twin, name)) for name in names]
-
-    def to_twin(self, url: str) -> str | None:
-        """The twin URL serving a production catalog URL, or None outside the catalog."""
-        text = re.sub(r"^http://", "https://", url.strip())
-        text = re.sub(r"^https://data\.gouv\.fr/", "https://www.data.gouv.fr/", text)
-        for live, twin in self._pairs():
-            if text.startswith(live):
-                return twin + text[len(live) :]
-            if text + "/" == live:
-                return twin
-        if urlsplit(text).hostname in _CATALOG_FILE_HOSTS:
-            return self.twin.external(text)
-        return None
-
-    def to_live(self, url: str) -> str:
-        """The production URL of a twin URL (other URLs unchanged)."""
-        external = self.twin.site + "_ext/"
-        if url.startswith(external):
-            return "https://" + url[len(external) :]
-        for live, twin in self._pairs():
-            if url.startswith(twin):
-                return live + url[len(twin) :]
-        return url
 
 
 def _is_public(address: str) -> bool:
@@ -166,10 +123,9 @@ async def check_url(url: str, *, allowed_hosts: Collection[str] = ()) -> None:
 class _TextExtractor(HTMLParser):
     """HTML to readable text: drops scripts and styles, keeps link targets."""
 
-    def __init__(self, base_url: str, url_map: CatalogUrlMap | None) -> None:
+    def __init__(self, base_url: str) -> None:
         super().__init__(convert_charrefs=True)
         self.base_url = base_url
-        self.url_map = url_map
         self.parts: list[str] = []
         self._skip = 0
 
@@ -182,8 +138,6 @@ class _TextExtractor(HTMLParser):
             href = dict(attrs).get("href")
             if href:
                 target = urljoin(self.base_url, href)
-                if self.url_map is not None:
-                    target = self.url_map.to_live(target)
                 self.parts.append(f" <{target}> ")
 
     def handle_endtag(self, tag: str) -> None:
@@ -200,9 +154,9 @@ class _TextExtractor(HTMLParser):
         return "\n".join(line for line in lines if line)
 
 
-def html_to_text(html: str, base_url: str, url_map: CatalogUrlMap | None = None) -> str:
-    """Readable text of an HTML page, links shown as ``<url>`` (twin links given as live)."""
-    extractor = _TextExtractor(base_url, url_map)
+def html_to_text(html: str, base_url: str) -> str:
+    """Readable text of an HTML page, links shown as ``<url>``."""
+    extractor = _TextExtractor(base_url)
     extractor.feed(html)
     extractor.close()
     return extractor.text()
@@ -213,54 +167,61 @@ class Fetcher:
     """The ``http_fetch`` tool's implementation.
 
     Attributes:
-        url_map: Offline: serves production catalog URLs from the twin; None when live.
-        allowed_hosts: Private ``host:port`` entries that may be fetched (the twin).
-        offline: Refuse URLs outside the catalog (there is no network to reach them).
+        proxy: Offline: the hostname front every request goes through (it answers for the
+            catalog's production hosts and refuses the rest); None when live.
+        ca_bundle: The CA bundle that trusts the front's certificates (offline).
+        offline: Send nothing but through ``proxy`` (there is no network).
     """
 
-    url_map: CatalogUrlMap | None = None
-    allowed_hosts: frozenset[str] = frozenset()
+    proxy: str | None = None
+    ca_bundle: str | None = None
     offline: bool = False
 
     async def fetch(self, url: str) -> str:
         """Fetch a page and return its text (status line first).
 
         Raises:
-            FetchRefusedError: The URL is refused (scheme, private address, offline).
+            FetchRefusedError: The URL is refused (scheme, private address, offline host).
             httpx.HTTPError: The request failed.
         """
         target = url.strip()
         host = check_scheme(target).hostname or ""
-        twin = self.url_map.to_twin(target) if self.url_map is not None else None
-        if twin is not None:
-            target = twin
-        elif _is_private_literal(host):
+        if _is_private_literal(host):
             raise FetchRefusedError(
                 f"{host!r} is a non-public address ({host}): private, loopback and link-local "
                 "hosts cannot be fetched"
             )
-        elif self.offline:
-            raise FetchRefusedError(
-                "offline mode: only data.gouv.fr catalog URLs (www.data.gouv.fr, "
-                "tabular-api, metric-api, static files) can be fetched"
-            )
-        await check_url(target, allowed_hosts=self.allowed_hosts)
+        if self.offline and self.proxy is None:
+            raise FetchRefusedError("offline mode without the hostname front: nothing to fetch")
         headers = {"User-Agent": USER_AGENT}
-        async with httpx.AsyncClient(timeout=FETCH_TIMEOUT_S, trust_env=False) as client:
+        client_options: dict[str, Any] = {"timeout": FETCH_TIMEOUT_S, "trust_env": False}
+        if self.proxy is not None:
+            client_options["proxy"] = self.proxy
+            if self.ca_bundle is not None:
+                client_options["verify"] = ssl.create_default_context(cafile=self.ca_bundle)
+        async with httpx.AsyncClient(**client_options) as client:
             for _ in range(MAX_REDIRECTS + 1):
-                response = await client.get(target, headers=headers)
+                if self.proxy is None:
+                    await check_url(target)
+                try:
+                    response = await client.get(target, headers=headers)
+                except httpx.ProxyError as error:
+                    # The front refused the host (offline: only the catalog's hosts exist).
+                    raise FetchRefusedError(
+                        f"offline mode: {urlsplit(target).hostname} cannot be fetched, only "
+                        f"the data.gouv.fr catalog hosts ({error})"
+                    ) from None
                 if response.is_redirect and "location" in response.headers:
                     target = urljoin(target, response.headers["location"])
-                    await check_url(target, allowed_hosts=self.allowed_hosts)
                     continue
                 break
             else:
                 raise FetchRefusedError(f"more than {MAX_REDIRECTS} redirects")
-        shown = self.url_map.to_live(str(response.url)) if self.url_map else str(response.url)
+        shown = str(response.url)
         status = f"HTTP {response.status_code} {response.reason_phrase} <{shown}>"
         kind = response.headers.get("content-type", "")
         if "html" in kind:
-            body = html_to_text(response.text, str(response.url), self.url_map)
+            body = html_to_text(response.text, str(response.url))
         elif kind.startswith(("text/", "application/json")) or "csv" in kind or "yaml" in kind:
             body = response.text
         else:

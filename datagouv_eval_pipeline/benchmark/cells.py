@@ -20,6 +20,7 @@ from typing import Any
 from datagouv_eval_pipeline.benchmark.config import (
     Capability,
     EvaluationType,
+    McpBuild,
     McpVersion,
     Metric,
     ModelEntry,
@@ -30,7 +31,7 @@ from datagouv_eval_pipeline.benchmark.config import (
     select,
 )
 from datagouv_eval_pipeline.benchmark.keys import cell_key, model_key, setup_key
-from datagouv_eval_pipeline.benchmark.loader import BenchmarkConfig
+from datagouv_eval_pipeline.benchmark.loader import BenchmarkConfig, build_path
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,8 @@ class Cell:
         model: The model.
         capabilities: Capability names, sorted.
         mcp_version: The pinned MCP version, None without ``mcp``.
-        mcp_url: The MCP endpoint, possibly with ``{twin_port}``; None without ``mcp``.
+        mcp_url: The MCP endpoint, possibly with ``{twin_port}``; None without ``mcp`` and for
+            a build (its endpoint is known once it is started).
         skills_version: The skills version, None without ``skills``.
         skills_sha256: sha256 of the skills document, None without ``skills``.
         skills_text: The skills document, None without ``skills``.
@@ -92,6 +94,13 @@ class Cell:
         system_prompt_sha256: sha256 of the system prompt text.
         system_prompt_text: The system prompt text.
         metrics: Metric groups to compute (union over ``evaluation_types``), in enum order.
+        mcp_source: Where the MCP server comes from (``twin``, ``url`` or ``build``); None
+            without ``mcp``.
+        mcp_label: The MCP entry's source name in the key (``build``), None for an unnamed
+            entry.
+        mcp_build: The build to install and start (a ``path`` resolved to an absolute
+            directory); None unless ``mcp_source`` is ``build``.
+        mcp_build_spec: The build as configured (``path:../datagouv-mcp``), for provenance.
     """
 
     key: str
@@ -107,6 +116,10 @@ class Cell:
     metrics: tuple[str, ...]
     skills_text: str | None = field(default=None, repr=False)
     system_prompt_text: str = field(default="", repr=False)
+    mcp_source: str | None = None
+    mcp_label: str | None = None
+    mcp_build: McpBuild | None = None
+    mcp_build_spec: str | None = field(default=None, repr=False)
 
     @property
     def model_key(self) -> str:
@@ -117,7 +130,11 @@ class Cell:
     def setup_key(self) -> str:
         """The key without its model part (a possible second partition dimension)."""
         return setup_key(
-            self.capabilities, self.mcp_version, self.skills_version, self.system_prompt
+            self.capabilities,
+            self.mcp_version,
+            self.skills_version,
+            self.system_prompt,
+            self.mcp_label,
         )
 
     def mcp_url_for(self, twin_port: int | None) -> str | None:
@@ -155,12 +172,20 @@ class Cell:
             "capabilities": list(self.capabilities),
             "mcp_version": self.mcp_version,
             "mcp_url": self.mcp_url,
+            "mcp_source": self.mcp_source,
+            "mcp_build": self._build_record(),
             "skills_version": self.skills_version,
             "skills_sha256": self.skills_sha256,
             "system_prompt": self.system_prompt,
             "system_prompt_sha256": self.system_prompt_sha256,
             "metrics": list(self.metrics),
         }
+
+    def _build_record(self) -> str | None:
+        # The build as configured, without the machine path a relative ``path`` resolves to.
+        if self.mcp_build is None:
+            return None
+        return self.mcp_build_spec or self.mcp_build.spec
 
 
 class UnknownEvaluationTypeError(ValueError):
@@ -266,12 +291,13 @@ def _cells_of(config: BenchmarkConfig, etype: EvaluationType) -> list[Cell]:
                         mcp.version if mcp else None,
                         skills.version if skills else None,
                         prompt.name,
+                        mcp.label if mcp else None,
                     ),
                     evaluation_types=(etype.name,),
                     model=model,
                     capabilities=capabilities,
                     mcp_version=mcp.version if mcp else None,
-                    mcp_url=mcp.url if mcp else None,
+                    mcp_url=mcp.endpoint if mcp else None,
                     skills_version=skills.version if skills else None,
                     skills_sha256=sha256_text(skills_text) if skills_text is not None else None,
                     system_prompt=prompt.name,
@@ -279,9 +305,22 @@ def _cells_of(config: BenchmarkConfig, etype: EvaluationType) -> list[Cell]:
                     metrics=metrics,
                     skills_text=skills_text,
                     system_prompt_text=prompt.text,
+                    mcp_source=mcp.origin.value if mcp else None,
+                    mcp_label=mcp.label if mcp else None,
+                    mcp_build=_resolved_build(config, mcp),
+                    mcp_build_spec=mcp.build.spec if mcp and mcp.build else None,
                 )
             )
     return cells
+
+
+def _resolved_build(config: BenchmarkConfig, mcp: McpVersion | None) -> McpBuild | None:
+    """The entry's build, a ``path`` made absolute (the cell runs from any directory)."""
+    if mcp is None or mcp.build is None:
+        return None
+    if mcp.build.path is None:
+        return mcp.build
+    return mcp.build.model_copy(update={"path": str(build_path(config.directory, mcp.build.path))})
 
 
 def _merge(existing: Cell, other: Cell) -> Cell:

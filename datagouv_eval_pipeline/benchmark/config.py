@@ -186,29 +186,139 @@ class ModelsFile(_Strict):
     providers: list[Provider] = Field(min_length=1)
 
 
+class McpSource(StrEnum):
+    """Where the MCP server of an entry comes from."""
+
+    TWIN = "twin"
+    """The local twin's emulation of the release (the embedded default, offline)."""
+    URL = "url"
+    """A deployed server at a fixed URL (live)."""
+    BUILD = "build"
+    """The real server's code, installed into its own environment and started locally."""
+
+
+_PACKAGE_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)$")
+_GIT_SPEC = re.compile(
+    r"^(?P<url>(?:https?|ssh|git|file)://\S+?|[\w.-]+@[\w.-]+:\S+?)@(?P<ref>[^@\s]+)$"
+)
+_PYTHON_VERSION = re.compile(r"^3\.[0-9]+(?:\.[0-9]+)?$")
+_SOURCE_NAME = r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$"
+
+
+class McpBuild(_Strict):
+    """A build of the real MCP server: exactly one of ``package``, ``git`` or ``path``.
+
+    The build is installed into an environment of its own (its dependencies, e.g. ``mcp<2``,
+    never meet the pipeline's) and started on 127.0.0.1 for the run.
+    """
+
+    package: str | None = None
+    """A pinned package from the package index, ``NAME==VERSION``."""
+    git: str | None = None
+    """A repository and a ref, ``URL@REF`` (a tag, branch or commit; cloning needs the network)."""
+    path: str | None = None
+    """A local checkout of the server, absolute or relative to the benchmark configuration
+    directory; its code is run in place, so edits count at the next run."""
+    python: str | None = None
+    """Python version of the environment, e.g. ``3.13`` (default: the pipeline's interpreter;
+    another version is fetched by uv, which needs the network once)."""
+
+    @model_validator(mode="after")
+    def _exactly_one_origin(self) -> McpBuild:
+        given = [name for name in ("package", "git", "path") if getattr(self, name) is not None]
+        if len(given) != 1:
+            found = f"got {' and '.join(given)}" if given else "got none"
+            raise ValueError(
+                "a build names exactly one origin: package (NAME==VERSION), git (URL@REF) or "
+                f"path (a local checkout); {found}"
+            )
+        return self
+
+    @field_validator("package")
+    @classmethod
+    def _pinned_package(cls, value: str | None) -> str | None:
+        if value is not None and not _PACKAGE_PIN.match(value):
+            raise ValueError(
+                f"expected NAME==VERSION, e.g. 'datagouv-mcp==0.2.26'; got {value!r} (a build "
+                "is pinned to one version so its cache and results stay reproducible)"
+            )
+        return value
+
+    @field_validator("git")
+    @classmethod
+    def _git_ref(cls, value: str | None) -> str | None:
+        if value is not None and not _GIT_SPEC.match(value):
+            raise ValueError(
+                "expected URL@REF, e.g. 'https://github.com/datagouv/datagouv-mcp@v0.2.26'; "
+                f"got {value!r}"
+            )
+        return value
+
+    @field_validator("path")
+    @classmethod
+    def _non_empty_path(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("the path of a local checkout is empty")
+        return value
+
+    @field_validator("python")
+    @classmethod
+    def _python_version(cls, value: str | None) -> str | None:
+        if value is not None and not _PYTHON_VERSION.match(value):
+            raise ValueError(f"expected a Python version such as '3.13'; got {value!r}")
+        return value
+
+    @property
+    def origin(self) -> str:
+        """``package``, ``git`` or ``path``."""
+        return next(name for name in ("package", "git", "path") if getattr(self, name))
+
+    @property
+    def spec(self) -> str:
+        """The build as one line, e.g. ``package:datagouv-mcp==0.2.26`` (provenance)."""
+        text = f"{self.origin}:{getattr(self, self.origin)}"
+        return text if self.python is None else f"{text} (python {self.python})"
+
+
+def twin_mcp_url(version: str) -> str:
+    """The twin's endpoint of a release, with ``{twin_port}`` to fill in."""
+    return f"http://127.0.0.1:{{twin_port}}/mcp/v{version}/mcp"
+
+
 class McpVersion(_Strict):
-    """One pinned version of the data.gouv.fr MCP server."""
+    """One pinned version of the data.gouv.fr MCP server, and where its server comes from.
+
+    Without ``url`` or ``build`` the twin serves its emulation of the version. The emulation
+    and a build of the same version are two entries, told apart by ``name``.
+    """
 
     version: str
-    """Normalised PEP 440 version, e.g. ``0.2.26`` (quote it in YAML)."""
-    url: str = Field(pattern=r"^https?://\S+$")
-    """Streamable-HTTP endpoint; may contain ``{twin_port}``, filled in when the twin starts."""
+    """Normalised PEP 440 version, e.g. ``0.2.26`` (quote it in YAML); the semantic layer
+    resolves the server's tool names at this version."""
     active: bool
     """Only active versions enter the cross-product (unless an evaluation type names them)."""
+    source: McpSource | None = None
+    """``twin``, ``url`` or ``build``; inferred when left out (``build`` given: build; a
+    ``url`` without ``{twin_port}``: url; otherwise twin)."""
+    url: str | None = Field(default=None, pattern=r"^https?://\S+$")
+    """Streamable-HTTP endpoint: a deployed server (``url``), or the twin's endpoint with
+    ``{twin_port}`` (filled in when the twin starts; the default for the twin)."""
+    build: McpBuild | None = None
+    """The real server to install and start (``build`` entries only)."""
+    name: str | None = Field(default=None, pattern=_SOURCE_NAME)
+    """Tells entries of one version apart in cell keys (``mcp@0.2.14~build``); a build is
+    named ``build`` unless given a name, the twin and a URL have none unless given one."""
 
     @field_validator("version")
     @classmethod
     def _valid_version(cls, value: str) -> str:
         return _released_version(value)
 
-    @property
-    def key(self) -> str:
-        """The name evaluation types select this entry by."""
-        return self.version
-
     @field_validator("url")
     @classmethod
-    def _known_placeholders(cls, value: str) -> str:
+    def _known_placeholders(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
         try:
             fields = {name for _, name, _, _ in string.Formatter().parse(value) if name is not None}
         except ValueError as error:
@@ -220,6 +330,51 @@ class McpVersion(_Strict):
                 f"{', '.join('{' + name + '}' for name in sorted(URL_PLACEHOLDERS))}"
             )
         return value
+
+    @model_validator(mode="after")
+    def _source_matches(self) -> McpVersion:
+        inferred = self._inferred_source()
+        if self.source is not None and self.source != inferred:
+            wants = {
+                McpSource.TWIN: "no build, and no url or one with {twin_port}",
+                McpSource.URL: "a url without placeholder (the deployed server) and no build",
+                McpSource.BUILD: "a build (package, git or path) and no url",
+            }
+            raise ValueError(f"source {self.source.value!r} needs {wants[self.source]}")
+        if self.build is not None and self.url is not None:
+            raise ValueError("a build is started locally: give build or url, not both")
+        return self
+
+    def _inferred_source(self) -> McpSource:
+        if self.build is not None:
+            return McpSource.BUILD
+        if self.url is not None and "{twin_port}" not in self.url:
+            return McpSource.URL
+        return McpSource.TWIN
+
+    @property
+    def origin(self) -> McpSource:
+        """Where the server comes from (``source``, given or inferred)."""
+        return self.source or self._inferred_source()
+
+    @property
+    def label(self) -> str | None:
+        """The name in cell keys: ``name``, ``build`` for an unnamed build, else None."""
+        if self.name is not None:
+            return self.name
+        return "build" if self.origin == McpSource.BUILD else None
+
+    @property
+    def endpoint(self) -> str | None:
+        """The configured endpoint (the twin's by default); None for a build (not yet started)."""
+        if self.origin == McpSource.BUILD:
+            return None
+        return self.url if self.url is not None else twin_mcp_url(self.version)
+
+    @property
+    def key(self) -> str:
+        """The name evaluation types select this entry by: ``0.2.26``, ``0.2.14~build``."""
+        return self.version if self.label is None else f"{self.version}~{self.label}"
 
 
 class McpVersionsFile(_Strict):

@@ -6,10 +6,14 @@ A key is built from names written in the YAML only, e.g.::
     albert~openai~gpt-oss-120b__code+skills@0.0.1__data_gouv_context
     offline~baseline-oneshot__none__data_gouv_context
 
+    offline~baseline-thorough__mcp@0.2.14~build__data_gouv_context
+
 that is ``{provider}~{model}__{capabilities}__{system prompt}``, where ``/`` in a model name
 becomes ``~``, capabilities are sorted and joined with ``+``, ``mcp`` and ``skills`` carry their
-version after ``@``, and ``none`` stands for no capability. The configuration models forbid
-``__``, ``~``, ``+`` and ``@`` inside names and versions, so the encoding is injective.
+version after ``@``, an MCP server that is not the twin's emulation or the only entry of its
+version carries its source name after ``~`` (``build`` for a real build), and ``none`` stands
+for no capability. The configuration models forbid ``__``, ``~``, ``+`` and ``@`` inside names
+and versions, so the encoding is injective.
 
 Keys are decoded by looking them up among the expanded cells, never by splitting the string,
 so the format can change without breaking any reader.
@@ -62,11 +66,17 @@ def model_key(provider: str, model: str) -> str:
     return provider + MODEL_SEPARATOR + model.replace("/", MODEL_SEPARATOR)
 
 
+def mcp_entry_key(version: str, label: str | None) -> str:
+    """The name of an MCP entry: its version, with its source name after ``~`` when it has one."""
+    return version if label is None else version + MODEL_SEPARATOR + label
+
+
 def setup_key(
     capabilities: Iterable[str],
     mcp_version: str | None,
     skills_version: str | None,
     system_prompt: str,
+    mcp_label: str | None = None,
 ) -> str:
     """Return the part of a key after the model, e.g. ``mcp@0.2.26+web_search__data_gouv_context``.
 
@@ -75,11 +85,17 @@ def setup_key(
         mcp_version: The MCP version; required when ``mcp`` is a capability, else None.
         skills_version: The skills version; required when ``skills`` is a capability, else None.
         system_prompt: The system prompt name.
+        mcp_label: The MCP entry's source name (e.g. ``build``); None for an unnamed entry.
 
     Raises:
         ValueError: If a version is given without its capability or the reverse.
     """
-    versions = {"mcp": mcp_version, "skills": skills_version}
+    if mcp_label is not None and mcp_version is None:
+        raise ValueError("an MCP source name needs an MCP version")
+    versions = {
+        "mcp": mcp_entry_key(mcp_version, mcp_label) if mcp_version is not None else None,
+        "skills": skills_version,
+    }
     names = sorted(set(capabilities))
     for capability, version in versions.items():
         if (capability in names) != (version is not None):
@@ -101,6 +117,7 @@ def cell_key(
     mcp_version: str | None,
     skills_version: str | None,
     system_prompt: str,
+    mcp_label: str | None = None,
 ) -> str:
     """Encode a cell's identity as its partition key.
 
@@ -111,7 +128,7 @@ def cell_key(
     key = (
         model_key(provider, model)
         + PART_SEPARATOR
-        + setup_key(capabilities, mcp_version, skills_version, system_prompt)
+        + setup_key(capabilities, mcp_version, skills_version, system_prompt, mcp_label)
     )
     if not is_valid_partition_key(key):
         raise ValueError(f"{key!r} is not a valid partition key")
@@ -127,6 +144,7 @@ def encode_cell_key(cell: Cell) -> str:
         cell.mcp_version,
         cell.skills_version,
         cell.system_prompt,
+        cell.mcp_label,
     )
 
 

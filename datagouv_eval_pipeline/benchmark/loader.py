@@ -96,11 +96,20 @@ class _EntryFile:
     what: str
     capability: Capability | None
     """The capability that needs these entries (None: every capability set needs them)."""
+    duplicate_hint: str = ""
+    """Appended to a duplicate-entry error: how to tell two entries apart."""
 
 
 _ENTRY_FILES = (
     _EntryFile(SYSTEM_PROMPTS_FILE, "system_prompts", "name", "system prompt", None),
-    _EntryFile(MCP_VERSIONS_FILE, "mcp_versions", "version", "MCP version", Capability.MCP),
+    _EntryFile(
+        MCP_VERSIONS_FILE,
+        "mcp_versions",
+        "version",
+        "MCP version",
+        Capability.MCP,
+        "; entries of one version from different sources need distinct `name`s",
+    ),
     _EntryFile(
         SKILLS_VERSIONS_FILE, "skills_versions", "version", "skills version", Capability.SKILLS
     ),
@@ -156,6 +165,7 @@ def load_benchmark_config(directory: Path = BENCHMARK_CONFIG_DIR) -> BenchmarkCo
                 (entry_file.attribute,),
                 entry_file.key_field,
                 entry_file.what,
+                entry_file.duplicate_hint,
             )
     skills = content(SKILLS_VERSIONS_FILE, SkillsVersionsFile)
     skills_texts: dict[str, str] = {}
@@ -163,6 +173,10 @@ def load_benchmark_config(directory: Path = BENCHMARK_CONFIG_DIR) -> BenchmarkCo
         document = loaded[SKILLS_VERSIONS_FILE].document
         skills_texts, skills_errors = _read_skills(directory, skills, document)
         errors += skills_errors
+    mcp_file = content(MCP_VERSIONS_FILE, McpVersionsFile)
+    if mcp_file is not None:
+        errors += _build_path_errors(directory, mcp_file, loaded[MCP_VERSIONS_FILE].document)
+        errors += _mcp_coverage_errors(mcp_file, loaded[MCP_VERSIONS_FILE].document)
     types = content(EVALUATION_TYPES_FILE, EvaluationTypesFile)
     if types is not None:
         errors += _evaluation_type_errors(types, entries, loaded[EVALUATION_TYPES_FILE].document)
@@ -172,6 +186,21 @@ def load_benchmark_config(directory: Path = BENCHMARK_CONFIG_DIR) -> BenchmarkCo
     prompts = content(SYSTEM_PROMPTS_FILE, SystemPromptsFile)
     assert models and mcp and skills and prompts and types  # no error: every file validated
     return BenchmarkConfig(directory, models, mcp, skills, prompts, types, skills_texts)
+
+
+def _mcp_coverage_errors(mcp: McpVersionsFile, document: YamlDocument) -> list[SpecError]:
+    """Every pinned MCP version must be one the action registry explicitly covers."""
+    # The registry builds on the task vocabulary this package also loads: imported late.
+    from datagouv_eval_pipeline.semantic.registry import UnknownVersionError, load_registry
+
+    registry = load_registry()
+    errors: list[SpecError] = []
+    for index, entry in enumerate(mcp.mcp_versions):
+        try:
+            registry.check_mcp_version(entry.version)
+        except UnknownVersionError as error:
+            errors.append(_error(document, ("mcp_versions", index, "version"), str(error)))
+    return errors
 
 
 def _load_file(path: Path, model: type[BaseModel]) -> tuple[_Loaded | None, list[SpecError]]:
@@ -199,7 +228,12 @@ def _error(document: YamlDocument, loc: Loc, message: str) -> SpecError:
 
 
 def _duplicates(
-    document: YamlDocument, keys: Sequence[str], base: Loc, field: str, what: str
+    document: YamlDocument,
+    keys: Sequence[str],
+    base: Loc,
+    field: str,
+    what: str,
+    hint: str = "",
 ) -> list[SpecError]:
     first: dict[str, int] = {}
     errors: list[SpecError] = []
@@ -207,6 +241,7 @@ def _duplicates(
         if key in first:
             message = (
                 f"duplicate {what} {key!r}: already defined at {field_path((*base, first[key]))}"
+                + hint
             )
             errors.append(_error(document, (*base, index, field), message))
         else:
@@ -253,6 +288,34 @@ def _read_skills(
             continue
         texts[entry.version] = text
     return texts, errors
+
+
+def build_path(directory: Path, path: str) -> Path:
+    """The directory of a ``path:`` build: absolute, or relative to the configuration directory."""
+    return (directory / Path(path).expanduser()).resolve()
+
+
+def _build_path_errors(
+    directory: Path, versions: McpVersionsFile, document: YamlDocument
+) -> list[SpecError]:
+    errors: list[SpecError] = []
+    for index, entry in enumerate(versions.mcp_versions):
+        if entry.build is None or entry.build.path is None:
+            continue
+        root = build_path(directory, entry.build.path)
+        if not root.is_dir():
+            message = (
+                f"no such directory {entry.build.path!r} (resolved to {root}): expected a "
+                "checkout of the MCP server, absolute or relative to the configuration directory"
+            )
+            errors.append(_error(document, ("mcp_versions", index, "build", "path"), message))
+        elif not (root / "pyproject.toml").is_file():
+            message = (
+                f"{entry.build.path!r} has no pyproject.toml: expected a checkout of the MCP "
+                "server (its dependencies are read from there)"
+            )
+            errors.append(_error(document, ("mcp_versions", index, "build", "path"), message))
+    return errors
 
 
 def _evaluation_type_errors(

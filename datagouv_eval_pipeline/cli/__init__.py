@@ -27,6 +27,8 @@ _COMMANDS: dict[str, str] = {
     "dagster": "dagster_home",
     "experiment": "experiment",
     "sql": "sql",
+    "report": "report",
+    "gate": "gate",
 }
 
 

@@ -12,6 +12,7 @@ from datagouv_eval_pipeline.benchmark.cells import (
     UnknownEvaluationTypeError,
     expand_cells,
 )
+from datagouv_eval_pipeline.benchmark.keys import mcp_entry_key
 from datagouv_eval_pipeline.benchmark.loader import (
     BENCHMARK_CONFIG_DIR,
     BenchmarkConfigErrors,
@@ -29,7 +30,7 @@ def _row(cell: Cell) -> tuple[str, ...]:
         ",".join(cell.evaluation_types),
         model,
         "+".join(cell.capabilities) or "-",
-        cell.mcp_version or "-",
+        mcp_entry_key(cell.mcp_version, cell.mcp_label) if cell.mcp_version else "-",
         cell.skills_version or "-",
         cell.system_prompt,
     )

@@ -24,6 +24,8 @@ import click
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from datagouv_eval_pipeline.cli.ports import require_free_port
+
 if TYPE_CHECKING:
     from dagster import DagsterInstance
 
@@ -131,6 +133,121 @@ def _pool_states(instance: DagsterInstance) -> list[PoolState]:
     )
 
 
+RUN_PID_TAG = "datagouv-eval/pid"
+"""Tag of runs the ``experiment`` command executes in its own process: that process's pid."""
+RUN_HOST_TAG = "datagouv-eval/host"
+"""Tag of those runs: the machine they run on (a pid means nothing on another one)."""
+
+
+@dataclass(frozen=True)
+class CleanedRun:
+    """A run of the instance whose process was gone, now marked failed with its slots freed.
+
+    Attributes:
+        run_id: The Dagster run id.
+        job_name: Its job.
+        pid: The process that ran it (None when the run only held pool slots).
+        why: What was done, in words.
+    """
+
+    run_id: str
+    job_name: str
+    pid: int | None
+    why: str
+
+
+def _run_pid(instance: DagsterInstance, run_id: str, tags: Mapping[str, str]) -> int | None:
+    """The pid that executes a run: our tag, else the executor's ``pid`` engine event."""
+    from dagster import DagsterEventType
+
+    if tags.get(RUN_PID_TAG, "").isdigit():
+        return int(tags[RUN_PID_TAG])
+    records = instance.get_records_for_run(
+        run_id, of_type=DagsterEventType.ENGINE_EVENT, ascending=False, limit=50
+    ).records
+    for record in records:
+        event = record.event_log_entry.dagster_event
+        data = event.engine_event_data if event is not None else None
+        value = data.metadata.get("pid") if data is not None else None
+        text = str(getattr(value, "value", value) or "")
+        if text.isdigit():
+            return int(text)
+    return None
+
+
+def _process_alive(pid: int, since: float | None) -> bool:
+    """Whether ``pid`` is a live process that existed when the run started (no pid reuse)."""
+    import psutil  # type: ignore[import-untyped]
+
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return since is None or process.create_time() <= since + 1.0
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def clean_dead_runs(instance: DagsterInstance) -> list[CleanedRun]:
+    """Mark failed the in-progress runs whose process is gone, and free their pool slots.
+
+    A run killed with ``kill -9`` (or a machine that lost power) stays ``STARTED`` forever and
+    keeps its pool slots and its run-queue place, so the next run waits on "blocked by limit
+    for pool". Only runs whose process is known and gone are touched: on this machine (the
+    host tag, when present) and with a pid recorded (ours, or the executor's engine event).
+    Slots still held by runs that have already ended are freed too.
+
+    Returns:
+        What was cleaned, one entry per run.
+    """
+    import socket
+
+    from dagster import DagsterRunStatus, RunsFilter
+
+    host = socket.gethostname()
+    cleaned: list[CleanedRun] = []
+    in_progress = [
+        DagsterRunStatus.STARTING,
+        DagsterRunStatus.STARTED,
+        DagsterRunStatus.CANCELING,
+    ]
+    for record in instance.get_run_records(filters=RunsFilter(statuses=in_progress)):
+        run = record.dagster_run
+        if run.tags.get(RUN_HOST_TAG, host) != host:
+            continue
+        pid = _run_pid(instance, run.run_id, run.tags)
+        if pid is None or pid == os.getpid():
+            continue
+        since = record.start_time or record.create_timestamp.timestamp()
+        if _process_alive(pid, since):
+            continue
+        instance.report_run_failed(
+            run, message=f"marked failed by datagouv-eval: its process (pid {pid}) is gone"
+        )
+        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+        cleaned.append(
+            CleanedRun(run.run_id, run.job_name, pid, f"process {pid} gone: marked failed")
+        )
+    storage = instance.event_log_storage
+    if storage.supports_global_concurrency_limits:
+        done = {c.run_id for c in cleaned}
+        for run_id in sorted(storage.get_concurrency_run_ids() - done):
+            holder = instance.get_run_by_id(run_id)
+            if holder is None or holder.is_finished:
+                storage.free_concurrency_slots_for_run(run_id)
+                job = holder.job_name if holder is not None else "?"
+                cleaned.append(CleanedRun(run_id, job, None, "ended run still held pool slots"))
+    return cleaned
+
+
+def describe_cleaned(cleaned: Sequence[CleanedRun]) -> str:
+    """One line saying what :func:`clean_dead_runs` did."""
+    if not cleaned:
+        return "no dead runs in the local Dagster instance"
+    items = "; ".join(f"{c.run_id[:8]} ({c.job_name}): {c.why}" for c in cleaned)
+    return f"cleaned {len(cleaned)} dead run(s) of the local Dagster instance, slots freed: {items}"
+
+
 def dev_command(host: str, port: int, workspace: Path = WORKSPACE) -> list[str]:
     """Return the ``dagster dev`` argv for this project (same interpreter, so the same venv)."""
     return [
@@ -148,6 +265,10 @@ def dev_command(host: str, port: int, workspace: Path = WORKSPACE) -> list[str]:
 
 
 def _check_home(home: Path) -> None:
+    if home.exists() and not home.is_dir():
+        raise click.ClickException(
+            f"{home}: DAGSTER_HOME must be a directory (the instance's), and this is a file"
+        )
     if not (home / INSTANCE_FILENAME).is_file():
         raise click.ClickException(
             f"{home}: no {INSTANCE_FILENAME} there (the project's instance config is "
@@ -173,13 +294,15 @@ home_option = click.option(
 
 @click.group(name="dagster")
 def command() -> None:
-    """The project-local Dagster instance: start the UI, show or apply pool limits."""
+    """The project-local Dagster instance: start the UI, pool limits, clean dead runs."""
 
 
 @command.command("ui")
 @home_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Webserver address.")
-@click.option("--port", type=int, default=3000, show_default=True, help="Webserver port.")
+@click.option(
+    "--port", type=click.IntRange(1, 65535), default=3000, show_default=True, help="Webserver port."
+)
 @click.option(
     "--print-command",
     is_flag=True,
@@ -194,6 +317,7 @@ def ui(home: Path | None, host: str, port: int, print_command: bool) -> None:
         click.echo(f"DAGSTER_HOME={resolved}")
         click.echo(" ".join(argv))
         return
+    require_free_port(port, host)
     pools_path = resolved / POOLS_FILENAME
     if pools_path.is_file():
         try:
@@ -212,6 +336,19 @@ def ui(home: Path | None, host: str, port: int, print_command: bool) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     sys.stdout.flush()
     os.execv(argv[0], argv)
+
+
+@command.command("cleanup")
+@home_option
+def cleanup(home: Path | None) -> None:
+    """Mark failed the runs whose process is gone (kill -9) and free their pool slots."""
+    from dagster import DagsterInstance
+    from dagster._core.instance.ref import InstanceRef
+
+    resolved = resolve_home(home)
+    _check_home(resolved)
+    with DagsterInstance.from_ref(InstanceRef.from_dir(str(resolved))) as instance:
+        click.echo(describe_cleaned(clean_dead_runs(instance)))
 
 
 @command.command("pools")

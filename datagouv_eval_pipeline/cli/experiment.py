@@ -8,7 +8,10 @@ in ``dagster dev`` afterwards. ``--dry-run`` lists the cells and the cost estima
 
 from __future__ import annotations
 
+import gc
 import os
+import signal
+import socket
 import sys
 import time
 from pathlib import Path
@@ -16,14 +19,42 @@ from typing import Any
 
 import click
 
-from datagouv_eval_pipeline.cli.dagster_home import resolve_home
+from datagouv_eval_pipeline.agents.cancel import last_interrupt
+from datagouv_eval_pipeline.agents.capabilities import SANDBOX_CAPABILITIES
+from datagouv_eval_pipeline.cli.dagster_home import (
+    RUN_HOST_TAG,
+    RUN_PID_TAG,
+    clean_dead_runs,
+    describe_cleaned,
+    resolve_home,
+)
+from datagouv_eval_pipeline.cli.experiment_summary import exit_code, summarise, summary_lines
+from datagouv_eval_pipeline.cli.preconditions import (
+    require_instance_dir,
+    require_writable_warehouse,
+    sandbox_notice,
+)
 from datagouv_eval_pipeline.experiment.plan import ExperimentPlan, SelectionError, plan_experiment
+from datagouv_eval_pipeline.tasks.errors import SpecErrors
 from datagouv_eval_pipeline.warehouse.location import default_duckdb_path
 
 EXAMPLE_QUERIES = (
-    "SELECT model_name, capability_set, mcp_version, round(avg_accuracy, 2) AS accuracy, "
-    "round(avg_action_f1, 2) AS action_f1 FROM experiment_summary WHERE tier = 'minimal' "
-    "ORDER BY accuracy DESC NULLS LAST;",
+    # The headline ranking: mean, 95 % interval and n; cells scored on fewer than half their
+    # runs are listed after the ranked ones, unranked, with a note saying so.
+    "SELECT accuracy_rank AS rank, model_name, capability_set, mcp_version, "
+    "round(accuracy, 2) AS accuracy, '[' || round(accuracy_ci_low, 2) || ', ' || "
+    "round(accuracy_ci_high, 2) || ']' AS ci95, accuracy_n || '/' || runs AS n, "
+    "round(action_f1, 2) AS action_f1, note FROM headline_ranking WHERE tier = 'minimal' "
+    "ORDER BY ranked DESC, accuracy_rank, accuracy DESC NULLS LAST;",
+    # Does MCP 0.2.26 do better than 0.2.19? The paired test per cell pair, with its verdict.
+    "SELECT cell_a, value_a, value_b, round(paired_difference, 3) AS diff, "
+    "'[' || round(difference_ci_low, 3) || ', ' || round(difference_ci_high, 3) || ']' AS ci95, "
+    "paired_runs AS n, round(p_adjusted, 3) AS p_adj, verdict, round(mde, 2) AS mde "
+    "FROM cell_comparison WHERE dimension = 'mcp_version' AND metric = 'accuracy' "
+    "AND tier = 'minimal' AND value_a < value_b ORDER BY value_a, value_b, cell_a;",
+    # The regression gate against each cell's previous run (`datagouv-eval gate` exits 1 on it).
+    "SELECT cell_key, passed, failed_measures, previous_experiment_id FROM regression_gate "
+    "WHERE is_latest ORDER BY passed, cell_key;",
     "SELECT status, count(*) AS runs, round(avg(latency_ms)) AS avg_latency_ms "
     "FROM eval.runs GROUP BY status ORDER BY runs DESC;",
 )
@@ -56,6 +87,20 @@ def _print_plan(plan: ExperimentPlan) -> None:
 @click.option("--skip-validation", is_flag=True, help="Run quarantined tasks too.")
 @click.option("--rerun", is_flag=True, help="Ignore the agent-run cache.")
 @click.option("--live", is_flag=True, help="Use the live data.gouv.fr instead of the twin.")
+@click.option(
+    "--judge",
+    "judge_choice",
+    default=None,
+    metavar="KIND[:PROVIDER/MODEL]",
+    help="deterministic, llm:<provider>/<model> or hybrid:<provider>/<model> "
+    "[default: task_specs/benchmark/judge.yml].",
+)
+@click.option(
+    "--judge-base-url",
+    default=None,
+    metavar="URL",
+    help="Send judge requests to this OpenAI-compatible URL (e.g. a replay server).",
+)
 def command(
     dry_run: bool,
     evaluation_types: tuple[str, ...],
@@ -64,18 +109,31 @@ def command(
     skip_validation: bool,
     rerun: bool,
     live: bool,
+    judge_choice: str | None,
+    judge_base_url: str | None,
 ) -> None:
     """Run the default experiment (twin + offline baselines + deterministic judge)."""
     ids = [item.strip() for item in task_ids.split(",") if item.strip()]
+    judge_config = _judge_config(judge_choice, judge_base_url)
     try:
         plan = plan_experiment(evaluation_types=evaluation_types, task_ids=ids, repeats=repeats)
     except SelectionError as error:
         raise click.UsageError(str(error)) from None
+    except SpecErrors as error:
+        raise click.ClickException(f"invalid specs, nothing was run:\n{error}") from None
     if dry_run:
         _print_plan(plan)
         return
     home = resolve_home(None)
-    home.mkdir(parents=True, exist_ok=True)
+    require_instance_dir(home)
+    require_writable_warehouse(Path(default_duckdb_path()))
+    notice = (
+        sandbox_notice()
+        if any(SANDBOX_CAPABILITIES & set(c.capabilities) for c in plan.cells)
+        else None
+    )
+    if notice:
+        click.echo(f"note: {notice}")
     os.environ["DAGSTER_HOME"] = str(home)
     started = time.perf_counter()
     result, db_path, report = _execute(
@@ -87,51 +145,107 @@ def command(
             "rerun": rerun,
         },
         live=live,
+        judge=judge_config,
     )
     elapsed = time.perf_counter() - started
-    if not result.success:
-        click.echo(f"the experiment run failed after {elapsed:.0f} s; see the log above", err=True)
-        sys.exit(1)
+    summary = summarise(result)
+    interrupted = last_interrupt()
+    if interrupted:
+        state = f"experiment stopped ({interrupted}) after {elapsed:.0f} s"
+        state += "; finished task runs are kept: run it again to resume"
+    elif not result.success:
+        state = f"experiment FAILED after {elapsed:.0f} s (the failing step is named above)"
+    else:
+        state = f"experiment done in {elapsed:.0f} s"
     click.echo(
-        f"\nexperiment done in {elapsed:.0f} s: {len(plan.cells)} cells × {len(plan.tasks)} tasks "
-        f"(Dagster run {result.run_id}, instance {home})"
+        f"\n{state}: {len(plan.cells)} cells × {len(plan.tasks)} tasks "
+        f"(Dagster run {result.run_id[:8]}, instance {home})"
     )
-    runs = result.asset_materializations_for_node("agent_runs")
-    if runs:
-        meta = runs[0].metadata
-        click.echo(
-            f"agent task runs: {meta['task_runs_executed'].value} executed, "
-            f"{meta['task_runs_reused'].value} reused from the cache"
-        )
-    click.echo(f"warehouse (DuckDB): {db_path}")
-    click.echo(f"report: {report}")
-    click.echo("example queries (paste into `duckdb -readonly <file>`, or run them as shown):")
-    for query in EXAMPLE_QUERIES:
-        click.echo(f'  python3 -m uv run datagouv-eval sql "{query}"')
+    for line in summary_lines(summary):
+        click.echo(line)
+    if notice:
+        click.echo(f"note: {notice}")
+    if result.success:
+        click.echo(f"warehouse (DuckDB): {db_path}")
+        click.echo(f"report: {report}")
+        click.echo("example queries (paste into `duckdb -readonly <file>`, or run them as shown):")
+        for query in EXAMPLE_QUERIES:
+            click.echo(f'  python3 -m uv run datagouv-eval sql "{query}"')
+    # The run leaves a large heap; the interpreter's final collection of it took ~8 s on two
+    # cores. Nothing is left to write, so it is skipped (frozen objects are not collected).
+    gc.freeze()
+    sys.exit(exit_code(result.success, summary, interrupted=bool(interrupted)))
 
 
-def _execute(settings: dict[str, Any], *, live: bool) -> tuple[Any, Path, Path]:
+def _judge_config(choice: str | None, base_url: str | None) -> dict[str, str]:
+    """The ``judge`` resource's run config, checked now so a bad option fails before the run."""
+    from datagouv_eval_pipeline.benchmark.loader import (
+        BENCHMARK_CONFIG_DIR,
+        BenchmarkConfigErrors,
+        load_benchmark_config,
+    )
+    from datagouv_eval_pipeline.judges.config import (
+        JUDGE_FILE,
+        JudgeModelError,
+        JudgeSpecError,
+        load_judge_spec,
+    )
+    from datagouv_eval_pipeline.judges.factory import build_judge
+
+    try:
+        spec = load_judge_spec(BENCHMARK_CONFIG_DIR / JUDGE_FILE)
+        if choice is not None:
+            spec = spec.with_choice(choice)
+        build_judge(spec, load_benchmark_config().models, base_url=base_url)
+    except (JudgeSpecError, JudgeModelError, BenchmarkConfigErrors) as error:
+        raise click.UsageError(str(error)) from None
+    config = {"kind": spec.kind.value, "model": spec.model or ""}
+    if base_url:
+        config["base_url"] = base_url
+    return config
+
+
+def _execute(
+    settings: dict[str, Any], *, live: bool, judge: dict[str, str] | None = None
+) -> tuple[Any, Path, Path]:
     """Run the ``experiment`` job over every cell, in process, on the persistent instance."""
+    import warnings
+
     import dagster as dg
+
+    # Dagster flags its beta parameters (backfill_policy, pool) with a warning per use.
+    warnings.filterwarnings("ignore", category=dg.BetaWarning)
+    warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
     from datagouv_eval_pipeline.definitions import defs
     from datagouv_eval_pipeline.defs.partitions import CELLS
 
     job = defs.resolve_job_def("experiment")
     with dg.DagsterInstance.get() as instance:
-        result = job.execute_in_process(
-            run_config={
-                "resources": {
-                    "experiment": {"config": settings},
-                    "catalog": {"config": {"live": live}},
-                }
-            },
-            instance=instance,
-            tags={
-                "dagster/asset_partition_range_start": CELLS[0].key,
-                "dagster/asset_partition_range_end": CELLS[-1].key,
-            },
-            raise_on_error=False,
-        )
+        click.echo(describe_cleaned(clean_dead_runs(instance)))
+        # SIGTERM acts as Ctrl-C: the agent step stops its cell and fails the run cleanly
+        # (instead of dying with the run left STARTED and its pool slot held).
+        previous = signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
+        try:
+            result = job.execute_in_process(
+                run_config={
+                    "resources": {
+                        "experiment": {"config": settings},
+                        "catalog": {"config": {"live": live}},
+                        "judge": {"config": judge or {}},
+                    },
+                    "loggers": {"brief": {"config": {"log_level": "INFO"}}},
+                },
+                instance=instance,
+                tags={
+                    "dagster/asset_partition_range_start": CELLS[0].key,
+                    "dagster/asset_partition_range_end": CELLS[-1].key,
+                    RUN_PID_TAG: str(os.getpid()),
+                    RUN_HOST_TAG: socket.gethostname(),
+                },
+                raise_on_error=False,
+            )
+        finally:
+            signal.signal(signal.SIGTERM, previous)
     db_path = Path(default_duckdb_path())
     return result, db_path, db_path.with_name("experiment_report.md")

@@ -48,9 +48,14 @@ def _build_judge(
     judge: str, config_path: Path | None, cache_dir: Path | None, base_url: str | None
 ) -> Any:
     from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
+    from datagouv_eval_pipeline.judges.hybrid import HybridJudge
 
     if judge == "deterministic":
         return DeterministicJudge()
+    kind, _, named = judge.partition(":")
+    if kind in ("llm", "hybrid") and named:
+        llm = _build_judge(named, config_path, cache_dir, base_url)
+        return HybridJudge(llm) if kind == "hybrid" else llm
 
     import yaml
     from pydantic import ValidationError
@@ -105,7 +110,8 @@ _JUDGE_OPTION = click.option(
     "judge_name",
     default="deterministic",
     show_default=True,
-    help="'deterministic', or an LLM judge model '<provider>/<model>' from models.yml.",
+    help="'deterministic', 'llm:<provider>/<model>', 'hybrid:<provider>/<model>' (rules first, "
+    "the LLM for the rest), or just '<provider>/<model>' (an LLM judge) from models.yml.",
 )
 _CONFIG_OPTION = click.option(
     "--config",
@@ -246,6 +252,7 @@ def review_sample_command(
 
     Fill ``human_verdict`` (pass/fail) and ``human_note``, then run ``judge import-review``.
     """
+    from datagouv_eval_pipeline.experiment.catalog import twin_catalog_lookup
     from datagouv_eval_pipeline.judges.review import review_sample, write_review
 
     tasks = _tasks(task_dir)
@@ -257,7 +264,12 @@ def review_sample_command(
         runs[name] = directory
     try:
         rows, notices = review_sample(
-            runs, tasks, per_run=per_run, seed=seed, passed_share=passed_share
+            runs,
+            tasks,
+            per_run=per_run,
+            seed=seed,
+            passed_share=passed_share,
+            catalog=twin_catalog_lookup(),
         )
     except ValueError as error:
         raise click.ClickException(str(error)) from error

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from datagouv_eval_pipeline.cli.ports import PORT, require_free_port
+
 
 @click.group(name="replay")
 def command() -> None:
@@ -39,7 +41,7 @@ def command() -> None:
     help="Environment variable holding the upstream key (default: forward the caller's "
     "Authorization header). The key is never written to a cassette.",
 )
-@click.option("--port", type=int, default=8766, show_default=True, help="TCP port (0 = free).")
+@click.option("--port", type=PORT, default=8766, show_default=True, help="TCP port (0 = free).")
 @click.option(
     "--cassette",
     "default_cassette",
@@ -101,6 +103,7 @@ def serve(
             click.echo(f"  upstream      {upstream}")
         click.echo("Press Ctrl-C to stop.")
 
+    require_free_port(port)
     state = serve_forever(config, port=port, on_ready=ready)
     stats = state.stats()
     click.echo("served: " + ", ".join(f"{k}={v}" for k, v in stats.items()))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,6 +19,9 @@ from datagouv_eval_pipeline.cli.validate import format_error
 from datagouv_eval_pipeline.tasks.errors import TaskSpecErrors
 from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.tasks.spec import TaskSpec, TaskStatus
+
+if TYPE_CHECKING:
+    from datagouv_eval_pipeline.mcp_builds import BuildServers
 
 
 def _cell(config_dir: Path, key: str) -> Cell:
@@ -51,6 +55,15 @@ def _tasks(tasks_dir: Path, wanted: str | None) -> list[TaskSpec]:
             param_hint="--tasks",
         )
     return [by_id[item] for item in ids]
+
+
+def _build(cell: Cell, builds: BuildServers) -> dict[str, Any]:
+    """The ``mcp_url`` option of a cell whose MCP server is a real build (started here)."""
+    endpoint = builds.endpoint(cell)
+    if endpoint is None:
+        return {}
+    click.echo(f"MCP server: build {endpoint.spec} at {endpoint.url}", err=True)
+    return {"mcp_url": endpoint.url}
 
 
 @click.command("run-cell")
@@ -109,6 +122,7 @@ def command(
     """
     from datagouv_eval_pipeline.agents.limits import RunBudget
     from datagouv_eval_pipeline.agents.runner import RunSettings, execute_cell
+    from datagouv_eval_pipeline.mcp_builds import BuildError, BuildServers
     from datagouv_eval_pipeline.twin.server import TwinServer
 
     cell = _cell(config_dir, cell_key)
@@ -117,15 +131,28 @@ def command(
         budget=RunBudget(max_requests=max_requests, wall_timeout_s=timeout_s),
         max_concurrency=concurrency,
     )
-    options = {"repeats": repeats, "settings": settings, "model_base_url": model_base_url}
-    if live:
-        run = execute_cell(cell, tasks, twin_urls=None, **options)
-    else:
-        server = TwinServer()
-        with server as urls:
-            run = execute_cell(
-                cell, tasks, twin_urls=urls, snapshot_id=server.store.snapshot_id, **options
-            )
+    options: dict[str, Any] = {
+        "repeats": repeats,
+        "settings": settings,
+        "model_base_url": model_base_url,
+    }
+    try:
+        if live:
+            with BuildServers() as builds:
+                run = execute_cell(cell, tasks, twin_urls=None, **_build(cell, builds), **options)
+        else:
+            server = TwinServer()
+            with server as urls, BuildServers(twin=server) as builds:
+                run = execute_cell(
+                    cell,
+                    tasks,
+                    twin_urls=urls,
+                    snapshot_id=server.store.snapshot_id,
+                    **_build(cell, builds),
+                    **options,
+                )
+    except BuildError as error:
+        raise click.ClickException(str(error)) from None
     target = out_dir or Path("runs") / cell.key
     target.mkdir(parents=True, exist_ok=True)
     for trace in run.traces:

@@ -15,6 +15,12 @@ import duckdb
 from datagouv_eval_pipeline.warehouse.location import default_duckdb_path
 from datagouv_eval_pipeline.warehouse.schema import SCHEMA
 
+_NO_FILES: dict[str, str | bool | int | float | list[str]] = {
+    "enable_external_access": False,
+    "lock_configuration": True,
+}
+"""No file but the warehouse is read or written, and the query cannot change that."""
+
 
 def _fmt(value: object) -> str:
     if value is None:
@@ -42,7 +48,8 @@ def command(query: str, db_path: Path | None, limit: int) -> None:
             f"{path}: no warehouse yet; run `./dev run` (or `datagouv-eval experiment`) first"
         )
     try:
-        with duckdb.connect(str(path), read_only=True) as conn:
+        # read_only alone still lets COPY … TO, ATTACH or extensions touch other files.
+        with duckdb.connect(str(path), read_only=True, config=_NO_FILES) as conn:
             cursor = conn.execute(query)
             names = [d[0] for d in cursor.description or []]
             rows = cursor.fetchmany(limit)

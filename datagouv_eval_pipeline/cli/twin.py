@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from datagouv_eval_pipeline.cli.ports import PORT, require_free_port
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 
 
@@ -16,7 +17,7 @@ def command() -> None:
 
 
 @command.command("serve")
-@click.option("--port", type=int, default=8765, show_default=True, help="TCP port (0 = free).")
+@click.option("--port", type=PORT, default=8765, show_default=True, help="TCP port (0 = free).")
 @click.option(
     "--snapshot",
     "snapshot_id",
@@ -36,31 +37,101 @@ def command() -> None:
     show_default=True,
     help="Tabular API maximum page_size (api-tabular's default config says 50).",
 )
+@click.option(
+    "--front-port",
+    type=int,
+    default=8766,
+    show_default=True,
+    help="TCP port of the hostname front (HTTPS proxy for the production host names; 0 = free).",
+)
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The twin home holding the front's CA (default: $DATAGOUV_EVAL_TWIN_HOME or ./.twin).",
+)
 def serve(
-    port: int, snapshot_id: str | None, snapshots_dir: Path | None, tabular_page_size_max: int
+    port: int,
+    snapshot_id: str | None,
+    snapshots_dir: Path | None,
+    tabular_page_size_max: int,
+    front_port: int,
+    home: Path | None,
 ) -> None:
-    """Serve the twin on 127.0.0.1 until Ctrl-C, printing its base URLs."""
+    """Serve the twin and its hostname front on 127.0.0.1 until Ctrl-C.
+
+    Clients reach the production URLs (https://www.data.gouv.fr/api/1/..., the Tabular,
+    Metrics and crawler hosts) through the front: run `eval "$(datagouv-eval twin env)"` in
+    another shell.
+    """
+    from datagouv_eval_pipeline.front import Front
     from datagouv_eval_pipeline.twin.app import TwinConfig
     from datagouv_eval_pipeline.twin.catalog import CatalogStore, SnapshotError
+    from datagouv_eval_pipeline.twin.front import forget_running, record_running, served_by
+    from datagouv_eval_pipeline.twin.hosts import served_hosts
     from datagouv_eval_pipeline.twin.server import serve_forever
 
+    require_free_port(port)
     try:
         store = CatalogStore.load(snapshots_dir, snapshot_id)
     except SnapshotError as error:
         raise click.ClickException(str(error)) from error
+    fronts: list[Front] = []
 
     def ready(urls: TwinUrls) -> None:
+        served = served_by(urls, home=home, hosts=served_hosts(store))
+        try:
+            front = served.front(port=front_port).start()
+        except OSError as error:
+            raise click.ClickException(
+                f"the hostname front cannot listen on 127.0.0.1:{front_port}: {error} "
+                "(choose another --front-port)"
+            ) from error
+        fronts.append(front)
+        record_running(front, urls, home=home)
         click.echo(f"data.gouv.fr twin — snapshot {store.snapshot_id}")
         for name, url in urls.as_dict().items():
             click.echo(f"  {name:<13} {url}")
+        click.echo(f"  front         {front.proxy_url} (HTTPS proxy for the production URLs)")
+        click.echo(f"  CA bundle     {served.authority.bundle_path}")
+        click.echo('In another shell: eval "$(datagouv-eval twin env)"')
         click.echo("Press Ctrl-C to stop.")
 
-    serve_forever(
-        store,
-        port=port,
-        config=TwinConfig(tabular_page_size_max=tabular_page_size_max),
-        on_ready=ready,
-    )
+    try:
+        serve_forever(
+            store,
+            port=port,
+            config=TwinConfig(tabular_page_size_max=tabular_page_size_max),
+            on_ready=ready,
+        )
+    finally:
+        for front in fronts:
+            front.stop()
+            forget_running(front, home=home)
+
+
+@command.command("env")
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The twin home of the running `twin serve` (default: $DATAGOUV_EVAL_TWIN_HOME, ./.twin).",
+)
+def env(home: Path | None) -> None:
+    """Print the shell `export` lines that send clients through the running twin's front.
+
+    Use it as `eval "$(datagouv-eval twin env)"` against a running `datagouv-eval twin serve`:
+    then curl, httpx, requests, urllib and the datagouv client reach the twin at the
+    production URLs, unmodified.
+    """
+    from datagouv_eval_pipeline.front import export_lines
+    from datagouv_eval_pipeline.twin.front import FrontNotRunningError, running_env
+
+    try:
+        variables = running_env(home=home)
+    except FrontNotRunningError as error:
+        raise click.ClickException(str(error)) from error
+    click.echo(export_lines(variables), nl=False)
 
 
 @command.command("build-snapshot")
@@ -100,7 +171,7 @@ def build_snapshot(snapshots_dir: Path | None, catalogue_export: Path | None) ->
 
 
 @command.command("urls")
-@click.option("--port", type=int, default=8765, show_default=True)
+@click.option("--port", type=PORT, default=8765, show_default=True)
 def urls(port: int) -> None:
     """Print the base URLs a client should use for a twin on PORT."""
     click.echo(json.dumps(TwinUrls.for_port(port).as_dict(), indent=1))

@@ -73,15 +73,20 @@ def parse_api_base(values: Sequence[str]) -> TwinUrls:
 @contextmanager
 def _catalog(
     api_base: Sequence[str], overlay: Path | None
-) -> Iterator[tuple[TwinUrls, str, datetime | None]]:
-    """Yield the base URLs, a source label and the catalog's clock (the twin's, or None)."""
+) -> Iterator[tuple[TwinUrls, str, datetime | None, dict[str, str]]]:
+    """Yield the base URLs, a source label, the catalog's clock and the client options.
+
+    The clock is the twin's (None otherwise); the in-process twin is reached at the production
+    URLs through its front (the options name the proxy and its CA bundle).
+    """
     if api_base:
         if overlay is not None:
             raise click.UsageError("--overlay changes the in-process twin; drop --api-base")
         urls = parse_api_base(api_base)
-        yield urls, urls.datagouv_api, None
+        yield urls, urls.datagouv_api, None, {}
         return
     from datagouv_eval_pipeline.twin.catalog import CatalogStore, SnapshotError
+    from datagouv_eval_pipeline.twin.front import twin_front
     from datagouv_eval_pipeline.twin.overlay import DriftOverlay, OverlayError
     from datagouv_eval_pipeline.twin.server import TwinServer
 
@@ -95,8 +100,11 @@ def _catalog(
     except (SnapshotError, OverlayError) as error:
         click.echo(f"error: {error}", err=True)
         raise SystemExit(USAGE_ERROR) from None
-    with TwinServer(store) as urls:
-        yield urls, label, store.now
+    server = TwinServer(store)
+    with server, twin_front(server) as front:
+        assert front.authority is not None
+        reach = {"proxy": front.proxy_url, "ca_bundle": str(front.authority.bundle_path)}
+        yield TwinUrls.live(), label, store.now, reach
 
 
 def _load(paths: Sequence[Path]) -> list[TaskSpec]:
@@ -186,13 +194,15 @@ def command(
     clock = _when(now)
     if api_base:
         parse_api_base(api_base)  # report a bad value before anything starts
-    with _catalog(api_base, overlay) as (urls, label, twin_now):
+    with _catalog(api_base, overlay) as (urls, label, twin_now, reach):
         config = ValidatorConfig(
             urls=urls,
             now=clock or twin_now,
             concurrency=concurrency,
             timeout=timeout,
             source=label,
+            proxy=reach.get("proxy"),
+            ca_bundle=reach.get("ca_bundle"),
         )
         if baselines_dir is not None:
             config = replace(config, baselines_dir=baselines_dir)

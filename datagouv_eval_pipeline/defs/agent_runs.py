@@ -8,8 +8,9 @@ from typing import Any
 
 import dagster as dg
 
+from datagouv_eval_pipeline.agents.cancel import cancel_on_signals
 from datagouv_eval_pipeline.agents.runner import RunSettings
-from datagouv_eval_pipeline.defs.catalog_validation import catalog_validation, quarantined_tasks
+from datagouv_eval_pipeline.defs.catalog_validation import catalog_validation
 from datagouv_eval_pipeline.defs.partitions import CELLS_BY_KEY, cell_partitions
 from datagouv_eval_pipeline.defs.per_cell import process_cells, result_of
 from datagouv_eval_pipeline.defs.resources import (
@@ -20,6 +21,7 @@ from datagouv_eval_pipeline.defs.resources import (
 from datagouv_eval_pipeline.defs.task_specs import task_specs
 from datagouv_eval_pipeline.experiment.cache import run_code_fingerprint
 from datagouv_eval_pipeline.experiment.plan import select_tasks
+from datagouv_eval_pipeline.experiment.quarantine import quarantined_tasks
 from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS, run_agents
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 
@@ -53,9 +55,15 @@ def agent_runs(
         )
     # Tasks outside an explicit selection keep their earlier traces.
     keep = [s.task_id for s in specs if s.task_id not in {t.task_id for t in tasks}]
-    cache = None if experiment.rerun else run_store.agent_cache()
+    # --rerun asks the agents again but still stores their traces: an interrupted rerun resumes.
+    cache = run_store.agent_cache()
     settings = RunSettings(max_concurrency=experiment.max_concurrency)
     totals = {"executed": 0, "reused": 0}
+
+    def progress(summary: dict[str, Any]) -> str:
+        statuses: dict[str, int] = summary["statuses"]
+        counts = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
+        return f"{sum(statuses.values())} runs, {counts} ({summary['reused']} from the cache)"
 
     def work(key: str) -> tuple[dict[str, Any], dict[str, Any]] | str:
         cell = CELLS_BY_KEY[key]
@@ -70,9 +78,12 @@ def agent_runs(
             snapshot_id=catalog.served_snapshot(),
             repeats=experiment.repeats,
             cache=cache,
+            reuse=not experiment.rerun,
             previous=store.read(AGENT_RUNS, key),
             keep_tasks=keep if experiment.task_ids else (),
             settings=settings,
+            builds=catalog.builds() if cell.mcp_build is not None else None,
+            cancel=stop,
         )
         totals["executed"] += result.executed
         totals["reused"] += result.reused
@@ -81,9 +92,14 @@ def agent_runs(
             "reused": result.reused,
             "statuses": dict(result.statuses),
         }
+        if result.problem is not None:
+            summary["problem"] = result.problem
         return result.document, summary
 
-    outcomes = process_cells(context, store, AGENT_RUNS, work)
+    # Ctrl-C or SIGTERM stops the cell in progress (its in-flight runs end as cancelled, the
+    # finished ones are cached) and fails the step: the next run resumes from the cache.
+    with cancel_on_signals() as stop:
+        outcomes = process_cells(context, store, AGENT_RUNS, work, cancel=stop, progress=progress)
     context.log.info(
         "%d cell(s): %d task runs executed, %d reused from the cache (per cell: metadata)",
         len(outcomes.written),

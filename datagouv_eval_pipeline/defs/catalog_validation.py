@@ -11,27 +11,27 @@ import dagster as dg
 
 from datagouv_eval_pipeline.defs.resources import CatalogResource, RunStoreResource
 from datagouv_eval_pipeline.defs.task_specs import task_specs
-from datagouv_eval_pipeline.experiment.store import RunStore
+from datagouv_eval_pipeline.experiment.quarantine import (
+    DOCUMENT_KEY,
+    STAGE,
+    quarantined_tasks,
+)
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.tasks.references import Reference
 from datagouv_eval_pipeline.validation.models import ValidationReport
 from datagouv_eval_pipeline.validation.validator import ValidatorConfig, active, validate
 
-STAGE = "catalog_validation"
-DOCUMENT_KEY = "all"
 
+def references_for(store: RunStore, snapshot_id: str | None) -> list[Reference]:
+    """The expected values the last pre-flight recomputed, when it saw the runs' catalog.
 
-def quarantined_tasks(store: RunStore) -> dict[str, str]:
-    """Quarantined task ids with the first failing check, from the last pre-flight."""
+    A pre-flight of another snapshot (or of the live catalog for twin runs, and the reverse)
+    says nothing about the catalog the runs used: the spec's values stand then.
+    """
     document = store.read(STAGE, DOCUMENT_KEY)
-    if document is None:
-        return {}
-    report = ValidationReport.model_validate(document["report"])
-    out: dict[str, str] = {}
-    for task in report.tasks:
-        if task.status == "quarantined":
-            failing = task.failing
-            out[task.task_id] = failing[0].reason if failing else "quarantined"
-    return out
+    if document is None or document.get("snapshot_id") != snapshot_id:
+        return []
+    return ValidationReport.model_validate(document["report"]).references
 
 
 @dg.asset(group_name="task_specs", deps=[task_specs], kinds={"python"})
@@ -41,10 +41,13 @@ def catalog_validation(
     """Run every check of every active task against the catalog (the twin by default)."""
     specs = active(load_task_specs([TASK_SPECS_DIR]))
     snapshot = catalog.served_snapshot()
+    proxy, ca_bundle = catalog.validation_proxy() or (None, None)
     config = ValidatorConfig(
         urls=catalog.validation_urls(),
         now=catalog.snapshot_clock(),
         source=f"twin {snapshot}" if snapshot else "live data.gouv.fr",
+        proxy=proxy,
+        ca_bundle=ca_bundle,
     )
     report = validate(specs, config)
     run_store.store().write(
@@ -56,6 +59,15 @@ def catalog_validation(
     unavailable = [c for c in checks if c.outcome == "error"]
     if report.quarantined:
         context.log.warning("quarantined tasks: %s", ", ".join(report.quarantined))
+    changed = [ref for ref in report.references if ref.changed]
+    for ref in changed:
+        context.log.warning(
+            "%s %s changed: %g -> %g (followed: answers are compared with the new value)",
+            ref.task_id,
+            ref.name,
+            ref.spec_value,
+            ref.effective,
+        )
     fingerprint = hashlib.sha256(report.model_dump_json(exclude={"now"}).encode()).hexdigest()
     return dg.MaterializeResult(
         metadata={
@@ -66,6 +78,10 @@ def catalog_validation(
             "quarantined": dg.MetadataValue.json(report.quarantined),
             "checks": len(checks),
             "checks_errored": len(unavailable),
+            "references": len(report.references),
+            "references_changed": dg.MetadataValue.json(
+                [f"{r.task_id}.{r.name}: {r.spec_value:g} -> {r.effective:g}" for r in changed]
+            ),
         },
         data_version=dg.DataVersion(fingerprint[:16]),
     )

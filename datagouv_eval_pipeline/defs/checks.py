@@ -11,7 +11,6 @@ from typing import Any
 import dagster as dg
 
 from datagouv_eval_pipeline.defs.agent_runs import agent_runs
-from datagouv_eval_pipeline.defs.catalog_validation import quarantined_tasks
 from datagouv_eval_pipeline.defs.partitions import CELLS
 from datagouv_eval_pipeline.defs.resources import (
     ExperimentSettings,
@@ -20,6 +19,7 @@ from datagouv_eval_pipeline.defs.resources import (
 )
 from datagouv_eval_pipeline.defs.warehouse import WAREHOUSE_KEYS
 from datagouv_eval_pipeline.experiment.plan import select_tasks
+from datagouv_eval_pipeline.experiment.quarantine import quarantined_tasks
 from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS
 from datagouv_eval_pipeline.experiment.store import RunStore
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs

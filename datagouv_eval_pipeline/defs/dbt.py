@@ -16,8 +16,12 @@ The models run in pool ``duckdb_writer`` (limit it to 1): dbt-duckdb writes the 
 and DuckDB allows one writer process, which dbt-duckdb does not retry.
 """
 
+import contextlib
+import io
 import os
+import re
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from functools import cached_property
@@ -126,9 +130,30 @@ def _env(name: str, value: str) -> Iterator[None]:
 def dbt_metrics_assets(
     context: dg.AssetExecutionContext, dbt: DbtCliResource, warehouse: WarehouseResource
 ) -> Iterator[Any]:
-    """``dbt build`` of the selected models and tests against the warehouse DuckDB file."""
+    """``dbt build`` of the selected models and tests against the warehouse DuckDB file.
+
+    dbt prints two lines per model and test (about 230); they are kept off the console and
+    summarised in one line, or shown (their failing part) when the build fails.
+    """
     # dbt runs with cwd = the project dir: the path must be absolute.
     path = str(warehouse.db_path().resolve())
-    context.log.info("dbt build on %s", path)
+    output = io.StringIO()
+    started = time.perf_counter()
     with _env(DUCKDB_ENV, path):
-        yield from dbt.cli(["build"], context=context).stream()
+        invocation = dbt.cli(["build"], context=context, raise_on_error=False)
+        # dagster-dbt echoes every dbt line to stdout: collect them, yield the events after.
+        with contextlib.redirect_stdout(output):
+            events = list(invocation.stream())
+    yield from events
+    lines = output.getvalue().splitlines()
+    done = next((line for line in reversed(lines) if line.startswith("Done. ")), "")
+    elapsed = time.perf_counter() - started
+    if invocation.is_successful():
+        context.log.info("dbt build on %s: %s in %.0f s", path, done[6:] or "done", elapsed)
+        return
+    problems = [line for line in lines if _DBT_PROBLEM.search(line)][-20:]
+    context.log.error("dbt build on %s failed:\n%s", path, "\n".join(problems or lines[-20:]))
+    raise dg.Failure(description=f"dbt build failed: {done[6:] or 'see the dbt log'}")
+
+
+_DBT_PROBLEM = re.compile(r"\b(ERROR|FAIL|Failure|Error|WARN)\b")

@@ -120,6 +120,23 @@ def ensure_manifest(project: DbtProject = dbt_metrics_project) -> Path:
     Returns:
         The path of the manifest.
     """
-    if using_dagster_dev() or not project.manifest_path.exists():
+    if (
+        using_dagster_dev()
+        or not project.manifest_path.exists()
+        or _sources_newer_than(project.manifest_path, Path(project.project_dir))
+    ):
         return prepare_manifest(project)
     return project.manifest_path
+
+
+def _sources_newer_than(manifest: Path, project_dir: Path) -> bool:
+    """Whether a model, macro or project file changed after the manifest was parsed.
+
+    A checkout that gains a model (a pull, a branch switch) would otherwise keep building the
+    old set of models from a stale manifest.
+    """
+    built = manifest.stat().st_mtime_ns
+    sources = [project_dir / "dbt_project.yml"]
+    for folder in ("models", "macros", "tests"):
+        sources.extend(p for p in (project_dir / folder).rglob("*") if p.suffix in (".sql", ".yml"))
+    return any(path.is_file() and path.stat().st_mtime_ns > built for path in sources)

@@ -1,13 +1,20 @@
 """The ``judge_scores`` asset: verdicts and deterministic scores of every run, per cell."""
 
+import hashlib
 from typing import Any
 
 import dagster as dg
 
+from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR
 from datagouv_eval_pipeline.defs.action_mappings import action_mappings
+from datagouv_eval_pipeline.defs.catalog_validation import catalog_validation, references_for
 from datagouv_eval_pipeline.defs.partitions import cell_partitions
 from datagouv_eval_pipeline.defs.per_cell import process_cells, result_of
-from datagouv_eval_pipeline.defs.resources import JudgeResource, RunStoreResource
+from datagouv_eval_pipeline.defs.resources import (
+    CatalogResource,
+    JudgeResource,
+    RunStoreResource,
+)
 from datagouv_eval_pipeline.experiment.cache import source_fingerprint
 from datagouv_eval_pipeline.experiment.stages import (
     ACTION_MAPPINGS,
@@ -15,35 +22,64 @@ from datagouv_eval_pipeline.experiment.stages import (
     JUDGE_SCORES,
     judge_cell,
 )
+from datagouv_eval_pipeline.judges.config import JUDGE_FILE, JudgeModelError, JudgeSpecError
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
+
+
+def _code_version() -> str:
+    digest = hashlib.sha256(source_fingerprint(("judges", "metrics")).encode())
+    judge_file = BENCHMARK_CONFIG_DIR / JUDGE_FILE
+    if judge_file.exists():
+        digest.update(judge_file.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 @dg.asset(
     partitions_def=cell_partitions,
     backfill_policy=dg.BackfillPolicy.single_run(),
-    deps=[action_mappings],
+    # The pre-flight's recomputed references are what expected values are compared with.
+    deps=[action_mappings, catalog_validation],
     group_name="cells",
     kinds={"python"},
-    # The judges' prompts and rules and the metrics are the code of this stage: editing a
-    # prompt makes every partition stale, and only this stage and below recompute.
-    code_version=source_fingerprint(("judges", "metrics"))[:12],
+    # The judges' prompts and rules, the metrics and the judge configuration (judge.yml) are the
+    # code of this stage: editing a prompt or the judge makes every partition stale, and only
+    # this stage and below recompute.
+    code_version=_code_version(),
     automation_condition=dg.AutomationCondition.eager(),
 )
 def judge_scores(
-    context: dg.AssetExecutionContext, run_store: RunStoreResource, judge: JudgeResource
+    context: dg.AssetExecutionContext,
+    run_store: RunStoreResource,
+    judge: JudgeResource,
+    catalog: CatalogResource,
 ) -> dg.MaterializeResult[None]:
-    """Judge and score every run of each cell (NULL with a reason when a judge fails)."""
+    """Judge and score every run of each cell (NULL with a reason when a judge fails).
+
+    Expected values are compared with their references recomputed by the last pre-flight (when
+    it validated the snapshot the cell's runs used), and slugs resolve through the catalog.
+    """
     store = run_store.store()
     by_id = {spec.task_id: spec for spec in load_task_specs([TASK_SPECS_DIR])}
-    the_judge = judge.judge()
+    try:
+        the_judge = judge.judge(cache_dir=store.root / "cache" / "judges")
+    except (JudgeSpecError, JudgeModelError) as error:
+        raise dg.Failure(description=f"cannot build the judge: {error}") from None
+    context.log.info("judge: %s", the_judge.judge_id)
+    lookup = catalog.lookup()
 
     def work(key: str) -> tuple[dict[str, Any], dict[str, Any]] | str:
         runs = store.read(AGENT_RUNS, key)
         mappings = store.read(ACTION_MAPPINGS, key)
         if runs is None or mappings is None:
             return "no agent_runs or action_mappings document for this cell"
-        document = judge_cell(runs, mappings, by_id, the_judge)
+        references = references_for(store, runs.get("snapshot_id"))
+        document = judge_cell(
+            runs, mappings, by_id, the_judge, references=references, catalog=lookup
+        )
         scored = sum(1 for s in document["scores"] if s is not None)
         return document, {"runs": len(document["runs"]), "scored": scored}
 
-    return result_of(process_cells(context, store, JUDGE_SCORES, work))
+    outcomes = process_cells(context, store, JUDGE_SCORES, work)
+    # HTTP requests the LLM judge sent (retries included; cache hits none); 0 for the rules.
+    requests = int(getattr(the_judge, "model_requests", 0))
+    return result_of(outcomes, judge_id=the_judge.judge_id, judge_http_requests=requests)

@@ -8,12 +8,14 @@ checks report it), and the other cells go on. A run of exactly one cell fails fo
 the UI shows that partition as failed.
 """
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
 
+from datagouv_eval_pipeline.agents.cancel import CancelToken, RunCancelled
 from datagouv_eval_pipeline.experiment.store import RunStore, content_digest
 
 
@@ -39,6 +41,9 @@ def process_cells(
     store: RunStore,
     stage: str,
     work: Callable[[str], tuple[dict[str, Any], dict[str, Any]] | str],
+    *,
+    cancel: CancelToken | None = None,
+    progress: Callable[[dict[str, Any]], str] | None = None,
 ) -> CellOutcomes:
     """Run ``work`` on each cell of the run and store its document.
 
@@ -48,18 +53,33 @@ def process_cells(
         stage: The stage name (its documents' directory).
         work: Given a cell key, returns ``(document, summary)`` to store, or a string saying
             why the cell is skipped. An exception fails only that cell.
+        cancel: Set by Ctrl-C or SIGTERM: the cell in progress stops (``RunCancelled``), its
+            earlier document stays, the remaining cells are not started, and the step fails.
+        progress: Renders a cell's summary as its progress line (``[3/24] cell …: …``); no
+            line per cell when None.
 
     Returns:
         The outcomes.
 
     Raises:
-        dagster.Failure: The run covered one cell and it failed, or every cell failed.
+        dagster.Failure: The run covered one cell and it failed, every cell failed, or the run
+            was interrupted.
     """
     outcomes = CellOutcomes()
     keys = context.partition_keys
-    for key in keys:
+    for index, key in enumerate(keys, start=1):
+        if cancel is not None and cancel.cancelled:
+            outcomes.skipped[key] = f"not started: {cancel.reason}"
+            continue
+        started = time.perf_counter()
         try:
             result = work(key)
+        except RunCancelled as stop:
+            reason = f"{stop.reason}: {stop.cancelled_runs} task run(s) cancelled"
+            store.record_failure(stage, key, reason)
+            outcomes.failed[key] = reason
+            context.log.warning("[%d/%d] cell %s: %s", index, len(keys), key, reason)
+            continue
         except Exception as error:  # one cell's failure must not sink the others
             reason = f"{type(error).__name__}: {error}"
             store.record_failure(stage, key, reason)
@@ -72,8 +92,21 @@ def process_cells(
         document, summary = result
         store.write(stage, key, document)
         outcomes.written[key] = summary
+        if progress is not None:
+            elapsed = time.perf_counter() - started
+            context.log.info(
+                "[%d/%d] cell %s: %s, %.1f s", index, len(keys), key, progress(summary), elapsed
+            )
         if len(keys) == 1:  # a data version is only recorded for a one-cell run (see result_of)
             outcomes.digests[key] = content_digest(document)
+    if cancel is not None and cancel.cancelled:
+        raise dg.Failure(
+            description=(
+                f"{stage} stopped ({cancel.reason}): {len(outcomes.written)} cell(s) finished "
+                f"and kept, finished task runs cached; run the experiment again to resume"
+            ),
+            metadata={"failed": dg.MetadataValue.json(outcomes.failed)},
+        )
     if outcomes.failed and (len(keys) == 1 or not outcomes.written):
         raise dg.Failure(
             description=f"{stage} failed for {len(outcomes.failed)} cell(s)",

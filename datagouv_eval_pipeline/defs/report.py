@@ -1,7 +1,10 @@
-"""The ``experiment_report`` asset: the headline table of the experiment, as Markdown.
+"""The ``experiment_report`` asset: the report page, its Markdown and the results browser.
 
-It reads the dbt model ``experiment_summary`` (one row per cell × tier) and writes
-``experiment_report.md`` next to the DuckDB file; the same table shows in the asset's metadata.
+The pure :mod:`datagouv_eval_pipeline.report` package builds everything into ``report/`` next to
+the DuckDB file (``index.html`` and ``browser/``). ``experiment_report.md`` next to the DuckDB
+file holds its Markdown followed by the table of every cell × tier of the dbt model
+``experiment_summary`` (:func:`render_report`); both, the plots and links to the pages show in
+the asset's metadata.
 """
 
 from collections.abc import Sequence
@@ -10,8 +13,13 @@ from typing import Any
 
 import dagster as dg
 
-from datagouv_eval_pipeline.defs.resources import WarehouseResource
+from datagouv_eval_pipeline.defs.partitions import CELLS
+from datagouv_eval_pipeline.defs.resources import RunStoreResource, WarehouseResource
+from datagouv_eval_pipeline.report import build_report, default_report_dir, read_sources
+from datagouv_eval_pipeline.report.build import BuiltReport
+from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.warehouse.loader import connect
+from datagouv_eval_pipeline.warehouse.schema import SCHEMA, STATISTICS_TABLES
 
 SUMMARY_MODEL = "experiment_summary"
 _COLUMNS = (
@@ -21,7 +29,7 @@ _COLUMNS = (
     ("runs_ok", "ok"),
     ("runs_skipped", "skipped"),
     ("avg_accuracy", "accuracy"),
-    ("accuracy_coverage", "judged"),
+    ("criterion_coverage", "criteria decided"),
     ("avg_action_f1", "action F1"),
 )
 
@@ -35,11 +43,14 @@ def _cell(value: Any) -> str:
 
 
 def render_report(rows: Sequence[dict[str, Any]], db_path: Path) -> str:
-    """The report as Markdown (``—`` marks a value that is not scored, never a zero)."""
+    """The report as Markdown (``—`` marks a value that is not scored, never a zero).
+
+    "criteria decided" is criterion coverage: decided criteria / criteria asked, per tier.
+    """
     header = "| " + " | ".join(label for _, label in _COLUMNS) + " |"
     rule = "|" + "---|" * len(_COLUMNS)
     lines = [
-        "# Experiment report",
+        "## Every cell and tier",
         "",
         f"Warehouse: `{db_path}` (dbt model `{SUMMARY_MODEL}`).",
         "",
@@ -71,6 +82,24 @@ def summary_rows(db_path: Path) -> list[dict[str, Any]]:
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
+def _metadata(built: BuiltReport, markdown_path: Path, text: str) -> dict[str, Any]:
+    plots = {
+        f"plot_{name}": dg.MetadataValue.md(f"![{name}]({plot.data_uri})")
+        for name, plot in built.figures.items()
+    }
+    return {
+        "path": dg.MetadataValue.path(str(markdown_path)),
+        "report_page": dg.MetadataValue.path(str(built.page)),
+        "report_url": dg.MetadataValue.url(built.page.as_uri()),
+        "browser_url": dg.MetadataValue.url(built.browser.as_uri()),
+        "pages": built.pages,
+        "cells": len(built.view.data.cells),
+        "runs": len(built.view.data.runs),
+        "report": dg.MetadataValue.md(text),
+        **plots,
+    }
+
+
 def experiment_report_asset(deps: Sequence[dg.AssetKey]) -> dg.AssetsDefinition:
     """Build the report asset downstream of ``deps`` (the dbt models)."""
 
@@ -78,25 +107,33 @@ def experiment_report_asset(deps: Sequence[dg.AssetKey]) -> dg.AssetsDefinition:
         name="experiment_report",
         deps=list(deps),
         group_name="report",
-        kinds={"markdown"},
+        kinds={"html", "markdown"},
         automation_condition=dg.AutomationCondition.eager(),
     )
     def experiment_report(
-        context: dg.AssetExecutionContext, warehouse: WarehouseResource
+        context: dg.AssetExecutionContext,
+        warehouse: WarehouseResource,
+        run_store: RunStoreResource,
     ) -> dg.MaterializeResult[None]:
-        """Write the experiment's headline table next to the warehouse file."""
+        """Write the report page, the results browser and the Markdown next to the warehouse."""
         db = warehouse.db_path()
-        rows = summary_rows(db)
-        text = render_report(rows, db)
+        sources = read_sources(
+            store_root=run_store.store().root,
+            specs=load_task_specs([TASK_SPECS_DIR]),
+            cells=CELLS,
+        )
+        built = build_report(db, default_report_dir(db), sources)
+        text = built.markdown + "\n" + render_report(summary_rows(db), db)
         path = db.with_name("experiment_report.md")
         path.write_text(text, encoding="utf-8")
-        context.log.info("report written to %s", path)
-        return dg.MaterializeResult(
-            metadata={"path": str(path), "rows": len(rows), "report": dg.MetadataValue.md(text)}
-        )
+        context.log.info("report written to %s (results browser: %s)", built.page, built.browser)
+        return dg.MaterializeResult(metadata=_metadata(built, path, text))
 
     return experiment_report
 
 
-REPORT_DEPS = [dg.AssetKey(["metrics", SUMMARY_MODEL])]
-"""The dbt model the report reads."""
+REPORT_DEPS = [
+    dg.AssetKey(["metrics", SUMMARY_MODEL]),
+    *(dg.AssetKey([SCHEMA, table.name]) for table in STATISTICS_TABLES),
+]
+"""What the report reads: the dbt models (their last one) and the statistics tables."""

@@ -11,10 +11,23 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import Field, PrivateAttr
 
+from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR, load_benchmark_config
 from datagouv_eval_pipeline.experiment.cache import AgentRunCache
+from datagouv_eval_pipeline.experiment.catalog import ApiCatalogLookup, StoreCatalogLookup
 from datagouv_eval_pipeline.experiment.store import RunStore, default_run_store
+from datagouv_eval_pipeline.front import Front
+from datagouv_eval_pipeline.judges.config import (
+    JUDGE_FILE,
+    JudgeKind,
+    JudgeSpec,
+    load_judge_spec,
+)
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
+from datagouv_eval_pipeline.judges.factory import build_judge
 from datagouv_eval_pipeline.judges.protocol import Judge
+from datagouv_eval_pipeline.mcp_builds import BuildServers
+from datagouv_eval_pipeline.metrics.catalog import CatalogLookup
+from datagouv_eval_pipeline.twin.catalog import CatalogStore
 from datagouv_eval_pipeline.twin.server import TwinServer
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 from datagouv_eval_pipeline.warehouse.location import DUCKDB_ENV, default_duckdb_path
@@ -68,7 +81,9 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
     """The catalog agents and the pre-flight talk to: the local twin, or the live data.gouv.fr.
 
     The twin starts on first use (a free port on 127.0.0.1) and stops when the run ends, so a
-    run of many cells pays its start-up once.
+    run of many cells pays its start-up once. So do the real MCP server builds cells name
+    (``builds``): installed (cached) and started on first use, reading the twin through the
+    hostname front (production in live mode), stopped with the run.
 
     Attributes:
         live: Use the live data.gouv.fr endpoints instead of the twin.
@@ -80,6 +95,9 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
 
     _server: TwinServer | None = PrivateAttr(default=None)
     _urls: TwinUrls | None = PrivateAttr(default=None)
+    _front: Front | None = PrivateAttr(default=None)
+    _builds: BuildServers | None = PrivateAttr(default=None)
+    _lookup: CatalogLookup | None = PrivateAttr(default=None)
 
     def urls(self) -> TwinUrls | None:
         """The twin's URLs (starting it if needed), or None in live mode."""
@@ -92,9 +110,24 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
         return self._urls
 
     def validation_urls(self) -> TwinUrls:
-        """Base URLs for the pre-flight (the live ones in live mode)."""
-        urls = self.urls()
-        return urls if urls is not None else TwinUrls.live()
+        """Base URLs for the pre-flight: the production ones (the twin answers behind its front)."""
+        return TwinUrls.live()
+
+    def validation_proxy(self) -> tuple[str, str] | None:
+        """The front before the twin (proxy URL, CA bundle) the pre-flight goes through.
+
+        None in live mode. The front starts on first use and stops with the twin.
+        """
+        if self.live:
+            return None
+        if self._front is None:
+            from datagouv_eval_pipeline.twin.front import served_by
+
+            self.urls()
+            assert self._server is not None
+            self._front = served_by(self._server).front().start()
+        assert self._front.authority is not None
+        return self._front.proxy_url, str(self._front.authority.bundle_path)
 
     def served_snapshot(self) -> str | None:
         """The snapshot id the twin serves (None in live mode)."""
@@ -112,8 +145,39 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
         assert self._server is not None
         return self._server.store.now
 
+    def builds(self) -> BuildServers:
+        """The run's MCP server builds (nothing starts until a build cell asks for one)."""
+        if self._builds is None:
+            twin = None
+            if not self.live:
+                self.urls()
+                twin = self._server
+            self._builds = BuildServers(twin=twin)
+        return self._builds
+
+    def lookup(self) -> CatalogLookup:
+        """Slug ↔ id lookups in this catalog, for scoring.
+
+        The twin's store (the one being served, or the snapshot loaded without serving it) or
+        the live main API.
+        """
+        if self._lookup is None:
+            if self.live:
+                self._lookup = ApiCatalogLookup(TwinUrls.live().datagouv_api)
+            elif self._server is not None:
+                self._lookup = StoreCatalogLookup(self._server.store)
+            else:
+                self._lookup = StoreCatalogLookup(CatalogStore.load(None, self.snapshot_id))
+        return self._lookup
+
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
-        """Stop the twin if this run started it."""
+        """Stop the builds and the twin (and its front) if this run started them."""
+        if self._builds is not None:
+            self._builds.close()
+            self._builds = None
+        if self._front is not None:
+            self._front.stop()
+            self._front = None
         if self._server is not None:
             self._server.stop()
             self._server = None
@@ -121,18 +185,43 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
 
 
 class JudgeResource(dg.ConfigurableResource["JudgeResource"]):
-    """Which judge scores the runs.
+    """Which judge scores the runs: ``task_specs/benchmark/judge.yml``, overridable per run.
 
     Attributes:
-        kind: ``deterministic`` (offline, the default). LLM judges are configured in
-            ``task_specs/benchmark`` and run with ``datagouv-eval judge`` for now.
+        kind: ``deterministic``, ``llm`` or ``hybrid``; empty keeps the file's kind.
+        model: ``<provider>/<model>`` from ``models.yml``; empty keeps the file's model.
+        base_url: An OpenAI-compatible URL to send judge requests to instead of the
+            provider's (a replay server); empty keeps the file's.
     """
 
-    kind: Literal["deterministic"] = "deterministic"
+    kind: Literal["", "deterministic", "llm", "hybrid"] = ""
+    model: str = ""
+    base_url: str = ""
 
-    def judge(self) -> Judge:
-        """The judge."""
-        return DeterministicJudge()
+    def spec(self) -> JudgeSpec:
+        """The judge configuration with this run's overrides applied.
+
+        Raises:
+            JudgeSpecError: The file or an override is invalid.
+        """
+        spec = load_judge_spec(BENCHMARK_CONFIG_DIR / JUDGE_FILE)
+        if self.kind or self.model:
+            kind = self.kind or spec.kind.value
+            spec = spec.with_choice(f"{kind}:{self.model}" if self.model else kind)
+        return spec
+
+    def judge(self, cache_dir: Path | None = None) -> Judge:
+        """The judge (LLM answers cached under ``cache_dir``).
+
+        Raises:
+            JudgeSpecError: The configuration is invalid.
+            JudgeModelError: The judge model cannot be reached (unknown, offline, no key).
+        """
+        spec = self.spec()
+        if spec.kind is JudgeKind.DETERMINISTIC:
+            return DeterministicJudge()
+        models = load_benchmark_config().models
+        return build_judge(spec, models, cache_dir=cache_dir, base_url=self.base_url or None)
 
 
 class ExperimentSettings(dg.ConfigurableResource["ExperimentSettings"]):

@@ -1,9 +1,13 @@
 """The ``warehouse`` assets: the DuckDB tables analysts query, one asset per table.
 
-This is the only writer of the DuckDB file (pool ``duckdb_writer``, limit 1): partitioned stages
+This is the only loader of the DuckDB file (pool ``duckdb_writer``, limit 1): partitioned stages
 write run store documents, and this fan-in loads every cell present, tolerating missing or failed
 cells and reporting coverage. A cell's load replaces its rows (never duplicates them), and the
 rows of cells that left the benchmark YAML are removed so the warehouse is the experiment.
+Each materialization is one experiment run (``eval.experiments``, id = the Dagster run id):
+the loaded runs and metrics are also appended to ``eval.runs_history`` / ``eval.metrics_history``.
+The same step then runs the statistics stage (``defs/statistics.py``): error bars, paired
+comparisons and the regression gate, so dbt runs once, after all of it.
 """
 
 from collections.abc import Iterator
@@ -14,16 +18,19 @@ import dagster as dg
 from datagouv_eval_pipeline.defs.judge_scores import judge_scores
 from datagouv_eval_pipeline.defs.partitions import CELLS
 from datagouv_eval_pipeline.defs.resources import RunStoreResource, WarehouseResource
+from datagouv_eval_pipeline.defs.statistics import GateConfig, run_statistics
 from datagouv_eval_pipeline.experiment.stages import (
     ACTION_MAPPINGS,
     AGENT_RUNS,
     JUDGE_SCORES,
-    cell_load,
+    StageInputError,
+    cell_documents,
 )
+from datagouv_eval_pipeline.experiment.store import RunStoreError
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.warehouse import queries
+from datagouv_eval_pipeline.warehouse import config_hash, new_experiment, queries
 from datagouv_eval_pipeline.warehouse.loader import connect, delete_cell, load_experiment
-from datagouv_eval_pipeline.warehouse.schema import SCHEMA, TABLES, Table
+from datagouv_eval_pipeline.warehouse.schema import ALL_TABLES, SCHEMA, Table
 
 # Fire once every partition upstream is done, even when some are missing or failed: the plain
 # eager condition waits for all of them forever (``any_deps_missing``).
@@ -48,7 +55,7 @@ def _column_schema(table: Table) -> dg.TableSchema:
     )
 
 
-WAREHOUSE_KEYS = [dg.AssetKey([SCHEMA, table.name]) for table in TABLES]
+WAREHOUSE_KEYS = [dg.AssetKey([SCHEMA, table.name]) for table in ALL_TABLES]
 
 
 @dg.multi_asset(
@@ -62,7 +69,7 @@ WAREHOUSE_KEYS = [dg.AssetKey([SCHEMA, table.name]) for table in TABLES]
             metadata={"dagster/column_schema": _column_schema(table)},
             automation_condition=EAGER_TOLERATING_MISSING,
         )
-        for key, table in zip(WAREHOUSE_KEYS, TABLES, strict=True)
+        for key, table in zip(WAREHOUSE_KEYS, ALL_TABLES, strict=True)
     ],
     pool="duckdb_writer",
     can_subset=False,
@@ -71,26 +78,56 @@ def warehouse(
     context: dg.AssetExecutionContext,
     run_store: RunStoreResource,
     warehouse: WarehouseResource,
+    config: GateConfig,
 ) -> Iterator[dg.MaterializeResult[None]]:
-    """Load every cell's documents into DuckDB and report coverage."""
+    """Load every cell's documents into DuckDB, report coverage, then the statistics stage."""
     store = run_store.store()
     expected = [cell.key for cell in CELLS]
     loads = []
+    unreadable: dict[str, str] = {}
+    stale: dict[str, dict[str, str]] = {}
     for key in expected:
-        runs = store.read(AGENT_RUNS, key)
-        if runs is None:
+        # A corrupt or malformed document fails only its cell (its earlier rows are kept).
+        try:
+            runs = store.read(AGENT_RUNS, key)
+            if runs is None:
+                continue
+            documents = cell_documents(
+                runs,
+                store.read(ACTION_MAPPINGS, key),
+                store.read(JUDGE_SCORES, key),
+                where=str(store.path(AGENT_RUNS, key)),
+            )
+        except (RunStoreError, StageInputError) as error:
+            unreadable[key] = str(error)
+            context.log.error("warehouse: cell %s not loaded: %s", key, error)
             continue
-        loads.append(
-            cell_load(runs, store.read(ACTION_MAPPINGS, key), store.read(JUDGE_SCORES, key))
+        loads.append(documents.load)
+        if documents.stale:
+            stale[key] = documents.stale
+    if stale:
+        context.log.warning(
+            "warehouse: %d cell(s) load with NULL scores: their later stages were computed "
+            "from other agent runs (rematerialize them): %s",
+            len(stale),
+            "; ".join(f"{k} ({', '.join(v)})" for k, v in stale.items()),
         )
     db = warehouse.db_path()
     specs = load_task_specs([TASK_SPECS_DIR])
-    results, coverage = load_experiment(db, loads, expected, tasks=specs)
+    # Every run is recorded: its rows join the history, the previous runs' rows stay.
+    record = new_experiment(
+        config_hash(
+            [cell.to_record() for cell in CELLS], {s.task_id: s.spec_hash() for s in specs}
+        ),
+        dagster_run_id=context.run.run_id,
+    )
+    results, coverage = load_experiment(db, loads, expected, tasks=specs, experiment=record)
     with connect(db, read_only=True) as conn:
         known = [row[0] for row in conn.execute(f"SELECT cell_key FROM {SCHEMA}.cells").fetchall()]
     dropped = [key for key in known if key not in set(expected)]
     for key in dropped:
         delete_cell(db, key)
+    statistics = run_statistics(context, db, config)
     with connect(db, read_only=True) as conn:
         counts = queries.row_counts(conn)
     failures = {
@@ -105,17 +142,22 @@ def warehouse(
         len(expected),
         counts.get("runs", 0),
     )
-    for asset_key, table in zip(WAREHOUSE_KEYS, TABLES, strict=True):
+    for asset_key, table in zip(WAREHOUSE_KEYS, ALL_TABLES, strict=True):
         metadata: dict[str, Any] = {
             "path": str(db),
             "rows": counts.get(table.name, 0),
             "dagster/row_count": counts.get(table.name, 0),
         }
+        metadata |= statistics.get(table.name, {})
+        if table.name == "experiments":
+            metadata |= {"experiment_id": record.experiment_id, "config_hash": record.config_hash}
         if table.name == "cells":
             metadata |= {
                 "coverage": dg.MetadataValue.json(coverage.to_json()),
                 "cells_loaded": len(results),
                 "cells_with_failed_agent_runs": dg.MetadataValue.json(failures),
                 "cells_dropped": dg.MetadataValue.json(dropped),
+                "cells_unreadable": dg.MetadataValue.json(unreadable),
+                "cells_with_stale_stages": dg.MetadataValue.json(stale),
             }
         yield dg.MaterializeResult(asset_key=asset_key, metadata=metadata)

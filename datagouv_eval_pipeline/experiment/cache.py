@@ -63,6 +63,7 @@ def run_input_hash(
     snapshot_id: str,
     settings: str = "",
     code: str | None = None,
+    toolset: str = "",
 ) -> str:
     """The hash identifying one task run's inputs.
 
@@ -73,6 +74,8 @@ def run_input_hash(
         snapshot_id: The catalog snapshot served.
         settings: A rendering of the run settings (budgets, retries) that change outcomes.
         code: The run code fingerprint (default: :func:`run_code_fingerprint`).
+        toolset: What the cell record does not say about the toolset's code: the started
+            build's fingerprint (its spec and code digest), so an edited checkout reruns.
     """
     record = {k: v for k, v in cell.to_record().items() if k not in _NOT_AN_INPUT}
     payload = {
@@ -83,6 +86,8 @@ def run_input_hash(
         "settings": settings,
         "code": code if code is not None else run_code_fingerprint(),
     }
+    if toolset:
+        payload["toolset"] = toolset
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 

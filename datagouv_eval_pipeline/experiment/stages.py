@@ -13,16 +13,28 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
+from datagouv_eval_pipeline.agents.cancel import CancelToken, RunCancelled
 from datagouv_eval_pipeline.agents.runner import execute_cell
 from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.experiment.cache import (
+    CACHEABLE_STATUSES,
     AgentRunCache,
     run_code_fingerprint,
     run_input_hash,
 )
+from datagouv_eval_pipeline.experiment.store import content_digest
 from datagouv_eval_pipeline.judges.protocol import Judge
 from datagouv_eval_pipeline.judges.runner import TraceJudgement, judge_trace
+from datagouv_eval_pipeline.mcp_builds import BuildServers
 from datagouv_eval_pipeline.metrics import score_trace
+from datagouv_eval_pipeline.metrics.catalog import (
+    CatalogLookup,
+    resolve_mapping_slugs,
+    with_catalog_slugs,
+)
+from datagouv_eval_pipeline.metrics.references import with_references
 from datagouv_eval_pipeline.semantic.instances import ActionInstance, CallCategory
 from datagouv_eval_pipeline.semantic.mapper import (
     CallMapping,
@@ -31,17 +43,15 @@ from datagouv_eval_pipeline.semantic.mapper import (
     map_trace,
 )
 from datagouv_eval_pipeline.semantic.registry import ActionRegistry, load_registry
+from datagouv_eval_pipeline.tasks.references import Reference, references_by_name
 from datagouv_eval_pipeline.tasks.spec import TIERS, TaskSpec
-from datagouv_eval_pipeline.traces import Trace
+from datagouv_eval_pipeline.traces import SCORED_STATUSES, Trace
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 from datagouv_eval_pipeline.warehouse.loader import CellLoad
 
 AGENT_RUNS = "agent_runs"
 ACTION_MAPPINGS = "action_mappings"
 JUDGE_SCORES = "judge_scores"
-
-SCORED_STATUSES = frozenset({"ok"})
-"""Runs that are judged and scored; the others keep NULL scores with their status reason."""
 
 
 class StageInputError(ValueError):
@@ -60,12 +70,15 @@ class AgentStageResult:
         executed: Task runs actually executed (a model was asked).
         reused: Task runs taken from the cache or the previous document.
         statuses: Traces per status.
+        problem: Why the cell has no result, when none of its runs finished (the most
+            common reason: an unset API key variable, no sandbox, ...); None otherwise.
     """
 
     document: dict[str, Any]
     executed: int
     reused: int
     statuses: Counter[str] = field(default_factory=Counter)
+    problem: str | None = None
 
 
 def run_agents(
@@ -76,16 +89,19 @@ def run_agents(
     snapshot_id: str | None,
     repeats: int = 1,
     cache: AgentRunCache | None = None,
+    reuse: bool = True,
     previous: Mapping[str, Any] | None = None,
     keep_tasks: Sequence[str] = (),
+    builds: BuildServers | None = None,
+    cancel: CancelToken | None = None,
     **options: Any,
 ) -> AgentStageResult:
     """Run (or reuse) every task of a cell.
 
-    A (task, repeat) whose input hash is in ``cache`` is reused; the tasks with any miss run
-    through :func:`~datagouv_eval_pipeline.agents.runner.execute_cell` together. Traces of the
-    previous document for ``keep_tasks`` (tasks outside this run's selection) are carried over
-    unchanged, so a run over a task subset never drops the other tasks' results.
+    A (task, repeat) whose input hash is in ``cache`` is reused; the missing pairs run through
+    :func:`~datagouv_eval_pipeline.agents.runner.execute_cell` together. Traces of the previous
+    document for ``keep_tasks`` (tasks outside this run's selection) are carried over unchanged,
+    so a run over a task subset never drops the other tasks' results.
 
     Args:
         cell: The cell.
@@ -94,13 +110,30 @@ def run_agents(
         snapshot_id: The snapshot the twin serves (None when live).
         repeats: Runs per task.
         cache: The agent-run cache (None: always run).
+        reuse: Take hits from ``cache`` (False: run everything again, still storing the traces).
         previous: The cell's previous ``agent_runs`` document.
         keep_tasks: Task ids whose previous traces are kept.
+        builds: Starts the cell's MCP server when it is a real build (and stops it with the
+            run); needed for such cells only.
+        cancel: Set by Ctrl-C or SIGTERM: the runs in flight end as ``cancelled``, the finished
+            ones are already in the cache, and no document is returned.
         **options: Passed to ``execute_cell`` (settings, rate limiters, sandbox, ...).
 
     Returns:
         The new document and what was executed.
+
+    Raises:
+        StageInputError: The cell's MCP server is a build and no ``builds`` is given.
+        BuildError: The build cannot be installed or started.
+        RunCancelled: ``cancel`` was set during the cell.
     """
+    endpoint = None
+    if cell.mcp_build is not None and "mcp" in cell.capabilities:
+        if builds is None:
+            raise StageInputError(f"cell {cell.key}: its MCP server is a build; pass `builds`")
+        endpoint = builds.start(cell.mcp_build)
+        options["mcp_url"] = endpoint.url
+    toolset = endpoint.fingerprint if endpoint is not None else ""
     use_cache = cache is not None and snapshot_id is not None
     hashes: dict[tuple[str, int], str] = {}
     found: dict[tuple[str, int], Trace] = {}
@@ -108,28 +141,46 @@ def run_agents(
         for repeat in range(repeats):
             key = (task.task_id, repeat)
             if snapshot_id is not None:
-                hashes[key] = run_input_hash(cell, task, repeat, snapshot_id=snapshot_id)
-            if use_cache:
+                hashes[key] = run_input_hash(
+                    cell, task, repeat, snapshot_id=snapshot_id, toolset=toolset
+                )
+            if use_cache and reuse:
                 assert cache is not None
                 hit = cache.get(hashes[key])
                 if hit is not None:
                     found[key] = hit
-    to_run = [t for t in tasks if any((t.task_id, r) not in found for r in range(repeats))]
+    # Only the missing (task, repeat) pairs run: adding repeats reuses the stored repeat 0.
+    missing = {(t.task_id, r) for t in tasks for r in range(repeats) if (t.task_id, r) not in found}
+    to_run = [t for t in tasks if any((t.task_id, r) in missing for r in range(repeats))]
     tool_lists: dict[str, Any] = {}
     executed = 0
     if to_run:
+
+        def keep(trace: Trace) -> None:
+            # Cached as soon as it ends: an interrupted cell resumes without redoing it.
+            if use_cache:
+                assert cache is not None
+                cache.put(hashes[(trace.task_id, trace.repeat)], trace)
+
         run = execute_cell(
-            cell, to_run, twin_urls=twin_urls, repeats=repeats, snapshot_id=snapshot_id, **options
+            cell,
+            to_run,
+            twin_urls=twin_urls,
+            repeats=repeats,
+            snapshot_id=snapshot_id,
+            only=missing,
+            cancel=cancel,
+            on_trace=keep,
+            **options,
         )
         tool_lists = run.tool_lists
         for trace in run.traces:
-            key = (trace.task_id, trace.repeat)
-            found[key] = trace
-            if trace.status != "skipped":
+            found[(trace.task_id, trace.repeat)] = trace
+            if trace.status not in ("skipped", "cancelled"):
                 executed += 1
-            if use_cache:
-                assert cache is not None
-                cache.put(hashes[key], trace)
+        cancelled = sum(1 for trace in run.traces if trace.status == "cancelled")
+        if cancel is not None and cancel.cancelled:
+            raise RunCancelled(cancel.reason, cancelled_runs=cancelled)
     traces = [found[(t.task_id, r)] for t in tasks for r in range(repeats)]
     kept = _kept_traces(previous, keep_tasks, {t.task_id for t in tasks})
     all_traces = sorted(kept + [t.model_dump(mode="json") for t in traces], key=_trace_order)
@@ -139,11 +190,26 @@ def run_agents(
         "snapshot_id": snapshot_id,
         "run_code": run_code_fingerprint(),
         "tool_lists": tool_lists or dict((previous or {}).get("tool_lists") or {}),
+        "mcp_build": None
+        if endpoint is None
+        else {
+            "spec": endpoint.spec,
+            "code_digest": endpoint.code_digest,
+            "revision": endpoint.revision,
+        },
         "input_hashes": {f"{k[0]}#{k[1]}": v for k, v in sorted(hashes.items())},
         "traces": all_traces,
     }
-    reused = len(traces) - len(to_run) * repeats
-    return AgentStageResult(document, executed, reused, statuses)
+    reused = len(traces) - len(missing)
+    return AgentStageResult(document, executed, reused, statuses, cell_problem(all_traces))
+
+
+def cell_problem(traces: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why a cell produced nothing: its most common reason when no run finished."""
+    if not traces or any(str(t.get("status")) in CACHEABLE_STATUSES for t in traces):
+        return None
+    reasons = Counter(str(t.get("status_reason") or t.get("status")) for t in traces)
+    return reasons.most_common(1)[0][0]
 
 
 def _trace_order(trace: Mapping[str, Any]) -> tuple[str, int]:
@@ -159,16 +225,38 @@ def _kept_traces(
     return [dict(t) for t in previous.get("traces", []) if t.get("task_id") in wanted]
 
 
-def traces_of(document: Mapping[str, Any]) -> list[Trace]:
+def traces_of(document: Mapping[str, Any], where: str = "the agent_runs document") -> list[Trace]:
     """The traces of an ``agent_runs`` document.
 
+    Args:
+        document: The document.
+        where: How to name it in errors (its file, when read from the run store).
+
     Raises:
-        StageInputError: A trace does not validate.
+        StageInputError: A trace does not validate; the message names ``where`` and the field.
     """
-    try:
-        return [Trace.model_validate(item) for item in document.get("traces", [])]
-    except ValueError as error:
-        raise StageInputError(f"invalid trace in the agent_runs document: {error}") from error
+    items = document.get("traces")
+    if not isinstance(items, list):
+        raise StageInputError(f"{where}: traces: expected a list of traces")
+    traces = []
+    for index, item in enumerate(items):
+        try:
+            traces.append(Trace.model_validate(item))
+        except ValidationError as error:
+            first = error.errors()[0]
+            loc = ".".join(str(part) for part in first["loc"])
+            field = f"traces[{index}].{loc}" if loc else f"traces[{index}]"
+            raise StageInputError(f"{where}: {field}: {first['msg']}") from None
+    return traces
+
+
+def agent_digest(agent_document: Mapping[str, Any]) -> str:
+    """The content hash of an ``agent_runs`` document, recorded by the stages computed from it."""
+    return content_digest(agent_document)
+
+
+AGENT_DIGEST = "agent_runs_digest"
+"""Field of the ``action_mappings`` and ``judge_scores`` documents: the digest of their input."""
 
 
 # ------------------------------------------------------------------------------ mappings
@@ -184,6 +272,7 @@ def map_actions(
     unmapped = sum(1 for m in mappings for c in m["calls"] if c["status"] == "unmapped")
     return {
         "cell": agent_document["cell"],
+        AGENT_DIGEST: agent_digest(agent_document),
         "runs": [[t.task_id, t.repeat] for t in traces],
         "mappings": mappings,
         "unmapped_calls": unmapped,
@@ -234,17 +323,29 @@ def judge_cell(
     mapping_document: Mapping[str, Any],
     tasks: Mapping[str, TaskSpec],
     judge: Judge,
+    *,
+    references: Sequence[Reference] = (),
+    catalog: CatalogLookup | None = None,
 ) -> dict[str, Any]:
     """The ``judge_scores`` document: judgement and scores per trace (None when not scored).
 
     Only ``ok`` runs are judged; skipped, failed and budget-exceeded runs keep NULL scores and
-    their status reason, so they never count as zeros.
+    their status reason, so they never count as zeros. The judge and the scores see the task as
+    evaluated in this run: expected values replaced by their ``references`` (recomputed from the
+    catalog the run used), expected sources with their slug from ``catalog``, and every slug the
+    agent gave for an id argument resolved to that id.
 
     Raises:
         StageInputError: The two documents disagree on the runs, or a task is unknown.
     """
     traces = traces_of(agent_document)
     runs = [[t.task_id, t.repeat] for t in traces]
+    digest = agent_digest(agent_document)
+    if mapping_document.get(AGENT_DIGEST) != digest:
+        raise StageInputError(
+            "the action_mappings document was computed from another agent_runs document "
+            "(rematerialize action_mappings for this cell)"
+        )
     if [list(r) for r in mapping_document.get("runs", [])] != runs:
         raise StageInputError(
             "the action_mappings document does not match the agent_runs document "
@@ -253,20 +354,37 @@ def judge_cell(
     missing = sorted({t.task_id for t in traces} - set(tasks))
     if missing:
         raise StageInputError(f"no task spec for {', '.join(missing)}")
-    mappings = [mapping_from_dict(m) for m in mapping_document["mappings"]]
-    judgements = asyncio.run(_judge_all(judge, tasks, traces, mappings))
+    mappings = [
+        resolve_mapping_slugs(mapping_from_dict(m), catalog) for m in mapping_document["mappings"]
+    ]
+    evaluated = {
+        task_id: with_references(
+            with_catalog_slugs(task, catalog), references_by_name(references, task_id)
+        )
+        for task_id, task in tasks.items()
+    }
+    judgements = asyncio.run(_judge_all(judge, evaluated, traces, mappings))
     scores: list[dict[str, Any] | None] = []
     for trace, mapping, judgement in zip(traces, mappings, judgements, strict=True):
         if judgement is None:
             scores.append(None)
             continue
         accuracy = {tier: judgement.accuracy(tier).mean.value for tier in TIERS}
-        scores.append(
-            score_trace(tasks[trace.task_id], trace, mapping=mapping, accuracy=accuracy).to_json()
+        score = score_trace(
+            tasks[trace.task_id],
+            trace,
+            mapping=mapping,
+            accuracy=accuracy,
+            catalog=catalog,
+            references=references,
         )
+        scores.append(score.to_json())
+    used = sorted({t.task_id for t in traces})
     return {
         "cell": agent_document["cell"],
+        AGENT_DIGEST: digest,
         "judge_id": getattr(judge, "judge_id", type(judge).__name__),
+        "references": [ref.model_dump(mode="json") for ref in references if ref.task_id in used],
         "runs": runs,
         "judgements": [j.to_json() if j is not None else None for j in judgements],
         "scores": scores,
@@ -284,10 +402,32 @@ async def _judge_all(
             return None
         return await judge_trace(judge, tasks[trace.task_id], trace, mapping=mapping)
 
-    return list(await asyncio.gather(*(one(t, m) for t, m in zip(traces, mappings, strict=True))))
+    try:
+        return list(
+            await asyncio.gather(*(one(t, m) for t, m in zip(traces, mappings, strict=True)))
+        )
+    finally:
+        # An LLM judge's HTTP client belongs to this loop: close it here (it reopens on use).
+        close = getattr(judge, "aclose", None)
+        if close is not None:
+            await close()
 
 
 # ----------------------------------------------------------------------------- warehouse
+
+
+@dataclass(frozen=True)
+class CellDocuments:
+    """What the warehouse loads for one cell, and the later-stage documents it left out.
+
+    Attributes:
+        load: The cell's rows to load.
+        stale: Stage name → why its document was not loaded (computed from another
+            ``agent_runs`` document, or for other runs): those columns load as NULL.
+    """
+
+    load: CellLoad
+    stale: dict[str, str]
 
 
 def cell_load(
@@ -295,21 +435,65 @@ def cell_load(
     mapping_document: Mapping[str, Any] | None,
     judge_document: Mapping[str, Any] | None,
 ) -> CellLoad:
-    """What the warehouse stores for one cell; missing later stages load as NULL."""
-    traces = list(agent_document.get("traces", []))
+    """What the warehouse stores for one cell (see :func:`cell_documents`)."""
+    return cell_documents(agent_document, mapping_document, judge_document).load
+
+
+def cell_documents(
+    agent_document: Mapping[str, Any],
+    mapping_document: Mapping[str, Any] | None,
+    judge_document: Mapping[str, Any] | None,
+    *,
+    where: str = "the agent_runs document",
+) -> CellDocuments:
+    """What the warehouse stores for one cell; missing or stale later stages load as NULL.
+
+    A later document is used only when it records the digest of this very ``agent_runs``
+    document: after a crash between two stages, an old judgement is never paired with a new
+    answer.
+
+    Raises:
+        StageInputError: The agent_runs document is malformed (naming ``where`` and the field).
+    """
+    traces = traces_of(agent_document, where)
+    if not isinstance(agent_document.get("cell"), Mapping):
+        raise StageInputError(f"{where}: cell: expected the cell record (an object)")
+    digest = agent_digest(agent_document)
+    runs = [[t.task_id, t.repeat] for t in traces]
+    stale: dict[str, str] = {}
+    mapping_document = _current(mapping_document, ACTION_MAPPINGS, digest, runs, stale)
+    judge_document = _current(judge_document, JUDGE_SCORES, digest, runs, stale)
     n = len(traces)
-    runs = [[t["task_id"], t.get("repeat", 0)] for t in traces]
-    mappings = _aligned(mapping_document, "mappings", runs, n)
-    judgements = _aligned(judge_document, "judgements", runs, n)
-    scores = _aligned(judge_document, "scores", runs, n)
-    return CellLoad(agent_document["cell"], traces, mappings, scores, judgements)
+    load = CellLoad(
+        agent_document["cell"],
+        traces,
+        _aligned(mapping_document, "mappings", n),
+        _aligned(judge_document, "scores", n),
+        _aligned(judge_document, "judgements", n),
+    )
+    return CellDocuments(load, stale)
 
 
-def _aligned(
-    document: Mapping[str, Any] | None, name: str, runs: list[list[Any]], n: int
-) -> list[Any] | None:
-    # A later stage computed for an older set of runs is stale: load NULLs, never mismatched rows.
-    if document is None or [list(r) for r in document.get("runs", [])] != runs:
+def _current(
+    document: Mapping[str, Any] | None,
+    stage: str,
+    digest: str,
+    runs: list[list[Any]],
+    stale: dict[str, str],
+) -> Mapping[str, Any] | None:
+    if document is None:
         return None
-    values = list(document.get(name, []))
-    return values if len(values) == n else None
+    if document.get(AGENT_DIGEST) != digest:
+        stale[stage] = "computed from another agent_runs document"
+        return None
+    if [list(r) for r in document.get("runs", [])] != runs:
+        stale[stage] = "computed for other runs"
+        return None
+    return document
+
+
+def _aligned(document: Mapping[str, Any] | None, name: str, n: int) -> list[Any] | None:
+    if document is None:
+        return None
+    values = document.get(name)
+    return list(values) if isinstance(values, list) and len(values) == n else None

@@ -13,7 +13,8 @@ from datagouv_eval_pipeline.judges.calibration import (
 )
 from datagouv_eval_pipeline.judges.config import JudgeConfig, RoleModel, resolve_model
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
-from datagouv_eval_pipeline.judges.limiter import GuardedModel, RateLimiter
+from datagouv_eval_pipeline.judges.guarded import GuardedModel
+from datagouv_eval_pipeline.judges.hybrid import HybridJudge
 from datagouv_eval_pipeline.judges.llm import LLMJudge
 from datagouv_eval_pipeline.judges.prompts import PROMPTS, JudgePrompt
 from datagouv_eval_pipeline.judges.protocol import (
@@ -46,6 +47,7 @@ __all__ = [
     "FailureMode",
     "FailureModeInput",
     "GuardedModel",
+    "HybridJudge",
     "Judge",
     "JudgeCache",
     "JudgeConfig",
@@ -53,7 +55,6 @@ __all__ = [
     "JudgeSpend",
     "LLMJudge",
     "Question",
-    "RateLimiter",
     "RoleModel",
     "ToolEvidence",
     "TraceJudgement",

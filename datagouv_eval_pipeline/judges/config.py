@@ -10,14 +10,18 @@ directly (``FunctionModel``), bypassing the registry.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_ai.models import Model
 
 from datagouv_eval_pipeline.benchmark.config import ModelsFile, ProviderKind
+from datagouv_eval_pipeline.benchmark.keys import model_key
+from datagouv_eval_pipeline.providers.limits import RateLimit
 
 Role = Literal["criterion", "arguments", "trajectory", "failure_modes", "classification"]
 ROLES: tuple[Role, ...] = (
@@ -80,6 +84,11 @@ class RoleModel:
         input_price_per_mtok: Price per million input tokens, None when unknown.
         output_price_per_mtok: Price per million output tokens, None when unknown.
         currency: ISO 4217 code of the prices.
+        limiter_key: The provider quota its requests count against (the agents' key: the
+            provider's name, or the model key for a model with its own ``rate_limit``).
+        rate_limit: The quota from ``models.yml`` (None: the built-in default).
+        rebuild: Makes the same model with a new HTTP client (for another event loop); None
+            for models bound to no loop.
     """
 
     model: Model
@@ -88,6 +97,9 @@ class RoleModel:
     input_price_per_mtok: float | None = None
     output_price_per_mtok: float | None = None
     currency: str | None = None
+    limiter_key: str = ""
+    rate_limit: RateLimit | None = None
+    rebuild: Callable[[], Model] | None = None
 
     def cost(self, input_tokens: int, output_tokens: int) -> float | None:
         """The cost of a call, or None when a price is unknown."""
@@ -147,20 +159,146 @@ def resolve_model(
             raise JudgeModelError(f"judge model {name!r} needs its API key in ${key_env}")
         api_key = "replay-no-key"  # a replay server answers from cassettes without a key
 
+    from openai import AsyncOpenAI
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 
-    model = OpenAIChatModel(
-        model_name,
-        provider=OpenAICompatibleProvider(
-            provider.name, base_url=base_url or provider.base_url, api_key=api_key
-        ),
+    url = base_url or provider.base_url
+
+    def build() -> Model:
+        # max_retries=0: the shared RetryPolicy retries (GuardedModel), so one failing request
+        # is never multiplied by the SDK's own retries.
+        client = AsyncOpenAI(base_url=url, api_key=api_key, max_retries=0)
+        compatible = OpenAICompatibleProvider(provider_name, openai_client=client)
+        return OpenAIChatModel(model_name, provider=compatible)
+
+    quota = provider.rate_limit_for(entry)
+    limit = (
+        RateLimit(quota.requests_per_minute, quota.tokens_per_minute) if quota is not None else None
     )
+    per_model = quota is not None and quota.per_model
     return RoleModel(
-        model=model,
+        model=build(),
         model_id=name,
         temperature=temperature,
         input_price_per_mtok=entry.input_price_per_mtok,
         output_price_per_mtok=entry.output_price_per_mtok,
         currency=models.currency,
+        limiter_key=model_key(provider.name, model_name) if per_model else provider.name,
+        rate_limit=limit,
+        rebuild=build,
     )
+
+
+# --- which judge scores the pipeline's runs (task_specs/benchmark/judge.yml) ---------------------
+
+
+class JudgeKind(StrEnum):
+    """Which judge decides the verdicts of the pipeline."""
+
+    DETERMINISTIC = "deterministic"
+    """Rules only (offline, the default); what they cannot decide stays unscored."""
+    LLM = "llm"
+    """An LLM answers every question (strict argument values are still ruled first)."""
+    HYBRID = "hybrid"
+    """Every rule that can decide a verdict decides it; the LLM decides the rest."""
+
+
+JUDGE_FILE = "judge.yml"
+"""The pipeline's judge, next to the benchmark files (``task_specs/benchmark/judge.yml``)."""
+
+PROMPT_VERSION = "1"
+"""The version of the packaged judge prompts (``judges/prompts.py``)."""
+
+
+class JudgeSpec(_Strict):
+    """The judge of the pipeline (``task_specs/benchmark/judge.yml``, overridable per run)."""
+
+    kind: JudgeKind = JudgeKind.DETERMINISTIC
+    """``deterministic`` (offline default), ``llm`` or ``hybrid``."""
+    model: str | None = Field(default=None, pattern=r"^[^/\s]+/\S+$")
+    """``<provider>/<model>`` from ``models.yml``; required by ``llm`` and ``hybrid``."""
+    prompt_version: str = PROMPT_VERSION
+    """The packaged prompt version the verdicts must come from (a stale file is an error)."""
+    temperature: float | None = Field(default=0.0, ge=0.0, le=2.0)
+    """Sent to the model; null for models that reject the setting."""
+    concurrency: int = Field(default=8, ge=1)
+    """Judge requests in flight at once."""
+    timeout_s: float = Field(default=60.0, gt=0)
+    """Deadline of one model request."""
+    retries: int = Field(default=2, ge=0)
+    """Retries of a request that failed for a transient reason (429, 5xx, network)."""
+    base_url: str | None = Field(default=None, pattern=r"^https?://")
+    """Send every judge request to this OpenAI-compatible URL instead of the provider's
+    (a record/replay server, a local model); the API key is then optional."""
+
+    @model_validator(mode="after")
+    def _coherent(self) -> JudgeSpec:
+        if self.kind is not JudgeKind.DETERMINISTIC and self.model is None:
+            raise ValueError(
+                f"kind {self.kind.value!r} needs a model: '<provider>/<model>' from models.yml"
+            )
+        if self.prompt_version != PROMPT_VERSION:
+            raise ValueError(
+                f"prompt_version {self.prompt_version!r} is not packaged: this code has prompt "
+                f"version {PROMPT_VERSION!r} (judges/prompts.py)"
+            )
+        return self
+
+    def with_choice(self, choice: str) -> JudgeSpec:
+        """This spec with ``KIND[:PROVIDER/MODEL]`` (the ``--judge`` option) applied.
+
+        Raises:
+            JudgeSpecError: The choice does not parse, or the result is incomplete.
+        """
+        kind_text, _, model = choice.strip().partition(":")
+        try:
+            kind = JudgeKind(kind_text)
+        except ValueError:
+            raise JudgeSpecError(
+                f"--judge {choice!r}: expected KIND[:PROVIDER/MODEL] with KIND one of "
+                f"{', '.join(k.value for k in JudgeKind)}"
+            ) from None
+        update: dict[str, Any] = {"kind": kind}
+        if model:
+            update["model"] = model
+        try:
+            return JudgeSpec.model_validate(self.model_dump() | update)
+        except ValidationError as error:
+            raise JudgeSpecError(f"--judge {choice!r}: {_first_message(error)}") from None
+
+
+class JudgeSpecError(ValueError):
+    """The judge configuration is invalid (the message names the file or option and field)."""
+
+
+def _first_message(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"])
+        parts.append(f"{where}: {item['msg']}" if where else str(item["msg"]))
+    return "; ".join(parts)
+
+
+def load_judge_spec(path: Path) -> JudgeSpec:
+    """Read ``judge.yml``; a missing file means the deterministic judge.
+
+    Raises:
+        JudgeSpecError: Naming the file, the field and what was expected.
+    """
+    import yaml
+
+    if not path.exists():
+        return JudgeSpec()
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as error:
+        raise JudgeSpecError(f"{path}: cannot read the judge configuration: {error}") from None
+    if data is None:
+        return JudgeSpec()
+    if not isinstance(data, dict):
+        raise JudgeSpecError(f"{path}: expected a mapping of judge settings")
+    try:
+        return JudgeSpec.model_validate(data)
+    except ValidationError as error:
+        raise JudgeSpecError(f"{path}: {_first_message(error)}") from None

@@ -35,9 +35,13 @@ performed no action after its last chain-matching one (for a task expecting a de
 empty answer is decided). ``REDUNDANT_LOOP``: the same action with the same arguments performed
 ``LOOP_REPEATS`` times or more (unscored when an action is merely frequent). ``PARAMETER_ERROR``:
 an errored call whose result blames the request (validation, invalid/missing parameter, 400/404,
-unknown id...); unscored when calls errored for other reasons. ``HALLUCINATION``: a catalog id in
-the answer never seen in the run (present), or a number absent from the prompt and every tool
-result (unscored: it may be derived). The other modes need an LLM judge.
+unknown id...); a Python traceback blames the request only when its exception is an HTTP 4xx
+answer, so the agent's own local exceptions (a ``KeyError`` while parsing) never make it present
+(absent when only such calls errored); unscored when calls errored for other reasons.
+``HALLUCINATION``: a catalog id or a number (not a year, at least ``SMALL_NUMBER``) of the answer
+found in neither the prompt nor any tool *result* (present: the agent's own tool arguments and
+code are not evidence, so an id it invented and merely tried is not grounded; a figure worked out
+in the agent's head is not shown by any tool either). The other modes need an LLM judge.
 """
 
 from __future__ import annotations
@@ -79,7 +83,7 @@ from datagouv_eval_pipeline.tasks.spec import (
 )
 from datagouv_eval_pipeline.traces import ToolCall, Trace
 
-DETERMINISTIC_VERSION = "1"
+DETERMINISTIC_VERSION = "2"
 """Bumped whenever a rule changes (the verdicts' prompt hash changes with it)."""
 
 JUDGE_ID = f"deterministic@{DETERMINISTIC_VERSION}"
@@ -104,7 +108,15 @@ _FILLERS = frozenset({"fois", "au", "en", "et", "environ", "exactement", "soit",
 _PARAMETER_ERROR = re.compile(
     r"validation error|invalid|missing|required|not found|404|400 bad request|bad request|"
     r"unexpected keyword|unknown (?:argument|parameter|column|field|id)|no such|"
-    r"does not exist|n'existe pas|introuvable|keyerror|valueerror|typeerror",
+    r"does not exist|n'existe pas|introuvable",
+    re.IGNORECASE,
+)
+_TRACEBACK_HEADER = "Traceback (most recent call last)"
+# The last line of a traceback that blames the request: an HTTP client error (4xx) raised by
+# requests / httpx / urllib, not an exception of the agent's own code.
+_HTTP_CLIENT_ERROR = re.compile(
+    r"\b4\d\d\b.*(?:client error|not found|bad request)|HTTPError: 4\d\d|"
+    r"HTTPStatusError.*\b4\d\d\b|status(?: code)?[ =:]+4\d\d",
     re.IGNORECASE,
 )
 
@@ -544,17 +556,36 @@ def _redundant_loop(data: FailureModeInput) -> Verdict:
     return _absent(f"no action repeated {LOOP_REPEATS} times with the same arguments")
 
 
+def _local_exception(result: str) -> bool | None:
+    """For a Python traceback: True when the agent's own code raised, False for a 4xx answer.
+
+    None when the result holds no traceback (a tool's own error message).
+    """
+    if _TRACEBACK_HEADER not in result:
+        return None
+    lines = [line for line in result.rstrip().splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    return _HTTP_CLIENT_ERROR.search(last) is None
+
+
 def _parameter_error(data: FailureModeInput) -> Verdict:
     errored = [item for item in data.evidence if item.errored]
     if not errored:
         return _absent("no tool call failed")
-    blamed = [item for item in errored if _PARAMETER_ERROR.search(item.result[:2000])]
+    # A KeyError in the agent's parsing after a successful request is the agent's bug, not a
+    # parameter the API refused: local exceptions never make PARAMETER_ERROR present.
+    local = [item for item in errored if _local_exception(item.result)]
+    remote = [item for item in errored if item not in local]
+    blamed = [item for item in remote if _PARAMETER_ERROR.search(item.result[:2000])]
     if blamed:
         ids = ", ".join(item.call_id for item in blamed)
         return _present(
             f"tool error(s) blaming the request: {ids}", calls=[i.call_id for i in blamed]
         )
-    ids = ", ".join(item.call_id for item in errored)
+    if not remote:
+        ids = ", ".join(item.call_id for item in local)
+        return _absent(f"only the agent's own code raised (call(s) {ids}), no request was refused")
+    ids = ", ".join(item.call_id for item in remote)
     return _needs_llm(
         Question.FAILURE_MODE, f"call(s) {ids} failed for a reason the rules cannot attribute"
     )
@@ -577,18 +608,13 @@ def _hallucination(data: FailureModeInput) -> Verdict:
         and not any(round(value, 6) in known for value in reading.values)
     ]
     if ungrounded:
-        return _needs_llm(
-            Question.FAILURE_MODE,
-            f"number(s) not found in the prompt or any tool result: {', '.join(ungrounded[:5])} "
-            "(they may be derived)",
+        return _present(
+            f"number(s) in no tool result nor the prompt: {', '.join(ungrounded[:5])}",
+            ungrounded_numbers=ungrounded,
         )
-    return _absent("every catalog id and number of the answer was seen in the run")
+    return _absent("every catalog id and number of the answer is in the prompt or a tool result")
 
 
 def _grounding_texts(data: FailureModeInput) -> list[str]:
-    texts = [data.task.prompt]
-    for item in data.evidence:
-        texts.append(item.result)
-        if item.arguments:
-            texts.append(canonical_json(dict(item.arguments)))
-    return texts
+    # Tool arguments are what the agent wrote, not what it saw: never evidence.
+    return [data.task.prompt, *(item.result for item in data.evidence)]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -33,7 +33,7 @@ from pydantic_ai.usage import RunUsage
 from datagouv_eval_pipeline.judges.cache import JudgeCache, cache_key
 from datagouv_eval_pipeline.judges.config import JudgeConfig, Role, RoleModel
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
-from datagouv_eval_pipeline.judges.limiter import GuardedModel, RateLimiter
+from datagouv_eval_pipeline.judges.guarded import GuardedModel
 from datagouv_eval_pipeline.judges.prompts import (
     ARGUMENTS_PROMPT,
     CLASSIFICATION_PROMPT,
@@ -69,6 +69,13 @@ from datagouv_eval_pipeline.judges.verdict import (
     outcome,
     unscored,
 )
+from datagouv_eval_pipeline.providers.limits import (
+    RateLimit,
+    RateLimiter,
+    RateLimiters,
+    process_rate_limiters,
+)
+from datagouv_eval_pipeline.providers.retry import RetryPolicy, RetryWait
 from datagouv_eval_pipeline.semantic.instances import ActionInstance
 from datagouv_eval_pipeline.tasks.loader import default_arg_names
 from datagouv_eval_pipeline.tasks.spec import Criterion, RequiredAction, TaskSpec, Tier
@@ -95,27 +102,29 @@ class LLMJudge:
 
     Args:
         models: The model of each role; ``"default"`` answers every role not listed.
-        limiter: Shared request limiter (None: no limit).
+        limiters: Provider rate limiters; each role's model uses its provider's (the process's
+            shared ones in the pipeline, so judges and agents of a provider share one quota).
+            None: unpaced.
+        max_concurrency: Judge requests in flight at once, per role model.
         cache: Answer cache (None: every question calls the model).
         timeout_s: Deadline of one model request.
-        retries: Retries on transient provider errors (rate limit, 5xx, network).
-        retry_delay_s: First back-off delay, doubled per retry.
+        retry: Retries of transient provider errors (429, 5xx, network); the SDK's are off.
         output_retries: Chances the model gets to fix an invalid output.
         action_descriptions: One-line description per semantic action, for the classifier.
-        max_active: Agent runs in progress at once (default: 4 x the limiter's concurrency,
-            or 32). Questions beyond it wait cheaply before any set-up, so a large batch does
-            not delay its first request by setting up every run first.
+        max_active: Agent runs in progress at once (default: 4 x ``max_concurrency``).
+            Questions beyond it wait cheaply before any set-up, so a large batch does not
+            delay its first request by setting up every run first.
     """
 
     def __init__(
         self,
         models: Mapping[Role | str, RoleModel],
         *,
-        limiter: RateLimiter | None = None,
+        limiters: RateLimiters | None = None,
+        max_concurrency: int = 8,
         cache: JudgeCache | None = None,
         timeout_s: float | None = 60.0,
-        retries: int = 2,
-        retry_delay_s: float = 2.0,
+        retry: RetryPolicy | None = None,
         output_retries: int = 1,
         action_descriptions: Mapping[str, str] | None = None,
         max_active: int | None = None,
@@ -123,33 +132,63 @@ class LLMJudge:
         if "default" not in models and not all(role in models for role in _ROLE_PROMPTS):
             raise ValueError("give a 'default' model or one model for every role")
         self._models = dict(models)
-        self.limiter = limiter
         self.cache = cache
-        self.retries = retries
-        self.retry_delay_s = retry_delay_s
+        self.retry = retry or RetryPolicy(retries=2)
         self.output_retries = output_retries
         self.action_descriptions = dict(action_descriptions or {})
         self._guarded: dict[str, GuardedModel] = {}
         for role, role_model in self._models.items():
-            self._guarded[role] = GuardedModel(role_model.model, limiter, timeout_s)
+            limiter = None
+            if limiters is not None:
+                limiter = limiters.get(role_model.limiter_key, role_model.rate_limit)
+            self._guarded[role] = GuardedModel(
+                role_model.model,
+                limiter,
+                retry=self.retry,
+                max_concurrency=max_concurrency,
+                timeout_s=timeout_s,
+                rebuild=role_model.rebuild,
+            )
         self._agents: dict[str, Agent[None, Any]] = {}
         self._rules = DeterministicJudge()
-        if max_active is None:
-            max_active = 4 * limiter.max_concurrency if limiter is not None else 32
-        self.max_active = max_active
+        self.max_active = max_active if max_active is not None else 4 * max_concurrency
         self._active: dict[int, asyncio.Semaphore] = {}
         self._rendered: dict[tuple[int, EvidenceBudget], tuple[Sequence[ToolEvidence], str]] = {}
 
     @classmethod
-    def from_config(cls, config: JudgeConfig, models: Mapping[Role | str, RoleModel]) -> LLMJudge:
-        """Build a judge with a config's limits and cache around resolved models."""
+    def from_config(
+        cls,
+        config: JudgeConfig,
+        models: Mapping[Role | str, RoleModel],
+        *,
+        limiters: RateLimiters | None = None,
+    ) -> LLMJudge:
+        """Build a judge with a config's limits and cache around resolved models.
+
+        Args:
+            config: Concurrency, timeout, retries, cache.
+            models: The resolved model of each role.
+            limiters: Provider rate limiters (default: the process's, shared with agents).
+        """
+        if config.requests_per_minute is not None:
+            # The config's rate applies to the providers models.yml gives no limit for.
+            models = {
+                role: model
+                if model.rate_limit is not None
+                else replace(model, rate_limit=RateLimit(config.requests_per_minute))
+                for role, model in models.items()
+            }
         return cls(
             models,
-            limiter=RateLimiter(config.max_concurrency, config.requests_per_minute),
+            limiters=limiters if limiters is not None else process_rate_limiters(),
+            max_concurrency=config.max_concurrency,
             cache=JudgeCache(config.cache_dir) if config.cache_dir is not None else None,
             timeout_s=config.timeout_s,
-            retries=config.retries,
-            retry_delay_s=config.retry_delay_s,
+            retry=RetryPolicy(
+                retries=config.retries,
+                base_delay_s=config.retry_delay_s,
+                min_delay_s=min(config.retry_delay_s, RetryPolicy().min_delay_s),
+            ),
             output_retries=config.output_retries,
         )
 
@@ -166,8 +205,32 @@ class LLMJudge:
 
     @property
     def model_requests(self) -> int:
-        """Requests actually sent to the models (cache hits excluded)."""
+        """HTTP requests sent to the models, retries included (cache hits excluded)."""
         return sum(model.requests for model in self._guarded.values())
+
+    async def aclose(self) -> None:
+        """Close the models' HTTP clients (call it at the end of each event loop)."""
+        for model in self._guarded.values():
+            await model.aclose()
+
+    @property
+    def limiter_keys(self) -> dict[str, str]:
+        """The provider quota (rate limiter key) of each configured role."""
+        return {role: model.limiter_key for role, model in self._models.items()}
+
+    def limiter_of(self, role: str) -> RateLimiter | None:
+        """The rate limiter a role's requests go through (None: unpaced)."""
+        return self._guarded[role if role in self._guarded else "default"].limiter
+
+    @property
+    def waits(self) -> list[RetryWait]:
+        """Every wait of the judge's requests (rate limiters and retries), in order per role."""
+        return [wait for model in self._guarded.values() for wait in model.waits]
+
+    @property
+    def waited_s(self) -> float:
+        """Seconds the judge's requests waited (rate limiters and retries)."""
+        return sum(wait.seconds for wait in self.waits)
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -253,36 +316,23 @@ class LLMJudge:
         """
         usage = RunUsage()
         agent = self._agent(role, prompt)
-        error: str | None = None
-        output: BaseModel | None = None
-        for attempt in range(self.retries + 1):
-            try:
-                result = await agent.run(message, usage=usage)
-            except UnexpectedModelBehavior as exc:
-                error = f"invalid judge output: {exc}"
-                break
-            except TimeoutError:
-                error = "judge timed out"
-                break
-            except ModelAPIError as exc:
-                if _permanent(exc):
-                    error = f"judge request refused: {type(exc).__name__}: {exc}"
-                    break
-                error = f"judge provider error: {type(exc).__name__}: {exc}"
-                if attempt < self.retries:
-                    # A Retry-After from the provider wins over the computed back-off.
-                    hinted = getattr(exc, "retry_after", None) or 0.0
-                    await asyncio.sleep(max(hinted, self.retry_delay_s * 2**attempt))
-                    continue
-                break
-            except Exception as exc:  # a judge failure must never crash scoring
-                error = f"judge error: {type(exc).__name__}: {exc}"
-                break
+        try:
+            # Provider retries happen per request inside GuardedModel, never around the run.
+            result = await agent.run(message, usage=usage)
+        except UnexpectedModelBehavior as exc:
+            error = f"invalid judge output: {exc}"
+        except TimeoutError:
+            error = "judge timed out"
+        except ModelAPIError as exc:
+            if _permanent(exc):
+                error = f"judge request refused: {type(exc).__name__}: {exc}"
             else:
-                output = result.output
-                error = None
-                break
-        return output, error, usage.input_tokens, usage.output_tokens
+                error = f"judge provider error: {type(exc).__name__}: {exc}"
+        except Exception as exc:  # a judge failure must never crash scoring
+            error = f"judge error: {type(exc).__name__}: {exc}"
+        else:
+            return result.output, None, usage.input_tokens, usage.output_tokens
+        return None, error, usage.input_tokens, usage.output_tokens
 
     def _verdict(
         self,

@@ -40,6 +40,7 @@ from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
 from datagouv_eval_pipeline.judges.protocol import tool_evidence
 from datagouv_eval_pipeline.judges.render import clip
 from datagouv_eval_pipeline.judges.verdict import outcome
+from datagouv_eval_pipeline.metrics.catalog import CatalogLookup, with_catalog_slugs
 from datagouv_eval_pipeline.metrics.scorer import score_trace
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
 from datagouv_eval_pipeline.traces import Trace
@@ -105,8 +106,11 @@ def find_traces(run_dir: Path) -> tuple[list[tuple[Path, Trace]], list[Path]]:
     return traces, skipped
 
 
-def _passed_every_check(task: TaskSpec, trace: Trace) -> tuple[bool, dict[int, Any]]:
-    checks = score_trace(task, trace).checks
+def _passed_every_check(
+    task: TaskSpec, trace: Trace, catalog: CatalogLookup | None
+) -> tuple[bool, dict[int, Any]]:
+    checks = score_trace(task, trace, catalog=catalog).checks
+    task = with_catalog_slugs(task, catalog)
     judge = DeterministicJudge()
     evidence = tool_evidence(trace)
     verdicts = {
@@ -128,6 +132,7 @@ def review_sample(
     per_run: int,
     seed: int = 0,
     passed_share: float = 0.25,
+    catalog: CatalogLookup | None = None,
 ) -> tuple[list[ReviewRow], list[str]]:
     """Draw ``per_run`` traces per run and return their review rows and notices.
 
@@ -138,6 +143,7 @@ def review_sample(
         seed: Seed of the draw (the same seed gives the same sample).
         passed_share: Share of the draw taken among traces that passed every check (at least
             one when any exists and ``passed_share`` > 0).
+        catalog: The catalog the runs used (slug ↔ id), for the checks.
 
     Returns:
         The rows and notices (skipped files, unknown tasks, short runs).
@@ -159,7 +165,7 @@ def review_sample(
             if task is None:
                 notices.append(f"{path}: unknown task {trace.task_id!r}, skipped")
                 continue
-            passed, verdicts = _passed_every_check(task, trace)
+            passed, verdicts = _passed_every_check(task, trace, catalog)
             verdicts_of[path] = verdicts
             candidates.append(_Candidate(path, trace, passed))
         rng = random.Random(f"{seed}:{run}")

@@ -12,9 +12,11 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from datagouv_eval_pipeline.metrics.catalog import CatalogLookup, ObjectKind
 from datagouv_eval_pipeline.metrics.numbers import find_value
 from datagouv_eval_pipeline.semantic.aliases import UrlAliases
 from datagouv_eval_pipeline.semantic.instances import ActionInstance, CallCategory
+from datagouv_eval_pipeline.tasks.references import Reference
 from datagouv_eval_pipeline.tasks.spec import (
     ExpectedBehaviour,
     ExpectedSource,
@@ -143,27 +145,37 @@ def tools_check(
 # --- value -------------------------------------------------------------------------------------
 
 
-def value_check(task: TaskSpec, trace: Trace) -> CheckResult:
+def value_check(
+    task: TaskSpec, trace: Trace, references: Mapping[str, Reference] | None = None
+) -> CheckResult:
     """Check that each expected value appears in the answer within its tolerance.
 
-    Numbers are read with :mod:`datagouv_eval_pipeline.metrics.numbers` (French and English
-    formats). Does not apply when the task states no value or expects a decline.
+    An expected value with a reference (recomputed from the catalog the run used, see
+    :mod:`datagouv_eval_pipeline.tasks.references`) is compared with the reference, not with the
+    spec's literal. Numbers are read with :mod:`datagouv_eval_pipeline.metrics.numbers` (French
+    and English formats). Does not apply when the task states no value or expects a decline.
     """
     if task.expected_behaviour == ExpectedBehaviour.DECLINE:
         return CheckResult(None, "the task expects a decline")
     if not task.expected_values:
         return CheckResult(None, "the task states no expected value")
     found: dict[str, str | None] = {}
+    expected_json: dict[str, dict[str, Any]] = {}
     for expected in task.expected_values:
-        reading = find_value(trace.answer, expected.value, expected.tolerance)
+        ref = (references or {}).get(expected.name)
+        value = ref.effective if ref is not None else expected.value
+        reading = find_value(trace.answer, value, expected.tolerance)
         found[expected.name] = reading.text if reading else None
+        entry: dict[str, Any] = {"value": value, "tolerance": expected.tolerance}
+        if ref is not None:
+            entry.update(
+                spec_value=ref.spec_value,
+                source=ref.source if ref.value is not None else "task spec",
+                reference_error=ref.error,
+            )
+        expected_json[expected.name] = entry
     missing = [name for name, text in found.items() if text is None]
-    details = {
-        "expected": {
-            v.name: {"value": v.value, "tolerance": v.tolerance} for v in task.expected_values
-        },
-        "found": found,
-    }
+    details = {"expected": expected_json, "found": found}
     if missing:
         return CheckResult(False, f"not found in the answer: {', '.join(missing)}", details)
     return CheckResult(True, "every expected value is in the answer", details)
@@ -178,10 +190,6 @@ _CATALOG_URL = re.compile(
     r"^(?:https?://)?(?:www\.)?data\.gouv\.fr/(?:(?:fr|en|es)/)?(datasets|dataservices)/([^/?#\s]+)",
     re.IGNORECASE,
 )
-_SLUG_LINE = re.compile(r"^\s*slug\s*:\s*(\S+)", re.IGNORECASE | re.MULTILINE)
-_SLUG_JSON = re.compile(r"\"slug\"\s*:\s*\"([^\"]+)\"")
-_BLOCK_SPLIT = re.compile(r"\n\s*\n")
-_MAX_ALIAS_BLOCK = 2000
 
 
 def extract_urls(text: str) -> list[str]:
@@ -212,42 +220,32 @@ def _kind(source: ExpectedSource) -> str:
     return "datasets" if source.type == SourceType.DATASET else "dataservices"
 
 
-def learn_aliases(trace: Trace, sources: Iterable[ExpectedSource]) -> dict[str, set[str]]:
-    """Find the slugs a trace's tool results give for the expected sources.
-
-    Tool outputs show slug URLs (``{site}datasets/{slug}``); a slug counts as an alias of an id when
-    both appear in the same short block of a result (blank-line separated, at most 2,000
-    characters), which is how the MCP tools lay out one object.
-    """
-    ids = {source.id.casefold() for source in sources}
-    aliases: dict[str, set[str]] = {}
-    if not ids:
-        return aliases
-    resolve = UrlAliases.for_trace(trace.provenance.base_urls).resolve
-    for call in trace.tool_calls:
-        lowered = call.result.casefold()
-        if not any(identifier in lowered for identifier in ids):
-            continue
-        for block in _BLOCK_SPLIT.split(call.result):
-            if len(block) > _MAX_ALIAS_BLOCK:
-                continue
-            folded = block.casefold()
-            present = [identifier for identifier in ids if identifier in folded]
-            if not present:
-                continue
-            slugs = {m.group(1).casefold().rstrip("/") for m in _SLUG_LINE.finditer(block)}
-            slugs |= {m.group(1).casefold() for m in _SLUG_JSON.finditer(block)}
-            for url in extract_urls(block):
-                match = _CATALOG_URL.match(resolve(url))
-                if match:
-                    slugs.add(match.group(2).casefold())
-            for identifier in present:
-                aliases.setdefault(identifier, set()).update(slugs)
-    return aliases
+def _source_names(
+    source: ExpectedSource,
+    catalog: CatalogLookup | None,
+    aliases: Mapping[str, Iterable[str]] | None,
+) -> set[str]:
+    """The names an expected source may be cited by: its id, and its slug from the catalog."""
+    names = {source.id.casefold()}
+    if source.slug:
+        names.add(source.slug.casefold())
+    if catalog is not None:
+        kind: ObjectKind = "dataset" if source.type == SourceType.DATASET else "dataservice"
+        found = catalog.resolve(kind, source.id)
+        if found is not None:
+            names.add(found.id.casefold())
+            if found.slug:
+                names.add(found.slug.casefold())
+    names |= {alias.casefold() for alias in (aliases or {}).get(source.id, ())}
+    return names
 
 
 def citation_check(
-    task: TaskSpec, trace: Trace, aliases: Mapping[str, Iterable[str]] | None = None
+    task: TaskSpec,
+    trace: Trace,
+    aliases: Mapping[str, Iterable[str]] | None = None,
+    *,
+    catalog: CatalogLookup | None = None,
 ) -> CheckResult:
     """Check that the answer cites a URL and, when the task names sources, one of them.
 
@@ -255,8 +253,12 @@ def citation_check(
     answer text. An expected source is cited by ``https://www.data.gouv.fr/datasets/{id or slug}``
     (``/dataservices/{id}`` for a dataservice), with or without ``www.`` and a ``/fr/`` prefix;
     the twin's page URLs count as the data.gouv.fr pages they stand for.
-    Slugs come from ``aliases`` (id → slugs, e.g. from the catalog snapshot) and from the trace's
-    own tool results (:func:`learn_aliases`). Does not apply when the task expects a decline.
+
+    The slug of a source comes from the catalog record itself: ``source.slug`` (filled from the
+    catalog by the scoring stage), ``catalog`` (a cited slug is resolved to its id) and
+    ``aliases`` (id → slugs given by the caller). It is never learnt from the trace: a slug
+    printed next to the expected id in a tool result may be another dataset's. Does not apply
+    when the task expects a decline.
     """
     if task.expected_behaviour == ExpectedBehaviour.DECLINE:
         return CheckResult(None, "the task expects a decline")
@@ -276,23 +278,21 @@ def citation_check(
         match = _CATALOG_URL.match(resolve(url.strip()))
         if match:
             cited_paths.add((match.group(1).lower(), match.group(2).casefold()))
-    by_id = {(_kind(source), source.id.casefold()) for source in task.expected_sources}
-    known: dict[str, set[str]] = {}
-    if cited_paths - by_id:
-        # Only a path that is not an expected id can be a slug: learning aliases scans every tool
-        # result, so it is skipped when the citations are plain ids.
-        known = learn_aliases(trace, task.expected_sources)
-        for identifier, slugs in (aliases or {}).items():
-            known.setdefault(identifier.casefold(), set()).update(s.casefold() for s in slugs)
     cited: list[str] = []
+    names_of: dict[str, list[str]] = {}
     for source in task.expected_sources:
-        names = {source.id.casefold()} | known.get(source.id.casefold(), set())
-        if any((_kind(source), name) in cited_paths for name in names):
+        names = _source_names(source, catalog, aliases)
+        names_of[source.id] = sorted(names)
+        kind = _kind(source)
+        if any((kind, name) in cited_paths for name in names):
             cited.append(source.id)
     details["expected"] = [source.id for source in task.expected_sources]
+    details["accepted_names"] = names_of
     details["cited"] = cited
     if not cited:
-        return CheckResult(False, "no expected source's data.gouv.fr URL is cited", details)
+        return CheckResult(
+            False, "no expected source's data.gouv.fr URL (by id or slug) is cited", details
+        )
     return CheckResult(True, f"cites {len(cited)} of {len(task.expected_sources)} sources", details)
 
 
@@ -511,21 +511,24 @@ def catalog_ids(text: str) -> set[str]:
     return found
 
 
-def _evidence(task: TaskSpec, trace: Trace) -> Iterator[str]:
+def grounding_texts(task: TaskSpec, trace: Trace) -> Iterator[str]:
+    """The texts an answer may take facts from: the prompt and every tool result.
+
+    Tool *arguments* are not evidence: they are what the agent wrote (its own code included), so
+    an id it invented and merely tried in a call would otherwise count as seen.
+    """
     yield task.prompt
     for call in trace.tool_calls:
         yield call.result
-        if call.arguments:
-            # repr keeps every string value verbatim; an id has no character repr would escape.
-            yield repr(call.arguments)
 
 
 def grounded_ids_check(task: TaskSpec, trace: Trace) -> CheckResult:
-    """Check that every catalog id in the answer was seen in the run.
+    """Check that every catalog id in the answer was seen in the prompt or a tool result.
 
-    An id is grounded when it occurs (case-insensitively) in a tool result, a string value of a
-    tool argument (code included) or the prompt. Ids in the structured ``cited_urls`` count as part
-    of the answer. Does not apply to an answer without ids.
+    An id is grounded when it occurs (case-insensitively) in a tool result or the prompt (see
+    :func:`grounding_texts`); an id found only in the agent's own tool arguments is not. Ids in
+    the structured ``cited_urls`` count as part of the answer. Does not apply to an answer
+    without ids.
     """
     answer_text = trace.answer + "\n" + "\n".join(trace.cited_urls or [])
     stated = catalog_ids(answer_text)
@@ -534,7 +537,7 @@ def grounded_ids_check(task: TaskSpec, trace: Trace) -> CheckResult:
     # Substring search, not a regex scan of every result: ids are long and distinctive, and this
     # keeps the check cheap on traces with large tool results.
     remaining = set(stated)
-    for text in _evidence(task, trace):
+    for text in grounding_texts(task, trace):
         if not remaining:
             break
         found = {identifier for identifier in remaining if identifier in text}
@@ -545,9 +548,13 @@ def grounded_ids_check(task: TaskSpec, trace: Trace) -> CheckResult:
     ungrounded = sorted(remaining)
     details = {"stated": sorted(stated), "ungrounded": ungrounded}
     if ungrounded:
-        return CheckResult(False, f"ids never seen in the run: {', '.join(ungrounded)}", details)
+        return CheckResult(
+            False,
+            f"ids in no tool result nor the prompt: {', '.join(ungrounded)}",
+            details,
+        )
     return CheckResult(
-        True, f"all {len(stated)} ids were seen in tool results or arguments", details
+        True, f"all {len(stated)} ids were seen in tool results or the prompt", details
     )
 
 
@@ -558,6 +565,8 @@ def answer_checks(
     aliases: Mapping[str, Iterable[str]] | None = None,
     instances_reason: str | None = None,
     mcp_actions: Collection[str] | None = None,
+    catalog: CatalogLookup | None = None,
+    references: Mapping[str, Reference] | None = None,
 ) -> dict[str, CheckResult]:
     """Run every answer check.
 
@@ -569,6 +578,8 @@ def answer_checks(
         aliases: Known slugs per expected source id, for the citation check.
         instances_reason: Why there are no instances.
         mcp_actions: Actions the trace's MCP server version can perform (None = all).
+        catalog: Resolves slugs to ids for the citation check (None: ids and ``source.slug``).
+        references: Recomputed expected values by name, for the value check.
 
     Returns:
         One result per name in :data:`CHECK_NAMES`.
@@ -579,8 +590,8 @@ def answer_checks(
         tools = tools_check(task, trace, instances, mcp_actions)
     return {
         "tools": tools,
-        "value": value_check(task, trace),
-        "citation": citation_check(task, trace, aliases),
+        "value": value_check(task, trace, references),
+        "citation": citation_check(task, trace, aliases, catalog=catalog),
         "behaviour": behaviour_check(task, trace),
         "grounded_ids": grounded_ids_check(task, trace),
     }

@@ -64,3 +64,27 @@ def _read_git_sha(git_dir: Path) -> str | None:
         if len(parts) == 2 and parts[1] == ref:
             return parts[0]
     return None
+
+
+def working_tree_dirty() -> bool | None:
+    """Whether tracked files of the checkout have uncommitted changes; None when unknown.
+
+    Asks ``git`` (reading the index by hand is not worth it); None without git or outside a
+    checkout. Called once per experiment run, not per score.
+    """
+    import subprocess
+
+    try:
+        completed = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=_REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if completed.returncode != 0:
+        return None
+    return bool(completed.stdout.strip())

@@ -15,6 +15,12 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from datagouv_eval_pipeline.metrics.catalog import (
+    CatalogLookup,
+    resolve_mapping_slugs,
+    resolve_slug_arguments,
+    with_catalog_slugs,
+)
 from datagouv_eval_pipeline.metrics.checks import CheckResult, answer_checks
 from datagouv_eval_pipeline.metrics.efficiency import EfficiencyScore, efficiency_score
 from datagouv_eval_pipeline.metrics.provenance import CodeVersion, code_version
@@ -37,10 +43,11 @@ from datagouv_eval_pipeline.semantic.registry import (
     load_registry,
 )
 from datagouv_eval_pipeline.tasks.chain import ChainNode, action_names
+from datagouv_eval_pipeline.tasks.references import Reference, references_by_name
 from datagouv_eval_pipeline.tasks.spec import TIERS, RequiredAction, TaskSpec, Tier
 from datagouv_eval_pipeline.traces import Trace
 
-SCORER_VERSION = "1"
+SCORER_VERSION = "2"
 """Bumped whenever a deterministic metric's definition changes (results are not comparable)."""
 
 TIER_METRICS: tuple[str, ...] = (
@@ -312,13 +319,15 @@ def _plan(task: TaskSpec) -> _TaskPlan:
 # --- mapping -----------------------------------------------------------------------------------
 
 
-def _map_trace(trace: Trace, registry: ActionRegistry | None) -> MappingSummary:
+def _map_trace(
+    trace: Trace, registry: ActionRegistry | None, catalog: CatalogLookup | None
+) -> MappingSummary:
     """Run the action mapper; an unknown toolset version becomes a mapping error, not a crash."""
     try:
         mapping = map_trace(trace, registry=registry)
     except UnknownVersionError as error:
         return MappingSummary(None, undefined(f"mapping failed: {error}"), {}, str(error))
-    return _summary(mapping)
+    return _summary(resolve_mapping_slugs(mapping, catalog))
 
 
 @functools.lru_cache(maxsize=64)
@@ -448,6 +457,8 @@ def score_trace(
     accuracy: Mapping[Tier, float | None] | None = None,
     aliases: Mapping[str, Iterable[str]] | None = None,
     registry: ActionRegistry | None = None,
+    catalog: CatalogLookup | None = None,
+    references: Iterable[Reference] | None = None,
 ) -> TraceScore:
     """Compute every deterministic score of one trace on one task.
 
@@ -463,6 +474,10 @@ def score_trace(
         aliases: Known slugs per source id, for the citation check.
         registry: The action registry for the mapper and the tools check (None = the packaged
             one).
+        catalog: The catalog the run used (slug ↔ id): a slug given for an id argument is
+            resolved before matching, and expected sources may be cited by their slug.
+        references: The task's expected values recomputed for this run; the value check
+            compares with them (provenance keeps the spec's hash).
 
     Returns:
         The scores. An unknown toolset version does not raise: the usage and trajectory metrics
@@ -481,15 +496,15 @@ def score_trace(
     plan = _plan(task)
     if instances is not None:
         summary = MappingSummary(
-            instances=tuple(instances),
+            instances=resolve_slug_arguments(instances, catalog),
             mapped_fraction=undefined("instances were given without a mapping"),
             counts={},
             error=None,
         )
     elif mapping is not None:
-        summary = _summary(mapping)
+        summary = _summary(resolve_mapping_slugs(mapping, catalog))
     else:
-        summary = _map_trace(trace, registry)
+        summary = _map_trace(trace, registry, catalog)
 
     tiers: dict[Tier, TierScore] = {}
     # One index of the instances serves both tiers: it memoises the argument matches, which the
@@ -512,7 +527,7 @@ def score_trace(
         task_id=task.task_id,
         tiers=tiers,
         checks=answer_checks(
-            task,
+            with_catalog_slugs(task, catalog),
             trace,
             summary.instances,
             aliases,
@@ -522,6 +537,8 @@ def score_trace(
                 if trace.mcp_version
                 else None
             ),
+            catalog=catalog,
+            references=references_by_name(references, task.task_id),
         ),
         efficiency=efficiency_score(trace, accuracy),
         mapping=summary,

@@ -1,20 +1,16 @@
-"""Base-URL aliases: read a URL on the local twin as the production URL it stands for.
+"""Base-URL aliases: the production URL a recorded base URL stands for.
 
-The real data.gouv.fr serves its APIs from several hosts (``www.data.gouv.fr/api/``,
-``tabular-api.data.gouv.fr/api/``, ``metric-api.data.gouv.fr/api/``, ...); the twin serves all of
-them from one host under path prefixes (``twin.urls.TwinUrls``). The registry matches URLs by
-host and path, so before matching, a twin URL is rewritten onto the production base it stands
-for: ``http://127.0.0.1:8765/tabular/api/resources/r/data/`` becomes
-``https://tabular-api.data.gouv.fr/api/resources/r/data/``, and a file the twin serves for
-another host (``{site}_ext/{host}/{path}``) becomes ``https://{host}/{path}``.
+Agents are given the production URLs (``production.PRODUCTION_BASE_URLS``; offline, the twin
+answers for them behind the hostname front), so a trace's URLs are production URLs and map
+as they are. The registry matches URLs by host and path.
 
-Where the aliases come from, so that a stored trace maps the same way later:
-
-1. ``Trace.provenance.base_urls``: the five base URLs the agent was given (recorded by the
-   runner). Every URL under one of them is rewritten; nothing else is.
-2. Traces without it (recorded before the field existed): a URL on a loopback host with an
-   explicit port (``127.0.0.1``, ``localhost``, ``[::1]``) is read with the twin's standard
-   layout (``TwinUrls.for_site``). No production catalog URL is on a loopback host.
+Traces recorded before the front gave agents other base URLs and wrote them in
+``Trace.provenance.base_urls`` (field → URL). Those stay readable from the trace alone: every
+URL under a recorded base URL is read under the production base of the same field
+(``http://127.0.0.1:8765/tabular/api/resources/r/`` with ``tabular_api`` recorded as
+``http://127.0.0.1:8765/tabular/api/`` is ``https://tabular-api.data.gouv.fr/api/resources/r/``,
+and ``{site}_ext/{host}/{path}`` is ``https://{host}/{path}``). Nothing else is rewritten, and
+nothing here knows how the twin lays out its routes.
 
 Hosts are compared case-insensitively and the loopback names are interchangeable (an agent may
 write ``localhost`` for the ``127.0.0.1`` it was given); the scheme is ignored.
@@ -22,22 +18,21 @@ write ``localhost`` for the ``127.0.0.1`` it was given); the scheme is ignored.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 
-from datagouv_eval_pipeline.twin.urls import EXTERNAL_PREFIX, TwinUrls
+from datagouv_eval_pipeline.production import PRODUCTION_BASE_URLS
 
-_LIVE = TwinUrls.live().as_dict()
-"""The production base URL of each ``TwinUrls`` field: what an alias stands for."""
+_LIVE = PRODUCTION_BASE_URLS
+"""The production base URL of each field: what an alias stands for."""
+# Where the twin's loopback layout kept files of other hosts (traces recorded before the front).
+_EXTERNAL_PREFIX = "_ext/"
 
 SANDBOX_ENVIRON: Mapping[str, str] = {
     "DATAGOUV_SITE_URL": "site",
     "DATAGOUV_API_URL": "datagouv_api",
     "DATAGOUV_TABULAR_API_URL": "tabular_api",
     "DATAGOUV_METRICS_API_URL": "metrics_api",
-    "DATAGOUV_CLI_BASE_URL": "site",
 }
 """The environment variables sandboxed code is given, and the base URL each holds (as
 ``agents.capabilities.CatalogTarget.sandbox_env`` sets them), so that
@@ -45,7 +40,6 @@ SANDBOX_ENVIRON: Mapping[str, str] = {
 
 _LOOPBACK_NAMES = ("localhost", "[::1]")
 _CANONICAL_LOOPBACK = "127.0.0.1"
-_LOOPBACK_ORIGIN = re.compile(r"^(?:127\.0\.0\.1|localhost|\[::1\]):[0-9]{1,5}/", re.IGNORECASE)
 
 
 def _scheme_less(url: str) -> str:
@@ -76,71 +70,49 @@ def _table(urls: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
         pairs.setdefault(alias, real)
         if name == "site":
             # Files of other hosts served by the twin: ``{site}_ext/{host}/{path}``.
-            pairs.setdefault(alias + EXTERNAL_PREFIX, "https://")
+            pairs.setdefault(alias + _EXTERNAL_PREFIX, "https://")
     return tuple(sorted(pairs.items(), key=lambda pair: len(pair[0]), reverse=True))
-
-
-@lru_cache(maxsize=64)
-def _loopback_table(origin: str) -> tuple[tuple[str, str], ...]:
-    return _table(TwinUrls.for_site("http://" + origin).as_dict())
 
 
 @dataclass(frozen=True)
 class UrlAliases:
-    """Base URLs that stand for production base URLs.
+    """Recorded base URLs that stand for production base URLs.
 
     Attributes:
         prefixes: (scheme-less alias prefix, production base URL) pairs, longest first.
-        loopback: Whether loopback URLs not covered by ``prefixes`` are read with the twin's
-            standard layout (the fallback for traces that do not record their base URLs).
     """
 
     prefixes: tuple[tuple[str, str], ...] = ()
-    loopback: bool = False
 
     @classmethod
     def from_base_urls(cls, base_urls: Mapping[str, str]) -> UrlAliases:
-        """Aliases for the base URLs an agent was given (``TwinUrls.as_dict()`` keys).
+        """Aliases for the base URLs an agent was given (``PRODUCTION_BASE_URLS`` keys).
 
         Unknown keys are ignored; base URLs equal to production ones add nothing.
         """
-        return cls(_table(base_urls), loopback=False)
-
-    @classmethod
-    def loopback_twin(cls) -> UrlAliases:
-        """The fallback: any loopback ``host:port`` is a twin with the standard layout."""
-        return cls((), loopback=True)
+        return cls(_table(base_urls))
 
     @classmethod
     def for_trace(cls, base_urls: Mapping[str, str] | None) -> UrlAliases:
-        """The recorded base URLs when there are some, else the loopback fallback."""
-        return cls.from_base_urls(base_urls) if base_urls else cls.loopback_twin()
+        """The aliases of a trace's recorded base URLs (none: production URLs only)."""
+        return cls.from_base_urls(base_urls) if base_urls else cls()
 
     def resolve(self, url: str) -> str:
         """The production URL ``url`` stands for, or ``url`` itself when no alias applies."""
-        if not self.prefixes and not (
-            self.loopback and ("127.0.0.1" in url or "localhost" in url or "[::1]" in url)
-        ):
+        if not self.prefixes:
             return url
         key = _scheme_less(url)
         for alias, real in self.prefixes:
             if key.startswith(alias):
                 return real + key[len(alias) :]
-        if self.loopback:
-            found = _LOOPBACK_ORIGIN.match(key)
-            if found is not None:
-                for alias, real in _loopback_table(found.group(0)[:-1]):
-                    if key.startswith(alias):
-                        return real + key[len(alias) :]
         return url
 
 
 def sandbox_environ(base_urls: Mapping[str, str] | None) -> dict[str, str]:
-    """The base-URL environment variables of a run's sandbox (empty when not recorded)."""
-    if not base_urls:
-        return {}
-    return {
-        variable: base_urls[field]
-        for variable, field in SANDBOX_ENVIRON.items()
-        if field in base_urls
-    }
+    """The base-URL environment variables of a run's sandbox.
+
+    The recorded base URLs when the trace has them, else the production ones (what the
+    sandbox is given since the hostname front).
+    """
+    urls = base_urls or _LIVE
+    return {variable: urls[field] for variable, field in SANDBOX_ENVIRON.items() if field in urls}

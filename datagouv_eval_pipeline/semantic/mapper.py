@@ -17,10 +17,15 @@ Rules, by tool kind:
   with a usage error (missing or extra argument, unknown option or command) ran nothing: it
   yields no instance (see :func:`usage_errors`; an error is attributed to the invocation of
   that command whose arguments do not fit it, else to the first one still unattributed).
-* **URLs on the twin** are matched as the production URLs they stand for (the trace's
-  ``provenance.base_urls``, or loopback twin prefixes for older traces; see :mod:`aliases`).
-* **Python tools**: URLs requested through ``requests``/``httpx``/``urllib``/``pandas.read_*``
-  and ``datagouv`` client calls, in source order (0.9; 0.8 when part of a URL was unresolved).
+* **URLs are production URLs** (offline the twin answers for them behind the hostname front);
+  traces recorded before that are read through their ``provenance.base_urls`` (:mod:`aliases`).
+* **Python tools**: when the call records the HTTP requests its program sent
+  (``ToolCall.http_requests``, seen by the sandbox's proxy), those are mapped with their exact
+  arguments, each errored on its own status (>= 400, or no answer), and the code is not read
+  for requests (``if False: requests.get(…)`` never ran; a local exception after a successful
+  request errors nothing). Otherwise, statically: URLs requested through
+  ``requests``/``httpx``/``urllib``/``pandas.read_*`` and ``datagouv`` client calls, in source
+  order (0.9; 0.8 when part of a URL was unresolved).
 * **Web search tools**: category ``web_search``, no action.
 * **Web fetch tools**: a data.gouv.fr API URL *is* a REST call (category ``datagouv_api_http``,
   0.9); a catalog web page (dataset/dataservice page, search page) is credited with 0.7 and stays
@@ -55,12 +60,14 @@ available`` and ``⚠️ Not available via Tabular API`` (informational MCP noti
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from datagouv_eval_pipeline.semantic.aliases import UrlAliases, sandbox_environ
 from datagouv_eval_pipeline.semantic.code_calls import (
@@ -441,6 +448,27 @@ def detect_error(call: ToolCall) -> tuple[bool, str]:
     return _detect(call.error, call.result)
 
 
+def _wire_requests(call: ToolCall) -> list[tuple[HttpRequest, int]] | None:
+    """The call's recorded HTTP requests as events with their status; None to read the code.
+
+    None when nothing was recorded, or when the proxy saw only TLS tunnels (a live run passes
+    hosts through without looking inside): then static analysis is all there is.
+    """
+    recorded = call.http_requests
+    if recorded is None:
+        return None
+    visible = [r for r in recorded if r.method != "CONNECT"]
+    if recorded and not visible:
+        return None
+    events = []
+    for request in visible:
+        parts = urlsplit(request.url)
+        url = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+        params = tuple(parse_qsl(parts.query, keep_blank_values=True))
+        events.append((HttpRequest(request.method, url, params, "wire"), request.status))
+    return events
+
+
 def _detect(error: bool, result: str) -> tuple[bool, str]:
     """:func:`detect_error` on a call's ``error`` flag and ``result`` text."""
     if error:
@@ -757,6 +785,22 @@ class _TraceMapper:
                 events=[HttpRequest("GET", url, (), "text") for url in urls_in_text(text)]
             )
         external_category = CallCategory.FILE_LOAD_EXTERNAL
+        wire = _wire_requests(call) if kind == "python" else None
+        if wire is not None:
+            # What reached the wire is what ran, with its exact arguments and status: it
+            # replaces the static reading of the code's HTTP requests and client calls
+            # (whose requests are on the wire too). Each request is errored on its own status.
+            analysis = dataclasses.replace(
+                analysis,
+                events=[e for e in analysis.events if isinstance(e, CliInvocation)],
+                unresolved_requests=0,
+                opaque_urls=[],
+            )
+            for request, status in wire:
+                failed = status == 0 or status >= 400
+                self.resolve_request(
+                    call, request, outcome, external_category, failed, ceiling, wire_status=status
+                )
         failed_cli = self.usage_failures(analysis, call.result)
         for index, event in enumerate(analysis.events):
             if isinstance(event, HttpRequest):
@@ -861,9 +905,12 @@ class _TraceMapper:
         external_category: CallCategory,
         errored: bool,
         ceiling: float = 1.0,
+        wire_status: int | None = None,
     ) -> UrlMatch:
         match = self.registry.match_url(self.aliases.resolve(event.url), event.method, event.params)
         shown = _show_url(event.url)
+        if wire_status is not None:
+            shown += f" (sent, HTTP {wire_status})"
         if match.actions:
             for found in match.actions:
                 args = dict(found.args)
@@ -1086,12 +1133,12 @@ def map_trace(
         client_version: The ``datagouv-client`` version, when known.
         mcp_tool_names: The server's tool list, when known: unknown tools in it are categorised
             ``mcp_tool`` (and left unmapped) instead of ``unclassified``.
-        base_urls: The catalog base URLs the agent was given (``TwinUrls`` field → URL);
-            overrides ``trace.provenance.base_urls``. URLs under them are matched as the
-            production URLs they stand for, and the sandbox's base-URL environment variables
-            (``os.environ["DATAGOUV_API_URL"]``, ``$DATAGOUV_TABULAR_API_URL``) resolve to them;
-            without any, loopback URLs are read as a twin with the standard layout (see
-            :mod:`aliases`).
+        base_urls: The catalog base URLs the agent was given (field → URL, the keys of
+            ``production.PRODUCTION_BASE_URLS``); overrides ``trace.provenance.base_urls``.
+            URLs under them are matched as the production URLs they stand for, and the
+            sandbox's base-URL environment variables (``os.environ["DATAGOUV_API_URL"]``,
+            ``$DATAGOUV_TABULAR_API_URL``) resolve to them; without any, to the production
+            base URLs (see :mod:`aliases`).
 
     Raises:
         UnknownVersionError: When a given version label is not PEP 440 (e.g. ``"local"``).

@@ -12,7 +12,7 @@ instead of silently matching nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -80,6 +80,25 @@ class UnknownVersionError(ValueError):
             "(a leading 'v' and local suffixes such as '0.2.26+dev' are accepted). "
             "Pin the real version in the benchmark configuration instead of a label."
         )
+
+
+class UncoveredVersionError(UnknownVersionError):
+    """An MCP server version the registry does not explicitly cover (``mcp_coverage``).
+
+    Open-ended specifiers (``>=0.2.15``) would otherwise map a never-seen version with the
+    newest tool set, silently.
+    """
+
+    def __init__(self, label: str, coverage: Sequence[str]) -> None:
+        ValueError.__init__(
+            self,
+            f"MCP server version {label!r} is not covered by the action registry (it covers "
+            f"{' or '.join(repr(c) for c in coverage)}): add its tool set to "
+            "semantic/actions.yml and widen `mcp_coverage` after checking it",
+        )
+        self.label = label
+        self.what = "MCP server version"
+        self.coverage = tuple(coverage)
 
 
 def parse_version(label: str, what: str = "MCP server version") -> Version:
@@ -299,7 +318,20 @@ class RegistryFile(_Strict):
     cli_executables: list[str] = Field(min_length=1)
     arguments: dict[str, ArgumentNames]
     known_unmapped: KnownUnmapped = Field(default_factory=KnownUnmapped)
+    mcp_coverage: list[str] = Field(min_length=1)
+    """PEP 440 specifiers of the MCP server versions whose tool sets were checked against the
+    registry; any other version is an error, never the newest tool set by default."""
     actions: dict[str, ActionDef] = Field(min_length=1)
+
+    @field_validator("mcp_coverage")
+    @classmethod
+    def _coverage_parses(cls, value: list[str]) -> list[str]:
+        for item in value:
+            try:
+                SpecifierSet(item)
+            except InvalidSpecifier:
+                raise ValueError(f"{item!r} is not a PEP 440 version specifier") from None
+        return value
 
     @model_validator(mode="after")
     def _cross_checks(self) -> RegistryFile:
@@ -545,12 +577,14 @@ class ActionRegistry:
         Args:
             data: The validated file content.
             source: Where it came from (for messages).
-            host_aliases: Extra ``host[:port]`` → host family entries (e.g. a local twin).
+            host_aliases: Extra ``host[:port]`` → host family entries (e.g. a local server).
         """
         self.data = data
         self.source = source
         self.version: str = data.registry_version
         self.action_names: frozenset[str] = frozenset(data.actions)
+        self.mcp_coverage: tuple[str, ...] = tuple(data.mcp_coverage)
+        self._coverage = tuple(SpecifierSet(item) for item in data.mcp_coverage)
         self._host_family: dict[str, str] = {}
         for family, hosts in data.hosts.items():
             for host in hosts:
@@ -644,7 +678,7 @@ class ActionRegistry:
 
         Args:
             aliases: ``host`` or ``host:port`` → host family, e.g.
-                ``{"127.0.0.1:8765": "main"}`` for a local twin.
+                ``{"127.0.0.1:8765": "main"}`` for a local server.
         """
         merged = {**self._aliases, **aliases}
         return ActionRegistry(self.data, self.source, merged)
@@ -671,7 +705,7 @@ class ActionRegistry:
         cached = self._mcp_index_cache.get(key)
         if cached is not None:
             return cached
-        parsed = None if version is None else parse_version(version)
+        parsed = None if version is None else self.check_mcp_version(version)
         index: dict[str, list[tuple[str, ToolCondition | None]]] = {}
         for tool, entries in self._mcp_entries.items():
             for entry in entries:
@@ -681,6 +715,18 @@ class ActionRegistry:
                         index[tool].append(pair)
         self._mcp_index_cache[key] = index
         return index
+
+    def check_mcp_version(self, version: str) -> Version:
+        """Parse an MCP server version and check the registry covers it.
+
+        Raises:
+            UnknownVersionError: When ``version`` is not PEP 440.
+            UncoveredVersionError: When no ``mcp_coverage`` specifier contains it.
+        """
+        parsed = parse_version(version)
+        if not any(spec.contains(parsed, prereleases=True) for spec in self._coverage):
+            raise UncoveredVersionError(version, self.mcp_coverage)
+        return parsed
 
     def mcp_tools(self, action: str, version: str) -> tuple[str, ...]:
         """MCP tools that can perform ``action`` at server ``version`` (conditional ones included).

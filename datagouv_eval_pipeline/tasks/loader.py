@@ -196,7 +196,27 @@ def _validate_document(
         errors.extend(validation_errors(file, error, TaskSpec, data, document.line_of))
     errors.extend(_action_errors(document, actions, args))
     errors.extend(_naming_errors(document))
+    if spec is not None:
+        errors.extend(_check_params_errors(document, spec))
     return (spec if not errors else None), errors
+
+
+def _check_params_errors(document: YamlDocument, spec: TaskSpec) -> list[SpecError]:
+    """Validate each resource check's ``params`` with the check's own parameter model."""
+    # The pre-flight owns the parameter models; imported here (not at the top) because it
+    # builds on the spec models of this package.
+    from datagouv_eval_pipeline.validation.params import ParamsError, parse_params
+
+    errors: list[SpecError] = []
+    for ref_index, ref in enumerate(spec.resources):
+        for check_index, check in enumerate(ref.checks):
+            try:
+                parse_params(check.fn, dict(check.params), ref.type)
+            except ParamsError as error:
+                loc: Loc = ("resources", ref_index, "checks", check_index, "params")
+                line = document.line_of(loc) or document.line_of(loc[:-1])
+                errors.append(SpecError(document.path, line, field_path(loc), str(error)))
+    return errors
 
 
 @dataclass(frozen=True)

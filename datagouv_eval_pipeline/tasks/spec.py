@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -65,6 +66,18 @@ class Criterion(_Strict):
     """Optional words that must all appear in the answer (case- and accent-insensitive)."""
     patterns: list[str] = Field(default_factory=list)
     """Optional regular expressions that must all match the answer."""
+
+    @field_validator("patterns")
+    @classmethod
+    def _patterns_compile(cls, value: list[str]) -> list[str]:
+        for index, pattern in enumerate(value):
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise ValueError(
+                    f"pattern {index} ({pattern!r}) is not a valid regular expression: {error}"
+                ) from None
+        return value
 
 
 class EvaluationCriteria(_Strict):
@@ -183,6 +196,9 @@ class ExpectedSource(_Strict):
 
     type: Literal[SourceType.DATASET, SourceType.DATASERVICE]
     id: str = Field(min_length=1)
+    slug: str | None = None
+    """The object's slug on data.gouv.fr. Leave it out: the scoring stage fills it from the
+    catalog record of ``id`` (the twin's or the live API's), so a page URL by slug counts."""
 
 
 class CheckFn(StrEnum):
@@ -285,7 +301,12 @@ class TaskSpec(_Strict):
 
     def spec_hash(self) -> str:
         """Return a stable sha256 of the spec's content (provenance for every result row)."""
-        payload = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        data = self.model_dump(mode="json")
+        # An unset slug is left out so that adding the field kept every existing spec's hash.
+        for source in data["expected_sources"]:
+            if source.get("slug") is None:
+                source.pop("slug", None)
+        payload = json.dumps(data, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 

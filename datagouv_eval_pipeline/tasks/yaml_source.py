@@ -61,6 +61,43 @@ class YamlDocument:
         return line
 
 
+MAX_EXPANDED_NODES = 100_000
+"""Most values a YAML file may stand for once its aliases are expanded.
+
+A few hundred bytes of nested aliases (``a: &a [x, x]``, ``b: &b [*a, *a]``, …) stand for
+billions of values; anything that walks the result would never finish.
+"""
+
+
+def expanded_size(root: yaml.Node, limit: int = MAX_EXPANDED_NODES) -> int:
+    """How many nodes the tree stands for with every alias expanded (stops past ``limit``).
+
+    Shared nodes are sized once (memoised), so this is linear in the file, not in its expansion.
+    """
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        sizes[id(node)] = 1  # a recursive alias counts once instead of looping
+        total = 1
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                total += size(key) + size(value)
+                if total > limit:
+                    break
+        elif isinstance(node, yaml.SequenceNode):
+            for item in node.value:
+                total += size(item)
+                if total > limit:
+                    break
+        sizes[id(node)] = total
+        return total
+
+    return size(root)
+
+
 def read_yaml(path: Path) -> tuple[YamlDocument | None, list[SpecError]]:
     """Read and parse one YAML file without raising.
 
@@ -78,6 +115,16 @@ def read_yaml(path: Path) -> tuple[YamlDocument | None, list[SpecError]]:
     loader = yaml.SafeLoader(text)
     try:
         root = loader.get_single_node()
+        if root is not None and expanded_size(root) > MAX_EXPANDED_NODES:
+            return None, [
+                SpecError(
+                    path,
+                    None,
+                    "",
+                    f"invalid YAML: its aliases expand it to more than {MAX_EXPANDED_NODES} "
+                    "values; write the values out instead of nesting aliases",
+                )
+            ]
         data = loader.construct_document(root) if root is not None else None
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark

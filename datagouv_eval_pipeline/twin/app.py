@@ -42,9 +42,12 @@ from starlette.responses import (
     Response,
 )
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
+from datagouv_eval_pipeline.production import SERVICE_HOSTS
 from datagouv_eval_pipeline.twin import render, tabular
 from datagouv_eval_pipeline.twin.catalog import CatalogStore
+from datagouv_eval_pipeline.twin.hosts import PUBLIC_PATH_KEY, HostRouting, served_hosts
 from datagouv_eval_pipeline.twin.mcp.server import mount_mcp
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 
@@ -88,7 +91,13 @@ def _urls_for_site(site: str) -> TwinUrls:
     return TwinUrls.for_site(site)
 
 
+_LIVE = TwinUrls.live()
+
+
 def _urls(request: Request) -> TwinUrls:
+    """The base URLs links are rendered with: production ones behind the front."""
+    if PUBLIC_PATH_KEY in request.scope:
+        return _LIVE
     return _urls_for_site(str(request.base_url))
 
 
@@ -119,7 +128,13 @@ def _int_param(request: Request, name: str, default: int) -> int:
 def _page_url(request: Request, page: int) -> str:
     params = [(k, v) for k, v in request.query_params.multi_items() if k != "page"]
     params.append(("page", str(page)))
-    base = str(request.url.replace(query=""))
+    # Behind the front, the path the client asked for (``/api/resources/…`` on
+    # tabular-api.data.gouv.fr), not the twin's internal one.
+    public = request.scope.get(PUBLIC_PATH_KEY)
+    url = request.url.replace(query="")
+    if public is not None:
+        url = url.replace(path=public)
+    base = str(url)
     return f"{base}?{urlencode(params)}"
 
 
@@ -162,6 +177,7 @@ class _Handlers:
     def __init__(self, store: CatalogStore, config: TwinConfig) -> None:
         self.store = store
         self.config = config
+        self.hosts = served_hosts(store)
         self.started_at = datetime.now(UTC).isoformat()
         # Rendered datasets by (API version, site, id). The store never changes under an app
         # (a drift overlay builds a new store and a new app), so a rendering can be reused.
@@ -607,6 +623,8 @@ class _Handlers:
                 "snapshot_created_at": self.store.now.isoformat(),
                 "uptime_since": self.started_at,
                 "urls": _urls(request).as_dict(),
+                # The production host names this twin answers for (behind the front).
+                "hosts": sorted(self.hosts),
             }
         )
 
@@ -780,7 +798,7 @@ def create_app(
     config: TwinConfig | None = None,
     *,
     mcp_versions: Sequence[str] | None = None,
-) -> Starlette:
+) -> ASGIApp:
     """Build the twin's ASGI application over a loaded catalog.
 
     Args:
@@ -790,7 +808,8 @@ def create_app(
             in ``twin.mcp.versions``; ``()`` serves none).
 
     Returns:
-        A Starlette app; serve it with uvicorn (``lifespan="on"``, which runs the MCP session
+        An ASGI app (production host names routed by :class:`~.hosts.HostRouting`); serve it
+        with uvicorn (``lifespan="on"``, which runs the MCP session
         managers) or call it through ``httpx.ASGITransport``.
     """
     h = _Handlers(store, config or TwinConfig())
@@ -835,7 +854,8 @@ def create_app(
         Route("/dataservices/{dataservice}/", h.dataservice_page),
         Route("/organizations/{org}/", h.organization_page),
     ]
-    app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
+    rest = Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
+    app = HostRouting(rest, h.hosts - frozenset(SERVICE_HOSTS))
     if mcp_versions is not None and not mcp_versions:
         return app
-    return mount_mcp(app, mcp_versions)
+    return mount_mcp(app, mcp_versions, hosts=app.hosts)

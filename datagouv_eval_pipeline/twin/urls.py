@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from urllib.parse import urlsplit
 
+from datagouv_eval_pipeline.production import PRODUCTION_BASE_URLS
+
 # Path prefixes of each service on the twin's single host.
 API_PREFIX = "api/"
 TABULAR_PREFIX = "tabular/api/"
@@ -20,6 +22,7 @@ METRICS_PREFIX = "metrics/api/"
 CRAWLER_PREFIX = "crawler/api/"
 EXTERNAL_PREFIX = "_ext/"
 
+_LIVE_SITE = PRODUCTION_BASE_URLS["site"]
 _FIELDS = ("site", "datagouv_api", "tabular_api", "metrics_api", "crawler_api")
 
 
@@ -67,13 +70,7 @@ class TwinUrls:
     @classmethod
     def live(cls) -> TwinUrls:
         """Return the production URLs (``DATAGOUV_API_ENV=prod`` in the MCP server)."""
-        return cls(
-            site="https://www.data.gouv.fr/",
-            datagouv_api="https://www.data.gouv.fr/api/",
-            tabular_api="https://tabular-api.data.gouv.fr/api/",
-            metrics_api="https://metric-api.data.gouv.fr/api/",
-            crawler_api="https://crawler.data.gouv.fr/api/",
-        )
+        return cls(**PRODUCTION_BASE_URLS)
 
     @classmethod
     def demo(cls) -> TwinUrls:
@@ -110,8 +107,12 @@ class TwinUrls:
         """Return where the twin serves a file the catalog locates on another host.
 
         ``https://data.geopf.fr/geocodage/openapi.yaml`` becomes
-        ``{site}_ext/data.geopf.fr/geocodage/openapi.yaml``.
+        ``{site}_ext/data.geopf.fr/geocodage/openapi.yaml`` on the twin's loopback layout, and
+        stays itself with the production URLs (behind the hostname front the twin answers for
+        that host).
         """
+        if self.site == _LIVE_SITE:
+            return url
         parts = urlsplit(url)
         suffix = f"?{parts.query}" if parts.query else ""
         return f"{self.site}{EXTERNAL_PREFIX}{parts.netloc}{parts.path}{suffix}"

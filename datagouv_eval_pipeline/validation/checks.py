@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
+from datagouv_eval_pipeline.tasks.references import Reference
 from datagouv_eval_pipeline.tasks.spec import (
     CheckFn,
     ExpectedValue,
@@ -64,6 +65,8 @@ class Context:
     now: datetime
     page_size: int
     max_rows: int
+    source: str = ""
+    """What is validated (``twin <snapshot>`` or the live host), for the references' source."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,8 @@ class Verdict:
     outcome: Outcome
     reason: str
     diffs: tuple[DiffEntry, ...] = ()
+    references: tuple[Reference, ...] = ()
+    """Expected values recomputed by the check (``expected_values_hold``)."""
 
 
 @dataclass(frozen=True)
@@ -500,7 +505,13 @@ def values_for(spec: TaskSpec, resource_id: str) -> list[ExpectedValue]:
 
 
 async def expected_values_hold(ctx: Context, check: CheckInput) -> Verdict:
-    """Every expected value recomputed from this resource is still within its tolerance."""
+    """Every expected value recomputed from this resource can still be computed.
+
+    A value that can be computed but moved is not drift of the task's premise: the verdict
+    passes, its diff and reason report ``old -> new``, and the recomputed value (in
+    ``references``) becomes the run's reference. It fails when the value cannot be recomputed
+    (resource gone, column missing or renamed, aggregate NULL).
+    """
     params: ExpectedValuesParams = check.params
     values = values_for(check.spec, check.target.id)
     if params.names is not None:
@@ -518,6 +529,9 @@ async def expected_values_hold(ctx: Context, check: CheckInput) -> Verdict:
         )
     diffs: list[DiffEntry] = []
     problems: list[str] = []
+    followed: list[str] = []
+    references: list[Reference] = []
+    source = f"{ctx.source or ctx.urls.datagouv_api} (Tabular API {ctx.urls.tabular_api})"
     for expected in values:
         assert expected.recompute is not None  # values_for keeps only recomputable values
         name = f"expected_values.{expected.name}"
@@ -526,22 +540,46 @@ async def expected_values_hold(ctx: Context, check: CheckInput) -> Verdict:
             if expected.tolerance == 0
             else f"{expected.value:g} ± {expected.tolerance:g}"
         )
+        reference = Reference(
+            task_id=check.spec.task_id,
+            name=expected.name,
+            spec_value=expected.value,
+            value=None,
+            source=source,
+        )
         try:
             value = await recompute(ctx, expected.recompute)
         except Unavailable as error:
             problems.append(f"{expected.name}: {error}")
             diffs.append(DiffEntry(field=name, baseline=wanted, current=None))
+            references.append(reference.model_copy(update={"error": str(error)}))
             continue
         if value is None:
-            problems.append(f"{expected.name}: the aggregate is NULL (no non-null value matched)")
+            why = "the aggregate is NULL (no non-null value matched)"
+            problems.append(f"{expected.name}: {why}")
             diffs.append(DiffEntry(field=name, baseline=wanted, current=None))
-        elif not _holds(expected, value):
-            problems.append(f"{expected.name} is {value:g}, expected {wanted}")
+            references.append(reference.model_copy(update={"error": why}))
+            continue
+        references.append(reference.model_copy(update={"value": value}))
+        if not _holds(expected, value):
+            # The premise holds (the data is there and computable); the figure moved. The run
+            # follows it: answers are compared with the recomputed reference.
+            followed.append(f"{expected.name} {wanted} -> {_clean(value)}")
             diffs.append(DiffEntry(field=name, baseline=wanted, current=_clean(value)))
     if problems:
-        return Verdict("failed", "; ".join(problems), tuple(diffs))
+        return Verdict("failed", "; ".join(problems), tuple(diffs), tuple(references))
     names = ", ".join(v.name for v in values)
-    return Verdict("passed", f"{len(values)} expected value(s) hold: {names}")
+    if followed:
+        return Verdict(
+            "passed",
+            f"{len(values)} expected value(s) recomputed; changed and followed: "
+            + "; ".join(followed),
+            tuple(diffs),
+            tuple(references),
+        )
+    return Verdict(
+        "passed", f"{len(values)} expected value(s) hold: {names}", (), tuple(references)
+    )
 
 
 def _clean(value: float) -> float | int:

@@ -16,8 +16,28 @@ from typing import Any
 from urllib.parse import urlencode
 
 import httpx
+import tenacity
 
 USER_AGENT = "datagouv-eval-preflight"
+TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
+"""Statuses worth asking again: a rate limit or a gateway that lost its upstream for a moment."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How the pre-flight retries a transient failure (exponential backoff with jitter).
+
+    Attributes:
+        attempts: Requests at most, the first included (1: never retry).
+        initial_wait: Seconds before the first retry; doubles at each, plus up to as much jitter.
+        max_wait: Longest wait between two attempts.
+    """
+
+    attempts: int = 3
+    initial_wait: float = 0.5
+    max_wait: float = 8.0
+
+
 # Statuses some servers give to HEAD while GET works; the download check retries with GET then.
 HEAD_REFUSED = {403, 405, 501}
 
@@ -65,14 +85,19 @@ def with_query(url: str, params: Sequence[tuple[str, str]]) -> str:
 class Fetcher:
     """Send GET/HEAD requests through one ``httpx.AsyncClient``, at most ``limit`` at a time."""
 
-    def __init__(self, client: httpx.AsyncClient, limit: int) -> None:
+    def __init__(
+        self, client: httpx.AsyncClient, limit: int, retry: RetryPolicy | None = None
+    ) -> None:
         """Wrap a client.
 
         Args:
             client: The HTTP client (its timeout applies to every request).
             limit: Maximum number of requests in flight.
+            retry: Retries of transport errors and transient statuses (429, 502–504): one
+                passing 502 must not quarantine a task. Default: 3 attempts.
         """
         self._client = client
+        self._retry = retry or RetryPolicy()
         self._semaphore = asyncio.Semaphore(max(1, limit))
         self._cache: dict[tuple[str, str, bool], asyncio.Task[Fetched]] = {}
 
@@ -93,6 +118,20 @@ class Fetcher:
         return await task
 
     async def _send(self, method: str, url: str, follow: bool) -> Fetched:
+        policy = self._retry
+        retrying = tenacity.AsyncRetrying(
+            stop=tenacity.stop_after_attempt(max(1, policy.attempts)),
+            wait=tenacity.wait_exponential_jitter(
+                multiplier=policy.initial_wait, max=policy.max_wait, jitter=policy.initial_wait
+            ),
+            retry=tenacity.retry_if_result(_transient),
+            # The last answer is the result, whatever it is: errors stay values.
+            retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
+        )
+        fetched: Fetched = await retrying(self._send_once, method, url, follow)
+        return fetched
+
+    async def _send_once(self, method: str, url: str, follow: bool) -> Fetched:
         async with self._semaphore:
             try:
                 if method == "GET" and follow:
@@ -119,6 +158,10 @@ class Fetcher:
             except (json.JSONDecodeError, UnicodeDecodeError):
                 body = None
         return Fetched(method, url, response.status_code, str(response.url), body, text, None)
+
+
+def _transient(fetched: Fetched) -> bool:
+    return fetched.status is None or fetched.status in TRANSIENT_STATUSES
 
 
 def _error_text(error: httpx.HTTPError) -> str:

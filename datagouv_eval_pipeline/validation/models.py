@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
+from datagouv_eval_pipeline.tasks.references import Reference
+
 Outcome = Literal["passed", "failed", "error"]
 """``failed``: the catalog drifted; ``error``: the check could not run (network, bad parameters,
 missing baseline). Both quarantine the task."""
@@ -52,6 +54,8 @@ class CheckResult(_Frozen):
     reason: str
     """Why it passed or failed, in one sentence (status codes, URLs, counts)."""
     diffs: list[DiffEntry] = Field(default_factory=list)
+    references: list[Reference] = Field(default_factory=list)
+    """Expected values the check recomputed (``expected_values_hold``): the run's references."""
     implicit: bool = False
     """True when the validator added the check itself (``expected_values_hold`` on every task
     whose expected values have a ``recompute``)."""
@@ -75,6 +79,11 @@ class TaskReport(_Frozen):
     spec_hash: str
     status: TaskStatus
     checks: list[CheckResult]
+
+    @property
+    def references(self) -> list[Reference]:
+        """Return the expected values recomputed by this task's checks."""
+        return [ref for check in self.checks for ref in check.references]
 
     @property
     def failing(self) -> list[CheckResult]:
@@ -115,6 +124,11 @@ class ValidationReport(_Frozen):
     def quarantined(self) -> list[str]:
         """Return the ids of the quarantined tasks."""
         return [t.task_id for t in self.tasks if t.status == "quarantined"]
+
+    @property
+    def references(self) -> list[Reference]:
+        """Return every recomputed expected value, in task order."""
+        return [ref for task in self.tasks for ref in task.references]
 
     def task(self, task_id: str) -> TaskReport:
         """Return the report of one task.

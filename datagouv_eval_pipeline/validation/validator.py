@@ -12,6 +12,7 @@ resource they are recomputed from. A failing check quarantines only its own task
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -73,6 +74,9 @@ class ValidatorConfig:
         max_rows: Refuse to page through more matching rows than this.
         recompute_expected_values: Add the implicit ``expected_values_hold`` checks.
         source: A label of what is validated, copied to the report and to refreshed baselines.
+        proxy: An HTTP(S) proxy every request goes through: the hostname front before the twin,
+            when ``urls`` are the production ones (``twin.front``); None for none.
+        ca_bundle: The CA bundle trusting that front's certificates.
     """
 
     urls: TwinUrls = field(default_factory=lambda: TwinUrls.for_port(DEFAULT_TWIN_PORT))
@@ -84,6 +88,8 @@ class ValidatorConfig:
     max_rows: int = 100_000
     recompute_expected_values: bool = True
     source: str = ""
+    proxy: str | None = None
+    ca_bundle: str | None = None
 
     def clock(self) -> datetime:
         """Return ``now`` (UTC), defaulting to the current time."""
@@ -207,8 +213,13 @@ async def avalidate(
 
 def _client(config: ValidatorConfig) -> httpx.AsyncClient:
     limits = httpx.Limits(max_connections=max(1, config.concurrency))
+    options: dict[str, Any] = {}
+    if config.proxy is not None:
+        options["proxy"] = config.proxy
+    if config.ca_bundle is not None:
+        options["verify"] = ssl.create_default_context(cafile=config.ca_bundle)
     return httpx.AsyncClient(
-        timeout=config.timeout, limits=limits, headers={"User-Agent": USER_AGENT}
+        timeout=config.timeout, limits=limits, headers={"User-Agent": USER_AGENT}, **options
     )
 
 
@@ -219,6 +230,7 @@ def _context(config: ValidatorConfig, client: httpx.AsyncClient) -> Context:
         now=config.clock(),
         page_size=config.page_size,
         max_rows=config.max_rows,
+        source=config.label(),
     )
 
 
@@ -264,6 +276,7 @@ async def _run_check(
         outcome=verdict.outcome,
         reason=verdict.reason,
         diffs=list(verdict.diffs),
+        references=list(verdict.references),
         implicit=check.implicit,
     )
 

@@ -5,6 +5,7 @@ Pure: no Dagster here. The Dagster warehouse asset calls :func:`load_experiment`
 documents every table.
 """
 
+from datagouv_eval_pipeline.warehouse.history import ExperimentRecord, config_hash, new_experiment
 from datagouv_eval_pipeline.warehouse.loader import (
     CellLoad,
     CellLoadResult,
@@ -18,9 +19,11 @@ from datagouv_eval_pipeline.warehouse.loader import (
 )
 from datagouv_eval_pipeline.warehouse.rows import CellRecord, WarehouseInputError, run_id
 from datagouv_eval_pipeline.warehouse.schema import (
+    ALL_TABLES,
     DDL,
     SCHEMA,
     SCHEMA_VERSION,
+    STATISTICS_TABLES,
     TABLES,
     TABLES_BY_NAME,
     Column,
@@ -30,9 +33,11 @@ from datagouv_eval_pipeline.warehouse.schema import (
 )
 
 __all__ = [
+    "ALL_TABLES",
     "DDL",
     "SCHEMA",
     "SCHEMA_VERSION",
+    "STATISTICS_TABLES",
     "TABLES",
     "TABLES_BY_NAME",
     "CellLoad",
@@ -40,15 +45,18 @@ __all__ = [
     "CellRecord",
     "Column",
     "Coverage",
+    "ExperimentRecord",
     "SchemaVersionError",
     "Table",
     "WarehouseInputError",
     "cell_coverage",
+    "config_hash",
     "connect",
     "create_schema",
     "delete_cell",
     "load_cell",
     "load_experiment",
     "load_tasks",
+    "new_experiment",
     "run_id",
 ]

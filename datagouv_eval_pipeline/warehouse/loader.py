@@ -22,6 +22,7 @@ import duckdb
 import pandas as pd  # type: ignore[import-untyped]
 
 from datagouv_eval_pipeline.traces import Trace
+from datagouv_eval_pipeline.warehouse.history import ExperimentRecord, record_experiment
 from datagouv_eval_pipeline.warehouse.rows import (
     CellRows,
     Row,
@@ -32,6 +33,7 @@ from datagouv_eval_pipeline.warehouse.rows import (
 )
 from datagouv_eval_pipeline.warehouse.schema import (
     CELL_TABLES,
+    HISTORY_TABLES,
     SCHEMA,
     TABLES_BY_NAME,
     create_schema,
@@ -108,11 +110,23 @@ def _parallel(values: Sequence[Any] | None, n: int, method: str) -> list[dict[st
     return [as_json(value, method) for value in values]
 
 
-def _insert(conn: duckdb.DuckDBPyConnection, table: str, rows: list[Row]) -> None:
+def _insert(
+    conn: duckdb.DuckDBPyConnection,
+    table: str,
+    rows: list[Row],
+    constants: Mapping[str, Any] | None = None,
+) -> None:
+    """Insert rows (plus ``constants``, the same value on every row) in one statement."""
     if not rows:
         return
+    fixed = dict(constants or {})
     columns = TABLES_BY_NAME[table].column_names
-    frame = pd.DataFrame({name: [row[name] for row in rows] for name in columns})
+    frame = pd.DataFrame(
+        {
+            name: [fixed[name]] * len(rows) if name in fixed else [row[name] for row in rows]
+            for name in columns
+        }
+    )
     view = f"_wh_{table}"
     conn.register(view, frame)
     try:
@@ -172,9 +186,15 @@ def _prepare(item: CellLoad, loaded_at: datetime | None) -> tuple[str, CellRows]
 
 
 def _replace_cells(
-    conn: duckdb.DuckDBPyConnection, batch: Sequence[tuple[str, CellRows]]
+    conn: duckdb.DuckDBPyConnection,
+    batch: Sequence[tuple[str, CellRows]],
+    experiment_id: str | None = None,
 ) -> dict[str, dict[str, int]]:
-    """Delete the cells' rows and insert the new ones, all in one transaction."""
+    """Delete the cells' rows and insert the new ones, all in one transaction.
+
+    With an ``experiment_id``, the same rows are also appended to the history tables (a
+    re-load within the same experiment replaces its own history rows).
+    """
     deleted: dict[str, dict[str, int]] = {}
     conn.begin()
     try:
@@ -186,9 +206,23 @@ def _replace_cells(
                     f"DELETE FROM {table.qualified} WHERE cell_key = ?", [key]
                 ).fetchone()
                 deleted[key][table.name] = int(result[0]) if result else 0
+            if experiment_id is not None:
+                for history in HISTORY_TABLES.values():
+                    conn.execute(
+                        f"DELETE FROM {history.qualified} WHERE experiment_id = ? AND cell_key = ?",
+                        [experiment_id, key],
+                    )
         # One insert per table for the whole batch: its cost is mostly per statement.
         for table in CELL_TABLES:
             _insert(conn, table.name, [row for _, rows in batch for row in rows.tables[table.name]])
+        if experiment_id is not None:
+            for name, history in HISTORY_TABLES.items():
+                _insert(
+                    conn,
+                    history.name,
+                    [row for _, rows in batch for row in rows.tables[name]],
+                    {"experiment_id": experiment_id},
+                )
         conn.commit()
     except BaseException:
         conn.rollback()
@@ -277,6 +311,7 @@ def load_experiment(
     *,
     tasks: Iterable[Any] = (),
     loaded_at: datetime | None = None,
+    experiment: ExperimentRecord | None = None,
 ) -> tuple[list[CellLoadResult], Coverage]:
     """Load many cells and report coverage.
 
@@ -292,6 +327,9 @@ def load_experiment(
         expected: Every cell key of the experiment; defaults to the keys given in ``cells``.
         tasks: ``TaskSpec`` objects to upsert into ``eval.tasks`` (for per-language models).
         loaded_at: Load timestamp (now by default).
+        experiment: The experiment run to record in ``eval.experiments``; the loaded cells'
+            runs and metrics are appended to the history tables under its id. None: the latest
+            rows are replaced and no history is kept.
 
     Returns:
         The per-cell results and the coverage (cells present / expected).
@@ -313,18 +351,23 @@ def load_experiment(
     results: list[CellLoadResult] = []
     with _connection(db) as conn:
         _upsert_tasks(conn, [task_row(spec) for spec in tasks])
+        experiment_id = experiment.experiment_id if experiment is not None else None
         try:
-            deleted = _replace_cells(conn, prepared)
+            deleted = _replace_cells(conn, prepared, experiment_id)
             results = [CellLoadResult(k, rows.counts(), deleted[k]) for k, rows in prepared]
         except duckdb.Error:
             # Find the culprit: one transaction per cell, so the others still load.
             for key, rows in prepared:
                 try:
-                    one = _replace_cells(conn, [(key, rows)])
+                    one = _replace_cells(conn, [(key, rows)], experiment_id)
                     results.append(CellLoadResult(key, rows.counts(), one[key]))
                 except duckdb.Error as error:
                     failures[key] = str(error)
         coverage = _coverage(conn, list(expected if expected is not None else dict.fromkeys(given)))
+        if experiment is not None:
+            record_experiment(
+                conn, experiment, cells_loaded=len(results), cells_failed=len(failures)
+            )
     return results, Coverage(coverage.expected, coverage.present, coverage.missing, failures)
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import duckdb
 
-from datagouv_eval_pipeline.warehouse.schema import SCHEMA, TABLES
+from datagouv_eval_pipeline.warehouse.schema import ALL_TABLES, SCHEMA
 
 EXPERIMENT_SUMMARY_SQL = f"""
 SELECT r.cell_key, m.tier, m.metric,
@@ -25,7 +25,7 @@ ORDER BY ALL
 def row_counts(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:
     """Rows per warehouse table."""
     counts: dict[str, int] = {}
-    for table in TABLES:
+    for table in ALL_TABLES:
         row = conn.execute(f"SELECT count(*) FROM {table.qualified}").fetchone()
         counts[table.name] = int(row[0]) if row else 0
     return counts

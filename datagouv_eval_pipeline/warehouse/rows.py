@@ -23,8 +23,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from datagouv_eval_pipeline.metrics.passk import pass_at_k, pass_hat_k
 from datagouv_eval_pipeline.traces import Trace
-from datagouv_eval_pipeline.warehouse.schema import TABLES_BY_NAME, Table
+from datagouv_eval_pipeline.warehouse.schema import CELL_TABLES, TABLES_BY_NAME, Table
 
 Row = dict[str, Any]
 
@@ -99,6 +100,8 @@ class CellRecord(BaseModel):
     capabilities: list[str]
     mcp_version: str | None = None
     mcp_url: str | None = None
+    mcp_source: str | None = None
+    mcp_build: str | None = None
     skills_version: str | None = None
     skills_sha256: str | None = None
     system_prompt: str
@@ -153,7 +156,7 @@ class CellRows:
     """Rows of every cell table for one cell, column-name dicts per table."""
 
     tables: dict[str, list[Row]] = field(
-        default_factory=lambda: {name: [] for name in TABLES_BY_NAME if name not in ("tasks",)}
+        default_factory=lambda: {table.name: [] for table in CELL_TABLES}
     )
 
     def add(self, table: str, row: Row) -> None:
@@ -249,7 +252,38 @@ def build_cell_rows(
             raise WarehouseInputError(f"{where}: duplicate (task, repeat) in one cell")
         seen.add(key)
         _RunBuilder(cell, trace, mapping, score, judgement, rows, where).build()
+    _pass_k_rows(cell.key, rows)
     return rows
+
+
+def _pass_k_rows(cell_key: str, rows: CellRows) -> None:
+    """pass@k and pass^k per task × tier of a cell whose tasks ran more than once."""
+    runs: dict[tuple[str, str], list[float | None]] = {}
+    for row in rows.tables["metrics"]:
+        if row["metric"] == "accuracy" and row["tier"] in TIERS:
+            runs.setdefault((row["task_id"], row["tier"]), []).append(row["value"])
+    for (task_id, tier), values in sorted(runs.items()):
+        if len(values) < 2:
+            continue
+        decided = [v for v in values if v is not None]
+        n, c = len(decided), sum(1 for v in decided if v == 1.0)
+        for k in range(1, len(values) + 1):
+            at_k, hat_k = pass_at_k(n, c, k), pass_hat_k(n, c, k)
+            rows.add(
+                "pass_k",
+                {
+                    "cell_key": cell_key,
+                    "task_id": task_id,
+                    "tier": tier,
+                    "k": k,
+                    "runs": len(values),
+                    "n": n,
+                    "c": c,
+                    "pass_at_k": at_k.value,
+                    "pass_hat_k": hat_k.value,
+                    "reason": at_k.reason if at_k.value is None else None,
+                },
+            )
 
 
 def _cell_row(cell: CellRecord, loaded_at: datetime) -> Row:
@@ -295,6 +329,34 @@ class _RunBuilder:
         self.instances()
         self.metrics()
         self.verdicts()
+        self.references()
+
+    # -- references ----------------------------------------------------------------------------
+
+    def references(self) -> None:
+        value_check = ((self.score or {}).get("checks") or {}).get("value") or {}
+        details = value_check.get("details") or {}
+        found = details.get("found") or {}
+        for name, entry in sorted((details.get("expected") or {}).items()):
+            value = float(entry["value"])
+            spec_value = float(entry.get("spec_value", value))
+            source = str(entry.get("source") or "task spec")
+            recomputed = source != "task spec"
+            self.rows.add(
+                "references",
+                {
+                    **self.key,
+                    "name": name,
+                    "value": value,
+                    "spec_value": spec_value,
+                    "tolerance": float(entry.get("tolerance") or 0.0),
+                    "source": source,
+                    "recomputed": recomputed,
+                    "changed": recomputed and value != spec_value,
+                    "error": entry.get("reference_error"),
+                    "found": found.get(name),
+                },
+            )
 
     # -- runs ----------------------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 SCHEMA = "eval"
 """The DuckDB schema holding the warehouse tables (the asset-key prefix)."""
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 """Bumped whenever a table or column changes (recorded in ``eval.schema_info``)."""
 
 
@@ -116,7 +116,9 @@ CELLS = Table(
         _c("capabilities", "VARCHAR[]", "Capability names, sorted.", False),
         _c("capability_set", "VARCHAR", "Capabilities joined with '+', 'none' if empty.", False),
         _c("mcp_version", "VARCHAR", "Pinned MCP (toolset) version; NULL without mcp."),
-        _c("mcp_url", "VARCHAR", "MCP endpoint as configured."),
+        _c("mcp_url", "VARCHAR", "MCP endpoint as configured; NULL for a build."),
+        _c("mcp_source", "VARCHAR", "Where the MCP server came from: twin, url or build."),
+        _c("mcp_build", "VARCHAR", "The real server build, e.g. package:NAME==VERSION."),
         _c("skills_version", "VARCHAR", "Skills version; NULL without skills."),
         _c("skills_sha256", "VARCHAR", "sha256 of the skills document."),
         _c("system_prompt", "VARCHAR", "System prompt name.", False),
@@ -159,7 +161,7 @@ RUNS = Table(
         _c("spec_hash", "VARCHAR", "Spec hash of the task the run was scored against."),
         _c("task_version", "INTEGER", "The task's version field."),
         _c("snapshot_id", "VARCHAR", "Catalog snapshot id."),
-        _c("judge_id", "VARCHAR", "Judge id, e.g. deterministic@1; NULL when not judged."),
+        _c("judge_id", "VARCHAR", "Judge id, e.g. deterministic@2; NULL when not judged."),
         _c("judge_prompt_hash", "VARCHAR", "Prompt hash(es) of the judge, sorted, ','-joined."),
         _c("code_version", "VARCHAR", "Git sha (or package version) of the code."),
         _c("scorer_version", "VARCHAR", "Version of the deterministic scorer."),
@@ -296,6 +298,90 @@ METRICS = Table(
     ),
 )
 
+REFERENCES = Table(
+    name="references",
+    grain="one row per scored run × expected value (the number the value check compared with)",
+    primary_key=("cell_key", "task_id", "repeat_index", "name"),
+    columns=(
+        *_run_key(),
+        _c("name", "VARCHAR", "The expected value's name in the task spec.", False),
+        _c("value", "DOUBLE", "The reference the answer was compared with.", False),
+        _c("spec_value", "DOUBLE", "The value written in the task spec.", False),
+        _c("tolerance", "DOUBLE", "Absolute tolerance of the comparison.", False),
+        _c(
+            "source",
+            "VARCHAR",
+            "Where the reference comes from: the catalog it was recomputed from "
+            "(twin snapshot or live host, and its Tabular API), or 'task spec'.",
+            False,
+        ),
+        _c("recomputed", "BOOLEAN", "True when the value was recomputed from the catalog.", False),
+        _c("changed", "BOOLEAN", "True when the recomputed value differs from the spec's.", False),
+        _c("error", "VARCHAR", "Why the value could not be recomputed (the spec's then stands)."),
+        _c("found", "VARCHAR", "The number as stated in the answer; NULL when not found."),
+    ),
+)
+
+PASS_K = Table(
+    name="pass_k",
+    grain=(
+        "one row per cell × task × tier × k, for tasks run more than once: pass@k and pass^k "
+        "over the runs whose accuracy was decided (a run passes when its accuracy is 1)"
+    ),
+    primary_key=("cell_key", "task_id", "tier", "k"),
+    columns=(
+        _c("cell_key", "VARCHAR", "Cell (partition) key.", False),
+        _c("task_id", "VARCHAR", "Task id, e.g. task_0002.", False),
+        _c("tier", "VARCHAR", "minimal or optimal.", False),
+        _c("k", "INTEGER", "Attempts drawn (1 ≤ k ≤ n).", False),
+        _c("runs", "INTEGER", "Runs of the task in the cell (repeats).", False),
+        _c("n", "INTEGER", "Runs whose accuracy was decided (the others are excluded).", False),
+        _c("c", "INTEGER", "Decided runs that passed (accuracy 1).", False),
+        _c("pass_at_k", "DOUBLE", "1 - C(n-c, k) / C(n, k); NULL when k > n."),
+        _c("pass_hat_k", "DOUBLE", "C(c, k) / C(n, k); NULL when k > n."),
+        _c("reason", "VARCHAR", "Why the values are NULL."),
+    ),
+)
+EXPERIMENTS = Table(
+    name="experiments",
+    grain="one row per experiment run (one load of the warehouse, e.g. one Dagster run)",
+    primary_key=("experiment_id",),
+    columns=(
+        _c("experiment_id", "VARCHAR", "The Dagster run id (a uuid outside Dagster).", False),
+        _c("dagster_run_id", "VARCHAR", "Dagster run that loaded it; NULL outside Dagster."),
+        _c("recorded_at", "TIMESTAMPTZ", "When the warehouse was loaded.", False),
+        _c("git_sha", "VARCHAR", "Commit of the code; NULL outside a git checkout."),
+        _c("git_dirty", "BOOLEAN", "Uncommitted changes in the work tree; NULL when unknown."),
+        _c("code_version", "VARCHAR", "Package version of the code."),
+        _c("config_hash", "VARCHAR", "Digest of the benchmark cells and task spec hashes.", False),
+        _c("snapshot_ids", "VARCHAR", "Catalog snapshot id(s) of the runs, sorted, ','-joined."),
+        _c("judge_ids", "VARCHAR", "Judge id(s) of the runs, sorted, ','-joined."),
+        _c("cells_loaded", "INTEGER", "Cells whose rows this run loaded.", False),
+        _c("cells_failed", "INTEGER", "Cells whose load failed (earlier rows kept).", False),
+        _c("runs", "INTEGER", "Agent runs loaded.", False),
+    ),
+)
+
+
+def history_of(table: Table) -> Table:
+    """The append-only copy of a cell table: its columns, keyed by experiment too."""
+    return Table(
+        name=f"{table.name}_history",
+        grain=f"{table.grain}, per experiment run that loaded it",
+        primary_key=("experiment_id", *table.primary_key),
+        columns=(
+            _c("experiment_id", "VARCHAR", "Experiment run that loaded the row.", False),
+            *table.columns,
+        ),
+    )
+
+
+RUNS_HISTORY = history_of(RUNS)
+METRICS_HISTORY = history_of(METRICS)
+
+HISTORY_TABLES: dict[str, Table] = {"runs": RUNS_HISTORY, "metrics": METRICS_HISTORY}
+"""Cell table name -> its history table (every experiment's rows, kept)."""
+
 TABLES: tuple[Table, ...] = (
     CELLS,
     TASKS,
@@ -305,15 +391,152 @@ TABLES: tuple[Table, ...] = (
     VERDICTS,
     FAILURE_MODES,
     METRICS,
+    REFERENCES,
+    PASS_K,
+    EXPERIMENTS,
+    RUNS_HISTORY,
+    METRICS_HISTORY,
 )
-"""Every warehouse table, parents first."""
+"""Every table the warehouse loader writes, parents first."""
 
-TABLES_BY_NAME: dict[str, Table] = {table.name: table for table in TABLES}
+CELL_TABLES: tuple[Table, ...] = (
+    CELLS,
+    RUNS,
+    TOOL_CALLS,
+    ACTION_INSTANCES,
+    VERDICTS,
+    FAILURE_MODES,
+    METRICS,
+)
+"""Tables whose rows belong to one cell: the latest run of each cell (replaced per load)."""
 
-CELL_TABLES: tuple[Table, ...] = tuple(t for t in TABLES if t.name != "tasks")
-"""Tables whose rows belong to one cell (replaced together by ``load_cell``)."""
+_ESTIMATE_COLUMNS = (
+    _c("runs", "INTEGER", "Runs counted, scored or not.", False),
+    _c("n", "INTEGER", "Runs with a value (scored).", False),
+    _c("tasks", "INTEGER", "Distinct tasks among the scored runs (the clusters).", False),
+    _c("coverage", "DOUBLE", "n / runs.", False),
+    _c("mean", "DOUBLE", "Mean of the scored values; NULL when n = 0."),
+    _c("std_error", "DOUBLE", "Standard error, clustered by task; NULL when tasks < 2."),
+    _c("ci_low", "DOUBLE", "Lower bound of the 95 % interval; NULL when tasks < 2."),
+    _c("ci_high", "DOUBLE", "Upper bound of the 95 % interval."),
+    _c(
+        "interval_method", "VARCHAR", "wilson (0/1 outcomes) or t (t interval, clipped if bounded)."
+    ),
+    _c("binary_outcome", "BOOLEAN", "Every scored value is 0 or 1.", False),
+    _c("clustered", "BOOLEAN", "Some task has several scored runs (repeats).", False),
+    _c("bounded", "BOOLEAN", "The metric lies in [0, 1] by definition.", False),
+    _c("reason", "VARCHAR", "Why the mean or the interval is NULL."),
+)
 
-DDL: dict[str, str] = {table.name: table.ddl() for table in TABLES}
+METRIC_ESTIMATES = Table(
+    name="metric_estimates",
+    grain="one row per scope group × tier × averaged metric (latest run of each cell)",
+    primary_key=("scope", "group_key", "tier", "metric"),
+    columns=(
+        _c(
+            "scope",
+            "VARCHAR",
+            "cell, cell_language, capability_set, or language (model × capability set × "
+            "MCP version × task language).",
+            False,
+        ),
+        _c("group_key", "VARCHAR", "The group's dimensions joined with '|'.", False),
+        _c("cell_key", "VARCHAR", "Cell (scopes cell and cell_language)."),
+        _c("model_provider", "VARCHAR", "Model provider (NULL in scope capability_set)."),
+        _c("model_name", "VARCHAR", "Model id (NULL in scope capability_set)."),
+        _c("capability_set", "VARCHAR", "Capability set.", False),
+        _c("mcp_version", "VARCHAR", "MCP version; NULL without mcp or in capability_set."),
+        _c("language", "VARCHAR", "Task language; 'all' in scopes cell and capability_set.", False),
+        _c("tier", "VARCHAR", _TIER_DOC, False),
+        _c("metric", "VARCHAR", "Metric name (aggregation avg only).", False),
+        *_ESTIMATE_COLUMNS,
+    ),
+)
+
+COMPARISONS = Table(
+    name="comparisons",
+    grain="one row per ordered pair of cells differing in one dimension × tier × averaged metric",
+    primary_key=("cell_a", "cell_b", "tier", "metric"),
+    columns=(
+        _c("cell_a", "VARCHAR", "Reference cell.", False),
+        _c("cell_b", "VARCHAR", "Compared cell (difference = b - a).", False),
+        _c(
+            "dimension",
+            "VARCHAR",
+            "model, capability_set, mcp_version, skills_version or system_prompt.",
+            False,
+        ),
+        _c("value_a", "VARCHAR", "Cell a's value of that dimension."),
+        _c("value_b", "VARCHAR", "Cell b's value of that dimension."),
+        _c("tier", "VARCHAR", _TIER_DOC, False),
+        _c("metric", "VARCHAR", "Metric name.", False),
+        _c("higher_is_better", "BOOLEAN", "False for latency_ms.", False),
+        _c("pairs", "INTEGER", "(task, repeat) pairs scored in both cells.", False),
+        _c("tasks", "INTEGER", "Distinct tasks among the pairs.", False),
+        _c("mean_a", "DOUBLE", "Mean of a over the pairs."),
+        _c("mean_b", "DOUBLE", "Mean of b over the pairs."),
+        _c("mean_difference", "DOUBLE", "Mean paired difference b - a."),
+        _c("std_error", "DOUBLE", "Standard error of the difference, clustered by task."),
+        _c("ci_low", "DOUBLE", "Lower bound of the 95 % t interval of the difference."),
+        _c("ci_high", "DOUBLE", "Upper bound."),
+        _c("test", "VARCHAR", "mcnemar_exact (0/1, one run per task) or wilcoxon_signed_rank."),
+        _c("p_value", "DOUBLE", "Two-sided p-value, unadjusted."),
+        _c(
+            "family_size",
+            "INTEGER",
+            "Comparisons in the family (dimension × metric × tier).",
+            False,
+        ),
+        _c("p_adjusted", "DOUBLE", "Holm-Bonferroni adjusted p-value within the family."),
+        _c(
+            "verdict",
+            "VARCHAR",
+            "better, worse or no detectable difference (b against a); NULL without pairs.",
+        ),
+        _c("mde", "DOUBLE", "Minimum detectable difference at 80 % power for these tasks."),
+        _c("reason", "VARCHAR", "Why a figure is NULL."),
+    ),
+)
+
+GATE_RESULTS = Table(
+    name="gate_results",
+    grain="one row per experiment × cell × tier × headline metric × language (all, fr, ...)",
+    primary_key=("experiment_id", "cell_key", "tier", "metric", "language"),
+    columns=(
+        _c("experiment_id", "VARCHAR", "The experiment run checked.", False),
+        _c(
+            "previous_experiment_id",
+            "VARCHAR",
+            "The run it is compared with; NULL for a first run.",
+        ),
+        _c("cell_key", "VARCHAR", "Cell.", False),
+        _c("model_name", "VARCHAR", "Model of the cell.", False),
+        _c("tier", "VARCHAR", _TIER_DOC, False),
+        _c("metric", "VARCHAR", "Headline metric.", False),
+        _c("language", "VARCHAR", "Task language, or 'all'.", False),
+        _c("pairs", "INTEGER", "(task, repeat) pairs scored in both runs.", False),
+        _c("mean_previous", "DOUBLE", "Mean over the pairs in the previous run."),
+        _c("mean_current", "DOUBLE", "Mean over the pairs in this run."),
+        _c("mean_difference", "DOUBLE", "current - previous."),
+        _c("ci_low", "DOUBLE", "Lower bound of the 95 % interval of the difference."),
+        _c("ci_high", "DOUBLE", "Upper bound."),
+        _c("p_value", "DOUBLE", "Paired test p-value, unadjusted."),
+        _c("p_adjusted", "DOUBLE", "Holm-adjusted within the cell."),
+        _c("verdict", "VARCHAR", "better, worse or no detectable difference; NULL without pairs."),
+        _c("failed", "BOOLEAN", "A significant drop at least the configured size.", False),
+        _c("reason", "VARCHAR", "Why nothing was compared, or a note."),
+    ),
+)
+
+STATISTICS_TABLES: tuple[Table, ...] = (METRIC_ESTIMATES, COMPARISONS, GATE_RESULTS)
+"""Tables the statistics stage writes from the loaded ones (recomputed on every run)."""
+
+ALL_TABLES: tuple[Table, ...] = (*TABLES, *STATISTICS_TABLES)
+"""Every table of the ``eval`` schema."""
+
+TABLES_BY_NAME: dict[str, Table] = {table.name: table for table in ALL_TABLES}
+
+DDL: dict[str, str] = {table.name: table.ddl() for table in ALL_TABLES}
 """``CREATE TABLE`` statements by table name."""
 
 SCHEMA_INFO_DDL = (
@@ -323,6 +546,21 @@ SCHEMA_INFO_DDL = (
 
 class SchemaVersionError(RuntimeError):
     """The DuckDB file was written by another warehouse schema version."""
+
+
+def _add_new_columns(conn: duckdb.DuckDBPyConnection) -> None:
+    """Add the nullable columns a file of this schema version lacks (columns only ever added)."""
+    present: dict[str, set[str]] = {}
+    for table, column in conn.execute(
+        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = ?",
+        [SCHEMA],
+    ).fetchall():
+        present.setdefault(table, set()).add(column)
+    for table in TABLES:
+        for column in table.columns:
+            if column.nullable and column.name not in present.get(table.name, {column.name}):
+                add = f"ADD COLUMN {column.name} {column.type}"
+                conn.execute(f"ALTER TABLE {table.qualified} {add}")
 
 
 def create_schema(conn: duckdb.DuckDBPyConnection) -> None:
@@ -343,6 +581,7 @@ def create_schema(conn: duckdb.DuckDBPyConnection) -> None:
         )
     for ddl in DDL.values():
         conn.execute(ddl)
+    _add_new_columns(conn)
     if row is None:
         conn.execute(
             f"INSERT INTO {SCHEMA}.schema_info VALUES ('schema_version', ?)", [SCHEMA_VERSION]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from pydantic_ai.exceptions import ToolFailed
@@ -20,13 +21,13 @@ from datagouv_eval_pipeline.agents.sandbox.base import ExecResult
 from datagouv_eval_pipeline.agents.skills import AppendSkills, PrependSkills, skills_strategy
 from datagouv_eval_pipeline.agents.web import (
     CapabilityUnavailableError,
-    CatalogUrlMap,
     DdgsSearch,
     Fetcher,
     FetchRefusedError,
     check_url,
     html_to_text,
 )
+from datagouv_eval_pipeline.front import CertificateAuthority, ServedHosts
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 
 TWIN = TwinUrls.for_port(8765)
@@ -73,9 +74,9 @@ def test_exec_results_are_formatted_for_the_model() -> None:
     assert format_exec(ExecResult("", "", 0, 1)) == ("(no output)", False)
 
 
-def run_program(code: str, *, sdk: bool = False) -> subprocess.CompletedProcess[str]:
+def run_program(code: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", runner_program(code, sdk=sdk)],
+        [sys.executable, "-c", runner_program(code)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -99,16 +100,25 @@ def test_runner_prints_a_trailing_expression_and_shows_agent_tracebacks() -> Non
     assert run_program("import sys; sys.exit(3)").returncode == 3
 
 
-def test_sandbox_target_environment_and_hosts() -> None:
-    offline = CatalogTarget.twin(TWIN)
-    assert offline.sandbox_hosts() == ["127.0.0.1:8765"]
-    env = offline.sandbox_env(python_sdk=True)
-    assert env["DATAGOUV_API_URL"] == "http://127.0.0.1:8765/api/"
-    assert env["DATAGOUV_CLI_BASE_URL"] == "http://127.0.0.1:8765/"
-    assert env["DATAGOUV_SDK_TWIN"] == "1"
+def test_sandbox_target_environment_and_hosts(tmp_path: Path) -> None:
+    served = ServedHosts(
+        frozenset({"www.data.gouv.fr"}),
+        ("127.0.0.1", 8765),
+        CertificateAuthority.load_or_create(tmp_path),
+    )
+    offline = CatalogTarget.twin(TWIN, served)
+    # Offline nothing passes to the network: the front answers for the catalog hosts.
+    assert offline.sandbox_hosts() == []
+    assert offline.served is served and offline.port == 8765
+    env = offline.sandbox_env()
+    # Production URLs only, nothing that depends on the twin's port.
+    assert env["DATAGOUV_API_URL"] == "https://www.data.gouv.fr/api/"
+    assert env["DATAGOUV_TABULAR_API_URL"] == "https://tabular-api.data.gouv.fr/api/"
+    assert "8765" not in repr(env)
+    assert env["DATAGOUV_CLI_RETRY_WAIT"] == "0"
     live = CatalogTarget.live()
     assert "tabular-api.data.gouv.fr:443" in live.sandbox_hosts()
-    assert "DATAGOUV_CLI_RETRY_WAIT" not in live.sandbox_env(python_sdk=False)
+    assert live.sandbox_env() == {k: v for k, v in env.items() if k != "DATAGOUV_CLI_RETRY_WAIT"}
 
 
 def test_url_checks() -> None:
@@ -126,34 +136,11 @@ def test_url_checks() -> None:
 
 
 def test_fetcher_refuses_private_hosts_even_offline() -> None:
-    fetcher = Fetcher(url_map=CatalogUrlMap(TWIN), allowed_hosts=frozenset(), offline=True)
+    fetcher = Fetcher(offline=True)
     with pytest.raises(FetchRefusedError, match="non-public"):
         asyncio.run(fetcher.fetch("http://192.168.1.1/"))
     with pytest.raises(FetchRefusedError, match="offline mode"):
         asyncio.run(fetcher.fetch("https://example.org/"))
-
-
-def test_catalog_urls_map_to_the_twin_and_back() -> None:
-    urls = CatalogUrlMap(TWIN)
-    assert (
-        urls.to_twin("https://www.data.gouv.fr/datasets/x/") == "http://127.0.0.1:8765/datasets/x/"
-    )
-    assert urls.to_twin("https://data.gouv.fr/api/1/datasets/") == (
-        "http://127.0.0.1:8765/api/1/datasets/"
-    )
-    assert urls.to_twin("https://tabular-api.data.gouv.fr/api/resources/r/data/") == (
-        "http://127.0.0.1:8765/tabular/api/resources/r/data/"
-    )
-    assert urls.to_twin("https://static.data.gouv.fr/resources/a.csv") == (
-        "http://127.0.0.1:8765/_ext/static.data.gouv.fr/resources/a.csv"
-    )
-    assert urls.to_twin("https://example.org/") is None
-    assert urls.to_live("http://127.0.0.1:8765/tabular/api/resources/r/") == (
-        "https://tabular-api.data.gouv.fr/api/resources/r/"
-    )
-    assert urls.to_live("http://127.0.0.1:8765/_ext/static.data.gouv.fr/a.csv") == (
-        "https://static.data.gouv.fr/a.csv"
-    )
 
 
 def test_html_is_read_as_text_with_live_links() -> None:
@@ -161,7 +148,7 @@ def test_html_is_read_as_text_with_live_links() -> None:
         "<html><head><style>p{}</style><script>x()</script><title>T</title></head><body>"
         "<h1>Catalogue</h1><p>Voir <a href='/datasets/r/abc'>le fichier</a></p></body></html>"
     )
-    text = html_to_text(html, "http://127.0.0.1:8765/datasets/c/", CatalogUrlMap(TWIN))
+    text = html_to_text(html, "https://www.data.gouv.fr/datasets/c/")
     assert "x()" not in text and "p{}" not in text
     assert "Catalogue" in text
     assert "<https://www.data.gouv.fr/datasets/r/abc>" in text

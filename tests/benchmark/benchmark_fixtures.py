@@ -25,9 +25,9 @@ providers:
 
 MCP_VERSIONS = """\
 mcp_versions:
-  - {version: "1.0.0", url: "http://127.0.0.1:{twin_port}/mcp/v1.0.0/mcp", active: true}
-  - {version: "2.0.0", url: "http://127.0.0.1:{twin_port}/mcp/v2.0.0/mcp", active: true}
-  - {version: "0.9", url: "https://mcp.example/mcp", active: false}
+  - {version: "0.2.19", url: "http://127.0.0.1:{twin_port}/mcp/v0.2.19/mcp", active: true}
+  - {version: "0.2.26", url: "http://127.0.0.1:{twin_port}/mcp/v0.2.26/mcp", active: true}
+  - {version: "0.2.5", url: "https://mcp.example/mcp", active: false}
 """
 
 SKILLS_VERSIONS = """\
@@ -53,13 +53,13 @@ evaluation_types:
     active: true
     capability_sets: [[skills, mcp]]
     system_prompts: all
-    mcp_versions: ["2.0.0"]
+    mcp_versions: ["0.2.26"]
     metrics: [result_accuracy, action_usage]
   - name: t3
     description: d3
     active: true
     capability_sets: [[mcp]]
-    mcp_versions: ["2.0.0"]
+    mcp_versions: ["0.2.26"]
     metrics: [action_usage, efficiency]
   - name: t4
     description: d4

@@ -110,14 +110,14 @@ def test_model_names_must_be_key_safe(tmp_path: Path) -> None:
     ("version", "message"),
     [
         ('"1.x"', "'1.x' is not a valid PEP 440 version (e.g. '0.2.26')"),
-        ('"v1.0.0"', "write the version in its normalised PEP 440 form '1.0.0'"),
-        ('"1.0.0+local"', "'1.0.0+local': epochs ('!') and local labels ('+') are not allowed"),
+        ('"v0.2.19"', "write the version in its normalised PEP 440 form '0.2.19'"),
+        ('"0.2.19+local"', "'0.2.19+local': epochs ('!') and local labels ('+') are not allowed"),
         ("1.0", "Input should be a valid string; got 1.0 (quote the value in YAML"),
     ],
 )
 def test_mcp_versions_must_be_normalised_pep440(tmp_path: Path, version: str, message: str) -> None:
     config_dir = write_config(tmp_path / "benchmark")
-    edit(config_dir / "mcp_versions.yml", 'version: "1.0.0"', f"version: {version}")
+    edit(config_dir / "mcp_versions.yml", 'version: "0.2.19"', f"version: {version}")
     error = only_error(config_dir)
     assert (error.file.name, error.field_path) == ("mcp_versions.yml", "mcp_versions[0].version")
     assert error.message.startswith(message)
@@ -125,7 +125,7 @@ def test_mcp_versions_must_be_normalised_pep440(tmp_path: Path, version: str, me
 
 def test_mcp_url_placeholders_are_checked(tmp_path: Path) -> None:
     config_dir = write_config(tmp_path / "benchmark")
-    edit(config_dir / "mcp_versions.yml", "{twin_port}/mcp/v1.0.0", "{port}/mcp/v1.0.0")
+    edit(config_dir / "mcp_versions.yml", "{twin_port}/mcp/v0.2.19", "{port}/mcp/v0.2.19")
     error = only_error(config_dir)
     assert error.field_path == "mcp_versions[0].url"
     assert error.message == "unknown placeholder(s) ['port'] in URL; allowed: {twin_port}"
@@ -157,7 +157,7 @@ def test_unknown_prompt_name_in_a_selector_suggests_a_close_one(tmp_path: Path) 
 
 def test_unknown_mcp_version_in_a_selector(tmp_path: Path) -> None:
     config_dir = write_config(tmp_path / "benchmark")
-    edit(config_dir / "evaluation_types.yml", 'mcp_versions: ["2.0.0"]', 'mcp_versions: ["3.0"]')
+    edit(config_dir / "evaluation_types.yml", 'mcp_versions: ["0.2.26"]', 'mcp_versions: ["3.0"]')
     error = only_error(config_dir)
     assert error.field_path == "evaluation_types[1].mcp_versions[0]"
     assert error.message.startswith("'3.0' is not defined in mcp_versions.yml; ")
@@ -242,3 +242,13 @@ def test_models_file_must_be_a_mapping(tmp_path: Path) -> None:
     assert error.message == (
         "expected a mapping with 'currency' and 'providers' at the top level, got nothing"
     )
+
+
+def test_an_mcp_version_the_registry_does_not_cover_is_an_error(tmp_path: Path) -> None:
+    config_dir = write_config(tmp_path / "benchmark")
+    edit(config_dir / "mcp_versions.yml", 'version: "0.2.19"', 'version: "9.9.9"')
+    error = only_error(config_dir)
+    assert (error.file.name, error.field_path) == ("mcp_versions.yml", "mcp_versions[0].version")
+    assert error.line is not None
+    assert "'9.9.9' is not covered by the action registry" in error.message
+    assert "'>=0.1.0,<=0.2.26'" in error.message

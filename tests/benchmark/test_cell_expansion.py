@@ -27,15 +27,15 @@ def test_default_expansion_counts_and_merges_identical_setups(tmp_path: Path) ->
     # 3 active models (m1, m2, albert's); m3 is inactive.
     # t1: [] -> 1 + [mcp] x 2 active versions -> 2, per model: 3 x 3 = 9
     # t2: [mcp, skills] x 1 version x 1 skills x 2 prompts (all): 2 x 3 = 6
-    # t3: [mcp] at 2.0.0 with prompt a: 3 cells, all already produced by t1 -> merged
+    # t3: [mcp] at 0.2.26 with prompt a: 3 cells, all already produced by t1 -> merged
     # t4: inactive
     assert len(cells) == 15
     assert sum(len(cell.evaluation_types) for cell in cells) == 18
     merged = [cell for cell in cells if len(cell.evaluation_types) > 1]
     assert [cell.key for cell in merged] == [
-        "offline~m1__mcp@2.0.0__a",
-        "offline~m2__mcp@2.0.0__a",
-        "albert~openai~gpt-oss-120b__mcp@2.0.0__a",
+        "offline~m1__mcp@0.2.26__a",
+        "offline~m2__mcp@0.2.26__a",
+        "albert~openai~gpt-oss-120b__mcp@0.2.26__a",
     ]
     for cell in merged:
         assert cell.evaluation_types == ("t1", "t3")
@@ -50,11 +50,11 @@ def test_order_follows_the_files(tmp_path: Path) -> None:
         "offline~m1__none__a",
         "offline~m2__none__a",
         "albert~openai~gpt-oss-120b__none__a",
-        "offline~m1__mcp@1.0.0__a",
+        "offline~m1__mcp@0.2.19__a",
     ]
     assert keys[-2:] == [
-        "albert~openai~gpt-oss-120b__mcp@2.0.0+skills@0.0.1__a",
-        "albert~openai~gpt-oss-120b__mcp@2.0.0+skills@0.0.1__b",
+        "albert~openai~gpt-oss-120b__mcp@0.2.26+skills@0.0.1__a",
+        "albert~openai~gpt-oss-120b__mcp@0.2.26+skills@0.0.1__b",
     ]
 
 
@@ -72,7 +72,7 @@ def test_cell_fields(tmp_path: Path) -> None:
     assert bare.model.kind == ProviderKind.OFFLINE and not bare.model.is_llm
     assert bare.model.base_url is None and bare.model.api_key_env is None
     assert bare.system_prompt_sha256 == sha("You help.")
-    full = cells["albert~openai~gpt-oss-120b__mcp@2.0.0+skills@0.0.1__b"]
+    full = cells["albert~openai~gpt-oss-120b__mcp@0.2.26+skills@0.0.1__b"]
     assert full.capabilities == ("mcp", "skills")
     assert full.model.is_llm
     assert (full.model.base_url, full.model.api_key_env) == (
@@ -80,15 +80,15 @@ def test_cell_fields(tmp_path: Path) -> None:
         "ALBERT_API_KEY",
     )
     assert (full.model.input_price_per_mtok, full.model.output_price_per_mtok) == (2.0, 8.0)
-    assert full.mcp_version == "2.0.0"
-    assert full.mcp_url_for(8123) == "http://127.0.0.1:8123/mcp/v2.0.0/mcp"
+    assert full.mcp_version == "0.2.26"
+    assert full.mcp_url_for(8123) == "http://127.0.0.1:8123/mcp/v0.2.26/mcp"
     assert full.skills_version == "0.0.1"
     assert full.skills_text == SKILLS_TEXT and full.skills_sha256 == sha(SKILLS_TEXT)
     assert (full.system_prompt, full.system_prompt_sha256) == ("b", sha(""))
     assert full.evaluation_types == ("t2",)
     assert full.metrics == ("result_accuracy", "action_usage")
     assert full.model_key == "albert~openai~gpt-oss-120b"
-    assert full.setup_key == "mcp@2.0.0+skills@0.0.1__b"
+    assert full.setup_key == "mcp@0.2.26+skills@0.0.1__b"
 
 
 def test_mcp_url_needs_the_twin_port(tmp_path: Path) -> None:
@@ -129,7 +129,7 @@ def test_record_is_json_ready_and_has_no_texts(tmp_path: Path) -> None:
     config_dir = write_config(tmp_path / "benchmark")
     cell = expand_cells(load_benchmark_config(config_dir), ["t2"])[0]
     record = cell.to_record()
-    assert record["key"] == "offline~m1__mcp@2.0.0+skills@0.0.1__a"
+    assert record["key"] == "offline~m1__mcp@0.2.26+skills@0.0.1__a"
     assert record["model_is_llm"] is False
     assert record["currency"] == "EUR"
     assert "skills_text" not in record and "system_prompt_text" not in record
@@ -140,8 +140,8 @@ def test_cost_estimate_by_hand(tmp_path: Path) -> None:
     cells = expand_cells(load_benchmark_config(config_dir), ["t3"])
     estimate = estimate_cost(cells, n_tasks=10, tokens_per_task=TokenBudget(100_000, 10_000))
     # albert: 0.1 M input x 2.0 + 0.01 M output x 8.0 = 0.28 per task, x 10 tasks = 2.8
-    assert estimate.per_cell["albert~openai~gpt-oss-120b__mcp@2.0.0__a"] == pytest.approx(2.8)
-    assert estimate.per_cell["offline~m1__mcp@2.0.0__a"] == 0.0
+    assert estimate.per_cell["albert~openai~gpt-oss-120b__mcp@0.2.26__a"] == pytest.approx(2.8)
+    assert estimate.per_cell["offline~m1__mcp@0.2.26__a"] == 0.0
     assert estimate.agent_runs == 30
     assert estimate.total == pytest.approx({"EUR": 2.8})
 
@@ -154,7 +154,7 @@ def test_cost_estimate_does_not_count_unpriced_models_as_free(tmp_path: Path) ->
     )
     cells = expand_cells(load_benchmark_config(config_dir), ["t3"])
     estimate = estimate_cost(cells, n_tasks=1, tokens_per_task=TokenBudget(1, 1))
-    assert estimate.unpriced == ("albert~openai~gpt-oss-120b__mcp@2.0.0__a",)
-    assert estimate.per_cell["albert~openai~gpt-oss-120b__mcp@2.0.0__a"] is None
+    assert estimate.unpriced == ("albert~openai~gpt-oss-120b__mcp@0.2.26__a",)
+    assert estimate.per_cell["albert~openai~gpt-oss-120b__mcp@0.2.26__a"] is None
     assert estimate.total is None
     assert estimate.priced_total == {"EUR": 0.0}

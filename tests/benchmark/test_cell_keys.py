@@ -35,6 +35,12 @@ def test_key_examples() -> None:
     assert cell_key("offline", "baseline-oneshot", [], None, None, "ctx") == (
         "offline~baseline-oneshot__none__ctx"
     )
+    # A named MCP source (a real build) follows its version; unnamed entries keep the bare one.
+    assert cell_key("offline", "b", ["mcp"], "0.2.14", None, "ctx", "build") == (
+        "offline~b__mcp@0.2.14~build__ctx"
+    )
+    with pytest.raises(ValueError, match="source name needs an MCP version"):
+        cell_key("offline", "b", [], None, None, "ctx", "build")
 
 
 def test_versions_must_match_capabilities() -> None:
@@ -93,7 +99,10 @@ PROVIDERS = st.from_regex(re.compile(r"[a-z][a-z0-9]{0,2}(?:-[a-z0-9]{1,2})?"), 
 PROMPTS = st.from_regex(re.compile(r"[a-z][a-z0-9]{0,2}(?:_[a-z0-9]{1,2}){0,2}"), fullmatch=True)
 VERSIONS = st.sampled_from(["0.2.5", "0.2.19", "0.2.26", "1.0", "1.0rc1", "1.0.post1"])
 CAPABILITY_SETS = st.frozensets(st.sampled_from([c.value for c in Capability]))
-IDENTITIES = st.tuples(PROVIDERS, MODEL_NAMES, CAPABILITY_SETS, VERSIONS, VERSIONS, PROMPTS).map(
+SOURCE_NAMES = st.none() | st.sampled_from(["build", "pr-12", "live"])
+IDENTITIES = st.tuples(
+    PROVIDERS, MODEL_NAMES, CAPABILITY_SETS, VERSIONS, VERSIONS, PROMPTS, SOURCE_NAMES
+).map(
     lambda t: (
         t[0],
         t[1],
@@ -101,15 +110,14 @@ IDENTITIES = st.tuples(PROVIDERS, MODEL_NAMES, CAPABILITY_SETS, VERSIONS, VERSIO
         t[3] if "mcp" in t[2] else None,
         t[4] if "skills" in t[2] else None,
         t[5],
+        t[6] if "mcp" in t[2] else None,
     )
 )
+Identity = tuple[str, str, tuple[str, ...], str | None, str | None, str, str | None]
 
 
 @given(IDENTITIES, IDENTITIES)
-def test_different_identities_never_share_a_key(
-    first: tuple[str, str, tuple[str, ...], str | None, str | None, str],
-    second: tuple[str, str, tuple[str, ...], str | None, str | None, str],
-) -> None:
+def test_different_identities_never_share_a_key(first: Identity, second: Identity) -> None:
     # The generated names are ones the configuration accepts.
     ModelEntry(name=first[1], active=True, input_price_per_mtok=None, output_price_per_mtok=None)
     key_one, key_two = cell_key(*first), cell_key(*second)

@@ -38,7 +38,7 @@ def test_cells_prints_a_table_and_a_total(tmp_path: Path) -> None:
         "-",
         "a",
     ]
-    assert any(line.split()[:2] == ["offline~m1__mcp@2.0.0__a", "t1,t3"] for line in lines)
+    assert any(line.split()[:2] == ["offline~m1__mcp@0.2.26__a", "t1,t3"] for line in lines)
     assert lines[-1] == (
         "15 cells (18 evaluation-type memberships, identical setups merged); "
         "10 on offline baselines (* = not an LLM)"

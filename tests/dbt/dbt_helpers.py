@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
+from dbt.cli.main import dbtRunner, dbtRunnerResult
 
-from datagouv_eval_pipeline.warehouse import Coverage, load_experiment
+from datagouv_eval_pipeline.warehouse import Coverage, ExperimentRecord, connect, load_experiment
+from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
+from datagouv_eval_pipeline.warehouse.gate import evaluate_gate, write_gate_results
 from tests.warehouse.warehouse_factories import (
     MCP_26,
     hand_cell,
@@ -16,12 +23,24 @@ from tests.warehouse.warehouse_factories import (
     specs,
 )
 
+PROJECT = Path(__file__).resolve().parents[2] / "dbt_metrics"
+"""The dbt project."""
+DUCKDB_ENV = "DATAGOUV_EVAL_DUCKDB"
+
 WAREHOUSE_TABLES = [
     "action_instances",
     "cells",
+    "comparisons",
+    "experiments",
     "failure_modes",
+    "gate_results",
+    "metric_estimates",
     "metrics",
+    "metrics_history",
+    "pass_k",
+    "references",
     "runs",
+    "runs_history",
     "tasks",
     "tool_calls",
     "verdicts",
@@ -36,9 +55,23 @@ RANGE_TESTS = [
 
 
 def load_fixture_warehouse(db: Path) -> Coverage:
-    """Load the realistic experiment and both hand cells, with their task specs, into ``db``."""
+    """Load the realistic experiment and both hand cells, with their task specs, into ``db``.
+
+    Recorded as two identical experiment runs, then the statistics stage and the gate run, as
+    the pipeline does before dbt.
+    """
     loads = [*realistic_experiment(), hand_cell(), hand_cell_b()]
-    _, coverage = load_experiment(db, loads, tasks=specs().values())  # closes its connection
+    for minutes, name in ((0, "fixture-1"), (5, "fixture-2")):
+        record = ExperimentRecord(
+            name, "cfg", name, datetime(2026, 11, 30, 10, minutes, tzinfo=UTC), "abc", False, None
+        )
+        _, coverage = load_experiment(db, loads, tasks=specs().values(), experiment=record)
+    conn = connect(db)
+    try:
+        compute_statistics(conn)
+        write_gate_results(conn, evaluate_gate(conn))
+    finally:
+        conn.close()
     return coverage
 
 
@@ -67,3 +100,35 @@ def rows(db: Path, sql: str, params: list[Any] | None = None) -> list[tuple[Any,
         return conn.execute(sql, params or []).fetchall()
     finally:
         conn.close()
+
+
+def run_dbt(args: list[str], tmp: Path) -> dbtRunnerResult:
+    """One dbt invocation of the project, its target and logs under ``tmp``."""
+    return dbtRunner().invoke(
+        [
+            *args,
+            "--project-dir",
+            str(PROJECT),
+            "--profiles-dir",
+            str(PROJECT),
+            "--target-path",
+            str(tmp / "target"),
+            "--log-path",
+            str(tmp / "logs"),
+            "--quiet",
+        ]
+    )
+
+
+@contextmanager
+def warehouse_env(db: Path) -> Iterator[None]:
+    """Point dbt's profile at ``db`` for the duration."""
+    previous = os.environ.get(DUCKDB_ENV)
+    os.environ[DUCKDB_ENV] = str(db)
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(DUCKDB_ENV, None)
+        else:
+            os.environ[DUCKDB_ENV] = previous

@@ -2,38 +2,23 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from dbt.cli.main import dbtRunner, dbtRunnerResult
+from dbt.cli.main import dbtRunnerResult
 
 from datagouv_eval_pipeline.warehouse import load_experiment
-from tests.dbt.dbt_helpers import RANGE_TESTS, load_fixture_warehouse, plant_out_of_range_score
+from tests.dbt.dbt_helpers import (
+    RANGE_TESTS,
+    load_fixture_warehouse,
+    plant_out_of_range_score,
+    run_dbt,
+    warehouse_env,
+)
 from tests.dbt.dbt_helpers import rows as _rows
 from tests.warehouse.warehouse_factories import HAND, HAND_B, MCP_19, MCP_26, realistic_experiment
-
-PROJECT = Path(__file__).resolve().parents[2] / "dbt_metrics"
-ENV = "DATAGOUV_EVAL_DUCKDB"
-
-
-def _dbt(args: list[str], tmp: Path) -> dbtRunnerResult:
-    return dbtRunner().invoke(
-        [
-            *args,
-            "--project-dir",
-            str(PROJECT),
-            "--profiles-dir",
-            str(PROJECT),
-            "--target-path",
-            str(tmp / "target"),
-            "--log-path",
-            str(tmp / "logs"),
-            "--quiet",
-        ]
-    )
 
 
 @pytest.fixture(scope="module")
@@ -41,15 +26,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dbtR
     tmp = tmp_path_factory.mktemp("dbt")
     db = tmp / "warehouse.duckdb"
     assert load_fixture_warehouse(db).ratio == 1.0
-    previous = os.environ.get(ENV)
-    os.environ[ENV] = str(db)
-    try:
-        yield db, _dbt(["build"], tmp)
-    finally:
-        if previous is None:
-            os.environ.pop(ENV, None)
-        else:
-            os.environ[ENV] = previous
+    with warehouse_env(db):
+        yield db, run_dbt(["build"], tmp)
 
 
 def _nodes(result: dbtRunnerResult) -> list[tuple[str, str, str]]:
@@ -86,11 +64,13 @@ def test_experiment_metrics_exclude_unscored_items(built: tuple[Path, dbtRunnerR
     summary = _rows(
         db,
         "SELECT runs, runs_ok, runs_error, avg_accuracy, accuracy_coverage, total_criteria, "
-        "total_criteria_scored FROM main.experiment_summary "
+        "total_criteria_scored, criterion_coverage FROM main.experiment_summary "
         "WHERE cell_key = ? AND tier = 'optimal'",
         [HAND],
     )
-    assert summary == [(4, 3, 1, 0.75, 0.5, 6.0, 3.0)]
+    # 2 of the 4 runs have a decided criterion (A, B); of the 6 criteria the judged runs A, B,
+    # C were asked, 1 + 2 + 0 = 3 were decided: criterion coverage 3/6.
+    assert summary == [(4, 3, 1, 0.75, 0.5, 6.0, 3.0, 0.5)]
 
 
 def test_breakdowns_and_cell_comparison(built: tuple[Path, dbtRunnerResult]) -> None:
@@ -131,18 +111,63 @@ def test_breakdowns_and_cell_comparison(built: tuple[Path, dbtRunnerResult]) -> 
     assert capability == [(2, 7)]
 
 
+def test_means_carry_intervals_and_pairs_carry_tests_and_verdicts(
+    built: tuple[Path, dbtRunnerResult],
+) -> None:
+    db, _ = built
+    metric = _rows(
+        db,
+        "SELECT scored, tasks, avg_value, std_error, ci_low, ci_high, interval_method "
+        "FROM main.experiment_metrics WHERE cell_key = ? AND tier = 'minimal' "
+        "AND metric = 'action_recall'",
+        [HAND],
+    )
+    # (1.0, 0.5): s = 0.353553, se = s / sqrt(2) = 0.25; t(1) = 12.706205 -> clipped to [0, 1].
+    assert metric == [(2, 2, 0.75, pytest.approx(0.25), 0.0, 1.0, "t")]
+    summary = _rows(
+        db,
+        "SELECT accuracy_n, accuracy_ci_low, accuracy_ci_high FROM main.experiment_summary "
+        "WHERE cell_key = ? AND tier = 'minimal'",
+        [HAND],
+    )
+    assert summary == [(2, 0.0, 1.0)]
+    pair = _rows(
+        db,
+        "SELECT paired_runs, paired_difference, difference_ci_low, difference_ci_high, test, "
+        "p_value, family_size, p_adjusted, verdict, mde FROM main.cell_comparison "
+        "WHERE cell_a = ? AND cell_b = ? AND tier = 'minimal' AND metric = 'action_recall'",
+        [HAND, HAND_B],
+    )
+    # d = (-1.0, +0.5): Wilcoxon ranks 2 and 1, W = 1 of 0..3 equally likely -> p = 1;
+    # se = sem(d) = 0.75, mde = (t(0.975, 1) + t(0.8, 1)) x 0.75 = (12.706205 + 1.376382) x 0.75.
+    assert pair == [
+        (2, -0.25, -1.0, 1.0, "wilcoxon_signed_rank", pytest.approx(1.0), 1,
+         pytest.approx(1.0), "no detectable difference", pytest.approx(10.56194, abs=1e-4))
+    ]  # fmt: skip
+    ranking = _rows(
+        db,
+        "SELECT cell_key, accuracy_n, runs, ranked, accuracy_rank, note "
+        "FROM main.headline_ranking WHERE tier = 'minimal' AND cell_key IN (?, ?) ORDER BY 1",
+        [HAND, HAND_B],
+    )
+    assert ranking[0][:4] == (HAND, 2, 4, True) and ranking[0][5] is None
+    assert ranking[1] == (HAND_B, 0, 2, False, None, "accuracy not scored on any run")
+    gate = _rows(
+        db,
+        "SELECT experiment_id, previous_experiment_id, bool_and(passed), count(*) "
+        "FROM main.regression_gate WHERE is_latest GROUP BY ALL",
+    )
+    assert gate == [("fixture-2", "fixture-1", True, 5)]
+
+
 def test_a_planted_out_of_range_score_fails_the_range_test(
     built: tuple[Path, dbtRunnerResult], tmp_path: Path
 ) -> None:
     db = tmp_path / "planted.duckdb"
     load_experiment(db, realistic_experiment())
     plant_out_of_range_score(db)
-    previous = os.environ[ENV]
-    os.environ[ENV] = str(db)
-    try:
-        result = _dbt(["test", "--select", "source:eval.verdicts"], built[0].parent)
-    finally:
-        os.environ[ENV] = previous
+    with warehouse_env(db):
+        result = run_dbt(["test", "--select", "source:eval.verdicts"], built[0].parent)
     assert result.exception is None
     assert not result.success
     failed = sorted(name for name, _, status in _nodes(result) if status == "fail")

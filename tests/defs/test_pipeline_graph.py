@@ -22,9 +22,17 @@ EXPECTED_ASSETS = [
     "catalog_validation",
     "eval/action_instances",
     "eval/cells",
+    "eval/comparisons",
+    "eval/experiments",
     "eval/failure_modes",
+    "eval/gate_results",
+    "eval/metric_estimates",
     "eval/metrics",
+    "eval/metrics_history",
+    "eval/pass_k",
+    "eval/references",
     "eval/runs",
+    "eval/runs_history",
     "eval/tasks",
     "eval/tool_calls",
     "eval/verdicts",
@@ -40,6 +48,7 @@ EXPECTED_CHECKS = [
     ("catalog_validation", "catalog_reachable"),
     ("catalog_validation", "no_quarantined_tasks"),
     ("eval/cells", "cell_coverage"),
+    ("eval/gate_results", "no_regression"),
     ("eval/metrics", "scores_in_range"),
     ("eval/runs", "runs_match_partitions"),
     ("eval/verdicts", "judge_coverage"),
@@ -90,7 +99,11 @@ def test_asset_keys_groups_and_partitions() -> None:
     parents = {k: graph.get(dg.AssetKey.from_user_string(k)).parent_keys for k in EXPECTED_ASSETS}
     assert parents["agent_runs"] == {dg.AssetKey("task_specs"), dg.AssetKey("catalog_validation")}
     assert parents["action_mappings"] == {dg.AssetKey("agent_runs")}
-    assert parents["judge_scores"] == {dg.AssetKey("action_mappings")}
+    # The pre-flight recomputes the references the judge and the value check compare with.
+    assert parents["judge_scores"] == {
+        dg.AssetKey("action_mappings"),
+        dg.AssetKey("catalog_validation"),
+    }
     for key in EXPECTED_ASSETS:
         if key.startswith("eval/"):
             assert parents[key] == {dg.AssetKey("judge_scores")}, key

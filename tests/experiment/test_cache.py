@@ -133,3 +133,23 @@ def test_labels_and_metrics_are_not_inputs(cell: Cell, task: TaskSpec) -> None:
         model=replace(cell.model, label="a new label"),
     )
     assert _hash(relabelled, task) == _hash(cell, task)
+
+
+# ------------------------------------------------------------------ adding repeats
+
+
+def test_adding_repeats_reuses_repeat_0_instead_of_rerunning_it(
+    tmp_path: Path, task: TaskSpec
+) -> None:
+    from datagouv_eval_pipeline.experiment.stages import run_agents
+
+    cells = expand_cells(load_benchmark_config())
+    offline = next(c for c in cells if not c.capabilities and c.model.kind == "offline")
+    cache = AgentRunCache(tmp_path)
+    first = run_agents(offline, [task], twin_urls=None, snapshot_id="snap-a", cache=cache)
+    assert (first.executed, first.reused) == (1, 0)
+    more = run_agents(offline, [task], twin_urls=None, snapshot_id="snap-a", repeats=3, cache=cache)
+    # Repeat 0 comes from the cache; only repeats 1 and 2 run.
+    assert (more.executed, more.reused) == (2, 1)
+    assert [t["repeat"] for t in more.document["traces"]] == [0, 1, 2]
+    assert more.document["traces"][0] == first.document["traces"][0]

@@ -1,5 +1,6 @@
 """The pure stage functions: mapping documents, judging a cell, aligning a cell's load."""
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,10 @@ from datagouv_eval_pipeline.experiment.stages import (
     mapping_from_dict,
 )
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
+from datagouv_eval_pipeline.metrics.catalog import CatalogObject, StaticCatalogLookup
 from datagouv_eval_pipeline.semantic.mapper import map_trace
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, TaskSpec, load_task_specs
+from datagouv_eval_pipeline.tasks.references import Reference
 from datagouv_eval_pipeline.traces import Trace, load_trace
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
@@ -125,3 +128,52 @@ def test_a_later_stage_with_the_wrong_length_loads_as_nulls(cell: Cell) -> None:
     mappings = map_actions(agent)
     truncated = {**mappings, "mappings": []}
     assert cell_load(agent, truncated, None).mappings is None
+
+
+def test_judging_follows_the_changed_count_and_resolves_slugs(
+    cell: Cell, tasks: dict[str, TaskSpec]
+) -> None:
+    # The regression of issue 10: the catalog now has 2 080 datasets before the date. An answer
+    # with the new figure is right for the value check and the judge's value criterion; the
+    # spec's literal 2076 is no longer what the answer is compared with.
+    moved = _trace("task_0002_mcp.json")
+    answer = re.sub(r"2\s?076", "2 080", moved.answer)
+    moved = moved.model_copy(update={"answer": answer})
+    agent = _agent_document(cell, [moved])
+    mappings = map_actions(agent)
+    reference = Reference(
+        task_id="task_0002",
+        name="datasets_before_2012_06_28",
+        spec_value=2076,
+        value=2080,
+        source="twin test-snapshot (Tabular API http://127.0.0.1/tabular/api/)",
+    )
+    catalog = StaticCatalogLookup.of(
+        [
+            CatalogObject(
+                "dataset", "5d13a8b6634f41070a43dff3", "catalogue-des-donnees-de-data-gouv-fr"
+            )
+        ]
+    )
+    literal = judge_cell(agent, mappings, tasks, DeterministicJudge())
+    followed = judge_cell(
+        agent, mappings, tasks, DeterministicJudge(), references=[reference], catalog=catalog
+    )
+    assert literal["scores"][0]["checks"]["value"]["passed"] is False
+    assert literal["scores"][0]["checks"]["citation"]["passed"] is False  # slug unknown
+    score = followed["scores"][0]
+    assert score["checks"]["value"]["passed"] is True
+    assert score["checks"]["value"]["details"]["expected"]["datasets_before_2012_06_28"] == {
+        "value": 2080,
+        "tolerance": 0.0,
+        "spec_value": 2076,
+        "source": reference.source,
+        "reference_error": None,
+    }
+    assert score["checks"]["citation"]["passed"] is True
+    assert score["provenance"]["spec_hash"] == tasks["task_0002"].spec_hash()
+    first = followed["judgements"][0]["criteria"][0]
+    assert "2080" in first["criterion"]
+    assert first["verdict"]["passed"] is True
+    assert literal["judgements"][0]["criteria"][0]["verdict"]["passed"] is False
+    assert followed["references"] == [reference.model_dump(mode="json")]

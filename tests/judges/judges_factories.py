@@ -15,6 +15,7 @@ from pydantic_ai.usage import RequestUsage
 
 from datagouv_eval_pipeline.judges.config import RoleModel
 from datagouv_eval_pipeline.judges.llm import LLMJudge
+from datagouv_eval_pipeline.providers.retry import RetryPolicy
 from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
 from datagouv_eval_pipeline.traces import Trace, load_trace
@@ -132,14 +133,20 @@ def default_answers() -> dict[str, Callable[[str], Any]]:
     }
 
 
+def fast_retry(retries: int) -> RetryPolicy:
+    """A retry policy that does not wait (tests of what is retried, not of the waits)."""
+    return RetryPolicy(retries=retries, base_delay_s=0, min_delay_s=0, jitter_s=0)
+
+
 def llm_judge(
     grader: Grader,
     *,
     model_id: str = "test/grader",
     prices: tuple[float | None, float | None] = (1.0, 4.0),
+    limiter_key: str = "test",
     **options: Any,
 ) -> LLMJudge:
-    options.setdefault("retry_delay_s", 0.0)
+    options.setdefault("retry", fast_retry(2))
     role = RoleModel(
         FunctionModel(grader, model_name=model_id),
         model_id,
@@ -147,5 +154,6 @@ def llm_judge(
         prices[0],
         prices[1],
         "EUR",
+        limiter_key=limiter_key,
     )
     return LLMJudge({"default": role}, **options)

@@ -4,6 +4,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from datagouv_eval_pipeline.judges.deterministic import (
     JUDGE_ID,
@@ -13,6 +14,11 @@ from datagouv_eval_pipeline.judges.deterministic import (
 )
 from datagouv_eval_pipeline.judges.protocol import FailureModeInput, ToolEvidence
 from datagouv_eval_pipeline.judges.verdict import NEEDS_LLM, FailureMode, Verdict, outcome
+from datagouv_eval_pipeline.metrics.catalog import (
+    CatalogObject,
+    StaticCatalogLookup,
+    with_catalog_slugs,
+)
 from datagouv_eval_pipeline.metrics.numbers import find_value
 from datagouv_eval_pipeline.metrics.trajectory import trajectory_adherence
 from datagouv_eval_pipeline.semantic.instances import ActionInstance
@@ -119,7 +125,8 @@ def test_a_link_criterion_is_decided_by_the_citation_check() -> None:
     cited = judge_criterion(1, f"Page : https://www.data.gouv.fr/fr/datasets/{DS}/")
     assert outcome(cited) == "pass"
     assert outcome(judge_criterion(1, "Voir la page du jeu sur data.gouv.fr.")) == "fail"
-    # A slug counts when the tool results tie it to the expected id.
+    # A slug printed next to the id in a tool result teaches nothing (it may be another
+    # dataset's); the slug counts when the task carries the catalog record's slug.
     evidence = (
         ToolEvidence(
             "c1",
@@ -137,6 +144,20 @@ def test_a_link_criterion_is_decided_by_the_citation_check() -> None:
         evidence,
         task=TASK,
     )
+    assert outcome(slug) == "fail"
+    with_slug = with_catalog_slugs(
+        TASK,
+        StaticCatalogLookup.of(
+            [CatalogObject("dataset", DS, "recensement-des-equipements-sportifs")]
+        ),
+    )
+    slug = JUDGE.criterion_sync(
+        TASK.prompt,
+        "https://www.data.gouv.fr/datasets/recensement-des-equipements-sportifs",
+        criterion,
+        evidence,
+        task=with_slug,
+    )
     assert outcome(slug) == "pass"
 
 
@@ -151,7 +172,11 @@ def test_a_criterion_without_hint_is_left_to_an_llm_judge() -> None:
 
 
 def test_an_invalid_pattern_leaves_the_criterion_unscored() -> None:
-    criterion = Criterion(criteria="x", patterns=["(unclosed"])
+    # A spec cannot hold one any more (the model refuses it at load)...
+    with pytest.raises(ValidationError, match="not a valid regular expression"):
+        Criterion(criteria="x", patterns=["(unclosed"])
+    # ...but a criterion built without validation still never crashes the judge.
+    criterion = Criterion.model_construct(criteria="x", keywords=[], patterns=["(unclosed"])
     verdict = JUDGE.criterion_sync("q", "anything", criterion, ())
     assert outcome(verdict) == "unscored"
     assert "invalid pattern" in verdict.reason
@@ -279,9 +304,15 @@ def test_hallucination_from_ungrounded_ids_or_numbers() -> None:
     assert invented[FailureMode.HALLUCINATION].details["ungrounded_ids"] == [
         "0123456789abcdef01234567"
     ]
-    # A number seen nowhere may be derived (a share, a sum): a judge must say.
+    # A number in no tool result nor the prompt is present by rule (issue 10): no tool showed it.
     number = modes("Le Gers compte 1 500 équipements.", FULL)
-    assert outcome(number[FailureMode.HALLUCINATION]) == "unscored"
+    assert outcome(number[FailureMode.HALLUCINATION]) == "fail"
+    assert number[FailureMode.HALLUCINATION].details["ungrounded_numbers"] == ["1 500"]
+    # The invented id tried in code: an argument is not evidence, only the 404 result is.
+    code = "requests.get('https://www.data.gouv.fr/api/1/datasets/0123456789abcdef01234567/')"
+    tried = ToolEvidence("c4", "execute_python", {"code": code}, "<Response [404]>", False)
+    invented_tried = modes("Voir le jeu 0123456789abcdef01234567.", FULL, [tried])
+    assert outcome(invented_tried[FailureMode.HALLUCINATION]) == "fail"
     # Years and small numbers are not checked; numbers of the prompt are grounded.
     plain = modes("En 2024, 3 sources ; dans le Gers.", FULL)
     assert outcome(plain[FailureMode.HALLUCINATION]) == "pass"
@@ -292,3 +323,33 @@ def test_classification_is_left_to_an_llm_judge() -> None:
     result = asyncio.run(JUDGE.classify_call(call, ["get.data"]))
     assert result.actions == ()
     assert result.verdict.error == NEEDS_LLM
+
+
+KEY_ERROR = (
+    "Traceback (most recent call last):\n"
+    '  File "<agent>", line 7, in <module>\n'
+    '    total = payload["data"][0]["missing_field"]\n'
+    "KeyError: 'missing_field'\n"
+)
+HTTP_404 = (
+    "Traceback (most recent call last):\n"
+    '  File "<agent>", line 4, in <module>\n'
+    "    response.raise_for_status()\n"
+    "requests.exceptions.HTTPError: 404 Client Error: Not Found for url: "
+    "https://www.data.gouv.fr/api/1/datasets/nope/\n"
+)
+
+
+def test_the_agents_own_exceptions_are_never_parameter_errors() -> None:
+    # The counter-example: a KeyError in the agent's parsing after a successful request
+    # fired PARAMETER_ERROR (the word "missing" and "KeyError" matched the rule).
+    local = ToolEvidence("c3", "run_python", {"code": "..."}, KEY_ERROR, True)
+    verdict = modes("x", FULL, [local])[FailureMode.PARAMETER_ERROR]
+    assert outcome(verdict) == "pass"
+    assert "agent's own code" in verdict.reason
+    # A traceback of an HTTP 4xx answer does blame the request.
+    refused = ToolEvidence("c3", "run_python", {"code": "..."}, HTTP_404, True)
+    assert outcome(modes("x", FULL, [refused])[FailureMode.PARAMETER_ERROR]) == "fail"
+    # A local exception next to a refused MCP call: the refused call decides.
+    blamed = ToolEvidence("c2", "get_dataset_info", {}, "Error: dataset 'x' not found", True)
+    assert outcome(modes("x", FULL, [local, blamed])[FailureMode.PARAMETER_ERROR]) == "fail"

@@ -20,6 +20,7 @@ from tests.judges.judges_factories import (
     all_absent,
     default_answers,
     example_trace,
+    fast_retry,
     llm_judge,
     real_tasks,
 )
@@ -114,13 +115,13 @@ def test_transient_provider_errors_are_retried() -> None:
     good = answers["criterion"]
     answers["criterion"] = lambda prompt: failures.pop() if failures else good(prompt)
     grader = Grader(answers)
-    verdict = ask_criterion(grader, retries=1)
+    verdict = ask_criterion(grader, retry=fast_retry(1))
     assert outcome(verdict) == "pass"
     assert len(grader.requests) == 2
     refused = default_answers()
     refused["criterion"] = lambda _: ModelHTTPError(401, "test/grader", "bad key")
     grader = Grader(refused)
-    verdict = ask_criterion(grader, retries=3)
+    verdict = ask_criterion(grader, retry=fast_retry(3))
     assert len(grader.requests) == 1  # a refused request is not retried
     assert "refused" in (verdict.error or "")
 
@@ -192,7 +193,7 @@ def test_arguments_strict_values_are_ruled_and_only_criteria_reach_the_model() -
         )
     )
     assert [outcome(v) for v in verdicts] == ["fail", "pass"]
-    assert verdicts[0].judge_id == "deterministic@1"
+    assert verdicts[0].judge_id == "deterministic@2"
     assert verdicts[1].judge_id == "llm:test/grader"
     (sent,) = grader.of("arguments")
     assert "created_at < 2012-06-28" in sent.prompt

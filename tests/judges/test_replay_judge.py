@@ -21,6 +21,7 @@ from datagouv_eval_pipeline.judges.config import resolve_model
 from datagouv_eval_pipeline.judges.llm import LLMJudge
 from datagouv_eval_pipeline.judges.protocol import tool_evidence
 from datagouv_eval_pipeline.judges.verdict import Verdict, outcome
+from datagouv_eval_pipeline.providers.retry import RetryPolicy
 from tests.judges.judges_factories import example_trace, real_tasks
 
 MODEL = "mistral/mistral-small-2603"
@@ -53,7 +54,9 @@ def allow_requests() -> Iterator[None]:
 
 def ask(base_url: str) -> Verdict:
     models = load_benchmark_config().models
-    judge = LLMJudge({"default": resolve_model(MODEL, models, base_url=base_url)}, retries=0)
+    judge = LLMJudge(
+        {"default": resolve_model(MODEL, models, base_url=base_url)}, retry=RetryPolicy(retries=0)
+    )
     task = real_tasks()["task_0002"]
     trace = example_trace("task_0002_mcp.json")
     return asyncio.run(

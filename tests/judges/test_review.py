@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from datagouv_eval_pipeline.experiment.catalog import twin_catalog_lookup
 from datagouv_eval_pipeline.judges.calibration import CalibrationError, load_calibration
 from datagouv_eval_pipeline.judges.review import (
     REVIEW_COLUMNS,
@@ -15,6 +16,8 @@ from datagouv_eval_pipeline.judges.review import (
     write_review,
 )
 from tests.judges.judges_factories import EXAMPLES, real_tasks
+
+CATALOG = twin_catalog_lookup()  # the snapshot the example traces were run against
 
 
 def make_run(root: Path, name: str, files: list[str]) -> Path:
@@ -37,7 +40,9 @@ ALL = [
 def test_the_sample_includes_answers_that_passed_every_check(tmp_path: Path) -> None:
     runs = {"r1": make_run(tmp_path, "r1", ALL)}
     # 3 of the 4 example traces pass every check; only task_0002_mcp_wrong does not.
-    rows, notices = review_sample(runs, real_tasks(), per_run=2, seed=1, passed_share=0.25)
+    rows, notices = review_sample(
+        runs, real_tasks(), per_run=2, seed=1, passed_share=0.25, catalog=CATALOG
+    )
     samples = {row.sample_id: row.passed_every_check for row in rows}
     assert len(samples) == 2
     # round(2 * 0.25) = 0, but at least one passed trace is drawn when any exists.
@@ -49,13 +54,15 @@ def test_the_sample_includes_answers_that_passed_every_check(tmp_path: Path) -> 
     assert [row.criterion_index for row in wrong] == [0, 1, 2, 3, 4]
     assert [row.judge_outcome for row in wrong] == ["fail", "unscored", "fail", "unscored", "fail"]
     assert all(row.human_verdict == "" for row in rows)
-    again, _ = review_sample(runs, real_tasks(), per_run=2, seed=1, passed_share=0.25)
+    again, _ = review_sample(
+        runs, real_tasks(), per_run=2, seed=1, passed_share=0.25, catalog=CATALOG
+    )
     assert again == rows  # the same seed draws the same sample
 
 
 def test_a_short_run_is_reported_and_only_passed_traces_fill_it(tmp_path: Path) -> None:
     runs = {"small": make_run(tmp_path, "small", ALL[:2])}
-    rows, notices = review_sample(runs, real_tasks(), per_run=3, passed_share=0.0)
+    rows, notices = review_sample(runs, real_tasks(), per_run=3, passed_share=0.0, catalog=CATALOG)
     assert len({row.sample_id for row in rows}) == 2
     assert "small: only 2 trace(s) available for 3 asked" in notices
 
@@ -75,7 +82,7 @@ def annotate(path: Path, verdicts: dict[tuple[str, int], tuple[str, str]]) -> No
 
 def test_annotations_feed_the_calibration_set(tmp_path: Path) -> None:
     runs = {"r1": make_run(tmp_path / "runs", "r1", ["task_0002_mcp_wrong.json"])}
-    rows, _ = review_sample(runs, real_tasks(), per_run=1)
+    rows, _ = review_sample(runs, real_tasks(), per_run=1, catalog=CATALOG)
     review = tmp_path / "review.csv"
     write_review(rows, review)
     sample = "r1/traces/task_0002_mcp_wrong"
@@ -106,7 +113,7 @@ def test_annotations_feed_the_calibration_set(tmp_path: Path) -> None:
 
 def test_jsonl_round_trip_and_invalid_annotations(tmp_path: Path) -> None:
     runs = {"r1": make_run(tmp_path / "runs", "r1", ["task_0002_mcp.json"])}
-    rows, _ = review_sample(runs, real_tasks(), per_run=1)
+    rows, _ = review_sample(runs, real_tasks(), per_run=1, catalog=CATALOG)
     review = tmp_path / "review.jsonl"
     write_review(rows, review)
     records = read_review(review)

@@ -6,9 +6,11 @@ from typing import Any
 
 import pytest
 
+from datagouv_eval_pipeline.experiment.catalog import twin_catalog_lookup
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
 from datagouv_eval_pipeline.judges.runner import CONFIDENCE_JUDGE, judge_trace, judge_trace_sync
 from datagouv_eval_pipeline.judges.verdict import FailureMode, outcome
+from datagouv_eval_pipeline.metrics.catalog import with_catalog_slugs
 from datagouv_eval_pipeline.metrics.scorer import score_trace
 from datagouv_eval_pipeline.semantic.instances import CallCategory
 from datagouv_eval_pipeline.traces import ToolCall, Trace
@@ -21,13 +23,14 @@ from tests.judges.judges_factories import (
 )
 
 TASK = real_tasks()["task_0002"]
+CATALOG = twin_catalog_lookup()
 
 
 def test_deterministic_judgement_of_the_good_example_trace() -> None:
     trace = example_trace("task_0002_mcp.json")
-    result = judge_trace_sync(DeterministicJudge(), TASK, trace)
+    result = judge_trace_sync(DeterministicJudge(), with_catalog_slugs(TASK, CATALOG), trace)
     # Criteria: 2076 (pattern + value), catalogue origin (no hint), created_at (keyword), deleted
-    # datasets caveat (no hint), link to the catalogue page (citation via the learned slug).
+    # datasets caveat (no hint), link to the catalogue page (citation via the catalog's slug).
     assert [outcome(c.verdict) for c in result.criteria] == [
         "pass",
         "unscored",

@@ -1,16 +1,17 @@
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from datagouv_eval_pipeline.metrics.catalog import CatalogObject, StaticCatalogLookup
 from datagouv_eval_pipeline.metrics.checks import (
     behaviour_check,
     citation_check,
     detect_decline,
     extract_urls,
     grounded_ids_check,
-    learn_aliases,
     tools_check,
     value_check,
 )
@@ -176,26 +177,82 @@ def test_citation_prefers_structured_urls() -> None:
     assert result.details["origin"] == "structured cited_urls"
 
 
-def test_citation_learns_the_slug_from_a_tool_result() -> None:
-    result_text = (
-        "Dataset Information: Catalogue des données de data.gouv.fr\n\n"
-        f"ID: {DS}\nSlug: catalogue-des-donnees-de-data-gouv-fr\n"
-        "URL: https://www.data.gouv.fr/datasets/catalogue-des-donnees-de-data-gouv-fr/\n\n"
-        "1. Autre jeu\n   ID: 000000000000000000000000\n"
-        "   URL: https://www.data.gouv.fr/datasets/autre-jeu\n"
+CATALOG = StaticCatalogLookup.of(
+    [
+        CatalogObject("dataset", DS, "catalogue-des-donnees-de-data-gouv-fr"),
+        CatalogObject("dataset", "000000000000000000000000", "autre-jeu"),
+    ]
+)
+
+
+def test_citation_takes_the_slug_from_the_catalog_record() -> None:
+    spec = task(expected_sources=[{"type": "dataset", "id": DS}])
+    by_slug = make_trace(
+        answer="Source : https://www.data.gouv.fr/datasets/catalogue-des-donnees-de-data-gouv-fr/"
+    )
+    # Without a catalog the slug is unknown: only the id counts.
+    assert citation_check(spec, by_slug).passed is False
+    result = citation_check(spec, by_slug, catalog=CATALOG)
+    assert result.passed is True
+    assert result.details["accepted_names"][DS] == [DS, "catalogue-des-donnees-de-data-gouv-fr"]
+    other = by_slug.model_copy(update={"answer": "https://www.data.gouv.fr/datasets/autre-jeu"})
+    assert citation_check(spec, other, catalog=CATALOG).passed is False
+
+
+def test_citation_takes_the_slug_filled_on_the_expected_source() -> None:
+    spec = task(
+        expected_sources=[
+            {"type": "dataset", "id": DS, "slug": "catalogue-des-donnees-de-data-gouv-fr"}
+        ]
     )
     trace = make_trace(
-        answer="Source : https://www.data.gouv.fr/datasets/catalogue-des-donnees-de-data-gouv-fr/",
-        tool_calls=[{"id": "c1", "name": "get_dataset_info", "result": result_text}],
+        answer="https://www.data.gouv.fr/fr/datasets/catalogue-des-donnees-de-data-gouv-fr"
     )
-    spec = task(expected_sources=[{"type": "dataset", "id": DS}])
-    # only the block holding the id gives aliases, so "autre-jeu" is not one
-    assert learn_aliases(trace, spec.expected_sources) == {
-        DS: {"catalogue-des-donnees-de-data-gouv-fr"}
-    }
     assert citation_check(spec, trace).passed is True
-    other = trace.model_copy(update={"answer": "https://www.data.gouv.fr/datasets/autre-jeu"})
-    assert citation_check(spec, other).passed is False
+
+
+# The regression of issue 10: a code cell printed the search results as one JSON block, the
+# expected national census id and the Occitanie regional dataset's slug side by side. Learning
+# slugs by co-occurrence made the Occitanie page a citation of the national dataset.
+NATIONAL = "53699ebba3a729239d205f4f"
+NATIONAL_SLUG = "recensement-des-equipements-sportifs-espaces-et-sites-de-pratiques"
+OCCITANIE = "67450feab4e83dc75f7733d4"
+OCCITANIE_SLUG = "equipements-sportifs-et-lieux-de-pratiques-en-region-occitanie"
+SPORTS = StaticCatalogLookup.of(
+    [
+        CatalogObject("dataset", NATIONAL, NATIONAL_SLUG),
+        CatalogObject("dataset", OCCITANIE, OCCITANIE_SLUG),
+    ]
+)
+
+
+def _occitanie_trace(answer: str) -> Any:
+    printed = json.dumps(
+        [
+            {"id": NATIONAL, "slug": NATIONAL_SLUG, "title": "Recensement des équipements"},
+            {
+                "id": OCCITANIE,
+                "slug": OCCITANIE_SLUG,
+                "title": "Equipements sportifs en région Occitanie",
+                "page": f"https://www.data.gouv.fr/datasets/{OCCITANIE_SLUG}/",
+            },
+        ],
+        ensure_ascii=False,
+    )
+    return make_trace(
+        answer=answer,
+        tool_calls=[{"id": "c1", "name": "execute_python", "result": printed}],
+        capabilities=["code"],
+    )
+
+
+def test_citation_of_the_occitanie_dataset_is_not_a_citation_of_the_national_one() -> None:
+    spec = task(expected_sources=[{"type": "dataset", "id": NATIONAL}])
+    wrong = _occitanie_trace(f"Source : https://www.data.gouv.fr/datasets/{OCCITANIE_SLUG}/")
+    assert citation_check(spec, wrong).passed is False
+    assert citation_check(spec, wrong, catalog=SPORTS).passed is False
+    right = _occitanie_trace(f"Source : https://www.data.gouv.fr/datasets/{NATIONAL_SLUG}/")
+    assert citation_check(spec, right, catalog=SPORTS).passed is True
 
 
 def test_citation_does_not_apply_to_a_decline_task() -> None:
@@ -246,17 +303,40 @@ def test_behaviour_empty_answer_fails() -> None:
 # --- grounded ids ------------------------------------------------------------------------------
 
 
-def test_grounded_ids_seen_in_results_and_arguments() -> None:
+def test_grounded_ids_seen_in_results() -> None:
     trace = make_trace(
         answer=f"Jeu {DS.upper()}, ressource {RID}.",
         tool_calls=[
             {"id": "c1", "name": "search_datasets", "result": f"ID: {DS}"},
-            {"id": "c2", "name": "query_resource_data", "arguments": {"resource_id": RID}},
+            {"id": "c2", "name": "list_dataset_resources", "result": f"- {RID} (csv)"},
         ],
     )
     result = grounded_ids_check(task(), trace)
     assert result.passed is True
     assert result.details["stated"] == sorted([DS, RID])
+
+
+def test_grounded_ids_an_invented_id_tried_in_code_is_not_grounded() -> None:
+    # The regression of issue 10: the agent invented an id, tried it in its code (404) and
+    # stated it. Its own arguments are not evidence.
+    invented = "0123456789abcdef01234567"
+    code = f"import requests\nprint(requests.get('https://www.data.gouv.fr/api/1/datasets/{invented}/'))"
+    trace = make_trace(
+        answer=f"Le jeu {invented} répond à la question.",
+        tool_calls=[
+            {
+                "id": "c1",
+                "name": "execute_python",
+                "arguments": {"code": code},
+                "result": "<Response [404]>",
+                "error": False,
+            }
+        ],
+        capabilities=["code"],
+    )
+    result = grounded_ids_check(task(), trace)
+    assert result.passed is False
+    assert result.details["ungrounded"] == [invented]
 
 
 def test_grounded_ids_flags_an_invented_id() -> None:
@@ -304,7 +384,7 @@ def test_citation_reads_the_twin_page_urls_as_data_gouv_fr_pages() -> None:
     assert citation_check(spec, elsewhere).passed is False
 
 
-def test_citation_learns_a_slug_from_a_twin_tool_result() -> None:
+def test_citation_resolves_a_twin_page_by_slug_through_the_catalog() -> None:
     slug = "catalogue-des-donnees-de-data-gouv-fr"
     result_text = f"ID: {DS}\nURL: http://127.0.0.1:8765/datasets/{slug}/\n"
     trace = make_trace(
@@ -313,5 +393,5 @@ def test_citation_learns_a_slug_from_a_twin_tool_result() -> None:
         provenance={"base_urls": TWIN},
     )
     spec = task(expected_sources=[{"type": "dataset", "id": DS}])
-    assert learn_aliases(trace, spec.expected_sources) == {DS: {slug}}
-    assert citation_check(spec, trace).passed is True
+    assert citation_check(spec, trace).passed is False  # the tool result teaches nothing
+    assert citation_check(spec, trace, catalog=CATALOG).passed is True

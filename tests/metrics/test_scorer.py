@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from datagouv_eval_pipeline.metrics.catalog import CatalogObject, StaticCatalogLookup
 from datagouv_eval_pipeline.metrics.scorer import TIER_METRICS, score_trace
 from datagouv_eval_pipeline.metrics.values import MetricValue
 from datagouv_eval_pipeline.semantic.mapper import map_trace
@@ -28,7 +29,14 @@ def trace(name: str) -> Trace:
 def test_mcp_trace_end_to_end(task: TaskSpec) -> None:
     # The mapper turns the 4 MCP calls (JSON-string arguments) into 4 instances:
     #   search.datasets, get.dataset.info, get.dataset.resources, get.data (filters set).
-    score = score_trace(task, trace("mcp"))
+    catalog = StaticCatalogLookup.of(
+        [
+            CatalogObject(
+                "dataset", "5d13a8b6634f41070a43dff3", "catalogue-des-donnees-de-data-gouv-fr"
+            )
+        ]
+    )
+    score = score_trace(task, trace("mcp"), catalog=catalog)
     minimal, optimal = score.minimal, score.optimal
     # minimal requires {search.datasets, get.dataset.resources, get.data}; 4 distinct names used.
     #   type level:     matched 3, P = 3/4, R = 3/3, F1 = 2*.75*1/1.75 = 6/7

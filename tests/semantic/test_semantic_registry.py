@@ -6,11 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
 from datagouv_eval_pipeline.semantic.registry import (
     SEMANTIC_ARGUMENTS,
     ActionRegistry,
     RegistryError,
+    UncoveredVersionError,
     UnknownVersionError,
     UnmappedTool,
     default_action_names,
@@ -418,3 +420,16 @@ def test_client_specs_cover_the_library_calls(registry: ActionRegistry) -> None:
     assert ("Resource.profile", "get.resource.profile") in targets
     assert ("Dataset.get_monthly_traffic_metrics", "get.metrics") in targets
     assert ("Organization.datasets", "search.datasets") in targets
+
+
+def test_a_version_the_registry_does_not_cover_is_an_error_naming_the_ranges(
+    registry: ActionRegistry,
+) -> None:
+    # 9.9.9 used to resolve silently to the newest tool set through open-ended specifiers.
+    with pytest.raises(UncoveredVersionError) as caught:
+        registry.actions_for_mcp_tool("search_datasets", "9.9.9", {})
+    message = str(caught.value)
+    assert "'9.9.9' is not covered" in message
+    assert "'>=0.1.0,<=0.2.26'" in message
+    assert isinstance(caught.value, UnknownVersionError)  # callers report it as a mapping error
+    assert registry.check_mcp_version("0.2.26") == Version("0.2.26")

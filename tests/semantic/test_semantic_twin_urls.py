@@ -1,4 +1,4 @@
-"""URLs on the local twin map to the actions of the production URLs they stand for."""
+"""Traces recorded before the hostname front: their recorded base URLs read as production ones."""
 
 from __future__ import annotations
 
@@ -106,15 +106,23 @@ def test_only_the_recorded_base_urls_are_aliases() -> None:
     assert live.instances == []
 
 
-def test_traces_without_base_urls_read_loopback_urls_as_a_twin() -> None:
-    code = (
+def test_traces_without_base_urls_map_production_urls_only() -> None:
+    loopback = (
         f'import requests\nrequests.get("http://localhost:40123/tabular/api/resources/{RID}/data/")'
     )
-    mapping = map_trace(_trace([("execute_python", {"code": code})], None))
+    assert map_trace(_trace([("execute_python", {"code": loopback})], None)).instances == []
+    production = (
+        "import requests\nrequests.get("
+        f'"https://tabular-api.data.gouv.fr/api/resources/{RID}/data/")'
+    )
+    mapping = map_trace(_trace([("execute_python", {"code": production})], None))
     assert _pairs(mapping) == [("get.data", {"resource_id": RID})]
     # The base URLs given to map_trace override the (missing) recorded ones.
-    pinned = map_trace(_trace([("execute_python", {"code": code})], None), base_urls=TWIN)
-    assert pinned.instances == []
+    pinned = map_trace(
+        _trace([("execute_python", {"code": loopback})], None),
+        base_urls=TwinUrls.for_site("http://localhost:40123/").as_dict(),
+    )
+    assert _pairs(pinned) == [("get.data", {"resource_id": RID})]
 
 
 def test_resolve_rewrites_prefixes_longest_first() -> None:
@@ -133,9 +141,7 @@ def test_resolve_rewrites_prefixes_longest_first() -> None:
     )
     assert aliases.resolve("https://example.org/a") == "https://example.org/a"
     assert UrlAliases.from_base_urls(TwinUrls.live().as_dict()).prefixes == ()
-    assert UrlAliases.loopback_twin().resolve("http://[::1]:81/metrics/api/x/data/") == (
-        "https://metric-api.data.gouv.fr/api/x/data/"
-    )
+    assert UrlAliases.for_trace(None).resolve(f"{SITE}api/1/site/") == f"{SITE}api/1/site/"
 
 
 def test_the_sandbox_base_url_variables_resolve_to_the_recorded_urls() -> None:
@@ -158,12 +164,12 @@ httpx.get(os.environ.get("NOT_SET", "https://www.data.gouv.fr/api/") + "2/datase
         ("search.datasets", {}),
         ("search.organizations", {"query": "insee"}),
     ]
-    # Without recorded base URLs the variables are unknown: the defaults given apply, and the
-    # request built on the variable alone stays undecided.
-    unknown = map_trace(_trace(calls[:1], None))
-    assert [i.action for i in unknown.instances] == [
+    # Without recorded base URLs the variables hold the production URLs (what the sandbox
+    # is given since the hostname front).
+    production = map_trace(_trace(calls[:1], None))
+    assert [i.action for i in production.instances] == [
+        "get.data",
         "get.dataset.info",
         "get.dataset.resources",
         "search.datasets",
     ]
-    assert "request(s) with dynamic URL" in unknown.calls[0].reason

@@ -421,3 +421,34 @@ def test_default_vocabulary_matches_the_documented_one() -> None:
     assert default_action_names() == FALLBACK_ACTION_NAMES
     assert default_arg_names() == FALLBACK_ARG_NAMES
     assert len(FALLBACK_ACTION_NAMES) == 11
+
+
+def test_a_pattern_that_does_not_compile_is_an_error_naming_file_field_and_regex_error(
+    tmp_path: Path,
+) -> None:
+    criteria = {"minimal": [{"criteria": "Donne 2076.", "patterns": ["2\\s?076", "(2076"]}]}
+    path = write(tmp_path, "task_0001.yml", spec(evaluation_criteria=criteria))
+    error = only_error(path)
+    assert error.file == path
+    assert error.field_path.startswith("evaluation_criteria.minimal[0].patterns")
+    assert "pattern 1 ('(2076') is not a valid regular expression" in error.message
+    assert "missing ), unterminated subpattern" in error.message
+
+
+def test_check_params_are_validated_by_the_check_model_at_load(tmp_path: Path) -> None:
+    resources = [
+        {
+            "type": "resource",
+            "id": "f868cca6-8da1-4369-a78d-47463f19a9a3",
+            "dataset_id": "5d13a8b6634f41070a43dff3",
+            "checks": [
+                {"fn": "tabular_api_available"},
+                {"fn": "row_count_within", "params": {"maximum": 3}},
+            ],
+        }
+    ]
+    path = write(tmp_path, "task_0001.yml", spec(resources=resources))
+    error = only_error(path)
+    assert error.field_path == "resources[0].checks[1].params"
+    assert error.line is not None
+    assert error.message.startswith("invalid params for row_count_within: maximum:")

@@ -186,13 +186,21 @@ def test_update_date_relative_windows_use_the_configured_clock(
 def test_expected_values_drift_with_the_recomputed_numbers(drift_report: ValidationReport) -> None:
     tabular, values = checks_of(drift_report, "task_0112")
     assert tabular.outcome == "passed"
-    assert (values.fn, values.implicit, values.outcome) == ("expected_values_hold", True, "failed")
+    # The figures moved but can be computed: the premise holds, the change is reported and
+    # followed (the recomputed numbers become the run's references).
+    assert (values.fn, values.implicit, values.outcome) == ("expected_values_hold", True, "passed")
     assert values.object_id == RNE_CM and values.dataset_id == RNE
     # The overlay removed one woman councillor of Toulouse: 69 → 68 and 35 → 34.
     assert values.diffs == [
         DiffEntry(field="expected_values.conseillers_toulouse", baseline=69, current=68),
         DiffEntry(field="expected_values.conseilleres_toulouse", baseline=35, current=34),
     ]
+    assert "conseillers_toulouse 69 -> 68" in values.reason
+    assert [(r.name, r.spec_value, r.value, r.changed) for r in values.references] == [
+        ("conseillers_toulouse", 69, 68, True),
+        ("conseilleres_toulouse", 35, 34, True),
+    ]
+    assert "task_0112" not in drift_report.quarantined
 
 
 def test_expected_values_page_through_rows_for_other_aggregates(
@@ -230,19 +238,34 @@ def test_expected_values_page_through_rows_for_other_aggregates(
     assert checks[0].reason == "4 expected value(s) hold: total, mean, low, high"
 
 
-def test_an_expected_value_off_by_more_than_its_tolerance_fails(
+def test_a_moved_value_is_followed_and_a_broken_premise_quarantines(
     twin: TwinUrls, tmp_path: Path
 ) -> None:
     gers = ("dep_code", "exact", "32")
     tasks = [
         make_task("task_0125", [], [count("gers", 1000, SPORTS_TABLE, gers)]),
         make_task("task_0126", [], [count("gers", 1000, SPORTS_TABLE, gers, tolerance=30)]),
+        # The column the value is computed on is gone: the premise breaks.
+        make_task(
+            "task_0129", [], [count("gers", 1023, SPORTS_TABLE, ("no_such_col", "exact", "32"))]
+        ),
     ]
     report = validate(tasks, config(twin, tmp_path))
     (exact,) = checks_of(report, "task_0125")
+    assert exact.outcome == "passed"
     assert exact.diffs == [DiffEntry(field="expected_values.gers", baseline=1000, current=1023)]
-    assert exact.reason == "gers is 1023, expected 1000"
-    assert report.quarantined == ["task_0125"]
+    assert exact.reason == "1 expected value(s) recomputed; changed and followed: gers 1000 -> 1023"
+    (within,) = checks_of(report, "task_0126")
+    assert (within.outcome, within.diffs) == ("passed", [])
+    (broken,) = checks_of(report, "task_0129")
+    assert broken.outcome == "failed"
+    assert report.quarantined == ["task_0129"]
+    refs = {(r.task_id, r.name): r for r in report.references}
+    assert (refs["task_0125", "gers"].value, refs["task_0125", "gers"].effective) == (1023, 1023)
+    assert refs["task_0126", "gers"].value == 1023  # within tolerance, still the reference
+    assert refs["task_0129", "gers"].value is None
+    assert refs["task_0129", "gers"].effective == 1023  # the spec's value stands
+    assert refs["task_0129", "gers"].error
 
 
 def test_bad_params_are_errors_of_those_checks_only(twin: TwinUrls, tmp_path: Path) -> None:

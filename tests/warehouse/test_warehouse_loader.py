@@ -7,8 +7,8 @@ import pytest
 
 from datagouv_eval_pipeline.traces import Provenance
 from datagouv_eval_pipeline.warehouse import (
+    ALL_TABLES,
     DDL,
-    TABLES,
     CellLoad,
     SchemaVersionError,
     WarehouseInputError,
@@ -62,8 +62,8 @@ def test_schema_creates_every_documented_table_with_its_primary_key(tmp_path: Pa
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'eval'"
         ).fetchall()
     }
-    assert names == {t.name for t in TABLES} | {"schema_info"}
-    for table in TABLES:
+    assert names == {t.name for t in ALL_TABLES} | {"schema_info"}
+    for table in ALL_TABLES:
         cols = [
             r[0]
             for r in conn.execute(
@@ -179,7 +179,7 @@ def test_realistic_failed_run_and_provenance(tmp_path: Path) -> None:
         "FROM eval.runs WHERE cell_key = ? AND task_id = 'task_0002' AND repeat_index = 0",
         [MCP_26],
     ).fetchone()
-    assert prov == ("0.2.26", "mcp", "deterministic@1", True, "snap-2026-11", "abc1234", True, True)
+    assert prov == ("0.2.26", "mcp", "deterministic@2", True, "snap-2026-11", "abc1234", True, True)
     assert out_of_range_values(conn) == []
 
 

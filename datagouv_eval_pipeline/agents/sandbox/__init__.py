@@ -14,11 +14,10 @@ from datagouv_eval_pipeline.agents.sandbox.base import (
 )
 from datagouv_eval_pipeline.agents.sandbox.docker_backend import DockerSandbox
 from datagouv_eval_pipeline.agents.sandbox.local import LocalSandbox
-from datagouv_eval_pipeline.agents.sandbox.proxy import AllowList, AllowListProxy
+from datagouv_eval_pipeline.front import AllowList, ServedHosts, WireRequest
 
 __all__ = [
     "AllowList",
-    "AllowListProxy",
     "DockerSandbox",
     "ExecResult",
     "LocalSandbox",
@@ -26,4 +25,6 @@ __all__ = [
     "SandboxLimits",
     "SandboxSession",
     "SandboxUnavailableError",
+    "ServedHosts",
+    "WireRequest",
 ]

@@ -7,6 +7,7 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Self
 
 from datagouv_eval_pipeline.agents.sandbox.base import ExecResult, SandboxLimits
-from datagouv_eval_pipeline.agents.sandbox.proxy import AllowListProxy
+from datagouv_eval_pipeline.front import CA_BUNDLE_VARS, AllowList, Front, ServedHosts, WireRequest
 
 LAUNCHER_PATH = Path(__file__).with_name("_launcher.py")
 """The launcher script, copied into every sandbox (and into the Docker image)."""
@@ -40,6 +41,7 @@ RESERVED_ENV = frozenset(
         "NO_PROXY",
         "no_proxy",
         *PROXY_VARS,
+        *CA_BUNDLE_VARS,
     }
 )
 """Names the sandbox sets itself; a caller may not override them."""
@@ -60,12 +62,16 @@ class SessionBase:
     """
 
     _closed: bool
-    _proxy: AllowListProxy
+    _proxy: Front
 
     @property
     def refused_hosts(self) -> list[str]:
         """``host:port`` of every request the proxy refused so far."""
-        return list(self._proxy.refused)
+        return self._proxy.refused
+
+    def take_wire_requests(self) -> list[WireRequest]:
+        """The HTTP requests the code sent through the proxy since the last call, in order."""
+        return self._proxy.take_wire_requests()
 
     async def close(self) -> None:
         """Release the session's resources (implemented by each backend)."""
@@ -80,6 +86,36 @@ class SessionBase:
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("this sandbox session is closed")
+
+
+CA_BUNDLE_NAME = "ca-bundle.pem"
+"""The CA bundle's name in a session's control directory, next to the proxy socket."""
+
+
+def session_proxy(control: Path, allow: AllowList, served: ServedHosts | None) -> Front:
+    """The session's proxy on ``control/proxy.sock`` (not started; see :func:`start_proxy`).
+
+    With ``served`` (the twin's production host names) it is the hostname front: it answers
+    for them itself and passes only ``allow`` to the real network.
+    """
+    return Front(
+        served=served,
+        passthrough=allow,
+        socket_path=str(control / "proxy.sock"),
+        name="sandbox proxy",
+    )
+
+
+def start_proxy(proxy: Front, control: Path) -> None:
+    """Start a session's proxy; a front's CA bundle goes next to its socket first.
+
+    The launcher points ``SSL_CERT_FILE`` / ``REQUESTS_CA_BUNDLE`` / ``CURL_CA_BUNDLE`` at
+    that copy (the twin home itself is not visible inside the sandbox).
+    """
+    if proxy.authority is not None:
+        shutil.copyfile(proxy.authority.bundle_path, control / CA_BUNDLE_NAME)
+        os.chmod(control / CA_BUNDLE_NAME, 0o644)
+    proxy.start()
 
 
 def check_extra_env(env: Mapping[str, str] | None) -> dict[str, str]:

@@ -34,6 +34,8 @@ from typing import Any
 
 _PR_SET_CHILD_SUBREAPER = 36
 _RELAY_CHUNK = 65536
+_CA_BUNDLE = "ca-bundle.pem"
+_CA_BUNDLE_VARS = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
 _PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 _RLIMITS = {
     "cpu": resource.RLIMIT_CPU,
@@ -199,6 +201,15 @@ def _spawn(command: list[str], env: dict[str, str], rlimits: dict[str, tuple[int
     return pid
 
 
+def ca_bundle_env(control: str) -> dict[str, str]:
+    """``SSL_CERT_FILE`` & co. at the session's CA bundle, when there is one (the front's).
+
+    Python's ssl (urllib, httpx), requests and curl each read one of the three.
+    """
+    bundle = os.path.join(control, _CA_BUNDLE)
+    return dict.fromkeys(_CA_BUNDLE_VARS, bundle) if os.path.isfile(bundle) else {}
+
+
 def main(argv: list[str]) -> int:
     """Run the command described by ``argv`` (``OPTION=VALUE... -- COMMAND...``).
 
@@ -217,6 +228,7 @@ def main(argv: list[str]) -> int:
         url = f"http://127.0.0.1:{relay.port}"
         env.update(dict.fromkeys(_PROXY_VARS, url))
         env["NO_PROXY"] = env["no_proxy"] = ""
+        env.update(ca_bundle_env(os.path.dirname(options["proxy"])))
     _become_subreaper()
     status: dict[str, int | float | bool | None] = {"exit_code": None, "signal": None}
     status["timed_out"] = False

@@ -243,6 +243,7 @@ def _call_init(request: dict[str, Any]) -> None:
             url = f"http://127.0.0.1:{relay.port}"
             env.update(dict.fromkeys(_launcher._PROXY_VARS, url))
             env["NO_PROXY"] = env["no_proxy"] = ""
+            env.update(_launcher.ca_bundle_env(SESSION_MOUNT))
         errors_read, errors_write = os.pipe()
         pid = os.fork()
         if pid == 0:

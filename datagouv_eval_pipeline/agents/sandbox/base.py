@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from datagouv_eval_pipeline.front import ServedHosts, WireRequest
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,10 @@ class SandboxSession(Protocol):
         """Run one command (no shell) in the session's working directory."""
         ...
 
+    def take_wire_requests(self) -> list[WireRequest]:
+        """The HTTP requests the code sent through the session's proxy since the last call."""
+        ...
+
     async def close(self) -> None:
         """Kill anything still running and delete the working directory."""
         ...
@@ -115,6 +122,7 @@ class SandboxBackend(Protocol):
         allowed_hosts: Sequence[str],
         env: Mapping[str, str] | None = None,
         limits: SandboxLimits | None = None,
+        served: ServedHosts | None = None,
     ) -> SandboxSession:
         """Open a session.
 
@@ -125,5 +133,8 @@ class SandboxBackend(Protocol):
                 sandbox sets itself (``PATH``, ``HOME``, the proxy variables, ...) and names
                 that look like secrets are refused with ``ValueError``.
             limits: Resource limits; the defaults when None.
+            served: Host names the session's proxy answers for itself (the twin's
+                production hosts, with TLS from its CA; the code trusts that CA through
+                ``SSL_CERT_FILE`` & co.); None answers for none.
         """
         ...

@@ -40,6 +40,8 @@ from datagouv_eval_pipeline.agents.sandbox._common import (
     launcher_args,
     launcher_rlimits,
     sandbox_env,
+    session_proxy,
+    start_proxy,
     write_command_wrappers,
 )
 from datagouv_eval_pipeline.agents.sandbox.base import (
@@ -47,7 +49,7 @@ from datagouv_eval_pipeline.agents.sandbox.base import (
     SandboxLimits,
     SandboxUnavailableError,
 )
-from datagouv_eval_pipeline.agents.sandbox.proxy import AllowList, AllowListProxy
+from datagouv_eval_pipeline.front import AllowList, ServedHosts
 
 DOCKERFILE = Path(__file__).resolve().parents[3] / "docker" / "sandbox" / "Dockerfile"
 """The image definition (present in a source checkout)."""
@@ -185,6 +187,7 @@ class DockerSandbox:
         allowed_hosts: Sequence[str],
         env: Mapping[str, str] | None = None,
         limits: SandboxLimits | None = None,
+        served: ServedHosts | None = None,
     ) -> DockerSession:
         """Open a session; see ``SandboxBackend.open_session``.
 
@@ -198,7 +201,7 @@ class DockerSandbox:
         client = await asyncio.to_thread(self._client_factory)
         await asyncio.to_thread(self._ensure_image, client)
         session = DockerSession(
-            sandbox=self, client=client, allow=allow, extra_env=extra, limits=limits
+            sandbox=self, client=client, allow=allow, served=served, extra_env=extra, limits=limits
         )
         await asyncio.to_thread(session._prepare)
         return session
@@ -237,6 +240,7 @@ class DockerSession(SessionBase):
         sandbox: DockerSandbox,
         client: Any,
         allow: AllowList,
+        served: ServedHosts | None,
         extra_env: dict[str, str],
         limits: SandboxLimits | None,
     ) -> None:
@@ -248,7 +252,7 @@ class DockerSession(SessionBase):
         root = str(sandbox.temp_root) if sandbox.temp_root else None
         self._base = Path(tempfile.mkdtemp(prefix="dgeval-docker-", dir=root))
         self._control = self._base / "ctl"
-        self._proxy = AllowListProxy(str(self._control / "proxy.sock"), allow)
+        self._proxy = session_proxy(self._control, allow, served)
         path = f"{CONTROL_DIR}/bin:/usr/local/bin:/usr/bin:/bin"
         pythonpath = f"{CONTROL_DIR}/pylib" if sandbox.packages else None
         self._env = sandbox_env(home=WORKDIR, path=path, extra=extra_env, pythonpath=pythonpath)
@@ -265,7 +269,7 @@ class DockerSession(SessionBase):
             write_command_wrappers(self._control / "bin", self._sandbox.commands)
             self._control.chmod(0o755)
             self._client.volumes.create(name=self.volume, labels={LABEL: self.session_id})
-            self._proxy.start()
+            start_proxy(self._proxy, self._control)
         except BaseException:
             shutil.rmtree(self._base, ignore_errors=True)
             raise

@@ -51,6 +51,8 @@ from datagouv_eval_pipeline.agents.sandbox._common import (
     launcher_args,
     launcher_rlimits,
     sandbox_env,
+    session_proxy,
+    start_proxy,
     write_command_wrappers,
 )
 from datagouv_eval_pipeline.agents.sandbox._enter import blocking_ancestor
@@ -65,7 +67,7 @@ from datagouv_eval_pipeline.agents.sandbox.base import (
     SandboxLimits,
     SandboxUnavailableError,
 )
-from datagouv_eval_pipeline.agents.sandbox.proxy import AllowList, AllowListProxy
+from datagouv_eval_pipeline.front import AllowList, ServedHosts
 
 Mode = Literal["auto", "bwrap", "rlimit"]
 
@@ -402,6 +404,7 @@ class LocalSandbox:
         allowed_hosts: Sequence[str],
         env: Mapping[str, str] | None = None,
         limits: SandboxLimits | None = None,
+        served: ServedHosts | None = None,
     ) -> LocalSession:
         """Open a session; see ``SandboxBackend.open_session``.
 
@@ -420,6 +423,7 @@ class LocalSandbox:
                 sandbox=self,
                 isolation=isolation,
                 allow=allow,
+                served=served,
                 extra_env=extra,
                 limits=limits or SandboxLimits(),
                 cell=cell,
@@ -563,6 +567,7 @@ class LocalSession(SessionBase):
         sandbox: LocalSandbox,
         isolation: Literal["bwrap", "rlimit"],
         allow: AllowList,
+        served: ServedHosts | None,
         extra_env: dict[str, str],
         limits: SandboxLimits,
         cell: Path | None = None,
@@ -580,7 +585,7 @@ class LocalSession(SessionBase):
         self._control = self._base / "ctl"
         self.host_workdir = self._base / "work"
         self.workdir = WORKDIR if isolation == "bwrap" else str(self.host_workdir)
-        self._proxy = AllowListProxy(str(self._control / "proxy.sock"), allow)
+        self._proxy = session_proxy(self._control, allow, served)
         self._extra_env = extra_env
         self._processes: set[asyncio.subprocess.Process] = set()
         self._warm_calls: dict[int, ZygoteClient] = {}
@@ -603,7 +608,7 @@ class LocalSession(SessionBase):
                     os.chown(self._base, host_uid, host_uid)
                 self._expose = self._sandbox.exposed_paths(str(self._base))
                 os.chown(self.host_workdir, host_uid, host_uid)
-            self._proxy.start()
+            start_proxy(self._proxy, self._control)
         except BaseException:
             shutil.rmtree(self._base, ignore_errors=True)
             raise

@@ -45,7 +45,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from datagouv_eval_pipeline.twin.mcp import data_tools, tools
 from datagouv_eval_pipeline.twin.mcp.descriptions import describe
 from datagouv_eval_pipeline.twin.mcp.stateless import StatelessPost
-from datagouv_eval_pipeline.twin.mcp.upstream import CURRENT_SITE, Upstream
+from datagouv_eval_pipeline.twin.mcp.upstream import Upstream
 from datagouv_eval_pipeline.twin.mcp.versions import (
     DEFAULT_VERSIONS,
     SERVER_NAME,
@@ -228,8 +228,8 @@ def _error(status: int, message: str) -> Response:
 class _Endpoint:
     """ASGI app of one release under ``/mcp/v{version}``: ``/mcp`` and ``/health``.
 
-    In front of the SDK's session manager it sets the request's site for the tools, refuses
-    2026-era protocol versions and checks ``Accept`` on ``GET``, as an mcp 1.x server does.
+    In front of the SDK's session manager it refuses 2026-era protocol versions and checks
+    ``Accept`` on ``GET``, as an mcp 1.x server does.
     """
 
     def __init__(
@@ -243,16 +243,7 @@ class _Endpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        headers = Headers(scope=scope)
-        host = headers.get("host")
-        if not host:
-            server_host, server_port = scope.get("server") or ("127.0.0.1", 80)
-            host = f"{server_host}:{server_port}"
-        token = CURRENT_SITE.set(f"{scope.get('scheme', 'http')}://{host}/")
-        try:
-            await self._dispatch(scope, receive, send, headers)
-        finally:
-            CURRENT_SITE.reset(token)
+        await self._dispatch(scope, receive, send, Headers(scope=scope))
 
     async def _dispatch(self, scope: Scope, receive: Receive, send: Send, headers: Headers) -> None:
         path: str = scope["path"]
@@ -300,6 +291,7 @@ def mount_mcp(
     versions: Sequence[str] | None = None,
     upstream: Upstream | None = None,
     *,
+    hosts: frozenset[str] = frozenset(),
     fast_post: bool = True,
 ) -> Starlette:
     """Serve the MCP releases next to ``rest_app`` in one ASGI app.
@@ -309,6 +301,7 @@ def mount_mcp(
             default, the tools' upstream requests (in-process).
         versions: Releases to serve (default: every one in the version table).
         upstream: Where tools send requests; default :meth:`Upstream.twin` over ``rest_app``.
+        hosts: The production host names ``rest_app`` answers for (the default upstream's).
             Pass :meth:`Upstream.live` to emulate the tool surface over the real APIs.
         fast_post: Serve stateless requests through :class:`StatelessPost` (same wire, a
             fraction of the CPU); False sends every request through the SDK's session
@@ -319,7 +312,7 @@ def mount_mcp(
         ``lifespan="on"``, or enter ``TestClient`` as a context manager).
     """
     specs = [get_version(v) for v in (versions if versions is not None else DEFAULT_VERSIONS)]
-    upstream = upstream or Upstream.twin(rest_app)
+    upstream = upstream or Upstream.twin(rest_app, hosts)
     started = datetime.now(UTC)
     routes: list[Mount] = []
     servers: list[MCPServer[Any]] = []

@@ -6,8 +6,9 @@ GET requests with httpx and formats what comes back, so status codes, error bodi
 own exception texts reach the tool exactly as they would in production.
 
 * :meth:`Upstream.twin` routes those requests in-process to the twin's ASGI app (no socket, no
-  second HTTP parse). Base URLs are taken from the MCP request's own ``Host``, so links in tool
-  outputs point at the host and port the client used, like the REST responses do.
+  second HTTP parse). The tools use the production base URLs, which the twin answers for
+  (``twin.hosts``), so tool outputs carry the same links as in production and nothing that
+  depends on the port the twin happens to listen on.
 * :meth:`Upstream.live` sends them over the network to fixed base URLs (``TwinUrls.live()`` for
   production): the same tool code, pointed elsewhere.
 """
@@ -16,8 +17,6 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from contextvars import ContextVar
-from functools import lru_cache
 from typing import Any
 
 import httpx
@@ -25,25 +24,12 @@ from starlette.types import ASGIApp
 
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 
-# The site root (``http://host:port/``) of the MCP request being served; set by the MCP
-# endpoint wrapper, read by the tools through Upstream.urls.
-CURRENT_SITE: ContextVar[str | None] = ContextVar("twin_mcp_site", default=None)
-FALLBACK_SITE = "http://127.0.0.1/"
 CRAWLER_CACHE_SECONDS = 3600.0
 # Bytes of upstream answers kept per twin app (one answer at most 1/16 of it).
 RESPONSE_CACHE_BYTES = 32 << 20
 # Body bytes of the parsed answers Upstream.get_json keeps (decoded JSON takes about three
 # times the memory of its text, hence a smaller budget).
 PARSED_CACHE_BYTES = 8 << 20
-
-
-@lru_cache(maxsize=64)
-def _urls_for_site(site: str) -> TwinUrls:
-    return TwinUrls.for_site(site)
-
-
-def _origin(url: httpx.URL) -> str:
-    return f"{url.scheme}://{url.netloc.decode('ascii')}/"
 
 
 class _TwinTransport(httpx.AsyncBaseTransport):
@@ -57,15 +43,17 @@ class _TwinTransport(httpx.AsyncBaseTransport):
     status, headers and bytes the app would render again; this keeps tool calls cheap.
     """
 
-    def __init__(self, app: ASGIApp, cache_bytes: int = RESPONSE_CACHE_BYTES) -> None:
+    def __init__(
+        self, app: ASGIApp, hosts: frozenset[str], cache_bytes: int = RESPONSE_CACHE_BYTES
+    ) -> None:
         self._asgi = httpx.ASGITransport(app=app)
+        self._hosts = hosts
         self._cache: OrderedDict[str, tuple[int, list[tuple[bytes, bytes]], bytes]] = OrderedDict()
         self._cache_budget = cache_bytes
         self._cached_bytes = 0
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        site = CURRENT_SITE.get()
-        if site is not None and _origin(request.url) != site:
+        if request.url.host not in self._hosts:
             raise httpx.ConnectError(
                 f"[twin] {request.url.host} is not reachable from the twin (offline)",
                 request=request,
@@ -94,20 +82,18 @@ class _TwinTransport(httpx.AsyncBaseTransport):
         await self._asgi.aclose()
 
 
-_MemoKey = tuple[str | None, str, tuple[tuple[str, Any], ...]]
+_MemoKey = tuple[str, tuple[tuple[str, Any], ...]]
 
 
 class Upstream:
     """The HTTP client and base URLs the tools use, plus the crawler-exceptions cache."""
 
-    def __init__(
-        self, client: httpx.AsyncClient, urls: TwinUrls | None = None, memo_bytes: int = 0
-    ) -> None:
+    def __init__(self, client: httpx.AsyncClient, urls: TwinUrls, memo_bytes: int = 0) -> None:
         """Wrap a client.
 
         Args:
             client: The httpx client every request goes through.
-            urls: Fixed base URLs (live mode), or None to derive them from the MCP request.
+            urls: The base URLs of the services (production ones, also on the twin).
             memo_bytes: Budget (in response-body bytes) of the :meth:`get_json` memo; 0 turns it
                 off. Only for upstreams whose answers never change (the twin's own app).
         """
@@ -122,10 +108,15 @@ class Upstream:
         self._memo_bytes = 0
 
     @classmethod
-    def twin(cls, app: ASGIApp) -> Upstream:
-        """Return an upstream that answers from the twin's ASGI app, in-process."""
-        client = httpx.AsyncClient(transport=_TwinTransport(app), follow_redirects=False)
-        return cls(client, memo_bytes=PARSED_CACHE_BYTES)
+    def twin(cls, app: ASGIApp, hosts: frozenset[str]) -> Upstream:
+        """Return an upstream that answers from the twin's ASGI app, in-process.
+
+        Args:
+            app: The twin's app, which answers for the production ``hosts``.
+            hosts: The host names it answers for; any other is unreachable.
+        """
+        client = httpx.AsyncClient(transport=_TwinTransport(app, hosts), follow_redirects=False)
+        return cls(client, TwinUrls.live(), memo_bytes=PARSED_CACHE_BYTES)
 
     @classmethod
     def live(cls, urls: TwinUrls) -> Upstream:
@@ -134,10 +125,8 @@ class Upstream:
 
     @property
     def urls(self) -> TwinUrls:
-        """Return the base URLs for the request being served."""
-        if self._urls is not None:
-            return self._urls
-        return _urls_for_site(CURRENT_SITE.get() or FALLBACK_SITE)
+        """Return the base URLs the tools build their requests from."""
+        return self._urls
 
     async def get(
         self,
@@ -167,14 +156,14 @@ class Upstream:
     ) -> Any:
         """GET, raise ``httpx.HTTPStatusError`` on 4xx/5xx (as ``raise_for_status``), parse JSON.
 
-        On the twin, a successful answer is memoised by (site, URL, params): a repeated call
+        On the twin, a successful answer is memoised by (URL, params): a repeated call
         skips httpx and the JSON decoding (about 1 ms of a search call). The returned value
         is then shared between calls, so callers must not modify it (the tools only read).
         """
         memo = self._memo
         key: _MemoKey | None = None
         if memo is not None:
-            key = (CURRENT_SITE.get(), url, tuple(params.items()) if params else ())
+            key = (url, tuple(params.items()) if params else ())
             try:
                 hit = memo.get(key)
             except TypeError:  # an unhashable parameter value: no memo for this call

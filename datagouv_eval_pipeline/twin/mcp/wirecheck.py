@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from datagouv_eval_pipeline.twin.catalog import CatalogStore
+from datagouv_eval_pipeline.twin.hosts import served_hosts
 from datagouv_eval_pipeline.twin.mcp.versions import DEFAULT_VERSIONS
 
 # Links in answers follow the Host header, so both servers are sent the same one.
@@ -311,8 +312,8 @@ def compare_wire(
     rest = create_app(store, mcp_versions=())
     mismatches: list[Mismatch] = []
     with (
-        _served(mount_mcp(rest, fast_post=True)) as fast,
-        _served(mount_mcp(rest, fast_post=False)) as sdk,
+        _served(mount_mcp(rest, hosts=served_hosts(store), fast_post=True)) as fast,
+        _served(mount_mcp(rest, hosts=served_hosts(store), fast_post=False)) as sdk,
     ):
         for case in cases if cases is not None else wire_cases():
             fast_answer = _exchange(fast, case, timeout)

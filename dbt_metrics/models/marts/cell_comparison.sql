@@ -1,7 +1,10 @@
 -- Pairs of cells that differ in exactly one dimension (model, capability set, MCP version,
 -- skills version or system prompt), with the deltas of their averaged metrics. Both orders are
 -- listed; delta = b - a. paired_delta averages per-task differences over the tasks scored in
--- both cells (a fairer comparison when coverage differs).
+-- both cells (a fairer comparison when coverage differs). The paired test of the statistics
+-- stage (eval.comparisons, on the (task, repeat) pairs both scored) gives the difference's 95 %
+-- interval, the p-value, its Holm adjustment within dimension x metric x tier, the verdict and
+-- the minimum detectable effect.
 with cells as (
     select
         cell_key,
@@ -84,7 +87,18 @@ select
     ma.coverage as coverage_a,
     mb.coverage as coverage_b,
     coalesce(pd.paired_tasks, 0) as paired_tasks,
-    pd.paired_delta
+    pd.paired_delta,
+    coalesce(c.pairs, 0) as paired_runs,
+    c.mean_difference as paired_difference,
+    c.ci_low as difference_ci_low,
+    c.ci_high as difference_ci_high,
+    c.test,
+    c.p_value,
+    c.p_adjusted,
+    c.family_size,
+    c.verdict,
+    c.mde,
+    c.reason as test_reason
 from pairs as p
 join {{ ref('experiment_metrics') }} as ma on ma.cell_key = p.cell_a
 join {{ ref('experiment_metrics') }} as mb
@@ -92,4 +106,7 @@ join {{ ref('experiment_metrics') }} as mb
 left join paired as pd
     on pd.cell_a = p.cell_a and pd.cell_b = p.cell_b
     and pd.tier = ma.tier and pd.metric = ma.metric
+left join {{ source('eval', 'comparisons') }} as c
+    on c.cell_a = p.cell_a and c.cell_b = p.cell_b
+    and c.tier = ma.tier and c.metric = ma.metric
 where ma.aggregation = 'avg'

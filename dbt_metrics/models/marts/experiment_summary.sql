@@ -1,4 +1,5 @@
--- One row per cell x tier: the headline averages and totals, side by side.
+-- One row per cell x tier: the headline averages and totals, side by side. Each average has
+-- its n (<metric>_n: runs scored) and 95 % interval (<metric>_ci_low / _ci_high).
 with runs as (
     select
         cell_key,
@@ -54,7 +55,18 @@ select
     max(m.total_value) filter (where m.metric = 'matched_actions') as total_matched_actions,
     max(m.total_value) filter (where m.metric = 'criteria_total') as total_criteria,
     max(m.total_value) filter (where m.metric = 'criteria_scored') as total_criteria_scored,
+    -- Criterion coverage: decided criteria / criteria asked, over the judged runs of the tier
+    -- (accuracy_coverage is the share of runs with at least one decided criterion).
+    max(m.total_value) filter (where m.metric = 'criteria_scored')
+        / nullif(max(m.total_value) filter (where m.metric = 'criteria_total'), 0)
+        as criterion_coverage,
     any_value(f.runs_with_failure_modes) as runs_with_failure_modes,
+    {%- for metric in ['accuracy', 'action_type_recall', 'action_precision', 'action_recall',
+                       'action_f1', 'trajectory_adherence'] %}
+    max(m.scored) filter (where m.metric = '{{ metric }}') as {{ metric }}_n,
+    max(m.ci_low) filter (where m.metric = '{{ metric }}') as {{ metric }}_ci_low,
+    max(m.ci_high) filter (where m.metric = '{{ metric }}') as {{ metric }}_ci_high,
+    {%- endfor %}
     any_value(r.total_input_tokens) as total_input_tokens,
     any_value(r.total_output_tokens) as total_output_tokens,
     any_value(r.total_tool_calls) as total_tool_calls,

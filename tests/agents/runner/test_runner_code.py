@@ -46,7 +46,14 @@ def test_coder_baseline_writes_python_against_the_twin(
     assert trace.status == "ok", trace.status_reason
     assert [call.name for call in trace.tool_calls] == ["execute_python", "execute_python"]
     search, dataset = trace.tool_calls
-    assert f"{twin.urls.datagouv_api}1/datasets/" in search.arguments["code"]
+    # Production URLs only: the sandbox's proxy answers for them with the twin.
+    assert "https://www.data.gouv.fr/api/1/datasets/" in search.arguments["code"]
+    assert str(twin.urls.site) not in search.arguments["code"] + search.result
+    # The sandbox's proxy recorded what the code sent, and the mapper reads that.
+    assert search.http_requests is not None
+    (sent,) = search.http_requests
+    assert sent.method == "GET" and sent.status == 200 and sent.bytes > 0
+    assert sent.url.startswith("https://www.data.gouv.fr/api/1/datasets/?")
     assert not search.error and not dataset.error
     first_id = search.result.split(" | ", 1)[0]
     assert f"identifiant {first_id}" in trace.answer
@@ -84,6 +91,6 @@ def test_sandboxed_tools_report_failures_and_run_the_datagouv_cli(
     assert refused.error and "only the datagouv command is available" in refused.result
     assert not cli.error, cli.result
     assert cli.result.startswith('{"id":"5d13a8b6634f41070a43dff3"')
-    # python-sdk: the library is aimed at the twin, and a trailing expression is printed.
+    # python-sdk: the unpatched library reaches the twin, and a trailing expression is printed.
     assert not sdk.error, sdk.result
     assert sdk.result.strip() == "Catalogue des données de data.gouv.fr"

@@ -8,11 +8,12 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, ThinkingPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from datagouv_eval_pipeline.agents.limits import RateLimit, RateLimiters, RunBudget
+from datagouv_eval_pipeline.agents.limits import RunBudget
 from datagouv_eval_pipeline.agents.output import FinalAnswer
 from datagouv_eval_pipeline.agents.runner import RunSettings, run_cell
 from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.metrics import efficiency_score
+from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
 from datagouv_eval_pipeline.twin.server import TwinServer
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from datagouv_eval_pipeline.agents.limits import RateLimit, RateLimiters, RetryPolicy
 from datagouv_eval_pipeline.agents.replay import (
     ProviderSimulation,
     ReplayConfig,
@@ -19,8 +19,11 @@ from datagouv_eval_pipeline.agents.replay import (
 from datagouv_eval_pipeline.agents.runner import RunSettings, run_cell
 from datagouv_eval_pipeline.benchmark.cells import Cell, CellModel
 from datagouv_eval_pipeline.benchmark.config import ProviderKind
+from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
+from datagouv_eval_pipeline.providers.retry import RetryPolicy
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
 from datagouv_eval_pipeline.twin.server import TwinServer
+from tests.providers.scripted_server import ScriptedServer, always
 
 from .helpers import key_of, variant
 
@@ -154,7 +157,9 @@ def test_429_is_retried_after_retry_after_and_counted_as_a_wait(
 def test_server_errors_are_retried_then_reported(
     cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
 ) -> None:
-    settings = RunSettings(retry=RetryPolicy(max_attempts=3, base_delay_s=0.01))
+    settings = RunSettings(
+        retry=RetryPolicy(retries=2, base_delay_s=0.01, min_delay_s=0.01, jitter_s=0)
+    )
     with server(ProviderSimulation(fail_requests={1: 503})) as provider:
         (recovered,) = run_cell(
             live_cell(cells, provider.base_url),
@@ -229,11 +234,13 @@ def test_recorded_cassette_replays_the_same_run(
     assert replayed.answer == recorded.answer
 
 
-def test_429_waits_are_bounded_by_their_own_budget(
+def test_429s_count_against_the_retries(
     cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
 ) -> None:
-    # The provider wants a minute's pause; the run may wait 1 s at most on 429s.
-    settings = RunSettings(retry=RetryPolicy(max_rate_limit_wait_s=1.0))
+    # The provider wants a minute's pause; the waits are capped at 50 ms and 2 retries.
+    settings = RunSettings(
+        retry=RetryPolicy(retries=2, max_delay_s=0.05, min_delay_s=0.01, jitter_s=0)
+    )
     with server(ProviderSimulation(rate_limit_rpm=1, rate_window_s=60)) as provider:
         (trace,) = run_cell(
             live_cell(cells, provider.base_url),
@@ -243,7 +250,54 @@ def test_429_waits_are_bounded_by_their_own_budget(
             settings=settings,
             rate_limiters=NO_LIMIT,
         )
+        stats = provider.state.stats()
     assert trace.status == "error"
-    assert trace.status_reason == "model request failed: HTTP 429"
+    assert trace.status_reason == "model request failed: HTTP 429 after 2 retries"
     assert trace.usage.requests == 1  # the first request went through
+    assert stats["rate_limited"] == 3  # the second request: 1 attempt + 2 retries
     assert [call.name for call in trace.tool_calls] == ["search_datasets"]
+
+
+def test_retry_after_zero_is_floored_and_bounded(
+    cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
+) -> None:
+    # The counter-example: a 429 with Retry-After: 0 once made the runner send 197 requests
+    # in 10 s. Now: 1 + 3 retries = 4 requests, each wait floored at 0.1 s and recorded.
+    settings = RunSettings(retry=RetryPolicy(retries=3, min_delay_s=0.1, jitter_s=0))
+    with ScriptedServer(always(429, **{"retry-after": "0"})) as provider:
+        (trace,) = run_cell(
+            live_cell(cells, provider.base_url),
+            [tasks["task_0003"]],
+            twin_urls=twin.urls,
+            environ={KEY_ENV: SECRET},
+            settings=settings,
+            rate_limiters=NO_LIMIT,
+        )
+        arrivals = provider.arrivals
+    assert provider.requests == 4
+    gaps = [later - earlier for earlier, later in pairwise(arrivals)]
+    assert len(gaps) == 3 and min(gaps) >= 0.1
+    assert trace.status == "error"
+    assert trace.status_reason == "model request failed: HTTP 429 after 3 retries"
+    # Three waits of 0.1 s, all rate-limit waits (the floor, since the server advised 0).
+    assert trace.rate_limit_wait_ms == pytest.approx(300.0, abs=1.0)
+
+
+def test_a_server_that_always_fails_sees_one_plus_the_retries(
+    cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
+) -> None:
+    settings = RunSettings(
+        retry=RetryPolicy(retries=2, min_delay_s=0.01, jitter_s=0, base_delay_s=0.01)
+    )
+    with ScriptedServer(always(503)) as provider:
+        (trace,) = run_cell(
+            live_cell(cells, provider.base_url),
+            [tasks["task_0003"]],
+            twin_urls=twin.urls,
+            environ={KEY_ENV: SECRET},
+            settings=settings,
+            rate_limiters=NO_LIMIT,
+        )
+    assert provider.requests == 3  # the SDK's own retries are off
+    assert trace.status_reason == "model request failed: HTTP 503 after 2 retries"
+    assert trace.rate_limit_wait_ms == 0.0  # a 5xx backoff is not a rate-limit wait

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from datagouv_eval_pipeline.agents.limits import DEFAULT_RATE_LIMITS, RateLimit, RateLimiters
 from datagouv_eval_pipeline.agents.runner import cell_rate_limiters, rate_limit_of, run_cell
 from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.benchmark.config import ModelRateLimit
+from datagouv_eval_pipeline.providers.limits import DEFAULT_RATE_LIMITS, RateLimit, RateLimiters
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
 from datagouv_eval_pipeline.twin.server import TwinServer
+from datagouv_eval_pipeline.twin.urls import TwinUrls
 
 from .helpers import FakeClock, key_of, variant
 
@@ -69,4 +70,4 @@ def test_a_cell_without_limiters_is_throttled_by_its_configuration(
     )
     assert free.status == "ok" and clock.slept == []
     # The trace records the base URLs the agent was given (the mapper reads twin URLs by them).
-    assert free.provenance.base_urls == twin.urls.as_dict()
+    assert free.provenance.base_urls == TwinUrls.live().as_dict()

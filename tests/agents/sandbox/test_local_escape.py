@@ -150,7 +150,7 @@ httpx.get("{forbidden.url}/again", timeout=10).raise_for_status()
     assert out["allowed"] == [200, "hello from allowed"]
     assert out["urllib"] == "hello from allowed"
     assert out["forbidden"][0] == 403
-    assert f"{forbidden.hostport} is not in the allowed hosts" in out["forbidden"][1]
+    assert f"{forbidden.hostport} is not allowed: this proxy answers for" in out["forbidden"][1]
     assert "403" in out["https"] and "example.org:443" in out["https"]
     assert out["direct"] == "ConnectionRefusedError"  # the sandbox's own, empty loopback
     # The last request raised: the call failed, with the proxy's answer in the traceback.

@@ -98,5 +98,5 @@ def test_rlimit_mode_proxy_refuses_hosts_not_allowed(
     result = in_session(rlimit_sandbox, body, allowed_hosts=(allowed.hostport,))
     first, second = result.stdout.splitlines()[:2]
     assert first == "hello from allowed"
-    assert second.startswith(f"403 sandbox proxy: {forbidden.hostport} is not in the allowed")
+    assert second.startswith(f"403 sandbox proxy: {forbidden.hostport} is not allowed")
     assert forbidden.paths == []

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.agents.sandbox.proxy import AllowList, AllowListProxy
+from datagouv_eval_pipeline.agents.sandbox._common import session_proxy
+from datagouv_eval_pipeline.front import AllowList, Front
 
 from .conftest import Server
 
@@ -56,15 +57,16 @@ def test_allow_list_rejects_bad_entries(entry: str, message: str) -> None:
 
 
 @pytest.fixture
-def proxy(tmp_path: Path, servers: tuple[Server, Server]) -> Iterator[AllowListProxy]:
+def proxy(tmp_path: Path, servers: tuple[Server, Server]) -> Iterator[Front]:
     allowed, _ = servers
-    with AllowListProxy(str(tmp_path / "proxy.sock"), AllowList.parse([allowed.hostport])) as p:
+    with session_proxy(tmp_path, AllowList.parse([allowed.hostport]), None) as p:
         yield p
 
 
-def _exchange(proxy: AllowListProxy, request: bytes) -> bytes:
+def _exchange(proxy: Front, request: bytes) -> bytes:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(10)
+        assert proxy.socket_path is not None
         sock.connect(proxy.socket_path)
         sock.sendall(request)
         chunks = []
@@ -74,24 +76,26 @@ def _exchange(proxy: AllowListProxy, request: bytes) -> bytes:
 
 
 def test_plain_http_is_forwarded_only_to_allowed_hosts(
-    proxy: AllowListProxy, servers: tuple[Server, Server]
+    proxy: Front, servers: tuple[Server, Server]
 ) -> None:
     allowed, forbidden = servers
     ok = _exchange(proxy, f"GET {allowed.url}/a?b=1 HTTP/1.1\r\nHost: x\r\n\r\n".encode())
     assert ok.startswith(b"HTTP/1.0 200") and ok.endswith(b"hello from allowed")
     refused = _exchange(proxy, f"GET {forbidden.url}/a HTTP/1.1\r\nHost: x\r\n\r\n".encode())
     head, _, body = refused.partition(b"\r\n\r\n")
-    assert head.startswith(f"HTTP/1.1 403 Forbidden by sandbox: {forbidden.hostport}".encode())
+    assert head.startswith(
+        f"HTTP/1.1 403 Forbidden by sandbox proxy: {forbidden.hostport} is not allowed".encode()
+    )
     assert body.decode() == (
-        f"sandbox proxy: {forbidden.hostport} is not in the allowed hosts "
-        f"({allowed.hostport}); the request was not sent\n"
+        f"sandbox proxy: {forbidden.hostport} is not allowed: this proxy answers for "
+        f"{allowed.hostport}; the request was not sent\n"
     )
     assert allowed.paths == ["/a?b=1"] and forbidden.paths == []
     assert proxy.refused == [forbidden.hostport]
 
 
 def test_connect_tunnels_only_to_allowed_hosts(
-    proxy: AllowListProxy, servers: tuple[Server, Server]
+    proxy: Front, servers: tuple[Server, Server]
 ) -> None:
     allowed, forbidden = servers
     tunnel = (
@@ -106,7 +110,7 @@ def test_connect_tunnels_only_to_allowed_hosts(
     assert forbidden.paths == []
 
 
-def test_requests_that_are_not_proxy_requests_are_rejected(proxy: AllowListProxy) -> None:
+def test_requests_that_are_not_proxy_requests_are_rejected(proxy: Front) -> None:
     origin_form = _exchange(proxy, b"GET /etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n")
     assert origin_form.startswith(b"HTTP/1.1 400") and b"absolute http:// URL" in origin_form
     garbage = _exchange(proxy, b"HELLO\r\n\r\n")
@@ -116,7 +120,7 @@ def test_requests_that_are_not_proxy_requests_are_rejected(proxy: AllowListProxy
 
 def test_stopping_the_proxy_removes_its_socket(tmp_path: Path) -> None:
     path = tmp_path / "p.sock"
-    proxy = AllowListProxy(str(path), AllowList.parse([]))
+    proxy = Front(socket_path=str(path), passthrough=AllowList.parse([]))
     proxy.start()
     assert path.is_socket()
     proxy.stop()

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from datagouv_eval_pipeline.twin.app import create_app
 from datagouv_eval_pipeline.twin.catalog import CatalogStore
+from datagouv_eval_pipeline.twin.front import twin_front
 from datagouv_eval_pipeline.twin.mcp.client import call_tools_sync, result_text
 from datagouv_eval_pipeline.twin.mcp.server import mcp_url, mcp_urls, mount_mcp
 from datagouv_eval_pipeline.twin.mcp.upstream import Upstream
@@ -48,9 +51,18 @@ def _tool_text(client: TestClient, version: str, name: str, args: dict[str, Any]
     return text
 
 
-def test_live_mode_is_the_same_code_pointed_elsewhere(live_twin: TwinUrls) -> None:
-    """An MCP app whose upstream is another host (here: the running twin, over a socket)."""
-    app = mount_mcp(Starlette(), ["0.2.26"], upstream=Upstream.live(live_twin))
+def test_live_mode_is_the_same_code_pointed_elsewhere(
+    live_twin: TwinUrls, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An MCP app whose upstream is production: here the running twin, through the front."""
+    with twin_front(live_twin, home=tmp_path) as front:
+        for name, value in front.client_env().items():
+            monkeypatch.setenv(name, value)
+        _compare_live_and_in_process(live_twin)
+
+
+def _compare_live_and_in_process(live_twin: TwinUrls) -> None:
+    app = mount_mcp(Starlette(), ["0.2.26"], upstream=Upstream.live(TwinUrls.live()))
     with TestClient(app, base_url="http://127.0.0.1:9") as client:
         remote = _tool_text(client, "0.2.26", "get_dataset_info", {"dataset_id": TRANSPORTS})
         rows = _tool_text(
@@ -67,7 +79,9 @@ def test_create_app_serves_mcp_in_process_and_can_leave_it_out(store: CatalogSto
     with TestClient(create_app(store), base_url="http://127.0.0.1:9") as client:
         text = _tool_text(client, "0.2.19", "get_dataset_info", {"dataset_id": TRANSPORTS})
         assert text.startswith("Dataset Information: Transports\n\nID: ")
-        assert "URL: http://127.0.0.1:9/datasets/transports/" in text
+        # Links are production URLs (the twin answers for them behind the front), whatever
+        # host and port the MCP client used.
+        assert "URL: https://www.data.gouv.fr/datasets/transports/" in text
     bare = TestClient(create_app(store, mcp_versions=()))
     assert bare.post("/mcp/v0.2.26/mcp", json={}).status_code == 404
 
@@ -101,7 +115,7 @@ def test_upstream_cache_replays_answers_and_keeps_its_budget() -> None:
 
     async def run() -> list[int]:
         # Budget 1,600 bytes, one answer at most 100: twenty 80-byte answers fill it.
-        transport = _TwinTransport(app, cache_bytes=1600)
+        transport = _TwinTransport(app, frozenset({"127.0.0.1"}), cache_bytes=1600)
         statuses = []
         async with httpx.AsyncClient(transport=transport) as client:
             for path in ["/a", "/a", "/missing", "/missing", "/big", "/big"]:

@@ -15,6 +15,8 @@ from datagouv_eval_pipeline.twin.mcp.client import call_tools_sync, result_text
 from datagouv_eval_pipeline.twin.mcp.server import mcp_url
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 
+# Tool outputs carry production links: the twin answers for them behind the front.
+LIVE = TwinUrls.live()
 TRANSPORTS = "55e4129788ee386899a46ec1"
 TRANSPORTS_CSV = "d8581b5b-3372-4e73-9323-036e543e2bef"
 DATA_ES = "ea4f5879-af40-4e3e-949d-812d6eeb5e02"
@@ -62,7 +64,7 @@ def test_get_dataset_info_layout(live_twin: TwinUrls, version: str) -> None:
         "",
         f"ID: {TRANSPORTS}",
         "Slug: transports",
-        f"URL: {live_twin.site}datasets/transports/",
+        f"URL: {LIVE.site}datasets/transports/",
         f"Description: {short}",
         f"Full description: {full}...",
         "Organization: Institut national de la statistique et des études économiques (Insee)",
@@ -93,7 +95,7 @@ def test_search_datasets_layout_and_fallback(live_twin: TwinUrls) -> None:
         "   Organization: Institut national de la statistique et des études économiques (Insee)",
         "   Tags: automobiles, carburant, immatriculations, transports, voitures",
         "   Resources: 2",
-        f"   URL: {live_twin.site}datasets/transports",
+        f"   URL: {LIVE.site}datasets/transports",
         "",
     ]
     assert call_text(live_twin, "0.2.26", "search_datasets", {"query": "zzqxw"}) == (
@@ -106,10 +108,10 @@ def test_search_datasets_upstream_error_escapes_as_is_error(live_twin: TwinUrls)
     assert result.is_error
     assert text_of(result).startswith(
         "Error executing tool search_datasets: Client error '400 Bad Request' for url "
-        f"'{live_twin.datagouv_api}2/datasets/search/?q=x&page=0&page_size=20'"
+        f"'{LIVE.datagouv_api}2/datasets/search/?q=x&page=0&page_size=20'"
     )
     (v1,) = call_many(live_twin, "0.2.19", [("search_datasets", {"query": "x", "page": 0})])
-    assert f"for url '{live_twin.datagouv_api}1/datasets/?q=x&page=0&page_size=20'" in text_of(v1)
+    assert f"for url '{LIVE.datagouv_api}1/datasets/?q=x&page=0&page_size=20'" in text_of(v1)
 
 
 def test_search_organizations_layout(live_twin: TwinUrls) -> None:
@@ -124,8 +126,8 @@ def test_search_organizations_layout(live_twin: TwinUrls) -> None:
         f"   Slug: {slug}",
         "   Badges: public-service, certified",
         "   Metrics: datasets=150, reuses=63, followers=400, views=572514",
-        f"   URL: {live_twin.site}organizations/{slug}",
-        f"   Profile: {live_twin.site}organizations/{slug}/",
+        f"   URL: {LIVE.site}organizations/{slug}",
+        f"   Profile: {LIVE.site}organizations/{slug}/",
         "",
     ]
     browse = call_text(live_twin, "0.2.26", "search_organizations", {"badge": "certified"})
@@ -157,7 +159,7 @@ def test_dataservice_wording_per_release(live_twin: TwinUrls) -> None:
         "   URL",
         "",
     ]
-    assert block[6] == f"   URL: {live_twin.site}dataservices/{BAN}"
+    assert block[6] == f"   URL: {LIVE.site}dataservices/{BAN}"
     missing = {"dataservice_id": NO_DATASET}
     assert call_text(live_twin, "0.2.26", "get_dataservice_info", missing) == (
         f"Error: Third-party API not found (dataservice_id='{NO_DATASET}')."
@@ -178,13 +180,13 @@ def test_get_dataservice_info_layout(live_twin: TwinUrls) -> None:
         "Third-party API information: API Adresse (Base Adresse Nationale - BAN)",
         "",
         f"ID: {BAN}",
-        f"URL: {live_twin.site}dataservices/{BAN}/",
+        f"URL: {LIVE.site}dataservices/{BAN}/",
     ]
     assert lines[4].startswith("Description: L'API Adresse") and lines[4].endswith("...")
     assert len(lines[4]) == len("Description: ") + 500 + 3
     assert lines[5:] == [
         "Base API URL: https://data.geopf.fr/geocodage/",
-        f"OpenAPI/Swagger spec: {live_twin.site}_ext/data.geopf.fr/geocodage/openapi.yaml",
+        "OpenAPI/Swagger spec: https://data.geopf.fr/geocodage/openapi.yaml",
         "Organization: Institut national de l'information géographique et forestière",
         "  Organization ID: 534fff80a3a7292c64a77e41",
         "Tags: adresse, geocodage, ban, geographie",
@@ -200,7 +202,7 @@ def test_get_dataservice_openapi_spec(live_twin: TwinUrls) -> None:
     lines = text.split("\n")
     assert lines[:6] == [
         "OpenAPI spec for: API Adresse (Base Adresse Nationale - BAN)",
-        f"Source: {live_twin.site}_ext/data.geopf.fr/geocodage/openapi.yaml",
+        "Source: https://data.geopf.fr/geocodage/openapi.yaml",
         "Base API URL: https://data.geopf.fr/geocodage/",
         "",
         "API: Service de géocodage de la Géoplateforme",
@@ -222,7 +224,7 @@ def test_get_dataservice_openapi_spec(live_twin: TwinUrls) -> None:
 
 def test_list_dataset_resources_layout_and_unhandled_404(live_twin: TwinUrls) -> None:
     text = call_text(live_twin, "0.2.26", "list_dataset_resources", {"dataset_id": TRANSPORTS})
-    ext = f"{live_twin.site}_ext/"
+    ext = "https://"
     assert text.split("\n") == [
         "Resources in dataset: Transports",
         f"Dataset ID: {TRANSPORTS}",
@@ -248,7 +250,7 @@ def test_list_dataset_resources_layout_and_unhandled_404(live_twin: TwinUrls) ->
     missing = call_text(live_twin, "0.2.26", "list_dataset_resources", {"dataset_id": NO_DATASET})
     assert missing == (
         f"Error: Client error '404 Not Found' for url "
-        f"'{live_twin.datagouv_api}1/datasets/{NO_DATASET}/'\n{MDN_404}"
+        f"'{LIVE.datagouv_api}1/datasets/{NO_DATASET}/'\n{MDN_404}"
     )
     assert call_text(live_twin, "0.2.5", "get_dataset_info", {"dataset_id": NO_DATASET}) == (
         f"Error: Dataset with ID '{NO_DATASET}' not found."
@@ -268,7 +270,7 @@ def test_get_resource_info_layout(live_twin: TwinUrls) -> None:
         "Type: main",
         "",
     ]
-    assert lines[8].startswith(f"URL: {live_twin.site}_ext/equipements.sports.gouv.fr/")
+    assert lines[8].startswith("URL: https://equipements.sports.gouv.fr/")
     assert lines[9] == "" and lines[10].startswith("Description: Export quotidien")
     assert lines[11:] == [
         "",
@@ -292,7 +294,7 @@ def test_get_resource_info_layout(live_twin: TwinUrls) -> None:
     missing = call_text(live_twin, "0.2.26", "get_resource_info", {"resource_id": NO_RESOURCE})
     assert missing == (
         f"Error: HTTP 404 - Client error '404 Not Found' for url "
-        f"'{live_twin.datagouv_api}2/datasets/resources/{NO_RESOURCE}/'\n{MDN_404}"
+        f"'{LIVE.datagouv_api}2/datasets/resources/{NO_RESOURCE}/'\n{MDN_404}"
     )
 
 
@@ -349,7 +351,7 @@ def test_get_metrics_checks_clamps_and_nulls_per_release(live_twin: TwinUrls) ->
     )
     assert too_many.startswith(
         "Error fetching dataset metrics: Client error '400 Bad Request' for url "
-        f"'{live_twin.metrics_api}datasets/data/?dataset_id__exact={TRANSPORTS}"
+        f"'{LIVE.metrics_api}datasets/data/?dataset_id__exact={TRANSPORTS}"
         "&metric_month__sort=desc&page_size=100'"
     )
     # A null monthly value: counted as 0 from 0.2.22, a formatting crash before.

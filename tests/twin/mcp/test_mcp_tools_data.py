@@ -19,6 +19,8 @@ DATA_ES_HEADER = [
 ]
 DICTIONARY = "b7ebaa95-a2ff-4412-8911-a655dd146d44"  # 21 rows
 NOT_TABULAR = "37a95b64-7121-4039-af91-625a0a199a7c"  # an HTML page of the Transports dataset
+# Tool outputs carry production links: the twin answers for them behind the front.
+LIVE = TwinUrls.live()
 TRANSPORTS = "55e4129788ee386899a46ec1"
 TRANSPORTS_CSV = "d8581b5b-3372-4e73-9323-036e543e2bef"  # 144 rows
 MDN_404 = "For more information check: https://developer.mozilla.org/en-US/docs/Web/HTTP/Status/404"
@@ -149,7 +151,7 @@ def test_query_resource_data_tabular_errors_per_release(live_twin: TwinUrls) -> 
     )
     assert old == (
         "❌ Error querying resource: Client error '404 Not Found' for url "
-        f"'{live_twin.tabular_api}resources/{NOT_TABULAR}/data/?page=1&page_size=20'\n{MDN_404}"
+        f"'{LIVE.tabular_api}resources/{NOT_TABULAR}/data/?page=1&page_size=20'\n{MDN_404}"
     )
     unknown_column = call_text(
         live_twin,

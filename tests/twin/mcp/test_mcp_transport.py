@@ -90,9 +90,9 @@ def test_host_allow_list_per_release(
     if status == 421:
         assert response.text == "Invalid Host header"
     else:
-        # Links in the output follow the host the client used.
+        # Links in the output are production URLs, whatever host the client used.
         assert (
-            f"URL: http://{host}/datasets/transports/"
+            "URL: https://www.data.gouv.fr/datasets/transports/"
             in _sse_message(response)["result"]["content"][0]["text"]
         )
 

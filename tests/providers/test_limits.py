@@ -9,14 +9,9 @@ from email.utils import format_datetime
 
 import pytest
 
-from datagouv_eval_pipeline.agents.limits import (
-    RateLimit,
-    RateLimiter,
-    RateLimiters,
-    RetryPolicy,
-    RunBudget,
-    retry_after_seconds,
-)
+from datagouv_eval_pipeline.agents.limits import RunBudget
+from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiter, RateLimiters
+from datagouv_eval_pipeline.providers.retry import RetryPolicy, retry_after_seconds
 
 
 @dataclass
@@ -90,12 +85,22 @@ def test_retry_after_headers() -> None:
     assert retry_after_seconds({"Retry-After": format_datetime(when, usegmt=True)}, now) == 30.0
 
 
-def test_retry_policy_prefers_retry_after_and_caps_it() -> None:
-    policy = RetryPolicy(base_delay_s=1.0, max_delay_s=10.0)
+def test_retry_policy_prefers_retry_after_floors_and_caps_it() -> None:
+    policy = RetryPolicy(base_delay_s=1.0, max_delay_s=10.0, min_delay_s=0.5, jitter_s=0)
     assert [policy.backoff(n) for n in (1, 2, 3, 5)] == [1.0, 2.0, 4.0, 10.0]
     assert policy.delay(1, {"retry-after": "3"}) == 3.0
     assert policy.delay(1, {"retry-after": "600"}) == 10.0
+    # Retry-After: 0 never means "hammer": the floor applies.
+    assert policy.delay(1, {"retry-after": "0"}) == 0.5
+    assert policy.delay(1, {"retry-after-ms": "100"}) == 0.5
     assert policy.delay(2, {}) == 2.0
+
+
+def test_jitter_adds_at_most_jitter_s_to_the_backoff() -> None:
+    policy = RetryPolicy(base_delay_s=1.0, jitter_s=0.5)
+    waits = [policy.backoff(2) for _ in range(200)]
+    assert all(2.0 <= wait <= 2.5 for wait in waits)
+    assert len(set(waits)) > 1
 
 
 def test_invalid_settings_are_rejected() -> None:
@@ -103,5 +108,7 @@ def test_invalid_settings_are_rejected() -> None:
         RunBudget(max_requests=0)
     with pytest.raises(ValueError, match="requests_per_minute"):
         RateLimit(requests_per_minute=0)
-    with pytest.raises(ValueError, match="max_attempts"):
-        RetryPolicy(max_attempts=0)
+    with pytest.raises(ValueError, match="retries"):
+        RetryPolicy(retries=-1)
+    with pytest.raises(ValueError, match="min_delay_s"):
+        RetryPolicy(min_delay_s=5, max_delay_s=1)

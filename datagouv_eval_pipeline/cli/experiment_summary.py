@@ -1,0 +1,113 @@
+"""The closing summary of ``datagouv-eval experiment``, read from the run's result.
+
+It names what a person must act on: cells that failed, cells whose runs were all skipped or
+errored (with the reason, e.g. the unset API key variable or the missing sandbox), and the
+checks that failed. The exit code follows: non-zero when the run failed, a cell failed or a
+blocking check failed. The result is Dagster's ``ExecuteInProcessResult``, read by attribute
+only, so this module does not import Dagster.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+EXIT_INTERRUPTED = 130
+"""Exit code after Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)."""
+
+
+@dataclass
+class Summary:
+    """What the run left for a person to look at.
+
+    Attributes:
+        executed: Agent task runs executed.
+        reused: Agent task runs taken from the cache.
+        failed_cells: Cell key → why its stage failed.
+        idle_cells: Reason → cells whose runs were all skipped, errored or cancelled for it.
+        failed_checks: One line per failed check.
+        blocking_failed: Whether a blocking check failed.
+        checks_ran: Whether any check was evaluated.
+    """
+
+    executed: int | None = None
+    reused: int | None = None
+    failed_cells: dict[str, str] = field(default_factory=dict)
+    idle_cells: dict[str, list[str]] = field(default_factory=dict)
+    failed_checks: list[str] = field(default_factory=list)
+    blocking_failed: bool = False
+    checks_ran: bool = False
+
+
+def _value(metadata: Mapping[str, Any], name: str, default: Any = None) -> Any:
+    item = metadata.get(name)
+    return default if item is None else getattr(item, "value", item)
+
+
+def _first_detail(metadata: Mapping[str, Any]) -> str:
+    for value in metadata.values():
+        text = str(getattr(value, "value", value) or "")
+        if text.startswith("- "):  # the checks' markdown lists
+            return text.splitlines()[0][2:][:160]
+    return ""
+
+
+def summarise(result: Any) -> Summary:
+    """Read the summary from an in-process execution result."""
+    summary = Summary()
+    events = result.asset_materializations_for_node("agent_runs")
+    if events:
+        meta = events[0].metadata
+        summary.executed = _value(meta, "task_runs_executed")
+        summary.reused = _value(meta, "task_runs_reused")
+        summary.failed_cells = dict(_value(meta, "failed", {}) or {})
+        idle: dict[str, list[str]] = defaultdict(list)
+        for key, cell in (_value(meta, "cells", {}) or {}).items():
+            if cell.get("problem"):
+                idle[str(cell["problem"])].append(key)
+        summary.idle_cells = dict(idle)
+    for evaluation in result.get_asset_check_evaluations():
+        summary.checks_ran = True
+        if evaluation.passed:
+            continue
+        severity = getattr(evaluation.severity, "value", str(evaluation.severity))
+        blocking = bool(getattr(evaluation, "blocking", False))
+        summary.blocking_failed |= blocking
+        asset = "/".join(evaluation.asset_key.path)
+        detail = _first_detail(evaluation.metadata) or (evaluation.description or "")
+        line = f"{evaluation.check_name} on {asset} ({severity}{', blocking' if blocking else ''})"
+        summary.failed_checks.append(f"{line}: {detail}" if detail else line)
+    # "every check passed" only means something when every check had its turn.
+    summary.checks_ran &= bool(result.success)
+    return summary
+
+
+def summary_lines(summary: Summary) -> list[str]:
+    """The summary as lines to print (the run's header and paths are printed by the caller)."""
+    lines: list[str] = []
+    if summary.executed is not None:
+        lines.append(
+            f"agent task runs: {summary.executed} executed, {summary.reused} reused from the cache"
+        )
+    for key, reason in summary.failed_cells.items():
+        lines.append(f"FAILED cell {key}: {reason}")
+    for reason, cells in summary.idle_cells.items():
+        shown = ", ".join(cells[:3]) + (f", … ({len(cells)} cells)" if len(cells) > 3 else "")
+        lines.append(f"NO RESULT in {len(cells)} cell(s), every run not done: {reason} [{shown}]")
+    if summary.failed_checks:
+        lines.append(f"{len(summary.failed_checks)} check(s) failed:")
+        lines += [f"  {line}" for line in summary.failed_checks]
+    elif summary.checks_ran:
+        lines.append("every check passed")
+    return lines
+
+
+def exit_code(success: bool, summary: Summary, *, interrupted: bool) -> int:
+    """0 when the run, every cell and every blocking check succeeded."""
+    if interrupted:
+        return EXIT_INTERRUPTED
+    if not success or summary.failed_cells or summary.blocking_failed:
+        return 1
+    return 0

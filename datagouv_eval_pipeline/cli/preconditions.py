@@ -1,0 +1,83 @@
+"""What ``datagouv-eval experiment`` checks before any agent runs.
+
+Each check fails with one line naming the path and what is wrong, so a bad ``DAGSTER_HOME``,
+an unwritable warehouse directory or a warehouse file locked by an analyst's
+``duckdb -readonly`` shell stops the command at once instead of after every agent run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import click
+import duckdb
+
+
+def require_instance_dir(home: Path) -> None:
+    """``DAGSTER_HOME`` must be a directory, or creatable as one.
+
+    Raises:
+        click.ClickException: It is a file, or it cannot be created.
+    """
+    if home.exists() and not home.is_dir():
+        raise click.ClickException(
+            f"{home}: DAGSTER_HOME must be a directory (the Dagster instance's), and this is a file"
+        )
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise click.ClickException(
+            f"{home}: cannot create the Dagster instance directory ({error.strerror})"
+        ) from None
+
+
+_LOCK_HOLDER = re.compile(r"\(PID (\d+)\)")
+
+
+def require_writable_warehouse(path: Path) -> None:
+    """The warehouse file must be writable now: its directory creatable, the file not locked.
+
+    DuckDB allows one writing process and no writer while another process holds the file open,
+    even read-only; the pipeline writes it only at the end, so this is checked first.
+
+    Raises:
+        click.ClickException: Naming the path and the problem (and the holder's pid for a lock).
+    """
+    if path.exists() and not path.is_file():
+        raise click.ClickException(f"{path}: the warehouse path is a directory, not a DuckDB file")
+    directory = path.parent
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise click.ClickException(
+            f"{directory}: cannot create the warehouse directory ({error.strerror})"
+        ) from None
+    if not os.access(directory, os.W_OK):
+        raise click.ClickException(f"{directory}: the warehouse directory is not writable")
+    if not path.exists():
+        return
+    try:
+        duckdb.connect(str(path)).close()
+    except duckdb.Error as error:
+        text = str(error)
+        holder = _LOCK_HOLDER.search(text)
+        if "lock" in text.lower():
+            who = f"process {holder.group(1)}" if holder else "another process"
+            raise click.ClickException(
+                f"{path}: the warehouse is locked by {who} (a `duckdb` shell, even -readonly, or "
+                "another run); close it and run again"
+            ) from None
+        raise click.ClickException(f"{path}: cannot open the warehouse: {text}") from None
+
+
+def sandbox_notice() -> str | None:
+    """Why the code cells will be skipped on this machine, or None when they can run."""
+    if shutil.which("bwrap") is not None:
+        return None
+    return (
+        "bubblewrap (bwrap) is not installed: the code cells (code, code + skills, code + CLI) "
+        "will be skipped; install it with `apt-get install bubblewrap` (./dev run does it as root)"
+    )

@@ -1,0 +1,29 @@
+"""Which tasks the last resource pre-flight quarantined, read from the run store.
+
+The ``catalog_validation`` stage writes its report under one document; the agent runs skip the
+quarantined tasks and the report lists them with the first failing check.
+"""
+
+from __future__ import annotations
+
+from datagouv_eval_pipeline.experiment.store import RunStore
+from datagouv_eval_pipeline.validation.models import ValidationReport
+
+STAGE = "catalog_validation"
+"""The run store stage of the pre-flight report."""
+DOCUMENT_KEY = "all"
+"""Its one document (the pre-flight covers every task at once)."""
+
+
+def quarantined_tasks(store: RunStore) -> dict[str, str]:
+    """Quarantined task ids with the first failing check, from the last pre-flight."""
+    document = store.read(STAGE, DOCUMENT_KEY)
+    if document is None:
+        return {}
+    report = ValidationReport.model_validate(document["report"])
+    out: dict[str, str] = {}
+    for task in report.tasks:
+        if task.status == "quarantined":
+            failing = task.failing
+            out[task.task_id] = failing[0].reason if failing else "quarantined"
+    return out

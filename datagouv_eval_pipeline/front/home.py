@@ -1,0 +1,22 @@
+"""Where the local twin keeps machine-local state: the front's CA, the running front's port.
+
+``$DATAGOUV_EVAL_TWIN_HOME``, or ``.twin/`` in the current directory (git-ignored). Nothing in
+it is ever committed or leaves the machine.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+TWIN_HOME_ENV = "DATAGOUV_EVAL_TWIN_HOME"
+DEFAULT_TWIN_HOME = ".twin"
+
+
+def twin_home(home: Path | str | None = None) -> Path:
+    """Return the twin home: ``home``, else ``$DATAGOUV_EVAL_TWIN_HOME``, else ``./.twin``.
+
+    The path is made absolute (it is handed to other processes) but not created.
+    """
+    chosen = home if home is not None else os.environ.get(TWIN_HOME_ENV) or DEFAULT_TWIN_HOME
+    return Path(chosen).expanduser().resolve()

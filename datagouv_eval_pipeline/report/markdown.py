@@ -1,0 +1,100 @@
+"""The report as Markdown, for the Dagster UI: the pivot, the comparisons, what was not scored.
+
+It renders the same :class:`~datagouv_eval_pipeline.report.views.ReportView` as the HTML page,
+shorter: plots and traces stay in the page and the results browser it links to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from datagouv_eval_pipeline.report.views import Estimate, ReportView
+
+MAX_COMPARISONS = 40
+"""Comparison rows shown in Markdown (the page has them all)."""
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _estimate(estimates: Sequence[Estimate]) -> str:
+    if not estimates:
+        return "·"
+    parts = []
+    for e in estimates:
+        if e.mean is None:
+            text = f"not scored (n=0/{e.runs})"
+        else:
+            interval = ""
+            if e.low is not None and e.high is not None:
+                interval = f" [{e.low:.2f}, {e.high:.2f}]"
+            text = f"**{e.mean:.2f}**{interval} n={e.scored}/{e.runs}"
+        parts.append(text)
+    return "<br>".join(parts)
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(view: ReportView, *, html_path: str | None = None) -> str:
+    """The report's Markdown (``—``: not scored, never a zero)."""
+    totals = view.totals
+    lines = ["# Experiment report", ""]
+    lines.append(
+        f"{totals.get('cells', 0)} cells × {totals.get('tasks', 0)} tasks, "
+        f"{totals.get('runs', 0)} runs. Means over scored runs; n = scored runs / runs."
+    )
+    if html_path:
+        lines += ["", f"Full report with plots and the results browser: `{html_path}`."]
+    if not view.statistics:
+        lines += [
+            "",
+            "> No statistics tables in the warehouse yet: means without intervals, comparisons "
+            "without tests or verdicts.",
+        ]
+    for pivot in view.pivots:
+        lines += ["", f"## {pivot.title} (minimal tier)", ""]
+        heads = ["no MCP" if v == "—" else f"MCP {v}" for v in pivot.versions]
+        lines.append("| model | capabilities | " + " | ".join(heads) + " |")
+        lines.append("|---|---|" + "---|" * len(heads))
+        for row in pivot.rows:
+            slots = " | ".join(_estimate(slot) for slot in row.slots)
+            lines.append(f"| {_escape(row.model)} | {_escape(row.capability_set)} | {slots} |")
+    lines += ["", "## Comparisons (one dimension differs, minimal tier)", ""]
+    header = "| dimension | metric | A | B | mean A | mean B | paired Δ | tasks |"
+    if view.statistics:
+        header += " 95 % CI | p (Holm) | MDE | verdict |"
+    lines += [header, "|" + "---|" * (header.count("|") - 1)]
+    for c in view.comparisons[:MAX_COMPARISONS]:
+        cells = [
+            c.dimension,
+            c.metric,
+            _escape(view.labels[c.cell_a]),
+            _escape(view.labels[c.cell_b]),
+            _num(c.mean_a),
+            _num(c.mean_b),
+            "—" if c.paired_delta is None else f"{c.paired_delta:+.2f}",
+            str(c.paired_tasks),
+        ]
+        if view.statistics:
+            interval = "—" if c.low is None or c.high is None else f"[{c.low:+.2f}, {c.high:+.2f}]"
+            cells += [interval, _num(c.p_adjusted, 3), _num(c.mde), c.verdict or "—"]
+        lines.append("| " + " | ".join(cells) + " |")
+    if len(view.comparisons) > MAX_COMPARISONS:
+        lines.append(f"\n{len(view.comparisons) - MAX_COMPARISONS} more pairs in the HTML page.")
+    lines += ["", "## Not scored", ""]
+    if view.problems:
+        lines += ["| kind | cell or task | runs | reason |", "|---|---|---|---|"]
+        for p in view.problems:
+            subject = view.labels.get(p.subject, p.subject)
+            lines.append(f"| {p.kind} | {_escape(subject)} | {p.count} | {_escape(p.reason)} |")
+    else:
+        lines.append("Every run ended ok; no task is quarantined; no stage failed.")
+    lines += ["", "## Judge calibration", ""]
+    if view.calibration:
+        lines.append(f"{len(view.calibration)} calibration rows (see the HTML page).")
+    else:
+        lines.append("Absent: the warehouse holds no judge calibration results.")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,519 @@
+"""The report's sections as plain values: what each table and plot shows, chosen from the data.
+
+The HTML page and the Markdown render the same :class:`ReportView`, so the two never disagree.
+Nothing here computes a statistic: means, n, coverage, intervals and paired tests come from the
+statistics stage's tables (``eval.metric_estimates``, ``eval.comparisons``); a warehouse without
+them falls back to the dbt marts' means and deltas, and the pages say so.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from datagouv_eval_pipeline.report.data import HEADLINE_TIER, ReportData, Row
+from datagouv_eval_pipeline.report.figures import CostPoint, VersionPoint, pareto_front
+
+NO_VERSION = "—"
+"""The pivot column of cells without MCP."""
+
+PIVOT_METRICS = (("accuracy", "Accuracy"), ("action_f1", "Action F1"))
+"""The metrics the pivot shows, with their headings."""
+
+COMPARED_METRICS = ("accuracy", "action_f1", "trajectory_adherence")
+"""The metrics of the comparison table."""
+
+
+def cell_label(cell: Row) -> str:
+    """A short, readable name of a cell: model · capabilities with their versions."""
+    parts = []
+    for capability in str(cell["capability_set"]).split("+"):
+        if capability == "mcp" and cell.get("mcp_version"):
+            parts.append(f"mcp {cell['mcp_version']}")
+        elif capability == "skills" and cell.get("skills_version"):
+            parts.append(f"skills {cell['skills_version']}")
+        else:
+            parts.append(capability)
+    return f"{cell['model_name']} · {' + '.join(parts)}"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One mean as the report prints it.
+
+    Attributes:
+        cell_key: The cell.
+        mean: The mean over scored runs (None: none scored).
+        scored: Runs scored (n).
+        runs: Runs in the cell.
+        coverage: scored / runs.
+        low: Lower bound of the 95 % interval (None without the statistics tables, or with
+            fewer than two tasks scored).
+        high: Upper bound.
+        note: Why there is no interval, when the statistics tables say.
+    """
+
+    cell_key: str
+    mean: float | None
+    scored: int
+    runs: int
+    coverage: float | None
+    low: float | None = None
+    high: float | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class PivotRow:
+    """One model × capability set row of the pivot; one slot per MCP version.
+
+    Attributes:
+        model: Model name.
+        capability_set: Capability set, with the skills version when there is one.
+        slots: Per pivot column, the estimates of the cells there (usually one).
+    """
+
+    model: str
+    capability_set: str
+    slots: list[list[Estimate]]
+
+
+@dataclass(frozen=True)
+class Pivot:
+    """One metric's pivot: rows model × capability set, columns MCP version.
+
+    Attributes:
+        metric: Metric name.
+        title: Heading.
+        versions: The columns.
+        rows: The rows.
+    """
+
+    metric: str
+    title: str
+    versions: list[str]
+    rows: list[PivotRow]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One pair of cells that differ in one dimension, on one metric.
+
+    Attributes:
+        dimension: The dimension that differs.
+        metric: Metric name.
+        cell_a: First cell key.
+        cell_b: Second cell key.
+        value_a: Its value of the dimension.
+        value_b: The second cell's value.
+        mean_a: Mean of A.
+        mean_b: Mean of B.
+        paired_tasks: Tasks scored in both.
+        paired_delta: Mean per-task difference B - A on those tasks.
+        low: Lower bound of the paired difference's 95 % interval (statistics tables).
+        high: Upper bound.
+        p_adjusted: Holm-adjusted p-value (statistics tables).
+        verdict: better / worse / no detectable difference (statistics tables).
+        mde: Minimum detectable effect at 80 % power (statistics tables).
+        test: The test used (statistics tables).
+        pairs: (task, repeat) pairs scored in both cells (statistics tables).
+        note: Why a figure is missing (statistics tables).
+    """
+
+    dimension: str
+    metric: str
+    cell_a: str
+    cell_b: str
+    value_a: str
+    value_b: str
+    mean_a: float | None
+    mean_b: float | None
+    paired_tasks: int
+    paired_delta: float | None
+    low: float | None = None
+    high: float | None = None
+    p_adjusted: float | None = None
+    verdict: str | None = None
+    mde: float | None = None
+    test: str | None = None
+    pairs: int | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class CostRow:
+    """One cell's cost and accuracy.
+
+    Attributes:
+        cell_key: The cell.
+        runs: Runs in the cell.
+        priced_runs: Runs with a known cost.
+        total_cost: Sum of agent and judge cost when every run is priced, else None.
+        correct: Runs whose accuracy is 1 (every criterion of the tier passed).
+        cost_per_correct: total_cost / correct (None without cost or without a correct run).
+        mean_accuracy: Mean accuracy.
+        mean_latency_ms: Mean effective latency of the runs that ran.
+        mean_tokens: Mean agent tokens per run.
+        on_front: On the Pareto front of the plot.
+    """
+
+    cell_key: str
+    runs: int
+    priced_runs: int
+    total_cost: float | None
+    correct: int
+    cost_per_correct: float | None
+    mean_accuracy: float | None
+    mean_latency_ms: float | None
+    mean_tokens: float | None
+    on_front: bool = False
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A run or cell that did not produce scores, with why.
+
+    Attributes:
+        kind: quarantined, skipped, error, budget_exceeded or failed stage.
+        subject: Task id or cell key.
+        count: How many runs share this reason.
+        reason: Why.
+    """
+
+    kind: str
+    subject: str
+    count: int
+    reason: str
+
+
+@dataclass
+class ReportView:
+    """Everything the report page shows, in order.
+
+    Attributes:
+        data: The rows it was chosen from.
+        labels: Short label per cell key.
+        pivots: One pivot per headline metric.
+        comparisons: One-dimension pairs on the compared metrics.
+        statistics: Whether intervals and tests came from the statistics tables.
+        version_series: Per (model, capability set) with MCP, accuracy per version.
+        versions: The MCP versions, in order.
+        costs: Cost and accuracy per cell.
+        cost_axis: What the cost plot's x axis is.
+        failure_modes: The failure modes (heat map columns).
+        failure_cells: The heat map rows (cell keys).
+        failure_shares: Share of scored runs with the mode, per row and column.
+        problems: Quarantined tasks, skipped and errored runs, failed stages.
+        calibration: The judge's calibration rows when the warehouse has them.
+        totals: Counts for the header.
+    """
+
+    data: ReportData
+    labels: dict[str, str]
+    pivots: list[Pivot]
+    comparisons: list[Comparison]
+    statistics: bool
+    version_series: list[tuple[str, list[VersionPoint]]]
+    versions: list[str]
+    costs: list[CostRow]
+    cost_axis: str
+    failure_modes: list[str]
+    failure_cells: list[str]
+    failure_shares: list[list[float | None]]
+    problems: list[Problem]
+    calibration: list[Row] | None
+    totals: dict[str, int] = field(default_factory=dict)
+
+    def cost_points(self) -> list[CostPoint]:
+        """The cost plot's points (cells with both coordinates)."""
+        return _cost_points(self.costs, self.cost_axis, self.labels)
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in version.split("."))
+    except ValueError:
+        return (10**6,)
+
+
+def _estimate(data: ReportData, cell_key: str, metric: str) -> Estimate:
+    stats = data.estimate(cell_key, metric)
+    if stats is not None:
+        return Estimate(
+            cell_key,
+            stats["mean"],
+            int(stats["n"]),
+            int(stats["runs"]),
+            stats["coverage"],
+            stats["ci_low"],
+            stats["ci_high"],
+            stats["reason"] if stats["ci_low"] is None else None,
+        )
+    row = data.summary(cell_key, metric)
+    runs = len(data.runs_of(cell_key))
+    if row is None:
+        return Estimate(cell_key, None, 0, runs, None)
+    mean = row.get("avg_value")
+    return Estimate(
+        cell_key,
+        None if mean is None else float(mean),
+        int(row["scored"]),
+        int(row["runs"]),
+        None if row.get("coverage") is None else float(row["coverage"]),
+    )
+
+
+def _row_name(cell: Row) -> tuple[str, str]:
+    capability = str(cell["capability_set"])
+    if cell.get("skills_version"):
+        capability = capability.replace("skills", f"skills {cell['skills_version']}")
+    return str(cell["model_name"]), capability
+
+
+def _versions(data: ReportData) -> list[str]:
+    found = {str(c["mcp_version"]) for c in data.cells.values() if c.get("mcp_version")}
+    return sorted(found, key=_version_key)
+
+
+def pivots(data: ReportData) -> list[Pivot]:
+    """The pivot of each headline metric (minimal tier)."""
+    versions = [*_versions(data), NO_VERSION]
+    out = []
+    for metric, title in PIVOT_METRICS:
+        grouped: dict[tuple[str, str], list[list[Estimate]]] = {}
+        for key, cell in data.cells.items():
+            slots = grouped.setdefault(_row_name(cell), [[] for _ in versions])
+            column = versions.index(str(cell["mcp_version"]) if cell.get("mcp_version") else "—")
+            slots[column].append(_estimate(data, key, metric))
+        rows = [PivotRow(model, caps, slots) for (model, caps), slots in sorted(grouped.items())]
+        out.append(Pivot(metric, title, versions, rows))
+    return out
+
+
+def _order_key(dimension: str, value: str) -> tuple[Any, ...]:
+    if dimension in {"mcp_version", "skills_version"}:
+        return (0, _version_key(value))
+    return (1, value)
+
+
+def tested_comparisons(data: ReportData) -> list[Comparison]:
+    """The paired tests of ``eval.comparisons`` on the compared metrics (minimal tier).
+
+    Each pair once, A the older version (or the first value): the table holds both orders.
+    """
+    out = []
+    for row in data.tests:
+        if row["tier"] != HEADLINE_TIER or row["metric"] not in COMPARED_METRICS:
+            continue
+        value_a = str(row["value_a"] if row["value_a"] is not None else "none")
+        value_b = str(row["value_b"] if row["value_b"] is not None else "none")
+        key_a, key_b = _order_key(row["dimension"], value_a), _order_key(row["dimension"], value_b)
+        if (key_a, row["cell_a"]) > (key_b, row["cell_b"]):
+            continue
+        out.append(
+            Comparison(
+                dimension=str(row["dimension"]),
+                metric=str(row["metric"]),
+                cell_a=str(row["cell_a"]),
+                cell_b=str(row["cell_b"]),
+                value_a=value_a,
+                value_b=value_b,
+                mean_a=row["mean_a"],
+                mean_b=row["mean_b"],
+                paired_tasks=int(row["tasks"] or 0),
+                paired_delta=row["mean_difference"],
+                low=row["ci_low"],
+                high=row["ci_high"],
+                p_adjusted=row["p_adjusted"],
+                verdict=row["verdict"],
+                mde=row["mde"],
+                test=row["test"],
+                pairs=int(row["pairs"] or 0),
+                note=row["reason"],
+            )
+        )
+    return sorted(out, key=lambda c: (c.paired_tasks == 0, c.dimension, c.metric))
+
+
+def comparisons(data: ReportData) -> list[Comparison]:
+    """The one-dimension pairs of ``cell_comparison`` on the compared metrics (minimal tier).
+
+    Pairs with tasks scored in both cells come first; the others cannot be compared.
+    """
+    out = []
+    for row in data.comparisons:
+        if row["tier"] != HEADLINE_TIER or row["metric"] not in COMPARED_METRICS:
+            continue
+        out.append(
+            Comparison(
+                dimension=str(row["dimension"]),
+                metric=str(row["metric"]),
+                cell_a=str(row["cell_a"]),
+                cell_b=str(row["cell_b"]),
+                value_a=str(row["value_a"] if row["value_a"] is not None else "none"),
+                value_b=str(row["value_b"] if row["value_b"] is not None else "none"),
+                mean_a=row["avg_a"],
+                mean_b=row["avg_b"],
+                paired_tasks=int(row["paired_tasks"] or 0),
+                paired_delta=row["paired_delta"],
+            )
+        )
+    return sorted(out, key=lambda c: (c.paired_tasks == 0, c.dimension, c.metric))
+
+
+def version_series(
+    data: ReportData, versions: Sequence[str]
+) -> list[tuple[str, list[VersionPoint]]]:
+    """Accuracy per MCP version for each (model, capability set) that has MCP."""
+    grouped: dict[tuple[str, str], list[VersionPoint]] = defaultdict(list)
+    for key, cell in data.cells.items():
+        version = cell.get("mcp_version")
+        if not version:
+            continue
+        estimate = _estimate(data, key, "accuracy")
+        grouped[_row_name(cell)].append(
+            VersionPoint(str(version), estimate.mean, estimate.low, estimate.high)
+        )
+    return [
+        (f"{model} · {caps}", sorted(points, key=lambda p: versions.index(p.version)))
+        for (model, caps), points in sorted(grouped.items())
+    ]
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def costs(data: ReportData) -> list[CostRow]:
+    """Cost, correct answers and effort per cell."""
+    out = []
+    for key in data.cells:
+        runs = data.runs_of(key)
+        ran = [r for r in runs if r["status"] != "skipped"]
+        priced = [r for r in runs if r["cost"] is not None]
+        total = None
+        if runs and len(priced) == len(runs):
+            total = sum(float(r["cost"]) + float(r["judge_cost"] or 0.0) for r in runs)
+        correct = sum(1 for r in runs if data.run_metric(r["run_id"], "accuracy") == 1.0)
+        latencies = [float(r["effective_latency_ms"]) for r in ran if r["effective_latency_ms"]]
+        out.append(
+            CostRow(
+                cell_key=key,
+                runs=len(runs),
+                priced_runs=len(priced),
+                total_cost=total,
+                correct=correct,
+                cost_per_correct=total / correct if total is not None and correct else None,
+                mean_accuracy=_estimate(data, key, "accuracy").mean,
+                mean_latency_ms=_mean(latencies),
+                mean_tokens=_mean([float(r["total_tokens"]) for r in ran]),
+            )
+        )
+    return out
+
+
+COST_AXIS = "mean cost per run"
+LATENCY_AXIS = "mean effective latency per run (ms): no cell has a non-zero cost"
+
+
+def _cost_points(rows: Sequence[CostRow], axis: str, labels: dict[str, str]) -> list[CostPoint]:
+    points = []
+    for row in rows:
+        if row.mean_accuracy is None:
+            continue
+        if axis == COST_AXIS:
+            if row.total_cost is None or not row.runs:
+                continue
+            x = row.total_cost / row.runs
+        else:
+            if row.mean_latency_ms is None:
+                continue
+            x = row.mean_latency_ms
+        points.append(CostPoint(labels[row.cell_key], x, row.mean_accuracy))
+    return points
+
+
+def failure_matrix(data: ReportData) -> tuple[list[str], list[str], list[list[float | None]]]:
+    """Failure modes (columns), cells (rows) and the share of scored runs showing each."""
+    counts = [row for row in data.failure_counts if row["tier"] == HEADLINE_TIER]
+    modes = sorted({str(row["mode"]) for row in counts})
+    cells = sorted({str(row["cell_key"]) for row in counts})
+    by_key = {(row["cell_key"], row["mode"]): row for row in counts}
+    shares: list[list[float | None]] = []
+    for cell in cells:
+        line: list[float | None] = []
+        for mode in modes:
+            row = by_key.get((cell, mode))
+            scored = 0 if row is None else int(row["present"]) + int(row["absent"])
+            line.append(None if row is None or not scored else int(row["present"]) / scored)
+        shares.append(line)
+    return modes, cells, shares
+
+
+def problems(data: ReportData) -> list[Problem]:
+    """Quarantined tasks, runs that did not end ok (grouped by reason), failed stages."""
+    out = [
+        Problem("quarantined", task_id, 1, reason)
+        for task_id, reason in sorted(data.sources.quarantined.items())
+    ]
+    grouped: Counter[tuple[str, str, str]] = Counter()
+    for run in data.runs:
+        if run["status"] != "ok":
+            grouped[
+                (str(run["status"]), str(run["cell_key"]), str(run["status_reason"] or "—"))
+            ] += 1
+    out.extend(
+        Problem(status, cell, count, reason)
+        for (status, cell, reason), count in sorted(grouped.items())
+    )
+    out.extend(
+        Problem(f"failed {f.stage}", f.cell_key, 1, f"{f.reason} (at {f.at})")
+        for f in data.sources.failures
+    )
+    return out
+
+
+def calibration(data: ReportData) -> list[Row] | None:
+    """The judge calibration rows, when a calibration table is in the warehouse (else None)."""
+    del data  # no warehouse table holds calibration results yet
+    return None
+
+
+def build_view(data: ReportData) -> ReportView:
+    """Choose every section's values from the data."""
+    labels = {key: cell_label(cell) for key, cell in data.cells.items()}
+    versions = _versions(data)
+    cost_rows = costs(data)
+    # Offline baselines cost 0: a plot of zeros says nothing, latency at least ranks the effort.
+    axis = COST_AXIS if any(r.total_cost for r in cost_rows) else LATENCY_AXIS
+    front = {p.label for p in pareto_front(_cost_points(cost_rows, axis, labels))}
+    cost_rows = [
+        CostRow(**{**row.__dict__, "on_front": labels[row.cell_key] in front}) for row in cost_rows
+    ]
+    modes, failure_cells, shares = failure_matrix(data)
+    statuses: Counter[str] = Counter(str(run["status"]) for run in data.runs)
+    totals: dict[str, Any] = {
+        "cells": len(data.cells),
+        "tasks": len({run["task_id"] for run in data.runs}),
+        "runs": len(data.runs),
+        **{f"runs_{status}": count for status, count in sorted(statuses.items())},
+    }
+    return ReportView(
+        data=data,
+        labels=labels,
+        pivots=pivots(data),
+        comparisons=tested_comparisons(data) if data.has_statistics else comparisons(data),
+        statistics=data.has_statistics,
+        version_series=version_series(data, versions),
+        versions=versions,
+        costs=cost_rows,
+        cost_axis=axis,
+        failure_modes=modes,
+        failure_cells=failure_cells,
+        failure_shares=shares,
+        problems=problems(data),
+        calibration=calibration(data),
+        totals=totals,
+    )

@@ -1,0 +1,323 @@
+"""The statistics stage: error bars and paired comparisons from the loaded tables.
+
+Reads the latest run of each cell (``eval.metrics`` with the cells' dimensions and the tasks'
+languages) and writes, in one transaction, replacing the previous figures:
+
+* ``eval.metric_estimates``: n, coverage, mean, clustered standard error and 95 % interval of
+  every averaged metric, per cell, per cell × task language, per capability set and per
+  model × capability set × MCP version × language (the groupings of the dbt marts);
+* ``eval.comparisons``: every pair of cells that differ in exactly one dimension, paired by
+  (task, repeat), with the test, the Holm-adjusted p-value within the family
+  (dimension × metric × tier), the verdict and the minimum detectable effect.
+
+The arithmetic lives in :mod:`datagouv_eval_pipeline.metrics.statistics`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import duckdb
+import pandas as pd  # type: ignore[import-untyped]
+
+from datagouv_eval_pipeline.metrics import statistics as st
+from datagouv_eval_pipeline.warehouse.schema import COMPARISONS, METRIC_ESTIMATES, SCHEMA, Table
+
+DIMENSIONS = ("model", "capability_set", "mcp_version", "skills_version", "system_prompt")
+"""The coordinates of a cell a comparison may differ in (one at a time)."""
+
+
+def language_sql(runs: str) -> str:
+    """SQL giving ``run_id, language`` (plus ``experiment_id`` for history tables) of ``runs``.
+
+    The task row with the run's spec hash, else the task's latest version, else ``unknown``
+    (the rule of the dbt model ``stg_runs``).
+    """
+    history = runs.endswith("_history")
+    key = "r.experiment_id, r.run_id" if history else "r.run_id"
+    return f"""
+        SELECT {key}, coalesce(t.language, 'unknown') AS language
+        FROM {runs} AS r
+        LEFT JOIN {SCHEMA}.tasks AS t ON t.task_id = r.task_id
+        QUALIFY row_number() OVER (
+            PARTITION BY {key}
+            ORDER BY (t.spec_hash = r.spec_hash) DESC NULLS LAST, t.task_version DESC NULLS LAST
+        ) = 1
+    """
+
+
+class _Value(NamedTuple):
+    cell_key: str
+    task_id: str
+    repeat_index: int
+    tier: str
+    metric: str
+    value: float | None
+    bounded: bool
+    model_provider: str
+    model_name: str
+    capability_set: str
+    mcp_version: str | None
+    skills_version: str | None
+    system_prompt: str
+    language: str
+
+
+_VALUES_SQL = f"""
+SELECT m.cell_key, m.task_id, m.repeat_index, m.tier, m.metric, m.value, m.bounded,
+       c.model_provider, c.model_name, c.capability_set, c.mcp_version, c.skills_version,
+       c.system_prompt, l.language
+FROM {SCHEMA}.metrics AS m
+JOIN {SCHEMA}.cells AS c USING (cell_key)
+JOIN ({language_sql(f"{SCHEMA}.runs")}) AS l USING (run_id)
+WHERE m.aggregation = 'avg'
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class StatisticsResult:
+    """What the statistics stage wrote.
+
+    Attributes:
+        estimates: Rows of ``eval.metric_estimates``.
+        comparisons: Rows of ``eval.comparisons`` (both orders of each pair).
+        significant: Comparisons (one order) whose verdict is better or worse.
+    """
+
+    estimates: int
+    comparisons: int
+    significant: int
+
+
+def _scopes(v: _Value) -> Iterator[tuple[str, tuple[Any, ...]]]:
+    """(scope, group dimensions) of one value: cell_key, provider, model, set, version, language."""
+    yield (
+        "cell",
+        (v.cell_key, v.model_provider, v.model_name, v.capability_set, v.mcp_version, "all"),
+    )
+    yield "cell_language", (
+        v.cell_key, v.model_provider, v.model_name, v.capability_set, v.mcp_version, v.language
+    )  # fmt: skip
+    yield "capability_set", (None, None, None, v.capability_set, None, "all")
+    yield "language", (
+        None, v.model_provider, v.model_name, v.capability_set, v.mcp_version, v.language
+    )  # fmt: skip
+
+
+def _group_key(scope: str, dims: tuple[Any, ...]) -> str:
+    cell, provider, model, capability_set, version, language = dims
+    parts = {
+        "cell": [cell],
+        "cell_language": [cell, language],
+        "capability_set": [capability_set],
+        "language": [provider, model, capability_set, version or "", language],
+    }[scope]
+    return "|".join(parts)
+
+
+def estimate_rows(values: Sequence[_Value]) -> list[dict[str, Any]]:
+    """``eval.metric_estimates`` rows of the given per-run values (pure)."""
+    groups: dict[tuple[Any, ...], list[_Value]] = {}
+    for v in values:
+        for scope, dims in _scopes(v):
+            groups.setdefault((scope, dims, v.tier, v.metric), []).append(v)
+    rows = []
+    for (scope, dims, tier, metric), members in groups.items():
+        bounded = all(m.bounded for m in members)
+        result = st.estimate(
+            [m.value for m in members], [m.task_id for m in members], bounded=bounded
+        )
+        cell, provider, model, capability_set, version, language = dims
+        rows.append(
+            {
+                "scope": scope,
+                "group_key": _group_key(scope, dims),
+                "cell_key": cell,
+                "model_provider": provider,
+                "model_name": model,
+                "capability_set": capability_set,
+                "mcp_version": version,
+                "language": language,
+                "tier": tier,
+                "metric": metric,
+                "runs": result.runs,
+                "n": result.n,
+                "tasks": result.tasks,
+                "coverage": result.coverage,
+                "mean": result.mean,
+                "std_error": result.std_error,
+                "ci_low": result.ci_low,
+                "ci_high": result.ci_high,
+                "interval_method": result.method,
+                "binary_outcome": result.binary,
+                "clustered": result.clustered,
+                "bounded": bounded,
+                "reason": result.reason,
+            }
+        )
+    return rows
+
+
+class _Cell(NamedTuple):
+    key: str
+    coordinates: dict[str, str | None]
+
+
+def _differing(a: _Cell, b: _Cell) -> str | None:
+    """The one dimension two cells differ in, or None (none or several)."""
+    differ = [d for d in DIMENSIONS if a.coordinates[d] != b.coordinates[d]]
+    return differ[0] if len(differ) == 1 else None
+
+
+def comparison_rows(values: Sequence[_Value], *, alpha: float = st.ALPHA) -> list[dict[str, Any]]:
+    """``eval.comparisons`` rows (both orders of each one-dimension pair) of the values (pure)."""
+    cells: dict[str, _Cell] = {}
+    series: dict[tuple[str, str, str], dict[tuple[str, int], float | None]] = {}
+    bounded: dict[tuple[str, str], bool] = {}
+    for v in values:
+        cells.setdefault(
+            v.cell_key,
+            _Cell(
+                v.cell_key,
+                {
+                    "model": f"{v.model_provider}/{v.model_name}",
+                    "capability_set": v.capability_set,
+                    "mcp_version": v.mcp_version,
+                    "skills_version": v.skills_version,
+                    "system_prompt": v.system_prompt,
+                },
+            ),
+        )
+        series.setdefault((v.cell_key, v.tier, v.metric), {})[(v.task_id, v.repeat_index)] = v.value
+        bounded[(v.tier, v.metric)] = bounded.get((v.tier, v.metric), True) and v.bounded
+    measures = sorted({(tier, metric) for _, tier, metric in series})
+    families: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for a, b in itertools.combinations(sorted(cells.values()), 2):
+        dimension = _differing(a, b)
+        if dimension is None:
+            continue
+        for tier, metric in measures:
+            left, right = series.get((a.key, tier, metric)), series.get((b.key, tier, metric))
+            if left is None or right is None:
+                continue
+            keys = sorted(left.keys() & right.keys())
+            result = st.paired_comparison(
+                [left[k] for k in keys],
+                [right[k] for k in keys],
+                [k[0] for k in keys],
+                bounded=bounded[(tier, metric)],
+            )
+            families.setdefault((dimension, metric, tier), []).append(
+                _comparison_row(a, b, dimension, tier, metric, result)
+            )
+    rows: list[dict[str, Any]] = []
+    for family in families.values():
+        adjusted = st.holm_adjust([row["p_value"] for row in family])
+        for row, p_adjusted in zip(family, adjusted, strict=True):
+            row["family_size"] = sum(1 for r in family if r["p_value"] is not None)
+            row["p_adjusted"] = p_adjusted
+            row["verdict"] = st.verdict(
+                row["mean_difference"],
+                p_adjusted,
+                higher_is_better=row["higher_is_better"],
+                alpha=alpha,
+            )
+            rows += [row, _reversed(row)]
+    return rows
+
+
+def _comparison_row(
+    a: _Cell, b: _Cell, dimension: str, tier: str, metric: str, result: st.PairedComparison
+) -> dict[str, Any]:
+    return {
+        "cell_a": a.key,
+        "cell_b": b.key,
+        "dimension": dimension,
+        "value_a": a.coordinates[dimension],
+        "value_b": b.coordinates[dimension],
+        "tier": tier,
+        "metric": metric,
+        "higher_is_better": st.higher_is_better(metric),
+        "pairs": result.pairs,
+        "tasks": result.tasks,
+        "mean_a": result.mean_a,
+        "mean_b": result.mean_b,
+        "mean_difference": result.mean_difference,
+        "std_error": result.std_error,
+        "ci_low": result.ci_low,
+        "ci_high": result.ci_high,
+        "test": result.test,
+        "p_value": result.p_value,
+        "mde": result.mde,
+        "reason": result.reason,
+    }
+
+
+def _negate(value: float | None) -> float | None:
+    return None if value is None else -value
+
+
+def _reversed(row: dict[str, Any]) -> dict[str, Any]:
+    """The same comparison seen from b: a and b swapped, the difference negated."""
+    return row | {
+        "cell_a": row["cell_b"],
+        "cell_b": row["cell_a"],
+        "value_a": row["value_b"],
+        "value_b": row["value_a"],
+        "mean_a": row["mean_b"],
+        "mean_b": row["mean_a"],
+        "mean_difference": _negate(row["mean_difference"]),
+        "ci_low": _negate(row["ci_high"]),
+        "ci_high": _negate(row["ci_low"]),
+        "verdict": st.mirrored(row["verdict"]),
+    }
+
+
+def read_values(conn: duckdb.DuckDBPyConnection) -> list[_Value]:
+    """Every averaged metric value of the latest run of each cell, with its dimensions."""
+    return [_Value(*row) for row in conn.execute(_VALUES_SQL).fetchall()]
+
+
+def replace_rows(
+    conn: duckdb.DuckDBPyConnection,
+    table: Table,
+    rows: list[dict[str, Any]],
+    where: str = "TRUE",
+    parameters: Sequence[Any] = (),
+) -> None:
+    """Delete ``table``'s rows matching ``where`` and insert ``rows`` through one DataFrame."""
+    conn.execute(f"DELETE FROM {table.qualified} WHERE {where}", list(parameters))
+    if not rows:
+        return
+    frame = pd.DataFrame({name: [row[name] for row in rows] for name in table.column_names})
+    view = f"_stats_{table.name}"
+    conn.register(view, frame)
+    try:
+        conn.execute(f"INSERT INTO {table.qualified} BY NAME SELECT * FROM {view}")
+    finally:
+        conn.unregister(view)
+
+
+def compute_statistics(conn: duckdb.DuckDBPyConnection) -> StatisticsResult:
+    """Recompute ``eval.metric_estimates`` and ``eval.comparisons`` in one transaction."""
+    values = read_values(conn)
+    with warnings.catch_warnings():
+        # scipy warns that exact Wilcoxon p-values are unavailable with ties and falls back to
+        # the normal approximation: the documented behaviour, not news for every pair.
+        warnings.simplefilter("ignore", UserWarning)
+        estimates = estimate_rows(values)
+        comparisons = comparison_rows(values)
+    conn.begin()
+    try:
+        replace_rows(conn, METRIC_ESTIMATES, estimates)
+        replace_rows(conn, COMPARISONS, comparisons)
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+    significant = sum(1 for row in comparisons[::2] if row["verdict"] in (st.BETTER, st.WORSE))
+    return StatisticsResult(len(estimates), len(comparisons), significant)

@@ -1,0 +1,327 @@
+"""The regression gate: each cell's latest run against its previous run, paired by task.
+
+A change ships when the scores are at or above the previous run's, per language and per model.
+For every cell of the checked experiment, each headline metric × tier is compared with the
+previous experiment that loaded the same cell key (or a named one), on the (task, repeat) pairs
+scored in both, over all tasks and per task language. A comparison fails when the paired test,
+Holm-adjusted within the cell, finds a drop (verdict ``worse``) of at least ``min_drop``.
+A cell seen for the first time has nothing to be compared with and passes, with that reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import duckdb
+
+from datagouv_eval_pipeline.metrics import statistics as st
+from datagouv_eval_pipeline.warehouse.error_bars import language_sql, replace_rows
+from datagouv_eval_pipeline.warehouse.history import (
+    experiment_exists,
+    latest_experiment,
+    previous_runs_of_cells,
+)
+from datagouv_eval_pipeline.warehouse.schema import (
+    GATE_RESULTS,
+    METRICS_HISTORY,
+    RUNS_HISTORY,
+    SCHEMA,
+)
+
+HEADLINE_METRICS = ("accuracy", "action_f1", "trajectory_adherence")
+"""The scores the gate guards by default."""
+
+SCORED = "scored"
+"""The gate's own 0/1 outcome per run (tier ``all``): whether the run was scored at all.
+
+Failed runs have NULL scores, which pair with nothing: without this outcome a toolset that
+breaks every run would leave no pair to compare and pass the gate."""
+
+
+class GateError(ValueError):
+    """The gate cannot run (no experiment recorded, unknown experiment id)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GateSettings:
+    """What the gate checks and how strict it is.
+
+    Attributes:
+        metrics: Headline metrics compared.
+        tiers: Tiers compared.
+        alpha: Significance level of the Holm-adjusted paired test.
+        min_drop: Smallest drop (in the metric's unit) that may fail the gate; a significant
+            drop below it passes.
+        scored: Also compare the share of runs scored (:data:`SCORED`).
+    """
+
+    metrics: tuple[str, ...] = HEADLINE_METRICS
+    tiers: tuple[str, ...] = ("minimal", "optimal")
+    alpha: float = st.ALPHA
+    min_drop: float = 0.0
+    scored: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class GateComparison:
+    """One row of ``eval.gate_results`` (see its column docs)."""
+
+    experiment_id: str
+    previous_experiment_id: str | None
+    cell_key: str
+    model_name: str
+    tier: str
+    metric: str
+    language: str
+    pairs: int
+    mean_previous: float | None
+    mean_current: float | None
+    mean_difference: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    p_adjusted: float | None
+    verdict: st.Verdict | None
+    failed: bool
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class GateReport:
+    """The gate's verdict for one experiment.
+
+    Attributes:
+        experiment_id: The experiment checked.
+        against: The experiment every cell was compared with, when forced (``--against``).
+        comparisons: One entry per cell × tier × metric × language.
+        settings: The settings used.
+    """
+
+    experiment_id: str
+    against: str | None
+    comparisons: list[GateComparison] = field(default_factory=list)
+    settings: GateSettings = field(default_factory=GateSettings)
+
+    @property
+    def failed_cells(self) -> list[str]:
+        """Cells with at least one failed comparison, sorted."""
+        return sorted({c.cell_key for c in self.comparisons if c.failed})
+
+    @property
+    def passed(self) -> bool:
+        """True when no comparison failed."""
+        return not self.failed_cells
+
+    @property
+    def cells(self) -> list[str]:
+        """Every cell checked, sorted."""
+        return sorted({c.cell_key for c in self.comparisons})
+
+
+_PAIRS_SQL = f"""
+SELECT h.experiment_id, h.cell_key, r.model_name, h.task_id, h.repeat_index, h.tier, h.metric,
+       h.value, h.bounded, l.language
+FROM {METRICS_HISTORY.qualified} AS h
+JOIN {RUNS_HISTORY.qualified} AS r USING (experiment_id, run_id)
+JOIN ({language_sql(RUNS_HISTORY.qualified)}) AS l USING (experiment_id, run_id)
+WHERE h.experiment_id IN (SELECT unnest(?)) AND h.metric IN (SELECT unnest(?))
+  AND h.tier IN (SELECT unnest(?))
+"""
+
+_SCORED_SQL = f"""
+SELECT r.experiment_id, r.cell_key, r.model_name, r.task_id, r.repeat_index, 'all', '{SCORED}',
+       CASE WHEN r.scored THEN 1.0 ELSE 0.0 END, TRUE, l.language
+FROM {RUNS_HISTORY.qualified} AS r
+JOIN ({language_sql(RUNS_HISTORY.qualified)}) AS l USING (experiment_id, run_id)
+WHERE r.experiment_id IN (SELECT unnest(?)) AND r.status <> 'skipped'
+"""
+
+
+def evaluate_gate(
+    conn: duckdb.DuckDBPyConnection,
+    experiment_id: str | None = None,
+    *,
+    against: str | None = None,
+    settings: GateSettings | None = None,
+) -> GateReport:
+    """Compare each cell of an experiment with its previous run (or with ``against``).
+
+    Args:
+        conn: The warehouse.
+        experiment_id: The experiment checked; default the latest recorded.
+        against: Compare every cell with this experiment instead of its own previous run.
+        settings: Metrics, tiers and thresholds.
+
+    Returns:
+        The report (not written anywhere; see :func:`write_gate_results`).
+
+    Raises:
+        GateError: Without any recorded experiment, or for an unknown id.
+    """
+    settings = settings or GateSettings()
+    current = experiment_id or latest_experiment(conn)
+    if current is None:
+        raise GateError("no experiment recorded in eval.experiments: run the pipeline first")
+    for name in (current, against):
+        if name is not None and not experiment_exists(conn, name):
+            raise GateError(f"unknown experiment {name!r}: see eval.experiments")
+    previous = previous_runs_of_cells(conn, current)
+    if against is not None:
+        previous = dict.fromkeys(previous, against)
+    wanted = sorted({current, *(p for p in previous.values() if p is not None)})
+    rows = conn.execute(
+        _PAIRS_SQL, [wanted, list(settings.metrics), list(settings.tiers)]
+    ).fetchall()
+    if settings.scored:
+        rows += conn.execute(_SCORED_SQL, [wanted]).fetchall()
+    # (experiment, cell) -> (tier, metric) -> (task, repeat) -> (value, bounded, language)
+    values: dict[tuple[str, str], dict[tuple[str, str], dict[tuple[str, int], Any]]] = {}
+    models: dict[str, str] = {}
+    for exp, cell, model, task, repeat, tier, metric, value, bounded, language in rows:
+        models.setdefault(cell, model)
+        per_cell = values.setdefault((exp, cell), {})
+        per_cell.setdefault((tier, metric), {})[(task, repeat)] = (value, bounded, language)
+    comparisons: list[GateComparison] = []
+    for cell, before in sorted(previous.items()):
+        comparisons += _compare_cell(current, before, cell, models.get(cell, ""), values, settings)
+    return GateReport(current, against, comparisons, settings)
+
+
+def _compare_cell(
+    current: str,
+    before: str | None,
+    cell: str,
+    model: str,
+    values: dict[tuple[str, str], dict[tuple[str, str], dict[tuple[str, int], Any]]],
+    settings: GateSettings,
+) -> list[GateComparison]:
+    now = values.get((current, cell), {})
+    then = values.get((before, cell), {}) if before is not None else {}
+    drafts: list[dict[str, Any]] = []
+    measures = [(tier, metric) for tier in settings.tiers for metric in settings.metrics]
+    if settings.scored:
+        measures.append(("all", SCORED))
+    for tier, metric in measures:
+        series_now = now.get((tier, metric), {})
+        if not series_now:
+            continue
+        series_then = then.get((tier, metric), {})
+        keys = sorted(series_now.keys() & series_then.keys())
+        languages = sorted({series_now[k][2] for k in keys})
+        for language in ["all", *languages] if len(languages) > 1 else ["all"]:
+            chosen = [k for k in keys if language in ("all", series_now[k][2])]
+            result = st.paired_comparison(
+                [series_then[k][0] for k in chosen],
+                [series_now[k][0] for k in chosen],
+                [k[0] for k in chosen],
+                bounded=all(series_now[k][1] for k in chosen),
+            )
+            reason = result.reason
+            if before is None:
+                reason = "first run of this cell: nothing to compare with"
+            elif not series_then:
+                reason = f"experiment {before} has no {metric} ({tier}) for this cell"
+            drafts.append(
+                {
+                    "tier": tier,
+                    "metric": metric,
+                    "language": language,
+                    "result": result,
+                    "reason": reason,
+                }
+            )
+    adjusted = st.holm_adjust([d["result"].p_value for d in drafts])
+    out = []
+    for draft, p_adjusted in zip(drafts, adjusted, strict=True):
+        result = draft["result"]
+        better = st.higher_is_better(draft["metric"])
+        verdict = st.verdict(
+            result.mean_difference, p_adjusted, higher_is_better=better, alpha=settings.alpha
+        )
+        drop = abs(result.mean_difference or 0.0)
+        failed = verdict == st.WORSE and drop >= settings.min_drop
+        out.append(
+            GateComparison(
+                experiment_id=current,
+                previous_experiment_id=before,
+                cell_key=cell,
+                model_name=model,
+                tier=draft["tier"],
+                metric=draft["metric"],
+                language=draft["language"],
+                pairs=result.pairs,
+                mean_previous=result.mean_a,
+                mean_current=result.mean_b,
+                mean_difference=result.mean_difference,
+                ci_low=result.ci_low,
+                ci_high=result.ci_high,
+                p_value=result.p_value,
+                p_adjusted=p_adjusted,
+                verdict=verdict,
+                failed=failed,
+                reason=draft["reason"],
+            )
+        )
+    return out
+
+
+def write_gate_results(conn: duckdb.DuckDBPyConnection, report: GateReport) -> int:
+    """Replace the experiment's rows of ``eval.gate_results`` with the report's."""
+    rows = [asdict(c) for c in report.comparisons]
+    conn.begin()
+    try:
+        replace_rows(conn, GATE_RESULTS, rows, "experiment_id = ?", [report.experiment_id])
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+    return len(rows)
+
+
+def read_gate_results(
+    conn: duckdb.DuckDBPyConnection, experiment_id: str | None = None
+) -> list[dict[str, Any]]:
+    """Rows of ``eval.gate_results`` for an experiment (default: the latest one checked)."""
+    where = (
+        "experiment_id = ?"
+        if experiment_id
+        else (
+            f"experiment_id = (SELECT experiment_id FROM {SCHEMA}.experiments "
+            f"WHERE experiment_id IN (SELECT experiment_id FROM {GATE_RESULTS.qualified}) "
+            "ORDER BY recorded_at DESC LIMIT 1)"
+        )
+    )
+    cursor = conn.execute(
+        f"SELECT * FROM {GATE_RESULTS.qualified} WHERE {where} ORDER BY ALL",
+        [experiment_id] if experiment_id else [],
+    )
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def summary_lines(report: GateReport, *, limit: int = 50) -> list[str]:
+    """Human-readable lines: the verdict, then each failed comparison."""
+    lines = [
+        f"gate {'PASSED' if report.passed else 'FAILED'} for experiment {report.experiment_id}"
+        + (f" against {report.against}" if report.against else " against each cell's previous run")
+        + f": {len(report.failed_cells)} of {len(report.cells)} cell(s) worse"
+        f" (alpha {report.settings.alpha}, min drop {report.settings.min_drop})"
+    ]
+    failed = [c for c in report.comparisons if c.failed]
+    for c in failed[:limit]:
+        lines.append(
+            f"  {c.cell_key} {c.tier} {c.metric} [{c.language}]: "
+            f"{_f(c.mean_previous)} -> {_f(c.mean_current)} "
+            f"(diff {_f(c.mean_difference, '+.3f')}, "
+            f"95% CI [{_f(c.ci_low, '+.3f')}, {_f(c.ci_high, '+.3f')}], "
+            f"n={c.pairs}, p_adj={_f(c.p_adjusted, '.4f')})"
+        )
+    first = sum(1 for c in report.comparisons if c.previous_experiment_id is None)
+    if first:
+        lines.append(f"  {first} comparison(s) of cells run for the first time: nothing to compare")
+    return lines
+
+
+def _f(value: float | None, spec: str = ".3f") -> str:
+    return "NULL" if value is None else format(value, spec)

@@ -1,0 +1,31 @@
+-- The regression gate per experiment run x cell: how many headline comparisons with the
+-- cell's previous run were made, which failed (a significant drop), and whether the cell
+-- passed. is_latest marks the most recent experiment checked (what `datagouv-eval gate` shows).
+with latest as (
+    select experiment_id
+    from {{ source('eval', 'experiments') }}
+    where experiment_id in (select experiment_id from {{ source('eval', 'gate_results') }})
+    order by recorded_at desc
+    limit 1
+)
+
+select
+    g.experiment_id,
+    any_value(e.recorded_at) as recorded_at,
+    g.cell_key,
+    any_value(g.model_name) as model_name,
+    any_value(g.previous_experiment_id) as previous_experiment_id,
+    count(*) as comparisons,
+    count(*) filter (where g.pairs > 0) as compared,
+    count(*) filter (where g.failed) as failed_comparisons,
+    not bool_or(g.failed) as passed,
+    string_agg(
+        case when g.failed then g.tier || ' ' || g.metric || ' [' || g.language || ']' end,
+        ', ' order by g.tier, g.metric, g.language
+    ) as failed_measures,
+    min(g.mean_difference) filter (where g.failed) as worst_drop,
+    min(g.p_adjusted) as min_p_adjusted,
+    g.experiment_id in (select experiment_id from latest) as is_latest
+from {{ source('eval', 'gate_results') }} as g
+join {{ source('eval', 'experiments') }} as e using (experiment_id)
+group by g.experiment_id, g.cell_key

@@ -1,0 +1,138 @@
+"""A crash between two stages never pairs a stale judgement with a new answer.
+
+The stage documents are written in order (agent runs, mappings, judge scores) and the
+warehouse loads whatever is there. Each later document records the digest of the agent-run
+document it was computed from; the tests below stop the sequence at every gap, with the same
+(task, repeat) keys but a new answer (the case the issue hit: "Je ne sais pas" stored with
+accuracy 1), and check what the warehouse would load.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
+from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.experiment.stages import (
+    ACTION_MAPPINGS,
+    AGENT_DIGEST,
+    AGENT_RUNS,
+    JUDGE_SCORES,
+    StageInputError,
+    cell_documents,
+    judge_cell,
+    map_actions,
+)
+from datagouv_eval_pipeline.experiment.store import RunStore, RunStoreError
+from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
+from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, TaskSpec, load_task_specs
+from datagouv_eval_pipeline.traces import load_trace
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
+
+
+@pytest.fixture(scope="module")
+def cell() -> Cell:
+    cells = expand_cells(load_benchmark_config())
+    return next(c for c in cells if c.mcp_version == "0.2.26" and c.skills_version is None)
+
+
+@pytest.fixture(scope="module")
+def tasks() -> dict[str, TaskSpec]:
+    return {s.task_id: s for s in load_task_specs([TASK_SPECS_DIR])}
+
+
+def _document(cell: Cell, answer: str | None = None) -> dict[str, Any]:
+    trace = load_trace(FIXTURES / "task_0002_mcp.json")
+    if answer is not None:
+        trace = trace.model_copy(update={"answer": answer})
+    return {"cell": cell.to_record(), "traces": [trace.model_dump(mode="json")]}
+
+
+@pytest.fixture
+def old(cell: Cell, tasks: dict[str, TaskSpec]) -> dict[str, dict[str, Any]]:
+    """A consistent set of documents for the fixture's right answer."""
+    agent = _document(cell)
+    mappings = map_actions(agent)
+    scores = judge_cell(agent, mappings, tasks, DeterministicJudge())
+    return {AGENT_RUNS: agent, ACTION_MAPPINGS: mappings, JUDGE_SCORES: scores}
+
+
+def test_every_later_document_records_the_digest_of_its_agent_runs(
+    old: dict[str, dict[str, Any]],
+) -> None:
+    digests = {old[ACTION_MAPPINGS][AGENT_DIGEST], old[JUDGE_SCORES][AGENT_DIGEST]}
+    assert len(digests) == 1 and len(next(iter(digests))) == 16
+
+
+def test_all_three_current_load_together(old: dict[str, dict[str, Any]]) -> None:
+    documents = cell_documents(old[AGENT_RUNS], old[ACTION_MAPPINGS], old[JUDGE_SCORES])
+    assert documents.stale == {}
+    assert documents.load.scores == old[JUDGE_SCORES]["scores"]
+
+
+def test_crash_after_new_agent_runs_loads_the_new_answer_without_old_scores(
+    cell: Cell, tasks: dict[str, TaskSpec], old: dict[str, dict[str, Any]]
+) -> None:
+    new_agent = _document(cell, answer="Je ne sais pas")
+    documents = cell_documents(new_agent, old[ACTION_MAPPINGS], old[JUDGE_SCORES])
+    assert documents.load.traces[0].answer == "Je ne sais pas"  # type: ignore[union-attr]
+    assert (documents.load.mappings, documents.load.scores, documents.load.judgements) == (
+        None,
+        None,
+        None,
+    )
+    assert set(documents.stale) == {ACTION_MAPPINGS, JUDGE_SCORES}
+    # And the judge stage refuses to judge the new runs with the old mapping.
+    with pytest.raises(StageInputError, match="another agent_runs document"):
+        judge_cell(new_agent, old[ACTION_MAPPINGS], tasks, DeterministicJudge())
+
+
+def test_crash_after_new_mappings_loads_them_without_old_scores(
+    cell: Cell, old: dict[str, dict[str, Any]]
+) -> None:
+    new_agent = _document(cell, answer="Je ne sais pas")
+    new_mappings = map_actions(new_agent)
+    documents = cell_documents(new_agent, new_mappings, old[JUDGE_SCORES])
+    assert documents.load.mappings == new_mappings["mappings"]
+    assert (documents.load.scores, documents.load.judgements) == (None, None)
+    assert documents.stale == {JUDGE_SCORES: "computed from another agent_runs document"}
+
+
+def test_after_the_judge_stage_the_new_scores_load(
+    cell: Cell, tasks: dict[str, TaskSpec], old: dict[str, dict[str, Any]]
+) -> None:
+    new_agent = _document(cell, answer="Je ne sais pas")
+    new_mappings = map_actions(new_agent)
+    new_scores = judge_cell(new_agent, new_mappings, tasks, DeterministicJudge())
+    documents = cell_documents(new_agent, new_mappings, new_scores)
+    assert documents.stale == {}
+    assert documents.load.judgements == new_scores["judgements"]
+    assert new_scores["judgements"] != old[JUDGE_SCORES]["judgements"]  # the answer changed
+
+
+def test_a_trace_without_task_id_names_the_file_and_the_field(cell: Cell, tmp_path: Path) -> None:
+    store = RunStore(tmp_path)
+    document = _document(cell)
+    del document["traces"][0]["task_id"]
+    path = store.write(AGENT_RUNS, cell.key, document)
+    with pytest.raises(StageInputError) as caught:
+        cell_documents(store.require(AGENT_RUNS, cell.key), None, None, where=str(path))
+    assert str(caught.value) == f"{path}: traces[0].task_id: Field required"
+
+
+def test_a_corrupt_run_store_file_names_itself(cell: Cell, tmp_path: Path) -> None:
+    store = RunStore(tmp_path)
+    path = store.path(AGENT_RUNS, cell.key)
+    path.parent.mkdir(parents=True)
+    path.write_text('{"cell": {', encoding="utf-8")
+    with pytest.raises(RunStoreError, match=f"^{path}: not valid JSON"):
+        store.read(AGENT_RUNS, cell.key)
+
+
+def test_a_status_the_trace_format_does_not_know_names_the_field(cell: Cell) -> None:
+    document = _document(cell)
+    document["traces"][0]["status"] = "exploded"
+    with pytest.raises(StageInputError, match=r"^agent_runs\.json: traces\[0\]\.status: "):
+        cell_documents(document, None, None, where="agent_runs.json")

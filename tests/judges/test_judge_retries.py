@@ -1,0 +1,104 @@
+"""The LLM judge's retries through the real OpenAI client against a local HTTP server."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from itertools import pairwise
+
+import pydantic_ai.models
+import pytest
+
+from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.judges.config import resolve_model
+from datagouv_eval_pipeline.judges.llm import LLMJudge
+from datagouv_eval_pipeline.judges.protocol import tool_evidence
+from datagouv_eval_pipeline.judges.verdict import Verdict, outcome
+from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
+from datagouv_eval_pipeline.providers.retry import RetryPolicy
+from tests.judges.judge_server import grading
+from tests.judges.judges_factories import example_trace, real_tasks
+from tests.providers.scripted_server import Reply, ScriptedServer, always
+
+MODEL = "mistral/mistral-small-2603"
+
+
+@pytest.fixture(autouse=True)
+def allow_requests() -> Iterator[None]:
+    pydantic_ai.models.ALLOW_MODEL_REQUESTS = True
+    yield
+    pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
+
+
+def ask(base_url: str, retry: RetryPolicy) -> tuple[Verdict, LLMJudge]:
+    models = load_benchmark_config().models
+    judge = LLMJudge(
+        {"default": resolve_model(MODEL, models, base_url=base_url)},
+        retry=retry,
+        limiters=RateLimiters(default=RateLimit()),  # unpaced: only retry waits
+    )
+    task = real_tasks()["task_0002"]
+    trace = example_trace("task_0002_mcp.json")
+    criterion = task.criteria("minimal")[0]
+    verdict = asyncio.run(
+        judge.criterion(task.prompt, trace.answer, criterion, tool_evidence(trace))
+    )
+    return verdict, judge
+
+
+def test_a_server_that_always_answers_503_sees_one_plus_the_retries() -> None:
+    # The counter-example: 9 requests for one question (the SDK's 2 retries inside the
+    # judge's own 3 attempts). Now exactly 1 + 2.
+    with ScriptedServer(always(503)) as server:
+        verdict, judge = ask(
+            server.base_url, RetryPolicy(retries=2, min_delay_s=0.01, base_delay_s=0.01, jitter_s=0)
+        )
+    assert server.requests == 3
+    assert judge.model_requests == 3
+    assert outcome(verdict) == "unscored"
+    assert (verdict.error or "").startswith("judge provider error: ")
+    assert "status_code: 503" in (verdict.error or "")
+    # Two waits of 0.01 s, then 0.02 s (exponential), recorded.
+    assert [round(w.seconds, 3) for w in judge.waits] == [0.01, 0.02]
+
+
+def test_retry_after_zero_waits_the_floor_and_then_succeeds() -> None:
+    answers = iter([always(429, **{"retry-after": "0"})] * 2)
+
+    def script(body: dict[str, object]) -> Reply:
+        return next(answers, grading)(body)
+
+    policy = RetryPolicy(retries=2, min_delay_s=0.2, jitter_s=0)
+    started = time.monotonic()
+    with ScriptedServer(script) as server:
+        verdict, judge = ask(server.base_url, policy)
+        arrivals = server.arrivals
+    assert outcome(verdict) == "pass"
+    assert server.requests == 3
+    assert min(b - a for a, b in pairwise(arrivals)) >= 0.2  # never hammered
+    assert [(w.status, w.advised, w.seconds) for w in judge.waits] == [
+        (429, 0.0, 0.2),
+        (429, 0.0, 0.2),
+    ]
+    assert time.monotonic() - started >= 0.4
+
+
+def test_one_judge_serves_several_event_loops() -> None:
+    # The pipeline judges each cell in its own asyncio.run: the second cell once failed with
+    # "Event loop is closed" (the HTTP client's connections belonged to the first loop).
+    models = load_benchmark_config().models
+    task = real_tasks()["task_0002"]
+    trace = example_trace("task_0002_mcp.json")
+    with ScriptedServer(grading) as server:
+        judge = LLMJudge({"default": resolve_model(MODEL, models, base_url=server.base_url)})
+        verdicts = [
+            asyncio.run(
+                judge.criterion(
+                    task.prompt, f"{trace.answer} ({i})", task.criteria("minimal")[0], ()
+                )
+            )
+            for i in range(3)
+        ]
+    assert [outcome(v) for v in verdicts] == ["pass"] * 3
+    assert server.requests == 3

@@ -1,0 +1,70 @@
+"""eval.pass_k (tasks run more than once) and eval.references (the number each value check used)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from datagouv_eval_pipeline.warehouse import CellLoad, connect, load_cell
+from tests.warehouse.warehouse_factories import hand_judgement, hand_record, hand_score, hand_trace
+
+
+def test_pass_k_per_task_from_the_repeats(tmp_path: Path) -> None:
+    # task_0001 run 3 times: accuracies 1.0, 0.5, 1.0 -> n=3, c=2.
+    #   pass@1 = 2/3, pass@2 = 1 - C(1,2)/C(3,2) = 1, pass@3 = 1
+    #   pass^1 = 2/3, pass^2 = C(2,2)/C(3,2) = 1/3, pass^3 = 0
+    # task_0002 run once: no pass_k rows.
+    criteria: list[list[bool | None]] = [[True, True], [True, False], [True, None], [True]]
+    traces = [hand_trace("task_0001", repeat=r) for r in range(3)] + [hand_trace("task_0002")]
+    scores = [hand_score(t.task_id, 1.0, 1) for t in traces]
+    judgements = [hand_judgement(t.task_id, c) for t, c in zip(traces, criteria, strict=True)]
+    conn = connect(tmp_path / "w.duckdb")
+    item = CellLoad(hand_record(), traces, None, scores, judgements)
+    load_cell(conn, item.cell_record, item.traces, item.mappings, item.scores, item.judgements)
+    rows = conn.execute(
+        "SELECT task_id, k, runs, n, c, pass_at_k, pass_hat_k FROM eval.pass_k "
+        "WHERE tier = 'minimal' ORDER BY task_id, k"
+    ).fetchall()
+    assert [r[:5] for r in rows] == [
+        ("task_0001", 1, 3, 3, 2),
+        ("task_0001", 2, 3, 3, 2),
+        ("task_0001", 3, 3, 3, 2),
+    ]
+    assert [r[5] for r in rows] == pytest.approx([2 / 3, 1.0, 1.0])
+    assert [r[6] for r in rows] == pytest.approx([2 / 3, 1 / 3, 0.0])
+
+
+def test_references_rows_say_which_number_was_compared(tmp_path: Path) -> None:
+    score = hand_score("task_0001", 1.0, 1)
+    score["checks"]["value"]["details"] = {
+        "expected": {
+            "gers": {
+                "value": 1031,
+                "tolerance": 0.0,
+                "spec_value": 1023,
+                "source": "twin twin-x (Tabular API http://127.0.0.1/tabular/api/)",
+                "reference_error": None,
+            },
+            "autre": {"value": 12, "tolerance": 1.0},
+        },
+        "found": {"gers": "1 031", "autre": None},
+    }
+    conn = connect(tmp_path / "w.duckdb")
+    load_cell(conn, hand_record(), [hand_trace("task_0001")], None, [score], None)
+    rows = conn.execute(
+        "SELECT name, value, spec_value, recomputed, changed, found, source "
+        "FROM eval.references ORDER BY name"
+    ).fetchall()
+    assert rows == [
+        ("autre", 12.0, 12.0, False, False, None, "task spec"),
+        (
+            "gers",
+            1031.0,
+            1023.0,
+            True,
+            True,
+            "1 031",
+            "twin twin-x (Tabular API http://127.0.0.1/tabular/api/)",
+        ),
+    ]

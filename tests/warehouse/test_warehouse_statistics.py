@@ -1,0 +1,308 @@
+"""History, error bars, paired comparisons and the gate, on a real DuckDB file."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+from scipy import stats as scipy_stats  # type: ignore[import-untyped]
+
+from datagouv_eval_pipeline.warehouse import CellLoad, connect, load_experiment
+from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
+from datagouv_eval_pipeline.warehouse.gate import (
+    GateError,
+    GateSettings,
+    evaluate_gate,
+    read_gate_results,
+    summary_lines,
+    write_gate_results,
+)
+from datagouv_eval_pipeline.warehouse.history import (
+    ExperimentRecord,
+    config_hash,
+    previous_runs_of_cells,
+)
+from tests.warehouse.warehouse_factories import (
+    hand_judgement,
+    hand_record,
+    hand_score,
+    hand_trace,
+)
+
+T0 = datetime(2026, 11, 30, 10, tzinfo=UTC)
+
+
+def graded_cell(
+    model: str, accuracy: Sequence[float | None], recall: Sequence[float | None] | None = None
+) -> CellLoad:
+    """One cell of a hand model: task i has the given accuracy (one criterion) and recall."""
+    key = f"hand~{model}__none__p"
+    tasks = [f"task_{i + 1:04d}" for i in range(len(accuracy))]
+    recalls = recall if recall is not None else [1.0] * len(tasks)
+    return CellLoad(
+        hand_record(key, model),
+        [hand_trace(task) for task in tasks],
+        None,
+        [hand_score(task, r, 1) for task, r in zip(tasks, recalls, strict=True)],
+        [
+            hand_judgement(task, [None if a is None else a == 1.0])
+            for task, a in zip(tasks, accuracy, strict=True)
+        ],
+    )
+
+
+def experiment(name: str, minutes: int) -> ExperimentRecord:
+    return ExperimentRecord(
+        experiment_id=name,
+        config_hash=config_hash([{"key": "c"}], {"task_0001": "h"}),
+        dagster_run_id=name,
+        recorded_at=T0 + timedelta(minutes=minutes),
+        git_sha="abc1234",
+        git_dirty=False,
+        code_version="0.1.0",
+    )
+
+
+def rows(conn: duckdb.DuckDBPyConnection, sql: str, *params: object) -> list[tuple[object, ...]]:
+    return conn.execute(sql, list(params)).fetchall()
+
+
+GOOD = [1.0] * 10
+A_KEY = "hand~model-a__none__p"
+B_KEY = "hand~model-b__none__p"
+
+
+def test_each_load_is_an_experiment_and_earlier_rows_are_kept(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "w.duckdb")
+    load_experiment(conn, [graded_cell("model-a", GOOD)], experiment=experiment("e1", 0))
+    load_experiment(conn, [graded_cell("model-a", [0.0] * 10)], experiment=experiment("e2", 5))
+    # The latest rows: one run per task, accuracy 0 now.
+    assert rows(conn, "SELECT count(*) FROM eval.runs") == [(10,)]
+    assert rows(
+        conn, "SELECT avg(value) FROM eval.metrics WHERE metric = 'accuracy' AND tier = 'minimal'"
+    ) == [(0.0,)]
+    # Earlier runs stay queryable by experiment.
+    assert rows(
+        conn,
+        "SELECT experiment_id, count(*), avg(value) FROM eval.metrics_history "
+        "WHERE metric = 'accuracy' AND tier = 'minimal' GROUP BY ALL ORDER BY ALL",
+    ) == [("e1", 10, 1.0), ("e2", 10, 0.0)]
+    assert rows(
+        conn,
+        "SELECT experiment_id, dagster_run_id, git_sha, git_dirty, judge_ids, cells_loaded, "
+        "cells_failed, runs FROM eval.experiments ORDER BY recorded_at",
+    ) == [
+        ("e1", "e1", "abc1234", False, "hand@1", 1, 0, 10),
+        ("e2", "e2", "abc1234", False, "hand@1", 1, 0, 10),
+    ]
+    assert previous_runs_of_cells(conn, "e2") == {A_KEY: "e1"}
+    assert previous_runs_of_cells(conn, "e1") == {A_KEY: None}
+    # Re-loading within one experiment replaces its history rows, never duplicates them.
+    load_experiment(conn, [graded_cell("model-a", [0.0] * 10)], experiment=experiment("e2", 5))
+    assert rows(conn, "SELECT count(*) FROM eval.runs_history") == [(20,)]
+
+
+def test_estimates_carry_n_coverage_and_a_wilson_interval(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "w.duckdb")
+    load_experiment(conn, [graded_cell("model-a", [1, 0, 1, 1, None])])
+    result = compute_statistics(conn)
+    assert result.estimates > 0
+    found = rows(
+        conn,
+        "SELECT runs, n, tasks, coverage, mean, interval_method, ci_low, ci_high "
+        "FROM eval.metric_estimates WHERE scope = 'cell' AND cell_key = ? "
+        "AND tier = 'minimal' AND metric = 'accuracy'",
+        A_KEY,
+    )
+    # 3 of 4 scored runs pass, the fifth is unscored: Wilson(0.75, 4) as worked out in
+    # tests/metrics/test_statistics.py.
+    (runs, n, tasks, coverage, mean, method, low, high) = found[0]
+    assert (runs, n, tasks, coverage, mean, method) == (5, 4, 4, 0.8, 0.75, "wilson")
+    assert (low, high) == pytest.approx((0.300639, 0.954409), abs=1e-5)
+    # Every averaged metric has its estimate per scope; the language of unknown tasks is kept.
+    scopes = rows(conn, "SELECT DISTINCT scope, language FROM eval.metric_estimates ORDER BY ALL")
+    assert scopes == [
+        ("capability_set", "all"),
+        ("cell", "all"),
+        ("cell_language", "unknown"),
+        ("language", "unknown"),
+    ]
+
+
+def test_comparisons_pair_by_task_with_mcnemar_and_a_mirrored_verdict(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "w.duckdb")
+    a = graded_cell("model-a", [1, 1, 1, 1, 1, 1, 0, 0, 1])
+    b = graded_cell("model-b", [0, 0, 0, 0, 0, 0, 0, 1, None])
+    load_experiment(conn, [a, b])
+    compute_statistics(conn)
+    found = rows(
+        conn,
+        "SELECT cell_a, dimension, value_a, value_b, pairs, mean_difference, test, p_value, "
+        "family_size, p_adjusted, verdict FROM eval.comparisons "
+        "WHERE tier = 'minimal' AND metric = 'accuracy' ORDER BY cell_a",
+    )
+    # Task 9 is unscored in b: 8 pairs; 6 a-only passes, 1 b-only: p = 2 x 8 / 128 = 0.125.
+    assert found == [
+        (A_KEY, "model", "hand/model-a", "hand/model-b", 8, pytest.approx(-0.625),
+         "mcnemar_exact", pytest.approx(0.125), 1, pytest.approx(0.125),
+         "no detectable difference"),
+        (B_KEY, "model", "hand/model-b", "hand/model-a", 8, pytest.approx(0.625),
+         "mcnemar_exact", pytest.approx(0.125), 1, pytest.approx(0.125),
+         "no detectable difference"),
+    ]  # fmt: skip
+
+
+def test_scipy_recomputation_from_eval_metrics_gives_the_same_figures(tmp_path: Path) -> None:
+    rng = random.Random(13)
+    tasks = 12
+    models = ["model-a", "model-b", "model-c"]
+    loads = [
+        graded_cell(
+            m,
+            [float(rng.random() < 0.3 + 0.3 * i) for _ in range(tasks)],
+            [round(rng.random(), 2) for _ in range(tasks)],
+        )
+        for i, m in enumerate(models)
+    ]
+    conn = connect(tmp_path / "w.duckdb")
+    load_experiment(conn, loads)
+    compute_statistics(conn)
+    checked = 0
+    for metric in ("accuracy", "action_recall"):
+        stored = rows(
+            conn,
+            "SELECT cell_a, cell_b, mean_difference, ci_low, ci_high, test, p_value, p_adjusted "
+            "FROM eval.comparisons WHERE tier = 'minimal' AND metric = ? AND cell_a < cell_b "
+            "ORDER BY p_value",
+            metric,
+        )
+        assert len(stored) == 3  # three models: three pairs, one family
+        raw_p: list[float] = []
+        for cell_a, cell_b, diff, low, high, test, p, _ in stored:
+            pairs = rows(
+                conn,
+                "SELECT a.value, b.value FROM eval.metrics a JOIN eval.metrics b "
+                "USING (task_id, repeat_index, tier, metric) WHERE a.cell_key = ? "
+                "AND b.cell_key = ? AND tier = 'minimal' AND metric = ? "
+                "AND a.value IS NOT NULL AND b.value IS NOT NULL",
+                cell_a,
+                cell_b,
+                metric,
+            )
+            d = [float(y) - float(x) for x, y in pairs]  # type: ignore[arg-type]
+            assert diff == pytest.approx(sum(d) / len(d))
+            interval = scipy_stats.t.interval(
+                0.95, len(d) - 1, loc=sum(d) / len(d), scale=scipy_stats.sem(d)
+            )
+            assert (low, high) == pytest.approx((max(-1.0, interval[0]), min(1.0, interval[1])))
+            if metric == "accuracy":
+                assert test == "mcnemar_exact"
+                only_b = sum(1 for x in d if x > 0)
+                only_a = sum(1 for x in d if x < 0)
+                expected = (
+                    scipy_stats.binomtest(only_b, only_a + only_b).pvalue if only_a + only_b else 1
+                )
+            else:
+                assert test == "wilcoxon_signed_rank"
+                expected = scipy_stats.wilcoxon([x for x in d if x != 0]).pvalue
+            assert p == pytest.approx(expected)
+            raw_p.append(float(p))  # type: ignore[arg-type]
+            checked += 1
+        # Holm over the family of three, by hand from the sorted raw p-values.
+        holm = [min(1.0, 3 * raw_p[0])]
+        holm.append(max(holm[0], min(1.0, 2 * raw_p[1])))
+        holm.append(max(holm[1], min(1.0, raw_p[2])))
+        assert [r[7] for r in stored] == pytest.approx(holm)
+    assert checked == 6
+
+
+def _two_runs(tmp_path: Path, second_a: Sequence[float | None]) -> duckdb.DuckDBPyConnection:
+    conn = connect(tmp_path / "w.duckdb")
+    load_experiment(
+        conn,
+        [graded_cell("model-a", GOOD), graded_cell("model-b", GOOD)],
+        experiment=experiment("e1", 0),
+    )
+    load_experiment(
+        conn,
+        [graded_cell("model-a", second_a), graded_cell("model-b", GOOD)],
+        experiment=experiment("e2", 5),
+    )
+    return conn
+
+
+def test_identical_runs_pass_the_gate(tmp_path: Path) -> None:
+    conn = _two_runs(tmp_path, GOOD)
+    report = evaluate_gate(conn)
+    assert report.experiment_id == "e2" and report.passed
+    assert report.cells == [A_KEY, B_KEY]
+    compared = [c for c in report.comparisons if c.pairs]
+    assert {(c.metric, c.verdict) for c in compared} == {
+        ("accuracy", "no detectable difference"),
+        ("scored", "no detectable difference"),
+    }
+    # The hand scores have no action F1 or trajectory: nothing paired, no verdict, a reason.
+    assert {c.reason for c in report.comparisons if not c.pairs} == {"no run scored in both cells"}
+    assert {c.previous_experiment_id for c in report.comparisons} == {"e1"}
+
+
+def test_one_cell_made_worse_fails_the_gate_for_that_cell_only(tmp_path: Path) -> None:
+    conn = _two_runs(tmp_path, [0.0] * 8 + [1.0, 1.0])
+    report = evaluate_gate(conn, settings=GateSettings(metrics=("accuracy",)))
+    assert not report.passed
+    assert report.failed_cells == [A_KEY]
+    failed = [c for c in report.comparisons if c.failed]
+    # Both tiers: 8 of 10 tasks lost, McNemar p = 2 / 2^8 = 0.0078125; Holm over the cell's
+    # three tests (two tiers and the share of runs scored, p = 1): 3 x 0.0078125.
+    assert [(c.tier, c.pairs) for c in failed] == [("minimal", 10), ("optimal", 10)]
+    assert [c.mean_difference for c in failed] == pytest.approx([-0.8, -0.8])
+    assert [c.p_value for c in failed] == pytest.approx([0.0078125, 0.0078125])
+    assert [c.p_adjusted for c in failed] == pytest.approx([0.0234375, 0.0234375])
+    assert "gate FAILED" in summary_lines(report)[0]
+    # A minimum drop larger than the observed one lets the same figures pass.
+    lenient = evaluate_gate(conn, settings=GateSettings(metrics=("accuracy",), min_drop=0.9))
+    assert lenient.passed
+    assert write_gate_results(conn, report) == len(report.comparisons)
+    stored = read_gate_results(conn)
+    assert {r["cell_key"] for r in stored if r["failed"]} == {A_KEY}
+
+
+def test_a_cell_whose_runs_all_fail_now_fails_the_gate_on_runs_scored(tmp_path: Path) -> None:
+    conn = _two_runs(tmp_path, GOOD)
+    broken = graded_cell("model-a", GOOD)
+    broken = CellLoad(
+        broken.cell_record,
+        [hand_trace(f"task_{i + 1:04d}", status="error") for i in range(10)],
+        None,
+        broken.scores,
+        broken.judgements,
+    )
+    load_experiment(conn, [broken, graded_cell("model-b", GOOD)], experiment=experiment("e3", 9))
+    report = evaluate_gate(conn)
+    # Failed runs have NULL scores: no accuracy pair is left, but 10 of 10 runs lost their
+    # scores: McNemar p = 2 / 2^10, the only test of the cell with a p-value.
+    assert report.failed_cells == [A_KEY]
+    (failed,) = [c for c in report.comparisons if c.failed]
+    assert (failed.tier, failed.metric, failed.pairs) == ("all", "scored", 10)
+    assert failed.p_adjusted == pytest.approx(2 / 2**10)
+
+
+def test_the_gate_against_a_named_run_and_its_errors(tmp_path: Path) -> None:
+    conn = _two_runs(tmp_path, [0.0] * 10)
+    # e1 against itself: nothing changed.
+    assert evaluate_gate(conn, "e1", against="e1").passed
+    first = evaluate_gate(conn, "e1")
+    assert first.passed
+    assert {c.reason for c in first.comparisons} == {
+        "first run of this cell: nothing to compare with"
+    }
+    assert not evaluate_gate(conn, "e2", against="e1").passed
+    with pytest.raises(GateError, match="unknown experiment 'nope'"):
+        evaluate_gate(conn, against="nope")
+    empty = connect(tmp_path / "empty.duckdb")
+    with pytest.raises(GateError, match="no experiment recorded"):
+        evaluate_gate(empty)
