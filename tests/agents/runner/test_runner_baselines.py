@@ -13,16 +13,6 @@ from datagouv_eval_pipeline.twin.server import TwinServer
 
 from .helpers import key_of, variant
 
-BASELINES_VS_PRODUCTION_SEARCH = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "issue 12: the twin now searches as production does (every term required, 120,904 "
-        "real datasets); the offline baselines query with up to 12 keywords of the question, "
-        "which match nothing, so they no longer reach the chain this test pins down. To be "
-        "lifted when the baselines refine their queries."
-    ),
-)
-
 
 def run_one(cells: dict[str, Cell], twin: TwinServer, key: str, task: TaskSpec) -> Trace:
     (trace,) = run_cell(cells[key], [task], twin_urls=twin.urls)
@@ -39,7 +29,6 @@ def task_0002_traces(
     }
 
 
-@BASELINES_VS_PRODUCTION_SEARCH
 def test_thorough_follows_the_catalog_chain_and_finds_the_count(
     task_0002_traces: dict[str, Trace],
 ) -> None:
@@ -73,7 +62,6 @@ def test_thorough_follows_the_catalog_chain_and_finds_the_count(
     assert trace.cost == 0.0  # offline models are priced at 0 in models.yml
 
 
-@BASELINES_VS_PRODUCTION_SEARCH
 def test_thorough_beats_oneshot_on_action_recall(
     task_0002_traces: dict[str, Trace], tasks: dict[str, TaskSpec]
 ) -> None:
@@ -91,7 +79,6 @@ def test_thorough_beats_oneshot_on_action_recall(
     assert oneshot.checks["value"].passed is False
 
 
-@BASELINES_VS_PRODUCTION_SEARCH
 def test_oneshot_answers_from_its_single_search(task_0002_traces: dict[str, Trace]) -> None:
     trace = task_0002_traces["baseline-oneshot"]
     assert trace.status == "ok"
@@ -101,7 +88,6 @@ def test_oneshot_answers_from_its_single_search(task_0002_traces: dict[str, Trac
     assert trace.usage.requests == 2
 
 
-@BASELINES_VS_PRODUCTION_SEARCH
 def test_mcp_versions_expose_different_tool_surfaces(
     cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
 ) -> None:
@@ -124,7 +110,6 @@ def test_mcp_versions_expose_different_tool_surfaces(
     assert "search_organizations" in listed_new and "query_dataset_data" not in listed_new
 
 
-@BASELINES_VS_PRODUCTION_SEARCH
 def test_version_0_2_19_gets_the_required_question_argument(
     cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
 ) -> None:
@@ -135,7 +120,6 @@ def test_version_0_2_19_gets_the_required_question_argument(
     assert "2076" in trace.answer
 
 
-@BASELINES_VS_PRODUCTION_SEARCH
 def test_web_search_baseline_uses_the_twin_catalog_index(
     cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
 ) -> None:
@@ -173,7 +157,6 @@ def test_without_tools_a_baseline_runs_and_declines(
     assert trace.usage.requests == 1
 
 
-@BASELINES_VS_PRODUCTION_SEARCH
 def test_skills_change_what_oneshot_does(
     cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
 ) -> None:

@@ -15,16 +15,6 @@ from datagouv_eval_pipeline.twin.server import TwinServer
 
 from .helpers import factory, key_of, scripted, variant
 
-BASELINES_VS_PRODUCTION_SEARCH = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "issue 12: the twin now searches as production does (every term required, 120,904 "
-        "real datasets); the offline baselines query with up to 12 keywords of the question, "
-        "which match nothing, so they no longer reach the chain this test pins down. To be "
-        "lifted when the baselines refine their queries."
-    ),
-)
-
 
 @pytest.fixture(scope="module", autouse=True)
 def _needs_sandbox() -> None:
@@ -36,7 +26,6 @@ def _needs_sandbox() -> None:
         pytest.skip(f"no local sandbox here: {error}")
 
 
-@BASELINES_VS_PRODUCTION_SEARCH
 def test_coder_baseline_writes_python_against_the_twin(
     cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
 ) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, ThinkingPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -20,17 +19,6 @@ from datagouv_eval_pipeline.twin.server import TwinServer
 from .helpers import FakeClock, factory, key_of, responses, scripted, variant
 
 DONE = FinalAnswer(answer="Terminé.", cited_urls=[], ids_used=[])
-
-
-BASELINES_VS_PRODUCTION_SEARCH = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "issue 12: the twin now searches as production does (every term required, 120,904 "
-        "real datasets); the thorough baseline's 12-keyword query matches nothing, so it "
-        "answers after one request and never reaches the budget. To be lifted when the "
-        "baselines refine their queries."
-    ),
-)
 
 
 def web_cell(cells: dict[str, Cell]) -> Cell:
@@ -86,7 +74,6 @@ def test_mcp_tool_errors_do_not_abort_the_run(
     assert trace.tool_calls[2].error is False
 
 
-@BASELINES_VS_PRODUCTION_SEARCH
 def test_request_budget_ends_the_run_with_a_reason(
     cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
 ) -> None:
