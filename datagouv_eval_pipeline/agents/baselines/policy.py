@@ -20,7 +20,11 @@ from pydantic_ai.models.function import AgentInfo
 from pydantic_ai.tools import ToolDefinition
 
 from datagouv_eval_pipeline.agents.baselines.guidance import NO_GUIDANCE, Guidance
-from datagouv_eval_pipeline.agents.baselines.text import search_query, title_overlap
+from datagouv_eval_pipeline.agents.baselines.text import (
+    other_places,
+    search_query,
+    title_overlap,
+)
 from datagouv_eval_pipeline.agents.output import FinalAnswer
 
 NOT_AN_LLM = "deterministic baseline policy, not an LLM"
@@ -268,5 +272,14 @@ T = TypeVar("T")
 
 
 def most_related(question: str, items: Sequence[T], title: Callable[[T], str]) -> list[T]:
-    """``items`` with the titles sharing most words with the question first (stable)."""
-    return sorted(items, key=lambda item: -title_overlap(question, title(item)))
+    """``items`` with the titles sharing most words with the question first (stable).
+
+    Among equals, titles naming places the question does not mention come after.
+    """
+    return sorted(
+        items,
+        key=lambda item: (
+            -title_overlap(question, title(item)),
+            other_places(question, title(item)),
+        ),
+    )

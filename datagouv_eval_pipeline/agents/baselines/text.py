@@ -41,7 +41,9 @@ _GENERIC_TEXT = """
     get know need want looking dataset available existing there any some all debut debuts
     fin date dates periode lundi lundis mardi mercredi jeudi vendredi samedi dimanche veille
     hier demain visite visites visiteur visiteurs telechargements consulte consultee
-    consultation consultations frequentation
+    consultation consultations frequentation particulier notamment surtout environ seulement
+    departement departements departemental departementale departementaux region regions
+    regional regionale commune communes communal communale ville villes pays territoire
 """
 _GENERIC = frozenset(_GENERIC_TEXT.split())
 """Words every catalogue question may use (data, file, list, API, dates, visits...): they
@@ -74,6 +76,7 @@ _METRICS_WORDS = re.compile(
     r"\b(visite|visites|telechargement|telechargements|consulte|frequentation)\b"
 )
 _PLACE_MARKERS = frozenset({"a", "de", "du", "d", "dans", "en", "l"})
+_ARTICLES = frozenset({"le", "la", "les", "l"})
 _PREPOSITIONS = frozenset({"à", "a", "de", "du", "d'", "d’"})
 _PLACE_NAME = re.compile(r"[A-ZÀ-Ý][a-zà-ÿ]+(?:-[A-ZÀ-Ý]?[a-zà-ÿ]+)*")
 
@@ -105,19 +108,23 @@ def search_terms(question: str) -> tuple[str, ...]:
 
 
 _PLACE_RANK = 3
+_VERB_ENDING = re.compile(r"(?:[^i]er|[^t]re|ir|ez|(?<!ti)ons|ront|raient|ait|aient|ees?|ant)$")
+"""Endings of French infinitives, conjugated forms and participles (``convaincre``,
+``apparaitront``, ``referencees``): ranked after nouns of the same length."""
 
 
 @lru_cache(maxsize=1024)
-def _ranked_terms(question: str) -> tuple[tuple[int, str], ...]:
+def _ranked_terms(question: str) -> tuple[tuple[float, str], ...]:
     """The question's content words, most specific first (how a person picks search words).
 
     Stop words and generic catalogue words (:data:`_GENERIC`) are dropped. Acronyms come first
     (``RNCP``, ``SIRET``), then names capitalised inside a sentence (``Sirene``), then the
-    other words, longer ones (domain nouns) first; place names (capitalised after
+    other words, longer ones (domain nouns) first and verb forms after nouns; place names
+    (capitalised after
     ``à``, ``de``, ``du``, ``d'``, ``dans``, ``en``) come last: they filter rows more often
     than they name a dataset. Ties keep the question's order. Words are folded (no accents).
     """
-    ranked: list[tuple[int, int, int, str]] = []
+    ranked: list[tuple[float, int, int, str]] = []
     seen: set[str] = set()
     sentence_start = True
     previous = ""
@@ -134,15 +141,18 @@ def _ranked_terms(question: str) -> tuple[tuple[int, str], ...]:
             if word.isdigit() or len(word) < 3 or word in _MONTHS:
                 continue  # figures and dates filter rows, they do not name datasets
             seen.add(word)
+            rank: float
             if raw.isupper() and len(raw) >= 2:
                 rank = 0
             elif raw[0].isupper() and not starts and before in _PLACE_MARKERS:
                 rank = _PLACE_RANK
             elif raw[0].isupper() and not starts:
                 rank = 1
+            elif _VERB_ENDING.search(word):
+                rank = 2  # conjugated verbs and participles: what is done, not which data
             else:
-                rank = 2
-            ranked.append((rank, -len(word) if rank == 2 else 0, position, word))
+                rank = 1.5
+            ranked.append((rank, -len(word) if rank >= 1.5 else 0, position, word))
     return tuple((rank, word) for rank, *_, word in sorted(ranked))
 
 
@@ -182,6 +192,29 @@ def title_overlap(question: str, title: str) -> int:
         for rank, term in _ranked_terms(question)
         if rank < _PLACE_RANK and term[:5] in title_words
     )
+
+
+def other_places(question: str, title: str) -> int:
+    """How many place names a title holds that the question does not mention.
+
+    ``Recensement des équipements sportifs à Paris`` answers a national question less well
+    than the national dataset of the same title.
+    """
+    asked = fold(question)
+    return sum(1 for name in _places_in(title) if fold(name) not in asked)
+
+
+def _places_in(text: str) -> list[str]:
+    """Capitalised words after ``à``, ``de``, ``du``, ``d'``, ``dans``, ``en`` (and an article)."""
+    words = re.findall(r"[\wÀ-ÿ-]+", text.replace("’", " ").replace("'", " "))
+    places = []
+    for index, word in enumerate(words[1:], start=1):
+        before = fold(words[index - 1])
+        if before in _ARTICLES and index > 1:
+            before = fold(words[index - 2])
+        if before in _PLACE_MARKERS and word[:1].isupper():
+            places.append(word)
+    return places
 
 
 def is_quantitative(question: str) -> bool:
