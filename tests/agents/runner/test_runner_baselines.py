@@ -110,6 +110,16 @@ def test_mcp_versions_expose_different_tool_surfaces(
     assert "search_organizations" in listed_new and "query_dataset_data" not in listed_new
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "MCP 0.2.19 searches with API v1: titles only, every word required, no popularity "
+        "boost. On the real catalogue the query 'data.gouv.fr' (all task_0002 leaves after "
+        "its generic words) ranks five other platform records above 'Catalogue des données "
+        "de data.gouv.fr', and no title word of the question tells them apart, so the "
+        "baseline never reaches a Tabular resource here. A genuine difficulty of v1 search."
+    ),
+)
 def test_version_0_2_19_gets_the_required_question_argument(
     cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
 ) -> None:
