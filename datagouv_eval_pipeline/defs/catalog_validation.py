@@ -16,6 +16,7 @@ from datagouv_eval_pipeline.experiment.quarantine import (
     STAGE,
     quarantined_tasks,
 )
+from datagouv_eval_pipeline.experiment.store import RunStore
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.tasks.references import Reference
 from datagouv_eval_pipeline.validation.models import ValidationReport
