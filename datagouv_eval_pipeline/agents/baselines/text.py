@@ -172,6 +172,8 @@ def search_query(question: str, dropped: int = 0, size: int = 3) -> str | None:
         return " ".join(terms[:kept])
     if kept == 0 and PLATFORM in fold(question):
         return PLATFORM  # nothing more specific matched: the question is about the platform
+    if kept == 0 and not terms:
+        return keywords(question, limit=size) or None  # no topic word: the question's words
     return None
 
 
