@@ -407,6 +407,8 @@ CELL_TABLES: tuple[Table, ...] = (
     VERDICTS,
     FAILURE_MODES,
     METRICS,
+    REFERENCES,
+    PASS_K,
 )
 """Tables whose rows belong to one cell: the latest run of each cell (replaced per load)."""
 
