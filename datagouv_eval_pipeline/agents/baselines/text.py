@@ -161,7 +161,9 @@ def search_query(question: str, dropped: int = 0, size: int = 3) -> str | None:
 
     The query holds the ``size`` most specific words of :func:`search_terms`; each
     relaxation drops the least specific word left, as a person does when an every-word
-    search finds nothing.
+    search finds nothing; when the most specific word alone found nothing, the other words
+    are tried alone, then the platform's name when the question names it (at most
+    ``2 * size`` searches).
     """
     ranked = _ranked_terms(question)
     # Place names alone name no topic (they filter rows): without a topic word, no search.
@@ -170,9 +172,12 @@ def search_query(question: str, dropped: int = 0, size: int = 3) -> str | None:
     kept = len(terms) - dropped
     if kept >= 1:
         return " ".join(terms[:kept])
-    if kept == 0 and PLATFORM in fold(question):
+    if 0 < -kept + 1 < len(terms):
+        return terms[-kept + 1]  # the most specific word alone found nothing: the next ones
+    extra = dropped - (2 * len(terms) - 1) if terms else dropped
+    if extra == 0 and PLATFORM in fold(question):
         return PLATFORM  # nothing more specific matched: the question is about the platform
-    if kept == 0 and not terms:
+    if extra == 0 and not terms:
         return keywords(question, limit=size) or None  # no topic word: the question's words
     return None
 

@@ -37,7 +37,7 @@ def test_coder_baseline_writes_python_against_the_twin(
     # no word with the question is followed by one with a word fewer, then the dataset step.
     *searches, dataset = trace.tool_calls
     assert {call.name for call in trace.tool_calls} == {"execute_python"}
-    assert 1 <= len(searches) <= 3
+    assert 1 <= len(searches) <= 6
     assert all("# search the catalogue" in call.arguments["code"] for call in searches)
     search = searches[-1]
     # Production URLs only: the sandbox's proxy answers for them with the twin.

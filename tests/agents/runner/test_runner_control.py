@@ -173,7 +173,7 @@ def test_rate_limit_waits_are_recorded_and_excluded_from_net_latency(
     # answer: each request after the first waits exactly 1 s for its slot. The fake clock
     # only moves while waiting, so the whole wall latency is those waits.
     requests = len(trace.tool_calls) + 1
-    assert trace.usage.requests == requests and 2 <= requests <= 4
+    assert trace.usage.requests == requests and 2 <= requests <= 7
     assert clock.slept == [1.0] * (requests - 1)
     waited = 1000.0 * (requests - 1)
     assert trace.rate_limit_wait_ms == waited
