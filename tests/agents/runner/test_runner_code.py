@@ -50,6 +50,7 @@ def test_coder_baseline_writes_python_against_the_twin(
     assert sent.url.startswith("https://www.data.gouv.fr/api/1/datasets/?")
     assert not search.error and not dataset.error
     listed = [line.split(" | ", 1)[0] for line in search.result.splitlines() if " | " in line]
+    assert trace.ids_used
     chosen = trace.ids_used[0]
     assert chosen in listed and chosen in dataset.arguments["code"]
     assert f"identifiant {chosen}" in trace.answer
