@@ -142,11 +142,30 @@ def env(home: Path | None) -> None:
     default=None,
     help="The snapshots directory to write into (default: the repository's snapshots/).",
 )
-def build_snapshot(snapshots_dir: Path | None) -> None:
-    """Regenerate the snapshot deterministically from twin/source/ and the generators."""
-    from datagouv_eval_pipeline.twin.build_snapshot import default_snapshots_dir, write_snapshot
+@click.option(
+    "--catalogue-facts",
+    "catalogue_export",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help=(
+        "data.gouv.fr's catalogue export (facts csv.gz; default: $DATAGOUV_EVAL_CATALOGUE_FACTS, "
+        "else the snapshot's own catalogue file)."
+    ),
+)
+def build_snapshot(snapshots_dir: Path | None, catalogue_export: Path | None) -> None:
+    """Regenerate the snapshot deterministically from twin/source/, the catalogue and generators."""
+    from datagouv_eval_pipeline.twin.build_snapshot import (
+        SourceError,
+        default_snapshots_dir,
+        write_snapshot,
+    )
 
-    entry = write_snapshot(snapshots_dir or default_snapshots_dir())
+    try:
+        entry = write_snapshot(
+            snapshots_dir or default_snapshots_dir(), catalogue_export=catalogue_export
+        )
+    except SourceError as error:
+        raise click.ClickException(str(error)) from error
     click.echo(f"wrote snapshot {entry['snapshot_id']}")
     click.echo(json.dumps(entry["counts"], indent=1))
 

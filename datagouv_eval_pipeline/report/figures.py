@@ -101,8 +101,11 @@ def accuracy_by_version(
                     continue
                 xs.append(positions[point.version] + shift)
                 ys.append(point.mean)
-                low_err.append(point.mean - point.low if point.low is not None else 0.0)
-                high_err.append(point.high - point.mean if point.high is not None else 0.0)
+                # Clipped at 0: a Wilson bound can sit a rounding error past a 0 or 1 mean.
+                low_err.append(max(0.0, point.mean - point.low) if point.low is not None else 0.0)
+                high_err.append(
+                    max(0.0, point.high - point.mean) if point.high is not None else 0.0
+                )
             axes.errorbar(
                 xs, ys, yerr=[low_err, high_err], marker="o", capsize=3, label=label, linewidth=1
             )

@@ -153,7 +153,12 @@ def _envelope(
 
 
 def _envelope_json(
-    request: Request, data: list[bytes], page: int, page_size: int, total: int
+    request: Request,
+    data: list[bytes],
+    page: int,
+    page_size: int,
+    total: int,
+    extra: Mapping[str, Any] | None = None,
 ) -> Response:
     """The :func:`_envelope` response, with ``data`` given as items already encoded as JSON.
 
@@ -162,6 +167,7 @@ def _envelope_json(
     """
     rest = _envelope(request, [], page, page_size, total)
     del rest["data"]
+    rest.update(extra or {})  # the v2 search's "facets" follow the pager's keys
     tail = _JSON.render(rest)  # b'{"page":…}'
     body = b'{"data":[' + b",".join(data) + b"]," + tail[1:]
     return Response(body, media_type=_JSON.media_type)
@@ -231,10 +237,18 @@ class _Handlers:
             dataservice=q.get("dataservice"),
             format=q.get("format"),
             badge=q.get("badge"),
+            api=version,
+            facets=version == 2,
         )
         urls = _urls(request)
-        data = [self._dataset_json(version, urls, self.store.datasets[i]) for i in result.ids]
-        return _envelope_json(request, data, page, page_size, result.total)
+        data = [self._dataset_json(version, urls, self._found(i)) for i in result.ids]
+        extra = {"facets": result.facets} if result.facets is not None else None
+        return _envelope_json(request, data, page, page_size, result.total, extra)
+
+    def _found(self, dataset_id: str) -> Mapping[str, Any]:
+        record = self.store.dataset(dataset_id)
+        assert record is not None  # search returns ids of the store
+        return record
 
     # ------------------------------------------------------------------ main API v1
 
@@ -264,7 +278,7 @@ class _Handlers:
         return _udata_error(404, "Resource does not exist")
 
     async def dataservices_v1(self, request: Request) -> Response:
-        return self._search_dataservices(request)
+        return self._search_dataservices(request, 1)
 
     async def dataservice(self, request: Request) -> Response:
         record = self.store.dataservice(request.path_params["dataservice"])
@@ -273,7 +287,7 @@ class _Handlers:
         return JSONResponse(render.dataservice(self.store, _urls(request), record))
 
     async def organizations_v1(self, request: Request) -> Response:
-        return self._search_organizations(request)
+        return self._search_organizations(request, 1)
 
     async def organization(self, request: Request) -> Response:
         record = self.store.organization(request.path_params["org"])
@@ -290,10 +304,10 @@ class _Handlers:
         except _BadParam as error:
             return _validation_error(error)
         result = self.store.search_datasets(
-            None, page=page, page_size=page_size, organization=record["id"]
+            None, page=page, page_size=page_size, organization=record["id"], api=1
         )
         urls = _urls(request)
-        data = [self._dataset_json(1, urls, self.store.datasets[i]) for i in result.ids]
+        data = [self._dataset_json(1, urls, self._found(i)) for i in result.ids]
         return _envelope_json(request, data, page, page_size, result.total)
 
     async def site(self, request: Request) -> Response:
@@ -303,7 +317,7 @@ class _Handlers:
                 "id": "www.data.gouv.fr",
                 "title": "data.gouv.fr",
                 "metrics": {
-                    "datasets": len(visible),
+                    "datasets": self.store.dataset_count()[1],
                     "dataservices": len(self.store.dataservices),
                     "organizations": len(self.store.organizations),
                     "resources": sum(len(d["resources"]) for d in visible),
@@ -348,13 +362,13 @@ class _Handlers:
             }
         )
 
-    def _search_dataservices(self, request: Request) -> Response:
+    def _search_dataservices(self, request: Request, version: int) -> Response:
         try:
             page, page_size = self._pagination(request, 20)
         except _BadParam as error:
             return _validation_error(error)
         result = self.store.search_dataservices(
-            request.query_params.get("q"), page=page, page_size=page_size
+            request.query_params.get("q"), page=page, page_size=page_size, api=version
         )
         urls = _urls(request)
         data = [
@@ -363,9 +377,9 @@ class _Handlers:
         return JSONResponse(_envelope(request, data, page, page_size, result.total))
 
     async def dataservices_search_v2(self, request: Request) -> Response:
-        return self._search_dataservices(request)
+        return self._search_dataservices(request, 2)
 
-    def _search_organizations(self, request: Request) -> Response:
+    def _search_organizations(self, request: Request, version: int) -> Response:
         try:
             page, page_size = self._pagination(request, 20)
         except _BadParam as error:
@@ -379,6 +393,7 @@ class _Handlers:
             badge=q.get("badge"),
             name=q.get("name"),
             business_number_id=q.get("business_number_id"),
+            api=version,
         )
         urls = _urls(request)
         data = [
@@ -387,7 +402,7 @@ class _Handlers:
         return JSONResponse(_envelope(request, data, page, page_size, result.total))
 
     async def organizations_search_v2(self, request: Request) -> Response:
-        return self._search_organizations(request)
+        return self._search_organizations(request, 2)
 
     # ------------------------------------------------------------------ files
 
@@ -489,9 +504,10 @@ class _Handlers:
         try:
             return tabular.parse_query(
                 table,
-                request.query_params.multi_items(),
+                tabular.query_pairs(request.url.query),
                 page_size_max=max_size,
                 page_size_default=default_size,
+                resource_id=str(request.path_params.get("rid", "")),
             )
         except tabular.QueryError as error:
             return JSONResponse(error.body, status_code=error.status)

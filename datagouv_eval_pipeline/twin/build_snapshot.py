@@ -15,6 +15,7 @@ import gzip
 import hashlib
 import io
 import json
+import os
 import random
 import re
 import uuid
@@ -26,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from datagouv_eval_pipeline.twin import synth
+from datagouv_eval_pipeline.twin import facts, synth
 from datagouv_eval_pipeline.twin.search import fold
 
 SNAPSHOT_ID = "twin-2026-06-12"
@@ -43,6 +44,10 @@ FORMAT_VERSION = 1
 METRIC_MONTHS = synth._months(2023, 6, 2026, 5)
 
 SOURCE_DIR = Path(__file__).resolve().parent / "source"
+# Where the builder finds data.gouv.fr's catalogue export (facts only; see facts.py). Without
+# it, the builder re-derives the catalogue from the snapshot's own columnar file.
+CATALOGUE_FACTS_ENV = "DATAGOUV_EVAL_CATALOGUE_FACTS"
+CATALOGUE_FACTS_NAME = "datagouv-catalog-2026-01-16.facts.csv.gz"
 SITE = "https://www.data.gouv.fr/"
 API = "https://www.data.gouv.fr/api/"
 STATIC = "https://static.data.gouv.fr/"
@@ -156,6 +161,8 @@ class BuiltCatalog:
     crawler_exceptions: list[dict[str, Any]]
     specs: dict[str, tuple[str, bytes]]
     provenance: list[dict[str, Any]]
+    catalogue_rows: list[dict[str, str]]
+    catalogue_source: dict[str, Any]
 
 
 def _org_ref(org: Mapping[str, Any]) -> dict[str, Any]:
@@ -405,6 +412,7 @@ def _build_datasets(
                 },
                 "harvest": None,
                 "contact_points": [],
+                **facts.DATASET_ACCESS_DEFAULTS,
                 "_twin": {
                     "provenance": prov,
                     "organization_id": org["id"],
@@ -504,7 +512,12 @@ def _build_dataservices(
             "authorization_request_url": raw.get("authorization_request_url"),
             "availability": raw.get("availability"),
             "rate_limiting": raw.get("rate_limiting", ""),
+            "rate_limiting_url": raw.get("rate_limiting_url"),
+            "availability_url": raw.get("availability_url"),
             "access_type": raw.get("access_type", "open"),
+            "access_audiences": [],
+            "access_type_reason_category": None,
+            "access_type_reason": None,
             "license": raw.get("license", "lov2"),
             "tags": list(raw.get("tags", [])),
             "private": False,
@@ -528,6 +541,9 @@ def _build_dataservices(
             "harvest": None,
             "metrics": {"views": popularity * 11, "followers": popularity // 150},
             "contact_points": [],
+            "featured": bool(raw.get("featured", False)),
+            # udata's Permission fields, as an anonymous client sees them.
+            "permissions": {"delete": False, "edit": False},
             "_twin": {
                 "provenance": prov,
                 "organization_id": org["id"],
@@ -704,10 +720,12 @@ def _organization_metrics(
         own = [
             d for d in datasets if d["_twin"]["organization_id"] == org["id"] and not d["deleted"]
         ]
+        # udata counts the visible datasets (Dataset.objects.visible(): not archived either).
+        visible = [d for d in own if not d["archived"]]
         services = [s for s in dataservices if s["_twin"]["organization_id"] == org["id"]]
         popularity = org["_twin"]["popularity"]
         org["metrics"] = {
-            "datasets": len(own),
+            "datasets": len(visible),
             "dataservices": len(services),
             "followers": popularity // 20,
             "members": 2 + popularity // 1500,
@@ -743,8 +761,140 @@ def _crawler_exceptions(
     return [{"id": i, **e} for i, e in enumerate(entries, start=1)]
 
 
-def assemble(seed: int = SEED) -> BuiltCatalog:
+# --------------------------------------------------------------------------------------------
+# The real catalogue (facts of data.gouv.fr's export)
+
+
+def read_catalogue_export(path: Path) -> list[dict[str, str]]:
+    """Read the platform's catalogue export (facts csv.gz) into rows keyed by facts.COLUMNS.
+
+    Raises:
+        SourceError: the file is missing, not gzip/CSV, or lacks a column (names which).
+    """
+    try:
+        text = gzip.decompress(path.read_bytes()).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise SourceError(f"{path}: cannot read the catalogue export: {error}") from error
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [src for src in facts.COLUMNS.values() if src not in (reader.fieldnames or [])]
+    if missing:
+        raise SourceError(f"{path}: line 1: missing columns {missing}")
+    rows = [{name: raw[src] or "" for name, src in facts.COLUMNS.items()} for raw in reader]
+    for row in rows:
+        # The export prints licence labels; the file keeps udata's licence ids.
+        row["license"] = facts.LICENSE_IDS.get(row["license"], row["license"])
+    rows.sort(key=lambda r: r["id"])
+    return rows
+
+
+def _previous_catalogue(snapshots_dir: Path, snapshot_id: str) -> list[dict[str, str]]:
+    path = snapshots_dir / snapshot_id / facts.FILE_NAME
+    if not path.is_file():
+        raise SourceError(
+            f"{path}: no catalogue file to re-derive from; give the export with "
+            f"--catalogue-facts or ${CATALOGUE_FACTS_ENV} ({CATALOGUE_FACTS_NAME})"
+        )
+    try:
+        columns = facts.decode(path.read_bytes(), str(path))
+        names = list(facts.COLUMNS)
+        values = [columns[name] for name in names]
+    except facts.FactsError as error:
+        raise SourceError(str(error)) from error
+    return [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
+
+
+def _catalogue_organizations(
+    rows: Sequence[Mapping[str, str]], curated: Mapping[str, Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Return one organization record per publisher of the export not already curated.
+
+    The export gives the id and the name; the slug, creation date and logo are derived
+    (listed in ``_twin.generated``); badges are unknown, so none.
+    """
+    curated_ids = {o["id"] for o in curated.values()}
+    slugs = {o["slug"] for o in curated.values()}
+    names: dict[str, str] = {}
+    first: dict[str, str] = {}
+    live: dict[str, int] = {}
+    reuses: dict[str, int] = {}
+    for row in rows:
+        org_id = row["organization_id"]
+        if not org_id or org_id in curated_ids:
+            continue
+        names.setdefault(org_id, row["organization"])
+        created = row["created_at"]
+        if created and (org_id not in first or created < first[org_id]):
+            first[org_id] = created
+        if row["archived"] in ("", "False"):
+            live[org_id] = live.get(org_id, 0) + 1
+        reuses[org_id] = reuses.get(org_id, 0) + int(row["reuses"] or 0)
+    records: list[dict[str, Any]] = []
+    for org_id in sorted(names):
+        base = slugify(names[org_id]) or org_id
+        slug = base
+        counter = 2
+        while slug in slugs:
+            slug = f"{base}-{counter}"
+            counter += 1
+        slugs.add(slug)
+        founded = _dt(first.get(org_id) or "2013-12-01T00:00:00")
+        logo_hash = hashlib.sha1(org_id.encode()).hexdigest()[:32]
+        records.append(
+            {
+                "id": org_id,
+                "name": names[org_id],
+                "acronym": None,
+                "slug": slug,
+                "description": "",
+                "url": None,
+                "created_at": founded.isoformat(),
+                "last_modified": founded.isoformat(),
+                "deleted": None,
+                "logo": f"{STATIC}avatars/{logo_hash[:2]}/{logo_hash}-original.png",
+                "logo_thumbnail": f"{STATIC}avatars/{logo_hash[:2]}/{logo_hash}-100.png",
+                "page": f"{SITE}organizations/{slug}/",
+                "uri": f"{API}1/organizations/{org_id}/",
+                "badges": [],
+                "metrics": {
+                    "datasets": live.get(org_id, 0),
+                    "dataservices": 0,
+                    "followers": 0,
+                    "members": 0,
+                    "reuses": reuses.get(org_id, 0),
+                    "views": 0,
+                },
+                "business_number_id": None,
+                "members": [],
+                "extras": {},
+                "_twin": {
+                    "provenance": facts.PROVENANCE,
+                    "popularity": 0,
+                    "generated": ["slug", "created_at", "logo", "metrics"],
+                },
+            }
+        )
+    return records
+
+
+def _catalogue_rows(
+    rows: Sequence[Mapping[str, str]], datasets: Sequence[Mapping[str, Any]]
+) -> list[dict[str, str]]:
+    """Return the export's rows minus those a curated record replaces (same id or slug)."""
+    taken = {d["id"] for d in datasets} | {d["slug"] for d in datasets}
+    return [dict(r) for r in rows if r["id"] not in taken and r["slug"] not in taken]
+
+
+def assemble(
+    seed: int = SEED,
+    catalogue: Sequence[Mapping[str, str]] = (),
+    catalogue_source: Mapping[str, Any] | None = None,
+) -> BuiltCatalog:
     """Assemble every record, table and file of the snapshot (in memory).
+
+    Args:
+        seed: Seed of every random generator.
+        catalogue: The catalogue export's rows (:func:`read_catalogue_export`).
+        catalogue_source: Name and sha256 of the export, recorded in the manifest.
 
     Raises:
         SourceError: a source record is malformed (the message names file and record).
@@ -764,6 +914,14 @@ def assemble(seed: int = SEED) -> BuiltCatalog:
     )
     _organization_metrics(organizations, datasets, dataservices)
     view = synth.CatalogView(organizations, datasets, dataservices)
+    catalogue_rows = _catalogue_rows(catalogue, datasets)
+    catalogue_orgs = _catalogue_organizations(catalogue_rows, org_map)
+    by_id = {o["id"]: o for o in organizations}
+    for row in catalogue_rows:
+        # A curated organization also publishes its datasets of the real catalogue.
+        org = by_id.get(row["organization_id"])
+        if org is not None and row["archived"] in ("", "False"):
+            org["metrics"]["datasets"] += 1
     tables: dict[str, synth.GeneratedTable] = {}
     table_prov: list[dict[str, Any]] = []
     for record in datasets:
@@ -801,7 +959,7 @@ def assemble(seed: int = SEED) -> BuiltCatalog:
                 )
     exceptions = _crawler_exceptions(random.Random(f"{seed}:crawler"), datasets)
     return BuiltCatalog(
-        organizations=organizations,
+        organizations=organizations + catalogue_orgs,
         datasets=datasets,
         dataservices=dataservices,
         tables=tables,
@@ -810,6 +968,8 @@ def assemble(seed: int = SEED) -> BuiltCatalog:
         crawler_exceptions=exceptions,
         specs=specs,
         provenance=provenance + dataset_prov + service_prov + table_prov,
+        catalogue_rows=catalogue_rows,
+        catalogue_source=dict(catalogue_source or {}),
     )
 
 
@@ -849,8 +1009,42 @@ def _schema(table: synth.GeneratedTable, file_name: str) -> dict[str, Any]:
     }
 
 
+def catalogue_source(
+    snapshots_dir: Path, snapshot_id: str, export: Path | None
+) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    """Return the catalogue rows and their origin: the export if given, else the snapshot's file.
+
+    Rebuilding from the snapshot's own columnar file gives the same bytes, so the snapshot is
+    reproducible without the export; the manifest keeps the export's name and sha256.
+
+    Raises:
+        SourceError: neither the export nor a previous catalogue file can be read.
+    """
+    if export is None and os.environ.get(CATALOGUE_FACTS_ENV):
+        export = Path(os.environ[CATALOGUE_FACTS_ENV])
+    if export is not None:
+        given = {
+            "name": export.name,
+            "sha256": hashlib.sha256(export.read_bytes()).hexdigest() if export.is_file() else None,
+        }
+        return read_catalogue_export(export), given
+    if not (snapshots_dir / snapshot_id / facts.FILE_NAME).is_file():
+        # Writing elsewhere (a review copy, a test): derive from the repository's snapshot.
+        snapshots_dir = default_snapshots_dir()
+    manifest_path = snapshots_dir / "manifest.json"
+    source: dict[str, Any] = {}
+    if manifest_path.is_file():
+        for entry in json.loads(manifest_path.read_text(encoding="utf-8")).get("snapshots", []):
+            if entry.get("snapshot_id") == snapshot_id:
+                source = dict(entry.get("catalogue", {}).get("source", {}))
+    return _previous_catalogue(snapshots_dir, snapshot_id), source
+
+
 def write_snapshot(
-    snapshots_dir: Path, snapshot_id: str = SNAPSHOT_ID, seed: int = SEED
+    snapshots_dir: Path,
+    snapshot_id: str = SNAPSHOT_ID,
+    seed: int = SEED,
+    catalogue_export: Path | None = None,
 ) -> dict[str, Any]:
     """Build and write ``snapshots_dir/<snapshot_id>/`` and update ``snapshots_dir/manifest.json``.
 
@@ -858,12 +1052,16 @@ def write_snapshot(
         snapshots_dir: The ``snapshots/`` directory (created if missing).
         snapshot_id: Name of the snapshot directory.
         seed: Seed of every random generator.
+        catalogue_export: data.gouv.fr's catalogue export (facts csv.gz); default
+            ``$DATAGOUV_EVAL_CATALOGUE_FACTS``, else the snapshot's own catalogue file.
 
     Returns:
         The manifest entry of the written snapshot.
     """
-    built = assemble(seed)
+    rows, source = catalogue_source(snapshots_dir, snapshot_id, catalogue_export)
+    built = assemble(seed, rows, source)
     files: dict[str, bytes] = {
+        facts.FILE_NAME: _gzip(facts.encode(built.catalogue_rows)),
         "organizations.jsonl.gz": _gzip(_jsonl(built.organizations)),
         "datasets.jsonl.gz": _gzip(_jsonl(built.datasets)),
         "dataservices.jsonl.gz": _gzip(_jsonl(built.dataservices)),
@@ -904,7 +1102,9 @@ def write_snapshot(
         "dataservices.jsonl.gz": "per-record",
         "tables.json": "synthetic",
         "crawler/resources-exceptions.json": "synthetic",
+        facts.FILE_NAME: facts.PROVENANCE,
     }
+    live = sum(1 for r in built.catalogue_rows if r["archived"] in ("", "False"))
     entry = {
         "snapshot_id": snapshot_id,
         "created_at": SNAPSHOT_CREATED_AT.isoformat().replace("+00:00", "Z"),
@@ -926,6 +1126,18 @@ def write_snapshot(
             "tabular_rows": sum(len(t.rows) for t in built.tables.values()),
             "metrics_rows": {m: len(t.rows) for m, t in sorted(built.metrics.items())},
             "crawler_exceptions": len(built.crawler_exceptions),
+            "catalogue_datasets": len(built.catalogue_rows),
+            "catalogue_datasets_live": live,
+        },
+        "catalogue": {
+            "source": built.catalogue_source,
+            "file": facts.FILE_NAME,
+            "notes": (
+                "every dataset of data.gouv.fr's catalogue export of 2026-01-16 except those a "
+                "curated record replaces (same id or slug); facts only: no description, no "
+                "resource objects. Organizations of the export not curated are built from their "
+                "id and name; their slug, creation date, logo and metrics are derived."
+            ),
         },
         "facts": {
             "catalogue_datasets_created_before_2012_06_28": synth.CATALOGUE_BEFORE_LAUNCH,

@@ -13,31 +13,48 @@ Records are plain dicts in the udata v1 shape with the real data.gouv.fr URLs an
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
-import math
 import os
+import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from datagouv_eval_pipeline.twin import tabular
-from datagouv_eval_pipeline.twin.search import BM25FIndex, fold
+import numpy as np
+import numpy.typing as npt
+
+from datagouv_eval_pipeline.twin import facts, search, tabular
+from datagouv_eval_pipeline.twin.search import FieldIndex, Segment, fold
 from datagouv_eval_pipeline.twin.urls import external_key
 
 SNAPSHOTS_ENV = "DATAGOUV_EVAL_SNAPSHOTS"
 MANIFEST_NAME = "manifest.json"
-# Score multiplier of archived objects: still findable, but after the live ones.
-ARCHIVED_FACTOR = 0.6
-# Popular objects get a mild boost, as on the real site: x(1 + 0.05 * log10(1 + views)).
-POPULARITY_WEIGHT = 0.05
-
-DATASET_FIELDS = {"title": 3.0, "tags": 1.5, "organization": 1.0, "description": 1.0}
-DATASERVICE_FIELDS = {"title": 3.0, "tags": 1.5, "organization": 1.0, "description": 1.0}
-ORGANIZATION_FIELDS = {"name": 3.0, "acronym": 3.0, "description": 1.0}
+# The v2 dataset search's facets, in udata_search_service's order.
+_FACETS = (
+    "format_family",
+    "access_type",
+    "producer_type",
+    "organization_id_with_name",
+    "last_update",
+    "tag",
+    "license",
+    "format",
+    "schema",
+    "geozone",
+    "granularity",
+    "badge",
+    "topics",
+)
+DATASET_FIELDS = ("title", "acronym", "organization", "tags", "description", "resources")
+DATASERVICE_FIELDS = ("title", "organization", "description")
+ORGANIZATION_FIELDS = ("title", "acronym", "description")
+API_VERSIONS = (1, 2)
 
 LAST_UPDATE_RANGES = {
     "last_30_days": timedelta(days=30),
@@ -99,6 +116,7 @@ class SearchPage:
     ids: list[str]
     page: int
     page_size: int
+    facets: dict[str, list[dict[str, Any]]] | None = None
 
 
 @dataclass(frozen=True)
@@ -122,13 +140,15 @@ class CatalogStore:
     metrics: tabular.LazyTables
     crawler_exceptions: list[dict[str, Any]]
     specs: dict[str, tuple[str, bytes]]
+    catalogue: facts.CatalogueDatasets | None = None
     _slugs: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
     _resources: dict[str, tuple[str, int]] = field(default_factory=dict, repr=False)
     _external: dict[str, ExternalFile] = field(default_factory=dict, repr=False)
-    _dataset_index: BM25FIndex | None = field(default=None, repr=False)
-    _dataservice_index: BM25FIndex | None = field(default=None, repr=False)
-    _organization_index: BM25FIndex | None = field(default=None, repr=False)
+    _segments: dict[str, list[Segment]] = field(default_factory=dict, repr=False)
     _profiles: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _facets: dict[tuple[Any, ...], dict[str, list[dict[str, Any]]]] = field(
+        default_factory=dict, repr=False
+    )
 
     # ----------------------------------------------------------------------------- loading
 
@@ -139,6 +159,7 @@ class CatalogStore:
         snapshot_id: str | None = None,
         *,
         verify: bool = True,
+        warm: bool = True,
     ) -> CatalogStore:
         """Load and index a snapshot.
 
@@ -146,6 +167,8 @@ class CatalogStore:
             snapshots_dir: The ``snapshots/`` directory; defaults to :func:`default_snapshots_dir`.
             snapshot_id: Which snapshot; defaults to the manifest's ``current``.
             verify: Check every file's sha256 against the manifest first.
+            warm: Prepare the catalogue's search index and columns in a background thread, so
+                the first search does not pay for them (the load itself stays fast).
 
         Raises:
             SnapshotError: missing manifest or file, sha256 mismatch, or a malformed record;
@@ -192,7 +215,19 @@ class CatalogStore:
             directory=directory,
             manifest=entry,
         )
-        return cls._from_files(info, files)
+        store = cls._from_files(info, files)
+        if warm and store.catalogue is not None:
+            threading.Thread(target=store._warm, name="catalogue-warm-up", daemon=True).start()
+        return store
+
+    def _warm(self) -> None:
+        # Errors surface on the first search instead, where a request can report them.
+        with contextlib.suppress(Exception):
+            self._dataset_segments()
+            if self.catalogue is not None:
+                self.catalogue.warm()
+                for _, column, multi in _CATALOGUE_FACETS:
+                    self.catalogue.codes(column, multi)
 
     @classmethod
     def _from_files(cls, info: SnapshotInfo, files: Mapping[str, bytes]) -> CatalogStore:
@@ -255,9 +290,19 @@ class CatalogStore:
             if name.startswith("specs/"):
                 stem, _, fmt = name[len("specs/") :].rpartition(".")
                 specs[stem] = (fmt, content)
+        org_map = {o["id"]: o for o in organizations}
+        catalogue = None
+        if facts.FILE_NAME in files:
+            try:
+                columns = facts.decode(
+                    files[facts.FILE_NAME], str(info.directory / facts.FILE_NAME)
+                )
+            except facts.FactsError as error:
+                raise SnapshotError(str(error)) from error
+            catalogue = facts.CatalogueDatasets(columns, org_map)
         store = cls(
             info=info,
-            organizations={o["id"]: o for o in organizations},
+            organizations=org_map,
             datasets={d["id"]: d for d in datasets},
             dataservices={s["id"]: s for s in dataservices},
             tables=tables,
@@ -265,6 +310,7 @@ class CatalogStore:
             metrics=metrics,
             crawler_exceptions=exceptions,
             specs=specs,
+            catalogue=catalogue,
         )
         store._index(info.directory)
         return store
@@ -294,50 +340,8 @@ class CatalogStore:
                 raise SnapshotError(
                     f"{directory / 'tables.json'}: table {rid} has no resource in datasets.jsonl.gz"
                 )
-        self._dataset_index = BM25FIndex(
-            [
-                (
-                    d["id"],
-                    {
-                        "title": d["title"],
-                        "description": d.get("description") or "",
-                        "tags": " ".join(d.get("tags", [])),
-                        "organization": _org_text(d.get("organization")),
-                    },
-                )
-                for d in self.datasets.values()
-            ],
-            DATASET_FIELDS,
-        )
-        self._dataservice_index = BM25FIndex(
-            [
-                (
-                    s["id"],
-                    {
-                        "title": s["title"],
-                        "description": s.get("description") or "",
-                        "tags": " ".join(s.get("tags", [])),
-                        "organization": _org_text(s.get("organization")),
-                    },
-                )
-                for s in self.dataservices.values()
-            ],
-            DATASERVICE_FIELDS,
-        )
-        self._organization_index = BM25FIndex(
-            [
-                (
-                    o["id"],
-                    {
-                        "name": o["name"],
-                        "acronym": o.get("acronym") or "",
-                        "description": o.get("description") or "",
-                    },
-                )
-                for o in self.organizations.values()
-            ],
-            ORGANIZATION_FIELDS,
-        )
+        # Search segments are built on the first search (the catalogue's index is cached on disk).
+        self._segments = {}
 
     def _add_external(self, url: str | None, target: ExternalFile) -> None:
         if not url or url.startswith(("https://www.data.gouv.fr/", "http://www.data.gouv.fr/")):
@@ -372,8 +376,26 @@ class CatalogStore:
         return record
 
     def dataset(self, id_or_slug: str) -> dict[str, Any] | None:
-        """Return the dataset record (deleted ones included) or ``None``."""
-        return self._by_id_or_slug("dataset", self.datasets, id_or_slug)
+        """Return the dataset record (deleted ones included) or ``None``.
+
+        Curated records (``store.datasets``) first, then the real catalogue's
+        (``store.catalogue``, built on demand).
+        """
+        record = self._by_id_or_slug("dataset", self.datasets, id_or_slug)
+        if record is None and self.catalogue is not None:
+            if id_or_slug in self.catalogue:
+                return self.catalogue[id_or_slug]
+            ident = self.catalogue.by_slug(id_or_slug)
+            record = self.catalogue[ident] if ident else None
+        return record
+
+    def dataset_count(self) -> tuple[int, int]:
+        """Return ``(all datasets, searchable ones)``; searchable = not archived/deleted/private."""
+        curated = sum(1 for d in self.datasets.values() if self._visible_dataset(d))
+        if self.catalogue is None:
+            return len(self.datasets), curated
+        live = int((~self.catalogue.archived()).sum())
+        return len(self.datasets) + len(self.catalogue), curated + live
 
     def organization(self, id_or_slug: str) -> dict[str, Any] | None:
         """Return the organization record or ``None``."""
@@ -454,7 +476,45 @@ class CatalogStore:
 
     @staticmethod
     def _visible_dataset(record: Mapping[str, Any]) -> bool:
-        return not record.get("deleted") and not record.get("private")
+        # udata's Dataset.objects.visible(): not private, not deleted, not archived.
+        return (
+            not record.get("deleted") and not record.get("private") and not record.get("archived")
+        )
+
+    def _dataset_segments(self) -> list[Segment]:
+        segments = self._segments.get("dataset")
+        if segments is None:
+            segments = []
+            if self.catalogue is not None:
+                segments.append(_catalogue_segment(self.catalogue, self.info))
+            curated = list(self.datasets.values())
+            segments.append(
+                Segment(
+                    FieldIndex.build([_dataset_doc(d) for d in curated], DATASET_FIELDS),
+                    search.popularity_boost(
+                        [d["metrics"].get("views", 0) for d in curated],
+                        [d["metrics"].get("followers", 0) for d in curated],
+                        public_service=[
+                            _public_service(self.organizations, d.get("organization"))
+                            for d in curated
+                        ],
+                        featured=[bool(d.get("featured")) for d in curated],
+                        org_followers=[
+                            _org_followers(self.organizations, d.get("organization"))
+                            for d in curated
+                        ],
+                    ),
+                )
+            )
+            self._segments["dataset"] = segments
+        return segments
+
+    def _segment_ids(self, kind: str, segment: int) -> list[str]:
+        if kind == "dataset":
+            if self.catalogue is not None and segment == 0:
+                return self.catalogue.ids
+            return list(self.datasets)
+        return list(self.dataservices if kind == "dataservice" else self.organizations)
 
     def search_datasets(
         self,
@@ -469,33 +529,157 @@ class CatalogStore:
         dataservice: str | None = None,
         format: str | None = None,
         badge: str | None = None,
+        api: int = 2,
+        facets: bool = False,
     ) -> SearchPage:
-        """Search visible datasets (not deleted, not private).
+        """Search visible datasets (not archived, deleted or private) as production does.
 
-        Ranking is BM25F over title (weight 3), tags (1.5), organization and description (1);
-        archived datasets keep their matches at 0.6 of the score and popular ones get a mild boost
-        (see :func:`_prior`). Without a query every visible
-        dataset matches, newest first. ``sort`` (``created``, ``last_update``, ``reuses``,
-        ``followers``, ``views``, optionally prefixed with ``-``) reorders the matches; unknown
-        sort or range values are ignored, as the real API does not validate them for the MCP.
-        Ties are always broken by id.
+        ``api=1`` is ``/api/1/datasets/?q=``: every word of ``q`` in the title (MongoDB text
+        index), ordered by text score, newest first without ``q``. ``api=2`` is
+        ``/api/2/datasets/search/``: every term across title, acronym, organization, tags and
+        description, or every term in the title within ``AUTO:4,6`` edits, scored by BM25 times
+        the popularity and public-service boosts; without ``q`` ordered by the boosts.
+        ``sort`` (``created``, ``last_update``, ``reuses``, ``followers``, ``views``, ``-`` for
+        descending) orders by that key, then score; unknown sort or range values are ignored,
+        as the MCP server sends them unchecked. See :mod:`datagouv_eval_pipeline.twin.search`.
+        ``facets=True`` adds the v2 search's ``facets`` (:meth:`_dataset_facets`).
         """
-        keep = self._dataset_filter(
-            last_update_range, organization, tag, dataservice, format, badge
+        segments = self._dataset_segments()
+        masks = self._dataset_masks(
+            segments, last_update_range, organization, tag, dataservice, format, badge
         )
-        ranked = self._rank(self._dataset_index, self.datasets, query, keep, "created_at")
-        ranked = _apply_sort(ranked, sort, self.datasets, _DATASET_SORTS)
-        return _page(ranked, page, page_size)
+        if query and query.strip():
+            if api == 1:
+                matches = search.match_v1(segments, query, masks)
+            else:
+                matches = search.match_v2(segments, query, search.DATASET_MODEL, masks)
+            keys = None
+        else:
+            matches = search.browse(segments, masks, by_boost=api != 1)
+            keys = None if api != 1 else self._dataset_keys(segments, "created")
+        descending = True
+        if sort and sort.lstrip("-") in _DATASET_SORTS:
+            keys = self._dataset_keys(segments, sort.lstrip("-"))
+            descending = sort.startswith("-")
+        seg, rows = search.order(matches, keys, descending=descending)
+        result = self._page("dataset", seg, rows, page, page_size)
+        if facets:
+            key = (query, last_update_range, organization, tag, dataservice, format, badge, api)
+            cached = self._facets.get(key)
+            if cached is None:
+                cached = self._dataset_facets(matches)
+                if len(self._facets) > 256:
+                    self._facets.clear()
+                self._facets[key] = cached
+            result = replace(result, facets=cached)
+        return result
 
-    def _dataset_filter(
+    def _dataset_facets(self, matches: list[search.Matches]) -> dict[str, list[dict[str, Any]]]:
+        """Return udata's v2 ``facets``: per facet, ``all`` then the 50 largest buckets.
+
+        Counted over the matches with every filter applied (production leaves each facet's own
+        filter out of its counts). Facets the snapshot has no data for (``producer_type``,
+        ``format_family``, ``schema``, ``geozone``, ``topics``) hold only ``all``.
+        """
+        counters: dict[str, Counter[str]] = {name: Counter() for name in _FACETS}
+        total = sum(int(m.rows.size) for m in matches)
+        now = self.now.timestamp()
+        ranges = {k: now - v.total_seconds() for k, v in LAST_UPDATE_RANGES.items()}
+        for position, found in enumerate(matches):
+            if self.catalogue is not None and position == 0:
+                cat = self.catalogue
+                rows = found.rows
+                orgs = self.organizations
+                for name, column, multi in _CATALOGUE_FACETS:
+                    for value, count in _count_codes(cat, column, multi, rows):
+                        if name == "organization_id_with_name":
+                            org = orgs.get(value)
+                            if org is None:
+                                continue
+                            value = f"{value}|{org['name']}"
+                        counters[name][value] += count
+                counters["access_type"]["open"] += int(rows.size)
+                modified = (
+                    cat.last_modified
+                    if cat.last_modified is not None
+                    else cat.dates("last_modified").astype(np.float64)
+                )
+                updated = modified[found.rows]
+                for name, since in ranges.items():
+                    counters["last_update"][name] += int((updated >= since).sum())
+            else:
+                records = list(self.datasets.values())
+                for r in found.rows.tolist():
+                    d = records[r]
+                    counters["license"][d.get("license") or "notspecified"] += 1
+                    granularity = (d.get("spatial") or {}).get("granularity")
+                    if granularity:
+                        counters["granularity"][granularity] += 1
+                    org = d.get("organization")
+                    if org:
+                        counters["organization_id_with_name"][f"{org['id']}|{org['name']}"] += 1
+                    counters["tag"].update(d.get("tags", []))
+                    counters["format"].update(
+                        {str(x["format"]).lower() for x in d["resources"] if x.get("format")}
+                    )
+                    counters["badge"].update(b["kind"] for b in d.get("badges", []))
+                    counters["access_type"][d.get("access_type") or "open"] += 1
+                    stamp = _sortable(d["last_update"])
+                    for name, since in ranges.items():
+                        if stamp >= since:
+                            counters["last_update"][name] += 1
+        out: dict[str, list[dict[str, Any]]] = {}
+        for name in _FACETS:
+            if name == "last_update":
+                buckets = [(k, counters[name][k]) for k in LAST_UPDATE_RANGES]
+            else:
+                buckets = sorted(counters[name].items(), key=lambda kv: (-kv[1], kv[0]))[:50]
+            out[name] = [{"name": "all", "count": total}] + [
+                {"name": k, "count": v} for k, v in buckets
+            ]
+        return out
+
+    def _page(
         self,
+        kind: str,
+        seg: npt.NDArray[np.int64],
+        rows: npt.NDArray[np.int64],
+        page: int,
+        page_size: int,
+    ) -> SearchPage:
+        start = max(0, (page - 1) * page_size)
+        ids_by_segment: dict[int, list[str]] = {}
+        ids = []
+        for s, r in zip(
+            seg[start : start + page_size], rows[start : start + page_size], strict=True
+        ):
+            if int(s) not in ids_by_segment:
+                ids_by_segment[int(s)] = self._segment_ids(kind, int(s))
+            ids.append(ids_by_segment[int(s)][int(r)])
+        return SearchPage(int(rows.size), ids, page, page_size)
+
+    def _dataset_keys(
+        self, segments: list[Segment], name: str
+    ) -> list[npt.NDArray[np.float64] | None]:
+        keys: list[npt.NDArray[np.float64] | None] = []
+        for position in range(len(segments)):
+            if self.catalogue is not None and position == 0:
+                keys.append(_catalogue_key(self.catalogue, name))
+            else:
+                getter = _DATASET_SORTS[name]
+                keys.append(np.array([_sortable(getter(d)) for d in self.datasets.values()]))
+        return keys
+
+    def _dataset_masks(
+        self,
+        segments: list[Segment],
         last_update_range: str | None,
         organization: str | None,
         tag: str | None,
         dataservice: str | None,
         fmt: str | None,
         badge: str | None,
-    ) -> Callable[[str], bool]:
+    ) -> list[npt.NDArray[np.bool_]]:
         since = None
         if last_update_range in LAST_UPDATE_RANGES:
             since = self.now - LAST_UPDATE_RANGES[last_update_range]
@@ -517,20 +701,81 @@ class CatalogStore:
                 return False
             return not (since and datetime.fromisoformat(record["last_update"]) < since)
 
-        return keep
+        masks = []
+        if self.catalogue is not None:
+            cat = self.catalogue
+            mask = ~(cat.hidden if cat.hidden is not None else cat.archived())
+            if organization:
+                mask &= cat.organization_mask(organization)
+            if tag:
+                mask &= cat.tag_mask(tag)
+            if fmt:
+                mask &= cat.format_mask(fmt)
+            if served is not None or badge:
+                mask &= False  # the export has no dataservice links and no dataset badges
+            if since:
+                modified = (
+                    cat.last_modified
+                    if cat.last_modified is not None
+                    else cat.dates("last_modified").astype(np.float64)
+                )
+                mask &= modified >= since.timestamp()
+            masks.append(mask)
+        masks.append(np.array([keep(i) for i in self.datasets], dtype=bool))
+        return masks
 
     def search_dataservices(
-        self, query: str | None, *, page: int = 1, page_size: int = 20
+        self, query: str | None, *, page: int = 1, page_size: int = 20, api: int = 2
     ) -> SearchPage:
-        """Search dataservices (BM25F like datasets; archived ones scored at 0.6)."""
-        ranked = self._rank(
-            self._dataservice_index,
-            self.dataservices,
-            query,
-            lambda i: not self.dataservices[i].get("deleted_at"),
-            "created_at",
-        )
-        return _page(ranked, page, page_size)
+        """Search dataservices (not archived or deleted): v1 title words, v2 Elasticsearch-like.
+
+        Without ``q``: v1 newest first, v2 by the popularity boost.
+        """
+        segments = self._segments.get("dataservice")
+        records = list(self.dataservices.values())
+        if segments is None:
+            segments = [
+                Segment(
+                    FieldIndex.build(
+                        [
+                            {
+                                "title": d["title"],
+                                "description": d.get("description") or "",
+                                "organization": _org_text(d.get("organization")),
+                            }
+                            for d in records
+                        ],
+                        DATASERVICE_FIELDS,
+                    ),
+                    search.popularity_boost(
+                        [(d.get("metrics") or {}).get("views", 0) for d in records],
+                        [(d.get("metrics") or {}).get("followers", 0) for d in records],
+                        org_followers=[
+                            _org_followers(self.organizations, d.get("organization"))
+                            for d in records
+                        ],
+                    )
+                    * np.sqrt(np.log([len(d.get("description") or "") + 2.0 for d in records])),
+                )
+            ]
+            self._segments["dataservice"] = segments
+        masks = [
+            np.array(
+                [not d.get("deleted_at") and not d.get("archived_at") for d in records], dtype=bool
+            )
+        ]
+        keys: list[npt.NDArray[np.float64] | None] | None = None
+        if query and query.strip():
+            if api == 1:
+                matches = search.match_v1(segments, query, masks)
+            else:
+                matches = search.match_v2(segments, query, search.DATASERVICE_MODEL, masks)
+        else:
+            matches = search.browse(segments, masks, by_boost=api != 1)
+            if api == 1:
+                keys = [np.array([_sortable(d.get("created_at", "")) for d in records])]
+        seg, rows = search.order(matches, keys)
+        return self._page("dataservice", seg, rows, page, page_size)
 
     def search_organizations(
         self,
@@ -542,11 +787,42 @@ class CatalogStore:
         badge: str | None = None,
         name: str | None = None,
         business_number_id: str | None = None,
+        api: int = 2,
     ) -> SearchPage:
-        """Search organizations by name, acronym and description, with the MCP's filters."""
+        """Search organizations by name, acronym and description, with the MCP's filters.
 
-        def keep(org_id: str) -> bool:
-            record = self.organizations[org_id]
+        v1: every word of ``q`` in the name (MongoDB text index on ``name``); v2: every term
+        across name, acronym and description, boosted by public service, followers and views.
+        """
+        segments = self._segments.get("organization")
+        records = list(self.organizations.values())
+        if segments is None:
+            segments = [
+                Segment(
+                    FieldIndex.build(
+                        [
+                            {
+                                "title": o["name"],
+                                "acronym": o.get("acronym") or "",
+                                "description": o.get("description") or "",
+                            }
+                            for o in records
+                        ],
+                        ORGANIZATION_FIELDS,
+                    ),
+                    search.popularity_boost(
+                        [o["metrics"].get("views", 0) for o in records],
+                        [o["metrics"].get("followers", 0) for o in records],
+                        public_service=[_is_public_service(o) for o in records],
+                        views_factor=1.0,
+                    ),
+                )
+            ]
+            self._segments["organization"] = segments
+
+        def keep(record: Mapping[str, Any]) -> bool:
+            if record.get("deleted"):
+                return False
             if badge and not any(b.get("kind") == badge for b in record.get("badges", [])):
                 return False
             if name and fold(record["name"]) != fold(name):
@@ -555,58 +831,165 @@ class CatalogStore:
                 business_number_id and record.get("business_number_id") != business_number_id
             )
 
-        ranked = self._rank(self._organization_index, self.organizations, query, keep, "created_at")
-        ranked = _apply_sort(ranked, sort, self.organizations, _ORG_SORTS)
-        return _page(ranked, page, page_size)
-
-    def _rank(
-        self,
-        index: BM25FIndex | None,
-        records: Mapping[str, dict[str, Any]],
-        query: str | None,
-        keep: Callable[[str], bool],
-        browse_key: str,
-    ) -> list[str]:
-        assert index is not None  # built by _index()
+        masks = [np.array([keep(o) for o in records], dtype=bool)]
+        keys: list[npt.NDArray[np.float64] | None] | None = None
         if query and query.strip():
-            ranked = index.search(query, keep=keep, factor=lambda i: _prior(records[i]))
-            return [doc_id for doc_id, _ in ranked]
-        # Browse mode: everything that passes the filters, newest first.
-        ids = [i for i in records if keep(i)]
-        ids.sort(key=lambda i: i)
-        ids.sort(key=lambda i: str(records[i].get(browse_key, "")), reverse=True)
-        return ids
+            if api == 1:
+                matches = search.match_v1(segments, query, masks)
+            else:
+                matches = search.match_v2(segments, query, search.ORGANIZATION_MODEL, masks)
+        else:
+            matches = search.browse(segments, masks, by_boost=api != 1)
+            if api == 1:
+                keys = [np.array([_sortable(o.get("created_at", "")) for o in records])]
+        descending = True
+        if sort and sort.lstrip("-") in _ORG_SORTS:
+            getter = _ORG_SORTS[sort.lstrip("-")]
+            keys = [_rank_key([getter(o) for o in records])]
+            descending = sort.startswith("-")
+        seg, rows = search.order(matches, keys, descending=descending)
+        return self._page("organization", seg, rows, page, page_size)
 
 
-def _prior(record: Mapping[str, Any]) -> float:
-    """Return the score multiplier of a record: archived demotion times popularity boost."""
-    factor = ARCHIVED_FACTOR if record.get("archived") or record.get("archived_at") else 1.0
-    views = (record.get("metrics") or {}).get("views") or 0
-    return factor * (1.0 + POPULARITY_WEIGHT * math.log10(1 + max(0, int(views))))
+# Facet, catalogue column, whether the column holds comma-separated lists.
+_CATALOGUE_FACETS = (
+    ("license", "license", False),
+    ("granularity", "granularity", False),
+    ("organization_id_with_name", "organization_id", False),
+    ("tag", "tags", True),
+    ("format", "formats", True),
+)
 
 
-def _apply_sort(
-    ranked: list[str],
-    sort: str | None,
-    records: Mapping[str, Mapping[str, Any]],
-    keys: Mapping[str, Callable[[Mapping[str, Any]], Any]],
-) -> list[str]:
-    if not sort:
-        return ranked
-    descending = sort.startswith("-")
-    key = keys.get(sort.lstrip("-"))
-    if key is None:
-        return ranked
-    position = {doc_id: i for i, doc_id in enumerate(ranked)}
-    # Relevance order (then id) breaks ties of the sort key.
-    ordered = sorted(ranked, key=lambda i: position[i])
-    ordered.sort(key=lambda i: key(records[i]), reverse=descending)
-    return ordered
+def _count_codes(
+    catalogue: facts.CatalogueDatasets, column: str, multi: bool, rows: npt.NDArray[np.int64]
+) -> list[tuple[str, int]]:
+    """Return (value, number of ``rows`` holding it) for a catalogue column, vectorised."""
+    values, codes, offsets = catalogue.codes(column, multi)
+    if not rows.size or not codes.size:
+        return []
+    starts, ends = offsets[rows], offsets[rows + 1]
+    lengths = ends - starts
+    keep = lengths > 0
+    starts, lengths = starts[keep], lengths[keep]
+    if not lengths.size:
+        return []
+    # Positions of every code of the rows: each row's start, then +1 within the row.
+    first = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+    positions = first + np.arange(int(lengths.sum()))
+    counts = np.bincount(codes[positions], minlength=len(values))
+    present = np.flatnonzero(counts)
+    return [(values[i], int(counts[i])) for i in present]
 
 
-def _page(ids: list[str], page: int, page_size: int) -> SearchPage:
-    start = (page - 1) * page_size
-    return SearchPage(len(ids), ids[start : start + page_size], page, page_size)
+def _sortable(value: Any) -> float:
+    """Return a number that orders like ``value`` (ISO dates become POSIX seconds)."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str) and value:
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return 0.0
+    return 0.0
+
+
+def _rank_key(values: list[Any]) -> npt.NDArray[np.float64]:
+    """Return each value's rank among ``values`` (for keys that are not numbers, like names)."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = np.zeros(len(values))
+    for rank, position in enumerate(order):
+        ranks[position] = rank
+    return ranks
+
+
+def _is_public_service(org: Mapping[str, Any]) -> bool:
+    # udata Organization.public_service: certified and public-service badges.
+    kinds = {b.get("kind") for b in org.get("badges", [])}
+    return "public-service" in kinds and "certified" in kinds
+
+
+def _public_service(orgs: Mapping[str, Mapping[str, Any]], ref: Mapping[str, Any] | None) -> bool:
+    org = orgs.get(ref["id"]) if ref else None
+    return bool(org) and _is_public_service(org or {})
+
+
+def _org_followers(orgs: Mapping[str, Mapping[str, Any]], ref: Mapping[str, Any] | None) -> int:
+    org = orgs.get(ref["id"]) if ref else None
+    return int((org or {}).get("metrics", {}).get("followers", 0) or 0)
+
+
+def _dataset_doc(record: Mapping[str, Any]) -> dict[str, str]:
+    return {
+        "title": record["title"],
+        "acronym": record.get("acronym") or "",
+        "organization": _org_text(record.get("organization")),
+        "tags": ",".join(record.get("tags", [])),
+        "description": record.get("description") or "",
+        "resources": " ".join(r.get("title") or "" for r in record.get("resources", [])),
+    }
+
+
+_CATALOGUE_KEYS = {"created": "created_at", "last_update": "last_modified"}
+
+
+def _catalogue_key(catalogue: facts.CatalogueDatasets, name: str) -> npt.NDArray[np.float64]:
+    if name in _CATALOGUE_KEYS:
+        return catalogue.dates(_CATALOGUE_KEYS[name]).astype(np.float64)
+    return catalogue.ints(name).astype(np.float64)
+
+
+def _catalogue_segment(catalogue: facts.CatalogueDatasets, info: SnapshotInfo) -> Segment:
+    """Return the catalogue's search segment; index and boosts are cached on disk.
+
+    The cache key is the digests of the catalogue and organizations files (the boosts read
+    the organizations' badges and followers), so a rebuilt snapshot never reads a stale index.
+    """
+    with catalogue.lock:
+        if catalogue.segment is not None:
+            return catalogue.segment
+        files = info.manifest.get("files", {})
+        digest = ":".join(
+            str(files.get(name, {}).get("sha256", ""))
+            for name in (facts.FILE_NAME, "organizations.jsonl.gz")
+        )
+        columns = catalogue.columns
+        orgs = catalogue.organizations
+
+        def build() -> FieldIndex:
+            org_names = {org_id: _org_text(org) for org_id, org in orgs.items()}
+            docs = [
+                {
+                    "title": columns["title"][row],
+                    "acronym": columns["acronym"][row],
+                    "organization": org_names.get(columns["organization_id"][row], "")
+                    or columns["organization"][row],
+                    "tags": columns["tags"][row],
+                }
+                for row in range(len(catalogue))
+            ]
+            index = FieldIndex.build(docs, ("title", "acronym", "organization", "tags"))
+            org_ids = columns["organization_id"]
+            public = {o: _is_public_service(org) for o, org in orgs.items()}
+            followers = {
+                o: int(org.get("metrics", {}).get("followers", 0) or 0) for o, org in orgs.items()
+            }
+            index.extras["boost"] = search.popularity_boost(
+                catalogue.ints("views"),
+                catalogue.ints("followers"),
+                public_service=[public.get(o, False) for o in org_ids],
+                featured=catalogue.featured(),
+                org_followers=[followers.get(o, 0) for o in org_ids],
+            )
+            index.extras["hidden"] = catalogue.archived().astype(np.float64)
+            index.extras["last_modified"] = catalogue.dates("last_modified").astype(np.float64)
+            return index
+
+        index = FieldIndex.cached(f"catalogue-datasets:{digest}:{len(catalogue)}", build)
+        catalogue.hidden = index.extras["hidden"] > 0
+        catalogue.last_modified = index.extras["last_modified"]
+        catalogue.segment = Segment(index, index.extras["boost"])
+        return catalogue.segment
 
 
 def _org_text(org: Mapping[str, Any] | None) -> str:

@@ -265,6 +265,7 @@ class _Draft:
             metrics=store.metrics,
             crawler_exceptions=list(store.crawler_exceptions),
             specs=store.specs,
+            catalogue=store.catalogue,
         )
         # The store's own indexer (slugs, resources, external files, search) sees the drift.
         result._index(store.info.directory)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 import statistics
 import threading
 from collections import Counter
@@ -20,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMappin
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any, Literal
+from urllib.parse import unquote_plus
 
 ColumnType = Literal["string", "int", "float", "date", "datetime", "bool"]
 COLUMN_TYPES: tuple[ColumnType, ...] = ("string", "int", "float", "date", "datetime", "bool")
@@ -366,14 +368,105 @@ class Filter:
 
 
 @dataclass(frozen=True)
+class FilterGroup:
+    """An ``or(...)`` / ``and(...)`` of conditions (api-tabular's ``or=(...)`` parameter)."""
+
+    kind: str  # "or" or "and"
+    items: tuple[Filter | FilterGroup, ...]
+
+
+@dataclass(frozen=True)
 class TabularQuery:
-    """A parsed query: filters (ANDed), sorts in order, selected columns and the page."""
+    """A parsed query: filters and groups (ANDed), sorts in order, selected columns, the page."""
 
     filters: tuple[Filter, ...] = ()
     sorts: tuple[tuple[int, bool], ...] = ()
     positions: tuple[int, ...] | None = None
     page: int = 1
     page_size: int = 20
+    groups: tuple[FilterGroup, ...] = ()
+
+
+AGGREGATORS = ("avg", "count", "max", "min", "sum", "groupby")
+
+
+def query_pairs(raw: str) -> list[tuple[str, str | None]]:
+    """Split a raw query string as api-tabular does: on ``&``, then at the first ``=``.
+
+    A parameter without ``=`` (``col__groupby``, ``col__isnull``) gets the value ``None``.
+    """
+    pairs: list[tuple[str, str | None]] = []
+    for part in raw.split("&") if raw else []:
+        if not part:
+            continue
+        key, sep, value = part.partition("=")
+        pairs.append((unquote_plus(key), unquote_plus(value) if sep else None))
+    return pairs
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts, current, depth = [], "", 0
+    for char in text:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    if current:
+        parts.append(current)
+    return parts
+
+
+_QUOTED_COLUMN = re.compile(r'^"([^"]*)"__([a-z_]+)')
+_QUOTED_VALUE = re.compile(r'\."([^"]*)"$')
+
+
+def _condition(table: Table, param: str, where: str) -> Filter:
+    """Parse ``col__op.value`` (column and value optionally in double quotes)."""
+    bad = QueryError.invalid(f"Malformed query: argument '{where}' could not be parsed")
+    if param.endswith(("__isnull", "__isnotnull")):
+        column, _, operator = param.replace('"', "").rpartition("__")
+        return make_filter(table, column, operator, "")
+    if param.count('"') not in (0, 2, 4):
+        raise bad
+    if param.count('"') == 0:
+        pieces = param.split(".")
+        if len(pieces) != 2:
+            raise bad
+        head, value = pieces
+        column, sep, operator = head.rpartition("__")
+    else:
+        quoted_column = _QUOTED_COLUMN.match(param)
+        quoted_value = _QUOTED_VALUE.search(param)
+        if quoted_column:
+            column, operator = quoted_column.group(1), quoted_column.group(2)
+            rest = param[quoted_column.end() :]
+            value = quoted_value.group(1) if quoted_value else rest.lstrip(".")
+        elif quoted_value:
+            head = param[: quoted_value.start()]
+            column, _, operator = head.rpartition("__")
+            value = quoted_value.group(1)
+        else:
+            raise bad
+        sep = "__"
+    if not sep or not column or operator == "sort":
+        raise bad
+    return make_filter(table, column, operator, value)
+
+
+def _group(table: Table, kind: str, body: str, where: str) -> FilterGroup:
+    items: list[Filter | FilterGroup] = []
+    for param in _split_top_level(body):
+        nested = re.match(r"^(and|or)\((.*)\)$", param)
+        if nested:
+            items.append(_group(table, nested.group(1), nested.group(2), where))
+        else:
+            items.append(_condition(table, param, where))
+    return FilterGroup(kind, tuple(items))
 
 
 def _missing_column(table: Table, column: str) -> QueryError:
@@ -453,27 +546,55 @@ def _parse_int(name: str, raw: str) -> int:
 
 def parse_query(
     table: Table,
-    params: Iterable[tuple[str, str]],
+    params: Iterable[tuple[str, str | None]],
     *,
     page_size_max: int,
     page_size_default: int = 20,
+    resource_id: str = "",
 ) -> TabularQuery:
     """Parse a Tabular API query string (as key/value pairs) against ``table``.
 
     Args:
         table: The queried table.
-        params: Query parameters in their order of appearance (sorts keep that order).
+        params: Query parameters in their order of appearance (sorts keep that order); a
+            value of ``None`` is a parameter without ``=`` (:func:`query_pairs`).
         page_size_max: Above this, 400 ``Page size exceeds allowed maximum: N``.
         page_size_default: Page size when none is given.
+        resource_id: The resource, named in the 403 of aggregation parameters.
+
+    ``or=(a__exact.x,and(b__greater.1,c__less.5))`` ORs its conditions, as api-tabular's
+    ``or`` parameter does. Aggregation parameters (``col__groupby``, ``col__count``, … without
+    ``=``) answer 403 ``Unauthorized parameters``: api-tabular allows them only for the
+    resources of its configuration's exception list, and the twin has none.
 
     Raises:
         QueryError: with the real status and body.
     """
     filters: list[Filter] = []
+    groups: list[FilterGroup] = []
+    aggregations: list[str] = []
     sorts: list[tuple[int, bool]] = []
     positions: tuple[int, ...] | None = None
     page, page_size = 1, page_size_default
-    for key, raw in params:
+    for key, value in params:
+        if value is None:
+            column, _, operator = key.rpartition("__")
+            if operator in ("isnull", "isnotnull") and column:
+                filters.append(make_filter(table, column, operator, ""))
+            elif operator.lower() in AGGREGATORS and column:
+                if operator.lower() not in aggregations:
+                    aggregations.append(operator.lower())
+            else:
+                raise QueryError.invalid(f"Malformed query: argument '{key}' could not be parsed")
+            continue
+        raw = value
+        if key == "or":
+            if not (raw.startswith("(") and raw.endswith(")")):
+                raise QueryError.invalid(
+                    f"Malformed query: argument 'or={raw}' could not be parsed"
+                )
+            groups.append(_group(table, "or", raw[1:-1], f"or={raw}"))
+            continue
         if key == "page":
             page = _parse_int("page", raw)
         elif key == "page_size":
@@ -502,12 +623,38 @@ def parse_query(
             else:
                 filters.append(make_filter(table, column, operator, raw))
         # Other parameters are ignored, as api-tabular ignores them.
-    return TabularQuery(tuple(filters), tuple(sorts), positions, page, page_size)
+    if aggregations:
+        raise QueryError(
+            403,
+            {
+                "errors": [
+                    {
+                        "code": None,
+                        "title": "Unauthorized parameters",
+                        "detail": f"Aggregation parameters `{'`, `'.join(aggregations)}` "
+                        f"are not allowed for resource '{resource_id}'",
+                    }
+                ]
+            },
+        )
+    return TabularQuery(tuple(filters), tuple(sorts), positions, page, page_size, tuple(groups))
 
 
-def matching_indices(table: Table, filters: Sequence[Filter]) -> list[int]:
-    """Return the 0-based indices of the rows meeting every filter, in file order."""
-    predicates = [_predicate(f) for f in filters]
+def _group_predicate(group: FilterGroup) -> Callable[[tuple[Any, ...]], bool]:
+    parts = [
+        _group_predicate(item) if isinstance(item, FilterGroup) else _predicate(item)
+        for item in group.items
+    ]
+    if group.kind == "or":
+        return lambda row: any(part(row) for part in parts)
+    return lambda row: all(part(row) for part in parts)
+
+
+def matching_indices(
+    table: Table, filters: Sequence[Filter], groups: Sequence[FilterGroup] = ()
+) -> list[int]:
+    """Return the 0-based indices of the rows meeting every filter and group, in file order."""
+    predicates = [_predicate(f) for f in filters] + [_group_predicate(g) for g in groups]
     return [i for i, row in enumerate(table.rows) if all(pred(row) for pred in predicates)]
 
 
@@ -534,7 +681,7 @@ class QueryResult:
 
 def run_query(table: Table, query: TabularQuery) -> QueryResult:
     """Filter, sort and page ``table``."""
-    indices = _sorted(table, matching_indices(table, query.filters), query.sorts)
+    indices = _sorted(table, matching_indices(table, query.filters, query.groups), query.sorts)
     start = (query.page - 1) * query.page_size
     page = indices[start : start + query.page_size]
     rows = [table.row_dict(i, query.positions) for i in page]
@@ -543,7 +690,7 @@ def run_query(table: Table, query: TabularQuery) -> QueryResult:
 
 def ordered_indices(table: Table, query: TabularQuery) -> list[int]:
     """Return every matching row index in query order (for CSV exports, no paging)."""
-    return _sorted(table, matching_indices(table, query.filters), query.sorts)
+    return _sorted(table, matching_indices(table, query.filters, query.groups), query.sorts)
 
 
 Aggregate = Literal["count", "sum", "avg", "min", "max", "count_distinct"]

@@ -346,14 +346,21 @@ def test_thorough_through_code_uses_the_cli_for_the_dataset_when_offered() -> No
 
 def test_coder_cites_the_api_page_only_when_told_to() -> None:
     question = "Quelle API publique donne l'adresse d'une entreprise ?"
-    service = "6000000000000000000000aa | API Sirene | https://api.x/ | https://api.x/openapi.json"
+    service = (
+        "6000000000000000000000aa | API Sirene des entreprises | https://api.x/ | "
+        "https://api.x/openapi.json"
+    )
     results = [
-        f"{DATASET} | Sirene | https://www.data.gouv.fr/datasets/sirene/",
+        f"{DATASET} | Base Sirene des entreprises | https://www.data.gouv.fr/datasets/sirene/",
         f"Sirene | https://www.data.gouv.fr/datasets/sirene/\n{RID} | stock | zip",
     ]
+    programs = ["# search the catalogue\n", "x"]
 
     def run(guidance: Guidance) -> tuple[str, FinalAnswer]:
-        history = [Observation("execute_python", {"code": "x"}, text, False) for text in results]
+        history = [
+            Observation("execute_python", {"code": code}, text, False)
+            for code, text in zip(programs, results, strict=True)
+        ]
         step = CoderPolicy().decide(question, history, CODE, guidance)
         assert isinstance(step, Call) and "1/dataservices/" in str(step.args["code"])
         page = " | https://www.data.gouv.fr/dataservices/api-sirene/" if guidance.cite_pages else ""

@@ -195,3 +195,21 @@ def test_crawler_exceptions(client: TestClient) -> None:
     assert {"id", "resource_id", "table_indexes", "comment"} <= set(body[0])
     ids = {entry["resource_id"] for entry in body}
     assert SPORTS in ids and PALISSY not in ids
+
+
+def test_tabular_or_filter_and_aggregation_403_over_http(client: TestClient) -> None:
+    everything = get(client, f"{TAB}/{SPORTS}/data/?page_size=1")["meta"]["total"]
+    rows = get(client, f"{TAB}/{SPORTS}/data/?page_size=50")["data"]
+    column = "dep_code"
+    first, second = sorted({r[column] for r in rows if r[column]})[:2]
+
+    def total(query: str) -> int:
+        return int(get(client, f"{TAB}/{SPORTS}/data/?{query}&page_size=1")["meta"]["total"])
+
+    one, two = total(f"{column}__exact={first}"), total(f"{column}__exact={second}")
+    either = total(f"or=({column}__exact.{first},{column}__exact.{second})")
+    # the OR is applied (it used to be ignored: every row), as the union of the two
+    assert either == one + two < everything
+    response = client.get(f"{TAB}/{SPORTS}/data/?{column}__groupby")
+    assert response.status_code == 403
+    assert response.json()["errors"][0]["title"] == "Unauthorized parameters"

@@ -19,6 +19,14 @@ NOT_FOUND = {
     "please check your spelling and try again."
 }
 DATASET_KEYS = {
+    # udata's access fields, dataset-level schema and anonymous permissions (issue 12)
+    "access_type",
+    "access_audiences",
+    "access_type_reason_category",
+    "access_type_reason",
+    "authorization_request_url",
+    "schema",
+    "permissions",
     "id",
     "title",
     "acronym",
@@ -157,7 +165,7 @@ def test_v2_dataset_has_resource_link_objects(client: TestClient) -> None:
 
 def test_v2_dataset_search(client: TestClient) -> None:
     body = get(client, "/api/2/datasets/search/?q=catalogue%20data.gouv.fr&page_size=5")
-    assert list(body) == ENVELOPE_KEYS
+    assert list(body) == [*ENVELOPE_KEYS, "facets"]  # the v2 search pager (udata search_pager)
     top = body["data"][0]
     assert top["id"] == CATALOGUE
     assert top["resources"]["total"] == 8

@@ -202,3 +202,48 @@ def test_parse_value_types() -> None:
     assert parsed == datetime(2012, 6, 28, 8, 0, tzinfo=UTC).replace(tzinfo=None)
     assert tabular.parse_value(Column("b", "bool"), "Oui") is True
     assert tabular.parse_value(Column("s", "string"), "") is None
+
+
+def test_or_groups_match_either_condition_as_api_tabular(table: Table) -> None:
+    # or=(dep__exact.31,population__less.5000): Toulouse, Muret (dep 31), Lectoure (3700)
+    either = run(table, ("or", "(dep__exact.31,population__less.5000)"))
+    assert communes(either) == ["Toulouse", "Muret", "Lectoure"]
+    # ANDed with the other filters, nested and(...), quoted values
+    both = run(
+        table,
+        ("ouvert__exact", "true"),
+        ("or", '(commune__exact."Auch",and(dep__exact.31,population__greater.100000))'),
+    )
+    assert communes(both) == ["Auch", "Toulouse"]
+    assert communes(run(table, ("or", "(population__isnull,dep__exact.99)"))) == ["Muret"]
+    with pytest.raises(QueryError) as malformed:
+        run(table, ("or", "dep__exact.31"))
+    assert malformed.value.status == 400
+    assert malformed.value.body["errors"][0]["title"] == "Invalid query string"
+
+
+def test_aggregation_without_equals_is_403_unauthorized(table: Table) -> None:
+    pairs = tabular.query_pairs("dep__groupby&population__sum&page_size=5")
+    assert pairs == [("dep__groupby", None), ("population__sum", None), ("page_size", "5")]
+    with pytest.raises(QueryError) as denied:
+        tabular.parse_query(table, pairs, page_size_max=50, resource_id="rid-1")
+    assert denied.value.status == 403
+    assert denied.value.body == {
+        "errors": [
+            {
+                "code": None,
+                "title": "Unauthorized parameters",
+                "detail": "Aggregation parameters `groupby`, `sum` are not allowed for "
+                "resource 'rid-1'",
+            }
+        ]
+    }
+    # With "=", the same name is a malformed filter (400), as in api-tabular.
+    with pytest.raises(QueryError) as malformed:
+        tabular.parse_query(table, tabular.query_pairs("dep__groupby="), page_size_max=50)
+    assert malformed.value.status == 400
+    # isnull without "=" stays a filter.
+    no_equals = tabular.parse_query(
+        table, tabular.query_pairs("population__isnull"), page_size_max=5
+    )
+    assert communes(tabular.run_query(table, no_equals)) == ["Muret"]

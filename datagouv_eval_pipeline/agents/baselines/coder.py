@@ -30,18 +30,20 @@ from datagouv_eval_pipeline.agents.baselines.policy import (
     Observation,
     Step,
     ToolSurface,
+    most_related,
+    next_query,
 )
 from datagouv_eval_pipeline.agents.baselines.text import (
     asks_for_api,
     asks_for_metrics,
     is_quantitative,
-    keywords,
 )
 from datagouv_eval_pipeline.agents.baselines.thorough import (
     add_metrics,
     add_row_count,
     closest,
     described_filter,
+    row_titles,
 )
 from datagouv_eval_pipeline.agents.output import FinalAnswer
 
@@ -73,11 +75,15 @@ class CoderPolicy(BaselinePolicy):
         bases = ApiBases.of(tools)
         if bases is None:
             return FinalAnswer(answer="Les adresses des API ne sont pas indiquées.", declined=True)
-        steps = [s for s in seen if s.tool in (EXECUTE_PYTHON, EXECUTE_CLI)]
-        query = keywords(question)
-        if not steps:
+        every = [s for s in seen if s.tool in (EXECUTE_PYTHON, EXECUTE_CLI)]
+        searches = [s for s in every if _SEARCH in str(s.args.get("code", ""))]
+        # The later steps count from the last search, as before the searches were relaxed.
+        steps = every[len(searches) - 1 :] if searches else []
+        query = next_query(question, searches, row_titles)
+        if query is not None:
             return self._run(
                 program(
+                    _SEARCH,
                     f"r = httpx.get({bases.api + '1/datasets/'!r}, "
                     f"params={{'q': {query!r}, 'page_size': 5}}, timeout=30)",
                     "r.raise_for_status()",
@@ -86,8 +92,9 @@ class CoderPolicy(BaselinePolicy):
                 )
             )
         datasets = pipe_rows(steps[0].text) if not steps[0].failed else []
+        datasets = most_related(question, datasets, lambda row: row[1] if len(row) > 1 else "")
         if not datasets:
-            return self._api_or_final(question, query, bases, steps, [], guidance)
+            return self._api_or_final(question, bases, steps, [], guidance)
         dataset_id = datasets[0][0]
         if len(steps) == 1:
             if tools.has(EXECUTE_CLI):
@@ -147,7 +154,7 @@ class CoderPolicy(BaselinePolicy):
                     "m.get('monthly_download_resource'))",
                 )
             )
-        return self._api_or_final(question, query, bases, steps, datasets, guidance)
+        return self._api_or_final(question, bases, steps, datasets, guidance)
 
     @staticmethod
     def _run(code: str) -> Call:
@@ -156,7 +163,6 @@ class CoderPolicy(BaselinePolicy):
     def _api_or_final(
         self,
         question: str,
-        query: str,
         bases: ApiBases,
         steps: Sequence[Observation],
         datasets: Sequence[Sequence[str]],
@@ -165,7 +171,8 @@ class CoderPolicy(BaselinePolicy):
         wants_api = asks_for_api(question)
         dataset = tuple([*datasets[0], "", "", ""][:3]) if datasets else None
         api_steps = [s for s in steps if "dataservices" in str(s.args.get("code", ""))]
-        if wants_api and not api_steps:
+        query = next_query(question, api_steps, row_titles)
+        if wants_api and query is not None:
             return self._run(
                 program(
                     f"r = httpx.get({bases.api + '1/dataservices/'!r}, "
@@ -200,8 +207,8 @@ class CoderPolicy(BaselinePolicy):
             if guidance.closest_sources and is_quantitative(question) and not figure:
                 listed = [Listed(r[1], r[0], r[2]) for r in datasets if len(r) >= 3]
                 closest(findings, listed)
-        if api_steps and not api_steps[0].failed:
-            services = pipe_rows(api_steps[0].text)
+        if api_steps and not api_steps[-1].failed:
+            services = pipe_rows(api_steps[-1].text)
             if services:
                 service = (services[0] + ["", "", "", "", ""])[:5]
                 service_page = service[4] if service[4] and service[4] != "None" else None
@@ -212,6 +219,10 @@ class CoderPolicy(BaselinePolicy):
                 )
                 findings.cite(service_page, service[0])
         return findings.answer(NOTHING_FOUND)
+
+
+_SEARCH = "# search the catalogue"
+"""First line of every dataset search program (tells searches from the later steps)."""
 
 
 def _metrics_steps(steps: Sequence[Observation]) -> list[Observation]:

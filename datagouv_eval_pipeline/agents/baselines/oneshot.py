@@ -18,12 +18,17 @@ from datagouv_eval_pipeline.agents.baselines.policy import (
     Observation,
     Step,
     ToolSurface,
+    calls_of,
     last,
+    most_related,
+    next_query,
 )
-from datagouv_eval_pipeline.agents.baselines.text import keywords
+from datagouv_eval_pipeline.agents.baselines.thorough import listed_titles, row_titles
 from datagouv_eval_pipeline.agents.output import FinalAnswer
 
 NO_SEARCH = "Aucun outil de recherche disponible."
+_SEARCH = "# search the catalogue"
+"""First line of the search programs (a relaxed search is one more program)."""
 
 
 @dataclass(frozen=True)
@@ -57,15 +62,19 @@ class OneShotPolicy(BaselinePolicy):
         self, question: str, seen: Sequence[Observation], tools: ToolSurface, guidance: Guidance
     ) -> Step:
         search = "search_datasets" if tools.has("search_datasets") else "web_search"
-        if not seen:
-            args = tools.args(search, {"query": keywords(question)})
+        query = next_query(question, calls_of(seen, search), listed_titles)
+        if query is not None:
+            args = tools.args(search, {"query": query})
             if args is None:
                 return FinalAnswer(answer=NO_SEARCH, declined=True)
             return Call(search, args)
-        first = seen[0]
+        searches = calls_of(seen, search)
+        if not searches:  # no content word to search for
+            return FinalAnswer(answer=NOTHING_FOUND, declined=True)
+        first = searches[-1]
         if first.failed:
             return FinalAnswer(answer=f"La recherche a échoué : {first.text[:300]}", declined=True)
-        items = numbered_items(first.text)
+        items = most_related(question, numbered_items(first.text), lambda item: item.title)
         if not items:
             return FinalAnswer(answer=NOTHING_FOUND, declined=True)
         top = items[0]
@@ -90,19 +99,23 @@ class OneShotPolicy(BaselinePolicy):
     def _code(
         self, question: str, seen: Sequence[Observation], bases: ApiBases, guidance: Guidance
     ) -> Step:
-        if not seen:
+        searches = [s for s in seen if _SEARCH in str(s.args.get("code", ""))]
+        query = next_query(question, searches, row_titles)
+        if query is not None:
             return run(
+                _SEARCH,
                 f"r = httpx.get({bases.api + '1/datasets/'!r}, "
-                f"params={{'q': {keywords(question)!r}, 'page_size': 1}}, timeout=30)",
+                f"params={{'q': {query!r}, 'page_size': 1}}, timeout=30)",
                 "r.raise_for_status()",
                 "for d in r.json()['data'][:1]:",
                 "    print(d['id'], '|', d['title'], '|', d['page'])",
             )
-        rows = [] if seen[0].failed else pipe_rows(seen[0].text)
+        described = seen[len(searches) :]
+        rows = [] if not searches or searches[-1].failed else pipe_rows(searches[-1].text)
         if not rows:
             return FinalAnswer(answer=NOTHING_FOUND, declined=True)
         dataset_id, title, page = (rows[0] + ["", "", ""])[:3]
-        if guidance.read_description and len(seen) == 1:
+        if guidance.read_description and not described:
             return run(
                 f"d = httpx.get({bases.api + '1/datasets/' + dataset_id + '/'!r}, timeout=30)"
                 ".json()",
@@ -116,12 +129,12 @@ class OneShotPolicy(BaselinePolicy):
             f"Le jeu de données le plus pertinent trouvé sur data.gouv.fr est « {title} » : {page}"
         )
         findings.cite(page, dataset_id)
-        if len(seen) > 1 and not seen[1].failed:
+        if described and not described[0].failed:
             _describe(
                 findings,
-                field_value(seen[1].text, "Description"),
-                field_value(seen[1].text, "Update frequency"),
-                field_value(seen[1].text, "Last updated"),
+                field_value(described[0].text, "Description"),
+                field_value(described[0].text, "Update frequency"),
+                field_value(described[0].text, "Last updated"),
             )
         return findings.answer(NOTHING_FOUND)
 

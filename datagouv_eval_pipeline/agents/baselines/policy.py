@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -20,6 +20,11 @@ from pydantic_ai.models.function import AgentInfo
 from pydantic_ai.tools import ToolDefinition
 
 from datagouv_eval_pipeline.agents.baselines.guidance import NO_GUIDANCE, Guidance
+from datagouv_eval_pipeline.agents.baselines.text import (
+    other_places,
+    search_query,
+    title_overlap,
+)
 from datagouv_eval_pipeline.agents.output import FinalAnswer
 
 NOT_AN_LLM = "deterministic baseline policy, not an LLM"
@@ -243,3 +248,38 @@ def last(seen: Sequence[Observation], tool: str) -> Observation | None:
 def calls_of(seen: Sequence[Observation], tool: str) -> list[Observation]:
     """Every call of ``tool``, in order."""
     return [observation for observation in seen if observation.tool == tool]
+
+
+def next_query(
+    question: str, searches: Sequence[Observation], titles: Callable[[str], Sequence[str]]
+) -> str | None:
+    """The next search to send, or None when searching is over.
+
+    The first search holds the question's most specific words; the search engine requires
+    every word, so after a search whose result ``titles`` share no word with the question
+    (nothing found, or only unrelated titles) the next one drops the least specific word
+    left. Searching ends when a search found a related title, failed, or no word is left
+    to drop (each retry is a real call, recorded in the trace).
+    """
+    if searches:
+        latest = searches[-1]
+        if latest.failed or any(title_overlap(question, t) for t in titles(latest.text)):
+            return None
+    return search_query(question, dropped=len(searches))
+
+
+T = TypeVar("T")
+
+
+def most_related(question: str, items: Sequence[T], title: Callable[[T], str]) -> list[T]:
+    """``items`` with the titles sharing most words with the question first (stable).
+
+    Among equals, titles naming places the question does not mention come after.
+    """
+    return sorted(
+        items,
+        key=lambda item: (
+            -title_overlap(question, title(item)),
+            other_places(question, title(item)),
+        ),
+    )

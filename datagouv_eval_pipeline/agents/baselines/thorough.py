@@ -39,12 +39,13 @@ from datagouv_eval_pipeline.agents.baselines.policy import (
     ToolSurface,
     calls_of,
     last,
+    most_related,
+    next_query,
 )
 from datagouv_eval_pipeline.agents.baselines.text import (
     asks_for_api,
     asks_for_metrics,
     is_quantitative,
-    keywords,
     month_asked,
 )
 from datagouv_eval_pipeline.agents.output import FinalAnswer
@@ -91,12 +92,15 @@ class ThoroughPolicy(BaselinePolicy):
 
     # -- web search only: search, fetch the first page, answer from it
     def _web(self, question: str, seen: Sequence[Observation], tools: ToolSurface) -> Step:
-        search = last(seen, "web_search")
-        if search is None:
-            args = tools.args("web_search", {"query": keywords(question)})
+        query = next_query(question, calls_of(seen, "web_search"), listed_titles)
+        if query is not None:
+            args = tools.args("web_search", {"query": query})
             if args is None:
                 return FinalAnswer(answer="Aucun outil de recherche disponible.", declined=True)
             return Call("web_search", args)
+        search = last(seen, "web_search")
+        if search is None:
+            return FinalAnswer(answer=NOTHING_FOUND, declined=True)
         items = () if search.failed else numbered_items(search.text)
         if not items:
             return FinalAnswer(answer=NOTHING_FOUND, declined=True)
@@ -119,19 +123,24 @@ class ThoroughPolicy(BaselinePolicy):
     def _mcp(
         self, question: str, seen: Sequence[Observation], tools: ToolSurface, guidance: Guidance
     ) -> Step:
-        query = keywords(question)
-        search = last(seen, "search_datasets")
-        if search is None:
+        query = next_query(question, calls_of(seen, "search_datasets"), listed_titles)
+        if query is not None:
             args = tools.args("search_datasets", {"query": query})
             return Call("search_datasets", args or {"query": query})
-        datasets = [] if search.failed else [i for i in numbered_items(search.text) if i.id]
+        search = last(seen, "search_datasets")
+        datasets = (
+            []
+            if search is None or search.failed
+            else [i for i in numbered_items(search.text) if i.id]
+        )
+        datasets = most_related(question, datasets, lambda item: item.title)
         dataset = datasets[0] if datasets else None
         if dataset is not None and dataset.id:
             step = self._dataset_chain(question, dataset.id, seen, tools, guidance)
             if step is not None:
                 return step
         if asks_for_api(question) and tools.has("search_dataservices"):
-            step = self._dataservice_chain(query, seen, tools)
+            step = self._dataservice_chain(question, seen, tools)
             if step is not None:
                 return step
         return self._final(question, datasets, seen, guidance)
@@ -230,12 +239,15 @@ class ThoroughPolicy(BaselinePolicy):
         return None
 
     def _dataservice_chain(
-        self, query: str, seen: Sequence[Observation], tools: ToolSurface
+        self, question: str, seen: Sequence[Observation], tools: ToolSurface
     ) -> Call | Parallel | None:
-        search = last(seen, "search_dataservices")
-        if search is None:
+        query = next_query(question, calls_of(seen, "search_dataservices"), listed_titles)
+        if query is not None:
             args = tools.args("search_dataservices", {"query": query})
             return Call("search_dataservices", args) if args is not None else None
+        search = last(seen, "search_dataservices")
+        if search is None:
+            return None
         services = [] if search.failed else [i for i in numbered_items(search.text) if i.id]
         if not services:
             return None
@@ -419,16 +431,18 @@ class ThoroughCode:
         """The next program, or the answer."""
         api = self.bases.api
         searches = self.done("search")
-        if not searches:
+        query = next_query(self.question, searches, row_titles)
+        if query is not None:
             return _labelled(
                 "search",
                 f"r = httpx.get({api + '1/datasets/'!r}, "
-                f"params={{'q': {keywords(self.question)!r}, 'page_size': 5}}, timeout=30)",
+                f"params={{'q': {query!r}, 'page_size': 5}}, timeout=30)",
                 "r.raise_for_status()",
                 "for d in r.json()['data']:",
                 "    print(d['id'], '|', d['title'], '|', d['page'])",
             )
-        datasets = [] if searches[0].failed else pipe_rows(searches[0].text)
+        datasets = [] if not searches or searches[-1].failed else pipe_rows(searches[-1].text)
+        datasets = most_related(self.question, datasets, lambda row: row[1] if len(row) > 1 else "")
         if datasets:
             dataset_id = datasets[0][0]
             step = self._dataset(dataset_id)
@@ -521,16 +535,17 @@ class ThoroughCode:
 
     def _dataservice(self) -> Call | None:
         searches = self.done("dataservices")
-        if not searches:
+        query = next_query(self.question, searches, row_titles)
+        if query is not None:
             return _labelled(
                 "dataservices",
                 f"r = httpx.get({self.bases.api + '1/dataservices/'!r}, "
-                f"params={{'q': {keywords(self.question)!r}, 'page_size': 3}}, timeout=30)",
+                f"params={{'q': {query!r}, 'page_size': 3}}, timeout=30)",
                 "r.raise_for_status()",
                 "for s in r.json()['data']:",
                 "    print(s['id'], '|', s['title'], '|', s.get('page'))",
             )
-        services = [] if searches[0].failed else pipe_rows(searches[0].text)
+        services = [] if not searches or searches[-1].failed else pipe_rows(searches[-1].text)
         if services and not self.done("dataservice"):
             url = self.bases.api + "1/dataservices/" + services[0][0] + "/"
             return _labelled(
@@ -560,7 +575,7 @@ class ThoroughCode:
             if self.guidance.closest_sources and is_quantitative(self.question) and not figure:
                 closest(findings, listed)
         searches = self.done("dataservices")
-        services = [] if not searches or searches[0].failed else pipe_rows(searches[0].text)
+        services = [] if not searches or searches[-1].failed else pipe_rows(searches[-1].text)
         if services:
             service = (services[0] + ["", "", ""])[:3]
             text = f"API : « {service[1]} » ({service[2]})"
@@ -604,3 +619,13 @@ _CLI = {"dataset": "datagouv dataset get"}
 
 def _labelled(label: str, *lines: str) -> Call:
     return Call(EXECUTE_PYTHON, {"code": f"# {label}\n" + program(*lines)})
+
+
+def listed_titles(text: str) -> list[str]:
+    """The titles an MCP or web search result lists."""
+    return [item.title for item in numbered_items(text)]
+
+
+def row_titles(text: str) -> list[str]:
+    """The titles a search program printed (``id | title | ...`` rows)."""
+    return [row[1] for row in pipe_rows(text) if len(row) > 1]

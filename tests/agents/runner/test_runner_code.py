@@ -33,8 +33,13 @@ def test_coder_baseline_writes_python_against_the_twin(
         cells[key_of("baseline-coder", "code")], [tasks["task_0003"]], twin_urls=twin.urls
     )
     assert trace.status == "ok", trace.status_reason
-    assert [call.name for call in trace.tool_calls] == ["execute_python", "execute_python"]
-    search, dataset = trace.tool_calls
+    # Every word of a search is required (production semantics): a search whose rows share
+    # no word with the question is followed by one with a word fewer, then the dataset step.
+    *searches, dataset = trace.tool_calls
+    assert {call.name for call in trace.tool_calls} == {"execute_python"}
+    assert 1 <= len(searches) <= 6
+    assert all("# search the catalogue" in call.arguments["code"] for call in searches)
+    search = searches[-1]
     # Production URLs only: the sandbox's proxy answers for them with the twin.
     assert "https://www.data.gouv.fr/api/1/datasets/" in search.arguments["code"]
     assert str(twin.urls.site) not in search.arguments["code"] + search.result
@@ -44,9 +49,12 @@ def test_coder_baseline_writes_python_against_the_twin(
     assert sent.method == "GET" and sent.status == 200 and sent.bytes > 0
     assert sent.url.startswith("https://www.data.gouv.fr/api/1/datasets/?")
     assert not search.error and not dataset.error
-    first_id = search.result.split(" | ", 1)[0]
-    assert f"identifiant {first_id}" in trace.answer
-    assert trace.ids_used == [first_id]
+    listed = [line.split(" | ", 1)[0] for line in search.result.splitlines() if " | " in line]
+    assert trace.ids_used
+    chosen = trace.ids_used[0]
+    assert chosen in listed and chosen in dataset.arguments["code"]
+    assert f"identifiant {chosen}" in trace.answer
+    assert trace.ids_used == [chosen]
 
 
 def test_sandboxed_tools_report_failures_and_run_the_datagouv_cli(

@@ -68,7 +68,7 @@ def test_get_dataset_info_layout(live_twin: TwinUrls, version: str) -> None:
         f"Description: {short}",
         f"Full description: {full}...",
         "Organization: Institut national de la statistique et des études économiques (Insee)",
-        "  Organization ID: 535021e2ccacd119a80164de",
+        "  Organization ID: 534fff81a3a7292c64a77e5c",
         "Tags: automobiles, carburant, immatriculations, transports, voitures",
         "Resources: 2 file(s)",
         "Created: 2015-08-31T10:39:19+00:00",
@@ -122,10 +122,10 @@ def test_search_organizations_layout(live_twin: TwinUrls) -> None:
         "Page 1 of results:",
         "",
         "1. Institut national de la statistique et des études économiques (Insee) (Insee)",
-        "   ID: 535021e2ccacd119a80164de",
+        "   ID: 534fff81a3a7292c64a77e5c",
         f"   Slug: {slug}",
         "   Badges: public-service, certified",
-        "   Metrics: datasets=7, reuses=63, followers=400, views=572514",
+        "   Metrics: datasets=150, reuses=63, followers=400, views=572514",
         f"   URL: {LIVE.site}organizations/{slug}",
         f"   Profile: {LIVE.site}organizations/{slug}/",
         "",
@@ -144,8 +144,10 @@ def test_dataservice_wording_per_release(live_twin: TwinUrls) -> None:
     old = call_text(
         live_twin, "0.2.19", "search_dataservices", {"query": "adresse", "page_size": 1}
     )
-    assert new.split("\n")[0] == "Found 5 third-party API(s) for query: 'adresse'"
-    assert old.split("\n")[0] == "Found 5 dataservice(s) for query: 'adresse'"
+    # 0.2.26 searches v2 (title, description, organization: four APIs mention "adresse"),
+    # 0.2.19 searches v1 (titles only: one).
+    assert new.split("\n")[0] == "Found 4 third-party API(s) for query: 'adresse'"
+    assert old.split("\n")[0] == "Found 1 dataservice(s) for query: 'adresse'"
     block = new.split("\n")[3:]
     assert block[0] == "1. API Adresse (Base Adresse Nationale - BAN)"
     assert [line.split(":")[0] for line in block[1:8]] == [
@@ -186,7 +188,7 @@ def test_get_dataservice_info_layout(live_twin: TwinUrls) -> None:
         "Base API URL: https://data.geopf.fr/geocodage/",
         "OpenAPI/Swagger spec: https://data.geopf.fr/geocodage/openapi.yaml",
         "Organization: Institut national de l'information géographique et forestière",
-        "  Organization ID: 535021f98ae5756b213502be",
+        "  Organization ID: 534fff80a3a7292c64a77e41",
         "Tags: adresse, geocodage, ban, geographie",
         "Created: 2024-11-07T16:21:44+00:00",
         "Last updated: 2026-03-18T10:00:00+00:00",
