@@ -118,11 +118,10 @@ def test_the_real_server_answers_from_the_twin_with_production_urls(
     assert build_run.statuses == {"ok": 2} and build_run.executed == 2
     traces = {trace["task_id"]: trace for trace in build_run.document["traces"]}
     emulated = {trace["task_id"]: trace for trace in emulation_run.document["traces"]}
-    # task_0002: the catalogue of data.gouv.fr and its export file (the task's expected source).
-    assert traces["task_0002"]["ids_used"] == [
-        "5d13a8b6634f41070a43dff3",
-        "f868cca6-8da1-4369-a78d-47463f19a9a3",
-    ]
+    # On the real catalogue the baseline's v1 (title-only) search for task_0002 lands on another
+    # platform record than the catalogue dataset (see the strict xfail in test_runner_baselines):
+    # what must hold is that both servers, reading one catalog, lead to the same ids.
+    assert all(traces[task_id]["ids_used"] for task_id in TASK_IDS)
     for task_id in TASK_IDS:
         trace = traces[task_id]
         # The same catalog behind both servers: the baseline lands on the same dataset and file.
@@ -142,12 +141,12 @@ def test_its_calls_map_to_actions_at_its_version(
     for mapping in by_task.values():
         assert mapping["mcp_version"] == "0.2.14"
     actions = [[i["action"] for i in c["instances"]] for c in by_task["task_0003"]["calls"]]
-    assert actions == [
-        ["search.datasets"],
-        ["get.dataset.info"],
-        ["get.dataset.resources"],
-        ["get.resource.info"],
-    ]
+    # Every-word search makes the baseline relax its query first: one or more searches, then
+    # the chain through the dataset to its resources (and a resource when one fits).
+    searches = next(n for n, action in enumerate(actions) if action != ["search.datasets"])
+    assert 1 <= searches <= 6
+    assert actions[searches : searches + 2] == [["get.dataset.info"], ["get.dataset.resources"]]
+    assert actions[searches + 2 :] in ([], [["get.resource.info"]])
     judged = stages.judge_cell(build_run.document, mappings, world.specs, DeterministicJudge())
     assert all(score is not None for score in judged["scores"])
 
