@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from itertools import pairwise
 
 import pydantic_ai.models
@@ -25,10 +24,9 @@ MODEL = "mistral/mistral-small-2603"
 
 
 @pytest.fixture(autouse=True)
-def allow_requests() -> Iterator[None]:
-    pydantic_ai.models.ALLOW_MODEL_REQUESTS = True
-    yield
-    pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
+def allow_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Restored after the test: a leaked False would refuse every later test's model requests.
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)
 
 
 def ask(base_url: str, retry: RetryPolicy) -> tuple[Verdict, LLMJudge]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +46,9 @@ class GraderScript:
 
 
 @pytest.fixture
-def allow_requests() -> Iterator[None]:
-    pydantic_ai.models.ALLOW_MODEL_REQUESTS = True
-    yield
-    pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
+def allow_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Restored after the test: a leaked False would refuse every later test's model requests.
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)
 
 
 def ask(base_url: str) -> Verdict:
