@@ -9,6 +9,12 @@
    record/replay server in scripted mode (no latency, unpaced): traces per second, LLM calls and
    HTTP requests per trace, and the share of verdicts the rules decided.
 
+3. **Classification in the mapping stage.** ``--traces`` traces with one call each that the
+   rules leave undecided (a request whose URL static analysis cannot follow, never on the
+   wire) mapped by ``map_actions`` with the hybrid judge as classifier: judge calls and HTTP
+   requests per undecided call, calls per second; then the same traces mapped again with a
+   fresh judge on the same cache directory (goal: 0 requests).
+
 Run: ``python3 -m uv run python bench/bench_judge_server.py [--traces 200]``.
 """
 
@@ -20,6 +26,7 @@ import json
 import os
 import platform
 import re
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,6 +41,8 @@ from datagouv_eval_pipeline.agents.replay import (
     tool_call_completion,
 )
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.experiment.stages import map_actions
+from datagouv_eval_pipeline.judges.cache import JudgeCache
 from datagouv_eval_pipeline.judges.config import resolve_model
 from datagouv_eval_pipeline.judges.hybrid import HybridJudge
 from datagouv_eval_pipeline.judges.llm import LLMJudge
@@ -73,13 +82,16 @@ def grading(body: dict[str, Any]) -> Mapping[str, Any]:
     return tool_call_completion(str(body["model"]), [(tool["name"], arguments)])
 
 
-def llm_judge(base_url: str, retry: RetryPolicy, concurrency: int = 8) -> LLMJudge:
+def llm_judge(
+    base_url: str, retry: RetryPolicy, concurrency: int = 8, cache: JudgeCache | None = None
+) -> LLMJudge:
     models = load_benchmark_config().models
     return LLMJudge(
         {"default": resolve_model(MODEL, models, base_url=base_url)},
         limiters=RateLimiters(default=RateLimit()),  # unpaced: the judge's own cost is measured
         max_concurrency=concurrency,
         retry=retry,
+        cache=cache,
     )
 
 
@@ -158,6 +170,65 @@ def hybrid_throughput(count: int, concurrency: int) -> dict[str, Any]:
     }
 
 
+def _undecided_document(count: int) -> dict[str, Any]:
+    """An ``agent_runs`` document of ``count`` runs, each with one call the rules cannot decide."""
+    traces = [
+        Trace.model_validate(
+            {
+                "task_id": "task_0002",
+                "repeat": i,
+                "answer": "x",
+                "tool_calls": [
+                    {
+                        "id": "c0",
+                        "name": "execute_python",
+                        "arguments": {
+                            "code": "import os, requests\n"
+                            f"requests.get(os.environ['BASE'] + 'datasets/' + pick({i}))"
+                        },
+                        "result": "200",
+                    }
+                ],
+            }
+        ).model_dump(mode="json")
+        for i in range(count)
+    ]
+    return {"cell": {"key": "bench"}, "traces": traces}
+
+
+def mapping_classification(count: int, concurrency: int) -> dict[str, Any]:
+    document = _undecided_document(count)
+    config = ReplayConfig(mode="scripted", responder=grading)
+    with tempfile.TemporaryDirectory() as cache_dir, ReplayServer(config) as server:
+        retry = RetryPolicy(retries=2)
+        cold = HybridJudge(
+            llm_judge(server.base_url, retry, concurrency, JudgeCache(Path(cache_dir)))
+        )
+        started = time.perf_counter()
+        mapped = map_actions(document, classifier=cold)
+        elapsed = time.perf_counter() - started
+        cold_requests = server.state.stats()["requests"]
+        warm = HybridJudge(
+            llm_judge(server.base_url, retry, concurrency, JudgeCache(Path(cache_dir)))
+        )
+        started = time.perf_counter()
+        again = map_actions(document, classifier=warm)
+        warm_elapsed = time.perf_counter() - started
+        warm_requests = server.state.stats()["requests"] - cold_requests
+    return {
+        "traces": count,
+        "undecided_calls": mapped["unmapped_calls"],
+        "classified_calls": mapped["classified_calls"],
+        "judge_calls": mapped["judge_spend"]["calls"],
+        "http_requests": cold_requests,
+        "elapsed_s": round(elapsed, 2),
+        "calls_per_s": round(mapped["judge_spend"]["calls"] / elapsed, 1),
+        "rerun_judge_calls": again["judge_spend"]["calls"],
+        "rerun_http_requests": warm_requests,
+        "rerun_elapsed_s": round(warm_elapsed, 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", type=int, default=200)
@@ -190,6 +261,16 @@ def main() -> None:
         f"{row['http_requests_per_trace']} HTTP requests, {row['verdicts_per_trace']} verdicts "
         f"({row['decided_by_rules']:.1%} decided by rules); criterion coverage "
         f"{row['criterion_coverage']}"
+    )
+    row = mapping_classification(args.traces, args.concurrency)
+    results["mapping_classification"] = row
+    print(f"\nclassification in the mapping stage, {row['traces']} traces")
+    print(
+        f"  {row['undecided_calls']} undecided calls -> {row['classified_calls']} classified, "
+        f"{row['judge_calls']} judge calls, {row['http_requests']} HTTP requests in "
+        f"{row['elapsed_s']} s ({row['calls_per_s']} calls/s); re-run on the same cache: "
+        f"{row['rerun_judge_calls']} judge calls, {row['rerun_http_requests']} HTTP requests "
+        f"({row['rerun_elapsed_s']} s)"
     )
     print("\n" + json.dumps(results, indent=2))
 

@@ -16,6 +16,7 @@ from datagouv_eval_pipeline.defs.automation import (
     eval_automation,
     experiment_dry_run,
     experiment_job,
+    new_builds,
     new_cells,
     weekly_experiment,
 )
@@ -26,6 +27,8 @@ from datagouv_eval_pipeline.defs.catalog_validation import (
 )
 from datagouv_eval_pipeline.defs.console import brief_console_logger
 from datagouv_eval_pipeline.defs.dbt import dbt_cli_resource, dbt_metrics_assets
+from datagouv_eval_pipeline.defs.instance_storage import relax_instance_sqlite
+from datagouv_eval_pipeline.defs.judge_calibration import judge_calibration
 from datagouv_eval_pipeline.defs.judge_scores import judge_scores
 from datagouv_eval_pipeline.defs.report import REPORT_DEPS, experiment_report_asset
 from datagouv_eval_pipeline.defs.resources import (
@@ -37,16 +40,29 @@ from datagouv_eval_pipeline.defs.resources import (
 )
 from datagouv_eval_pipeline.defs.statistics import no_regression
 from datagouv_eval_pipeline.defs.task_specs import specs_valid, task_specs
+from datagouv_eval_pipeline.defs.versions import (
+    OBSERVATION_JOBS,
+    cell_setups,
+    cells_current,
+    task_spec_files,
+    version_changes,
+)
 from datagouv_eval_pipeline.defs.warehouse import warehouse
+
+# Before any run stores an event: the local instance's SQLite commits skip the fsync.
+relax_instance_sqlite()
 
 defs = dg.Definitions(
     assets=[
+        cell_setups,
+        task_spec_files,
         task_specs,
         catalog_validation,
         agent_runs,
         action_mappings,
         judge_scores,
         warehouse,
+        judge_calibration,
         dbt_metrics_assets,
         experiment_report_asset(REPORT_DEPS),
     ],
@@ -57,15 +73,16 @@ defs = dg.Definitions(
         checks.transcripts_present,
         checks.no_duplicate_runs,
         checks.cells_succeeded,
+        cells_current,
         checks.runs_match_partitions,
         checks.cell_coverage,
         checks.judge_coverage,
         checks.scores_in_range,
         no_regression,
     ],
-    jobs=[experiment_job, agent_runs_job, experiment_dry_run],
+    jobs=[experiment_job, agent_runs_job, experiment_dry_run, *OBSERVATION_JOBS],
     schedules=[weekly_experiment],
-    sensors=[new_cells, eval_automation],
+    sensors=[new_cells, new_builds, eval_automation, version_changes],
     resources={
         "experiment": ExperimentSettings(),
         "catalog": CatalogResource(),

@@ -57,6 +57,9 @@ class ToolCall(_Strict):
     duration_ms: float | None = Field(default=None, ge=0)
     result_chars: int | None = Field(default=None, ge=0)
     """Length of the full result when ``result`` was truncated; None when it was not."""
+    shown_chars: int | None = Field(default=None, ge=0)
+    """How many characters of the result the model was shown when it was cut for the model (a
+    marker followed them); None when the model saw the whole result."""
     http_requests: list[WireExchange] | None = None
     """The HTTP requests the call's program sent (sandboxed code and CLI tools), in order;
     None when they were not recorded."""
@@ -77,6 +80,18 @@ class ToolCall(_Strict):
                 raise ValueError("arguments must be a JSON object")
             return parsed
         return value
+
+
+class ModelTurn(_Strict):
+    """One response of the model: what it wrote and which tools it called."""
+
+    text: str = ""
+    """Its text parts, joined (empty when it only called tools)."""
+    tool_call_ids: list[str] = Field(default_factory=list)
+    """The ids of the tool calls it made, in order, as in ``Trace.tool_calls`` (the final
+    answer's call is not a tool call)."""
+    final: bool = False
+    """Whether this response gave the final answer."""
 
 
 class Usage(_Strict):
@@ -110,6 +125,10 @@ class Provenance(_Strict):
     system_prompt: str | None = None
     system_prompt_sha256: str | None = None
     code_version: str | None = None
+    code_dirty: bool | None = None
+    """Whether the checkout that ran the agent had uncommitted changes to tracked files (so
+    ``code_version`` alone does not say which code ran); None when unknown or recorded before
+    this field existed."""
     started_at: str | None = None
     """UTC ISO timestamp of the run's start."""
     base_urls: dict[str, str] | None = None
@@ -152,6 +171,9 @@ class Trace(_Strict):
     """Agent cost in the model's currency; None when the model has no price."""
     reasoning: list[str] = Field(default_factory=list)
     """Reasoning (thinking) parts the model returned, if any."""
+    turns: list[ModelTurn] = Field(default_factory=list)
+    """The model's responses in order, linking its text to its tool calls; empty in traces
+    written before they were recorded."""
     provenance: Provenance = Field(default_factory=Provenance)
 
 

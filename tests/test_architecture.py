@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -73,3 +75,17 @@ def test_the_semantic_layer_imports_nothing_from_the_twin(path: Path) -> None:
         for m in modules
         if m.startswith(("datagouv_eval_pipeline.twin", "datagouv_eval_pipeline.front"))
     }, path
+
+
+def test_the_import_contracts_hold() -> None:
+    """The layers and forbidden imports of ``[tool.importlinter]`` in pyproject.toml."""
+    root = PACKAGE.parent
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "0 broken" in done.stdout

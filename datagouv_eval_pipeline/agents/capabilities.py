@@ -24,7 +24,6 @@ import contextlib
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
@@ -33,7 +32,6 @@ from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
-import datagouv_eval_pipeline
 from datagouv_eval_pipeline.agents.recording import (
     DEFAULT_MODEL_RESULT_CHARS,
     RecordingToolset,
@@ -166,9 +164,12 @@ class CatalogTarget:
 
 def default_sandbox() -> SandboxBackend:
     """The local sandbox backend with the emulated ``datagouv`` command on its PATH."""
+    from datagouv_eval_pipeline.agents.sandbox.library import sandbox_library
     from datagouv_eval_pipeline.agents.sandbox.local import LocalSandbox
 
-    package = Path(datagouv_eval_pipeline.__file__).resolve().parent
+    # Only the emulated CLI: the rest of the package (the twin, its snapshot generator, the
+    # task loaders) would show agent code the expected answers.
+    package = sandbox_library([CLI_MODULE])
     return LocalSandbox(python_packages=[package], commands={"datagouv": CLI_MODULE})
 
 

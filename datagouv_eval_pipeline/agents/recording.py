@@ -55,6 +55,8 @@ class ToolRecord:
         error: Whether the tool failed (the model was shown the failure).
         text: The complete result text.
         http_requests: What the call's program sent over HTTP (sandboxed tools), or None.
+        shown_chars: Characters of the result the model was shown when it was cut for the
+            model; None when it saw all of it.
     """
 
     duration_ms: float
@@ -62,6 +64,7 @@ class ToolRecord:
     error: bool
     text: str
     http_requests: list[WireExchange] | None = None
+    shown_chars: int | None = None
 
 
 @dataclass
@@ -213,6 +216,7 @@ class RecordingToolset(WrapperToolset[Any]):
             error=error,
             text=text,
             http_requests=exchanges,
+            shown_chars=self.model_result_chars if len(text) > self.model_result_chars else None,
         )
         shown = truncate(text, self.model_result_chars)
         if error:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
     RetryPromptPart,
+    TextPart,
     ThinkingPart,
     ToolCallPart,
     ToolReturnPart,
@@ -83,7 +85,7 @@ from datagouv_eval_pipeline.agents.skills import skills_strategy
 from datagouv_eval_pipeline.agents.web import CapabilityUnavailableError
 from datagouv_eval_pipeline.benchmark.cells import Cell, CellModel
 from datagouv_eval_pipeline.benchmark.config import ProviderKind
-from datagouv_eval_pipeline.metrics.provenance import code_version
+from datagouv_eval_pipeline.metrics.provenance import code_version, working_tree_dirty
 from datagouv_eval_pipeline.providers.limits import (
     Clock,
     RateLimit,
@@ -93,11 +95,19 @@ from datagouv_eval_pipeline.providers.limits import (
 )
 from datagouv_eval_pipeline.providers.retry import RetryPolicy
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.traces import Provenance, RequestUsage, ToolCall, Trace, Usage
+from datagouv_eval_pipeline.traces import (
+    ModelTurn,
+    Provenance,
+    RequestUsage,
+    ToolCall,
+    Trace,
+    Usage,
+)
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 
-DEFAULT_TRACE_RESULT_CHARS = 20_000
-"""Longest tool result stored in a trace; the full length goes in ``result_chars``."""
+DEFAULT_TRACE_RESULT_CHARS: int | None = None
+"""Longest tool result stored in a trace (None: whole results, so the results browser shows
+what each tool returned); when cut, the full length goes in ``result_chars``."""
 
 INFRASTRUCTURE = "infrastructure"
 """Reason prefix of runs ended by a toolset that died or became unreachable mid-run."""
@@ -113,7 +123,7 @@ class RunSettings:
         budget: Per-run budget (requests, tokens, wall time).
         retry: Retries of failed model requests.
         max_concurrency: Task runs in flight at once within the cell.
-        trace_result_chars: Longest tool result kept in the trace.
+        trace_result_chars: Longest tool result kept in the trace (None: whole results).
         model_result_chars: Longest tool result shown to the model.
         agent_retries: How often the model may redo a call whose arguments or final answer
             failed validation before the run ends as an error.
@@ -124,7 +134,7 @@ class RunSettings:
     budget: RunBudget = field(default_factory=RunBudget)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_concurrency: int = 8
-    trace_result_chars: int = DEFAULT_TRACE_RESULT_CHARS
+    trace_result_chars: int | None = DEFAULT_TRACE_RESULT_CHARS
     model_result_chars: int = DEFAULT_MODEL_RESULT_CHARS
     agent_retries: int = 2
     skills_strategy: str = "append"
@@ -212,6 +222,12 @@ def cell_rate_limiters(cell: Cell, clock: Clock | None = None) -> RateLimiters:
 def _code_version() -> str | None:
     version = code_version()
     return version.git_sha or version.package
+
+
+@functools.cache
+def _code_dirty() -> bool | None:
+    # Once per process (one run): ``git status`` is a subprocess, not to be paid per task run.
+    return working_tree_dirty()
 
 
 @dataclass
@@ -477,6 +493,7 @@ def _base_trace(shared: _Shared, task: TaskSpec, repeat: int) -> dict[str, Any]:
             system_prompt=cell.system_prompt,
             system_prompt_sha256=cell.system_prompt_sha256,
             code_version=_code_version(),
+            code_dirty=_code_dirty(),
             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
             base_urls=shared.env.target.urls.as_dict(),
         ),
@@ -568,13 +585,15 @@ async def _execute(shared: _Shared, task: TaskSpec, base: dict[str, Any]) -> Tra
         output_tokens=sum(r.output_tokens for r in recorder.requests),
         requests=len(recorder.requests),
     )
+    calls, turns = calls_and_turns(messages, recorder, settings.trace_result_chars)
     return Trace(
         **base,
         answer=output.answer if output else "",
         declined=output.declined if output else None,
         cited_urls=list(output.cited_urls) if output else None,
         ids_used=list(output.ids_used) if output else None,
-        tool_calls=tool_calls_of(messages, recorder, settings.trace_result_chars),
+        tool_calls=calls,
+        turns=turns,
         usage=usage,
         requests=[
             RequestUsage(
@@ -650,9 +669,22 @@ async def _drive(
 
 
 def tool_calls_of(
-    messages: Sequence[ModelMessage], recorder: RunRecorder, max_chars: int
+    messages: Sequence[ModelMessage], recorder: RunRecorder, max_chars: int | None = None
 ) -> list[ToolCall]:
     """The trace's tool calls, in the order the model made them (the final answer excluded)."""
+    return calls_and_turns(messages, recorder, max_chars)[0]
+
+
+def calls_and_turns(
+    messages: Sequence[ModelMessage], recorder: RunRecorder, max_chars: int | None = None
+) -> tuple[list[ToolCall], list[ModelTurn]]:
+    """The trace's tool calls and the model turns that made them, in order.
+
+    Args:
+        messages: The run's messages.
+        recorder: What the toolsets recorded (full results, timings, what the model saw).
+        max_chars: Longest result kept (None: whole results).
+    """
     returns: dict[str, tuple[str, bool]] = {}
     for message in messages:
         for part in message.parts:
@@ -661,10 +693,19 @@ def tool_calls_of(
             elif isinstance(part, RetryPromptPart) and part.tool_name:  # pragma: no cover
                 returns[part.tool_call_id] = (str(part.content), True)
     calls: list[ToolCall] = []
+    turns: list[ModelTurn] = []
     seen_ids: set[str] = set()
     for message in messages:
         if not isinstance(message, ModelResponse):
             continue
+        turn = ModelTurn(
+            text="\n\n".join(p.content for p in message.parts if isinstance(p, TextPart)),
+            final=any(
+                isinstance(p, ToolCallPart) and p.tool_name == FINAL_ANSWER_TOOL
+                for p in message.parts
+            ),
+        )
+        turns.append(turn)
         for part in message.parts:
             if not isinstance(part, ToolCallPart) or part.tool_name == FINAL_ANSWER_TOOL:
                 continue
@@ -677,19 +718,22 @@ def tool_calls_of(
             while call_id in seen_ids:
                 call_id += "'"
             seen_ids.add(call_id)
+            turn.tool_call_ids.append(call_id)
+            cut = max_chars is not None and len(text) > max_chars
             calls.append(
                 ToolCall(
                     id=call_id,
                     name=part.tool_name,
                     arguments=_arguments(part),
-                    result=text[:max_chars],
+                    result=text[:max_chars] if cut else text,
                     error=error,
                     duration_ms=record.duration_ms if record else None,
-                    result_chars=len(text) if len(text) > max_chars else None,
+                    result_chars=len(text) if cut else None,
+                    shown_chars=record.shown_chars if record else None,
                     http_requests=record.http_requests if record else None,
                 )
             )
-    return calls
+    return calls, turns
 
 
 def _arguments(part: ToolCallPart) -> dict[str, Any]:

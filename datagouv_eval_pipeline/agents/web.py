@@ -315,7 +315,8 @@ class DdgsSearch:
         except ImportError:
             raise CapabilityUnavailableError(
                 "web_search in live mode needs the 'ddgs' package, which is not installed "
-                "(pip install ddgs); offline runs use the twin's catalog search instead"
+                "(pip install ddgs, or the web-search extra); offline runs use the twin's "
+                "catalog search instead"
             ) from None
 
     async def search(self, query: str, max_results: int) -> list[SearchHit]:  # pragma: no cover

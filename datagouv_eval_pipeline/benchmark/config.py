@@ -137,6 +137,10 @@ class Provider(_Strict):
     rate_limit: RateLimitSpec | None = None
     """Quota shared by the provider's models (one API key). Without one (here and on the model),
     the runner falls back to a conservative built-in default for known providers."""
+    slots: int | None = Field(default=None, ge=1)
+    """Task runs of this provider in flight at once, across every run of the Dagster instance
+    (its pool ``agent_runs.<name>``). null: sized to the machine for an offline provider (8 per
+    CPU core), 4 for a remote one."""
     models: list[ModelEntry] = Field(min_length=1)
 
     def rate_limit_for(self, entry: ModelEntry) -> ModelRateLimit | None:

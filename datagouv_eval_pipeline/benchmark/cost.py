@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from datagouv_eval_pipeline.benchmark.cells import Cell
+from datagouv_eval_pipeline.benchmark.cells import Cell, CellModel
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,19 @@ class CostEstimate:
         return None if self.unpriced else self.priced_total
 
 
+def token_cost(model: CellModel, input_tokens: int, output_tokens: int) -> float | None:
+    """The price of ``input_tokens`` + ``output_tokens`` at the model's rates (``models.yml``).
+
+    Returns:
+        The cost in ``model.currency``; None when either price is unknown (never 0 then).
+    """
+    if model.input_price_per_mtok is None or model.output_price_per_mtok is None:
+        return None
+    return (
+        input_tokens * model.input_price_per_mtok + output_tokens * model.output_price_per_mtok
+    ) / 1_000_000
+
+
 def estimate_cost(
     cells: Sequence[Cell], n_tasks: int, tokens_per_task: TokenBudget
 ) -> CostEstimate:
@@ -60,16 +73,14 @@ def estimate_cost(
     totals: dict[str, float] = {}
     unpriced: list[str] = []
     for cell in cells:
-        model = cell.model
-        if model.input_price_per_mtok is None or model.output_price_per_mtok is None:
+        per_task = token_cost(
+            cell.model, tokens_per_task.input_tokens, tokens_per_task.output_tokens
+        )
+        if per_task is None:
             per_cell[cell.key] = None
             unpriced.append(cell.key)
             continue
-        per_task = (
-            tokens_per_task.input_tokens * model.input_price_per_mtok
-            + tokens_per_task.output_tokens * model.output_price_per_mtok
-        ) / 1_000_000
         cost = per_task * n_tasks
         per_cell[cell.key] = cost
-        totals[model.currency] = totals.get(model.currency, 0.0) + cost
+        totals[cell.model.currency] = totals.get(cell.model.currency, 0.0) + cost
     return CostEstimate(len(cells) * n_tasks, totals, per_cell, tuple(unpriced))

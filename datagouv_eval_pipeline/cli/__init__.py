@@ -23,7 +23,7 @@ _COMMANDS: dict[str, str] = {
     "run-cell": "run_cell",
     "judge": "judge",
     "calibrate": "judge",
-    "review-sample": "judge",
+    "review": "review",
     "dagster": "dagster_home",
     "experiment": "experiment",
     "sql": "sql",

@@ -93,6 +93,24 @@ def load_pools(path: Path) -> dict[str, int]:
         ) from error
 
 
+def pools_to_apply(path: Path) -> dict[str, int]:
+    """The limits to write: each provider's pool from ``models.yml``, then ``path``'s pools.
+
+    A pool listed in ``path`` overrides the provider's ``slots``.
+
+    Raises:
+        PoolsFileError: ``path`` is missing or malformed.
+    """
+    from datagouv_eval_pipeline.benchmark.loader import BenchmarkConfigErrors
+    from datagouv_eval_pipeline.experiment.lanes import provider_pool_limits
+
+    try:
+        providers = provider_pool_limits()
+    except BenchmarkConfigErrors as error:
+        raise PoolsFileError(str(error)) from None
+    return providers | load_pools(path)
+
+
 def apply_pools(home: Path, limits: Mapping[str, int]) -> tuple[int | None, list[PoolState]]:
     """Set each pool's limit in the instance at ``home``.
 
@@ -321,7 +339,7 @@ def ui(home: Path | None, host: str, port: int, print_command: bool) -> None:
     pools_path = resolved / POOLS_FILENAME
     if pools_path.is_file():
         try:
-            limits = load_pools(pools_path)
+            limits = pools_to_apply(pools_path)
         except PoolsFileError as error:
             raise click.ClickException(str(error)) from error
         _echo_pools(*apply_pools(resolved, limits))
@@ -362,7 +380,7 @@ def pools(home: Path | None, apply_: bool) -> None:
     _check_home(resolved)
     if apply_:
         try:
-            limits = load_pools(resolved / POOLS_FILENAME)
+            limits = pools_to_apply(resolved / POOLS_FILENAME)
         except PoolsFileError as error:
             raise click.ClickException(str(error)) from error
         _echo_pools(*apply_pools(resolved, limits))

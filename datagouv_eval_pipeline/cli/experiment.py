@@ -60,17 +60,48 @@ EXAMPLE_QUERIES = (
 )
 
 
-def _print_plan(plan: ExperimentPlan) -> None:
-    estimates = plan.estimate()
-    click.echo(f"{'cell':<72} {'runs':>5} {'requests':>9} {'cost':>10}")
+def _print_plan(plan: ExperimentPlan, *, live: bool, rerun: bool) -> None:
+    from datagouv_eval_pipeline.experiment.cache import default_agent_cache
+    from datagouv_eval_pipeline.experiment.estimate import current_snapshot_id
+
+    snapshot = None if live else current_snapshot_id()
+    estimates = plan.estimate(
+        cache=default_agent_cache(), snapshot_id=snapshot, rerun=rerun, live=live
+    )
+    click.echo(
+        f"{'cell':<72} {'runs':>5} {'cached':>6} {'skipped':>7} {'requests':>9} "
+        f"{'tokens':>10} {'cost':>10}"
+    )
     for e in estimates:
         cost = "unpriced" if e.cost is None else f"{e.cost:.4f}"
-        click.echo(f"{e.cell_key:<72} {e.task_runs:>5} {e.requests:>9} {cost:>10}")
-    priced = [e.cost for e in estimates if e.cost is not None]
+        tokens = e.input_tokens + e.output_tokens
+        note = f"  ({e.cache_note})" if e.cache_note and not (live or rerun) else ""
+        click.echo(
+            f"{e.cell_key:<72} {e.task_runs:>5} {e.cached_runs:>6} {e.skipped_runs:>7} "
+            f"{e.requests:>9} {tokens:>10} {cost:>10}{note}"
+        )
+    runs = sum(e.task_runs for e in estimates)
+    cached = sum(e.cached_runs for e in estimates)
+    skipped = sum(e.skipped_runs for e in estimates)
+    requests = sum(e.requests for e in estimates)
+    total = sum(e.cost or 0.0 for e in estimates)
+    unpriced = [e for e in estimates if e.cost is None and e.runs_to_execute]
+    currency = estimates[0].currency if estimates else ""
+    source = "the live data.gouv.fr" if live else f"the twin (snapshot {snapshot})"
+    why = (
+        " (--rerun ignores the cache)" if rerun else " (live runs are never cached)" if live else ""
+    )
     click.echo(
         f"\n{len(plan.cells)} cells × {len(plan.tasks)} tasks × {plan.repeats} repeat(s) = "
-        f"{plan.task_runs} task runs; estimated cost {sum(priced):.4f} "
-        f"({len(estimates) - len(priced)} unpriced cell(s)); no agent was run."
+        f"{plan.task_runs} task runs against {source}: {cached} of {runs} task runs cached{why}"
+    )
+    priced = f"{total:.4f} {currency}" + (
+        f" + {len(unpriced)} unpriced cell(s)" if unpriced else ""
+    )
+    click.echo(
+        f"to execute: {runs - cached - skipped} task runs ({skipped} skipped before any model "
+        f"request: the policy, the task or a live run excludes the cell), ~{requests} model "
+        f"requests, estimated cost {priced}; no agent was run."
     )
 
 
@@ -122,7 +153,7 @@ def command(
     except SpecErrors as error:
         raise click.ClickException(f"invalid specs, nothing was run:\n{error}") from None
     if dry_run:
-        _print_plan(plan)
+        _print_plan(plan, live=live, rerun=rerun)
         return
     home = resolve_home(None)
     require_instance_dir(home)
@@ -146,6 +177,7 @@ def command(
         },
         live=live,
         judge=judge_config,
+        cells={cell.key for cell in plan.cells},
     )
     elapsed = time.perf_counter() - started
     summary = summarise(result)
@@ -211,9 +243,18 @@ def _judge_config(choice: str | None, base_url: str | None) -> dict[str, str]:
 
 
 def _execute(
-    settings: dict[str, Any], *, live: bool, judge: dict[str, str] | None = None
+    settings: dict[str, Any],
+    *,
+    live: bool,
+    judge: dict[str, str] | None = None,
+    cells: set[str] | None = None,
 ) -> tuple[Any, Path, Path]:
-    """Run the ``experiment`` job over every cell, in process, on the persistent instance."""
+    """Run the ``experiment`` job in process, on the persistent instance.
+
+    The run covers the smallest partition range holding ``cells`` (default: the active
+    cells, a prefix of the partitions); cells of the range outside an explicit selection of
+    evaluation types are left alone by the stages.
+    """
     import warnings
 
     import dagster as dg
@@ -223,15 +264,27 @@ def _execute(
     warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
     from datagouv_eval_pipeline.definitions import defs
-    from datagouv_eval_pipeline.defs.partitions import CELLS
+    from datagouv_eval_pipeline.defs.partitions import ACTIVE_KEYS, covering_range
+    from datagouv_eval_pipeline.defs.versions import OBSERVATION_JOBS
 
+    first, last = covering_range(cells or ACTIVE_KEYS)
     job = defs.resolve_job_def("experiment")
     with dg.DagsterInstance.get() as instance:
         click.echo(describe_cleaned(clean_dead_runs(instance)))
         # SIGTERM acts as Ctrl-C: the agent step stops its cell and fails the run cleanly
         # (instead of dying with the run left STARTED and its pool slot held).
         previous = signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
+        own = {RUN_PID_TAG: str(os.getpid()), RUN_HOST_TAG: socket.gethostname()}
         try:
+            # The cells' and tasks' versions first: what changed since the last run shows as
+            # stale, and this run's materializations record the versions they were built on.
+            for observation in OBSERVATION_JOBS:
+                defs.resolve_job_def(observation.name).execute_in_process(
+                    run_config={"loggers": {"brief": {"config": {"log_level": "INFO"}}}},
+                    instance=instance,
+                    tags=own,
+                    raise_on_error=False,
+                )
             result = job.execute_in_process(
                 run_config={
                     "resources": {
@@ -243,10 +296,9 @@ def _execute(
                 },
                 instance=instance,
                 tags={
-                    "dagster/asset_partition_range_start": CELLS[0].key,
-                    "dagster/asset_partition_range_end": CELLS[-1].key,
-                    RUN_PID_TAG: str(os.getpid()),
-                    RUN_HOST_TAG: socket.gethostname(),
+                    "dagster/asset_partition_range_start": first,
+                    "dagster/asset_partition_range_end": last,
+                    **own,
                 },
                 raise_on_error=False,
             )

@@ -14,6 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+CELL_STAGES = ("agent_runs", "action_mappings", "judge_scores")
+"""The partitioned stages whose per-cell failures the summary names."""
+
 EXIT_INTERRUPTED = 130
 """Exit code after Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)."""
 
@@ -57,12 +60,18 @@ def _first_detail(metadata: Mapping[str, Any]) -> str:
 def summarise(result: Any) -> Summary:
     """Read the summary from an in-process execution result."""
     summary = Summary()
+    # A cell that fails at any stage is named, with the first stage it failed at.
+    for stage in CELL_STAGES:
+        stage_events = result.asset_materializations_for_node(stage)
+        if stage_events:
+            failed = dict(_value(stage_events[0].metadata, "failed", {}) or {})
+            for key, reason in failed.items():
+                summary.failed_cells.setdefault(key, f"{stage}: {reason}")
     events = result.asset_materializations_for_node("agent_runs")
     if events:
         meta = events[0].metadata
         summary.executed = _value(meta, "task_runs_executed")
         summary.reused = _value(meta, "task_runs_reused")
-        summary.failed_cells = dict(_value(meta, "failed", {}) or {})
         idle: dict[str, list[str]] = defaultdict(list)
         for key, cell in (_value(meta, "cells", {}) or {}).items():
             if cell.get("problem"):
@@ -70,7 +79,8 @@ def summarise(result: Any) -> Summary:
         summary.idle_cells = dict(idle)
     for evaluation in result.get_asset_check_evaluations():
         summary.checks_ran = True
-        if evaluation.passed:
+        # A failed per-cell check is a failed cell, named above with its reason.
+        if evaluation.passed or evaluation.partition is not None:
             continue
         severity = getattr(evaluation.severity, "value", str(evaluation.severity))
         blocking = bool(getattr(evaluation, "blocking", False))

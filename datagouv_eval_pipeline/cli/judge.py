@@ -1,7 +1,7 @@
-"""``datagouv-eval judge``: calibrate a judge, judge a trace, export and import human reviews.
+"""``datagouv-eval judge``: calibrate a judge against the human labels, judge a trace.
 
-``calibrate`` and ``review-sample`` are also reachable at the top level
-(``datagouv-eval calibrate --judge deterministic``).
+``calibrate`` is also reachable at the top level (``datagouv-eval calibrate``). Human review
+(drawing a sample, importing labels) is ``datagouv-eval review``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import click
 
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
 
-_ALIASES = ("calibrate", "review-sample")
+_ALIASES = ("calibrate",)
 
 
 class _JudgeGroup(click.Group):
@@ -30,7 +30,7 @@ class _JudgeGroup(click.Group):
 
 @click.group(cls=_JudgeGroup)
 def command() -> None:
-    """Judges: calibration against human verdicts, judging traces, human review."""
+    """Judges: calibration against human labels, judging traces."""
 
 
 def _tasks(task_dir: Path | None) -> dict[str, TaskSpec]:
@@ -132,8 +132,10 @@ _TASKS_OPTION = click.option(
     help="Task specs directory [default: task_specs].",
 )
 _BASE_URL_OPTION = click.option(
-    "--base-url",
-    help="Send judge requests to this OpenAI-compatible URL instead (e.g. a replay server).",
+    "--judge-base-url",
+    "base_url",
+    metavar="URL",
+    help="Send judge requests to this OpenAI-compatible URL instead (a local server, a replay).",
 )
 
 
@@ -151,6 +153,15 @@ _BASE_URL_OPTION = click.option(
 @_CONFIG_OPTION
 @_CACHE_OPTION
 @_BASE_URL_OPTION
+@click.option(
+    "--warehouse",
+    "db_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="DuckDB file the figures are stored in (eval.judge_calibration) "
+    "[default: $DATAGOUV_EVAL_DUCKDB or data/warehouse.duckdb].",
+)
+@click.option("--no-store", is_flag=True, help="Print the figures only; write no warehouse row.")
 def calibrate_command(
     judge_name: str,
     set_paths: tuple[Path, ...],
@@ -159,30 +170,59 @@ def calibrate_command(
     config_path: Path | None,
     cache_dir: Path | None,
     base_url: str | None,
+    db_path: Path | None,
+    no_store: bool,
 ) -> None:
-    """Agreement of a judge with the human verdicts of the calibration set.
+    """Agreement of a judge with the human labels of the calibration set.
 
-    Prints coverage (scored / total), accuracy and Cohen's kappa over the scored items, and the
-    confusion table with unscored items in their own column.
+    Per verdict kind (criterion, arguments, trajectory, failure mode): n, coverage, Cohen's
+    kappa with a 95 % bootstrap interval (kappa >= 0.8 is required before a kind's scores are
+    used for decisions), then the pooled figures and the confusion table with unscored items in
+    their own column. The figures are stored in eval.judge_calibration.
     """
+    import duckdb
+
     from datagouv_eval_pipeline.judges.calibration import (
         CALIBRATION_DIR,
         CalibrationError,
         calibrate,
+        calibration_files,
         load_calibration,
+        set_sha,
     )
+    from datagouv_eval_pipeline.warehouse.calibration import calibration_rows, write_calibration
+    from datagouv_eval_pipeline.warehouse.loader import connect
+    from datagouv_eval_pipeline.warehouse.location import default_duckdb_path
+    from datagouv_eval_pipeline.warehouse.schema import SchemaVersionError
 
     tasks = _tasks(task_dir)
+    paths = list(set_paths) or [CALIBRATION_DIR]
     try:
-        items = load_calibration(list(set_paths) or [CALIBRATION_DIR], tasks)
+        items = load_calibration(paths, tasks)
     except CalibrationError as error:
         raise click.ClickException(str(error)) from error
+    from datagouv_eval_pipeline.experiment.catalog import twin_catalog_lookup
+
     judge = _build_judge(judge_name, config_path, cache_dir, base_url)
-    report = asyncio.run(calibrate(judge, items))
+    report = asyncio.run(calibrate(judge, items, catalog=twin_catalog_lookup()))
     if as_json:
         click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
     else:
         click.echo(report.render())
+    if no_store:
+        return
+    db = db_path or Path(default_duckdb_path())
+    rows = calibration_rows(
+        report,
+        set_sha=set_sha(items),
+        files=[p.name for p in calibration_files(paths)],
+    )
+    try:
+        with connect(db) as conn:
+            write_calibration(conn, rows)
+    except (duckdb.Error, SchemaVersionError, OSError) as error:
+        raise click.ClickException(f"{db}: cannot store the figures: {error}") from error
+    click.echo(f"stored {len(rows)} row(s) in {db} (eval.judge_calibration)", err=True)
 
 
 @command.command("trace")
@@ -215,98 +255,3 @@ def trace_command(
     judge = _build_judge(judge_name, config_path, cache_dir, base_url)
     judgement = asyncio.run(judge_trace(judge, task, trace))
     click.echo(json.dumps(judgement.to_json(), ensure_ascii=False, indent=2))
-
-
-@command.command("review-sample")
-@click.argument(
-    "run_dirs",
-    nargs=-1,
-    required=True,
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-)
-@click.option("--per-run", default=10, show_default=True, help="Traces drawn per run.")
-@click.option(
-    "--passed-share",
-    default=0.25,
-    show_default=True,
-    help="Share of the draw taken among traces that passed every check.",
-)
-@click.option("--seed", default=0, show_default=True, help="Seed of the draw.")
-@click.option(
-    "--out",
-    "out_path",
-    required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The file to annotate: .csv (spreadsheet) or .jsonl.",
-)
-@_TASKS_OPTION
-def review_sample_command(
-    run_dirs: tuple[Path, ...],
-    per_run: int,
-    passed_share: float,
-    seed: int,
-    out_path: Path,
-    task_dir: Path | None,
-) -> None:
-    """Export answers of each run (directory of traces) for a person to annotate.
-
-    Fill ``human_verdict`` (pass/fail) and ``human_note``, then run ``judge import-review``.
-    """
-    from datagouv_eval_pipeline.experiment.catalog import twin_catalog_lookup
-    from datagouv_eval_pipeline.judges.review import review_sample, write_review
-
-    tasks = _tasks(task_dir)
-    runs: dict[str, Path] = {}
-    for directory in run_dirs:
-        name = directory.resolve().name
-        if name in runs:
-            raise click.ClickException(f"two runs are named {name!r}: rename one directory")
-        runs[name] = directory
-    try:
-        rows, notices = review_sample(
-            runs,
-            tasks,
-            per_run=per_run,
-            seed=seed,
-            passed_share=passed_share,
-            catalog=twin_catalog_lookup(),
-        )
-    except ValueError as error:
-        raise click.ClickException(str(error)) from error
-    for notice in notices:
-        click.echo(f"note: {notice}", err=True)
-    write_review(rows, out_path)
-    samples = len({row.sample_id for row in rows})
-    passed = len({row.sample_id for row in rows if row.passed_every_check})
-    click.echo(
-        f"wrote {len(rows)} rows ({samples} answers, {passed} passed every check) to {out_path}"
-    )
-
-
-@command.command("import-review")
-@click.argument("review_path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "--into",
-    "target",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Calibration file to append to [default: task_specs/calibration/reviewed.yml].",
-)
-@_TASKS_OPTION
-def import_review_command(review_path: Path, target: Path | None, task_dir: Path | None) -> None:
-    """Add the annotated rows of a review file to the calibration set."""
-    from datagouv_eval_pipeline.judges.calibration import CALIBRATION_DIR, CalibrationError
-    from datagouv_eval_pipeline.judges.review import import_review, read_review
-
-    tasks = _tasks(task_dir)
-    destination = target or CALIBRATION_DIR / "reviewed.yml"
-    try:
-        result = import_review(
-            read_review(review_path), tasks, destination, origin=review_path.name
-        )
-    except CalibrationError as error:
-        raise click.ClickException(str(error)) from error
-    click.echo(
-        f"added {result.added} item(s) to {destination}; skipped {result.skipped_blank} "
-        f"unannotated row(s) and {result.skipped_existing} already imported"
-    )

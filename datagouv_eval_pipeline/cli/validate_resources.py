@@ -18,11 +18,11 @@ from pathlib import Path
 import click
 
 from datagouv_eval_pipeline.cli.validate import display_path, format_error
+from datagouv_eval_pipeline.tasks.check_params import parse_when
 from datagouv_eval_pipeline.tasks.errors import TaskSpecErrors
 from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
 from datagouv_eval_pipeline.twin.urls import TwinUrls
-from datagouv_eval_pipeline.validation.params import parse_when
 from datagouv_eval_pipeline.validation.validator import (
     ValidatorConfig,
     plan_refresh,

@@ -1,16 +1,47 @@
 """The ``action_mappings`` asset: literal tool calls mapped to semantic actions, per cell."""
 
+import hashlib
+from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
 
+from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR
 from datagouv_eval_pipeline.defs.agent_runs import agent_runs
 from datagouv_eval_pipeline.defs.partitions import cell_partitions
-from datagouv_eval_pipeline.defs.per_cell import process_cells, result_of
-from datagouv_eval_pipeline.defs.resources import RunStoreResource
+from datagouv_eval_pipeline.defs.per_cell import (
+    StageEvent,
+    cell_check_spec,
+    cell_results,
+    not_selected,
+    process_cells,
+    require_current,
+)
+from datagouv_eval_pipeline.defs.resources import (
+    ExperimentSettings,
+    JudgeResource,
+    RunStoreResource,
+)
 from datagouv_eval_pipeline.experiment.cache import source_fingerprint
 from datagouv_eval_pipeline.experiment.stages import ACTION_MAPPINGS, AGENT_RUNS, map_actions
+from datagouv_eval_pipeline.judges.config import (
+    JUDGE_FILE,
+    JudgeKind,
+    JudgeModelError,
+    JudgeSpecError,
+)
+from datagouv_eval_pipeline.judges.protocol import Judge
 from datagouv_eval_pipeline.semantic.registry import load_registry
+
+
+def _code_version() -> str:
+    # The judge classifies what the rules leave undecided: its prompts and configuration are
+    # code of this stage too.
+    digest = hashlib.sha256(source_fingerprint(("semantic", "traces.py", "judges")).encode())
+    judge_file = BENCHMARK_CONFIG_DIR / JUDGE_FILE
+    if judge_file.exists():
+        digest.update(judge_file.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 @dg.asset(
@@ -19,26 +50,54 @@ from datagouv_eval_pipeline.semantic.registry import load_registry
     deps=[agent_runs],
     group_name="cells",
     kinds={"python"},
-    code_version=source_fingerprint(("semantic", "traces.py"))[:12],
+    code_version=_code_version(),
     automation_condition=dg.AutomationCondition.eager(),
+    check_specs=[cell_check_spec("action_mappings")],
 )
 def action_mappings(
-    context: dg.AssetExecutionContext, run_store: RunStoreResource
-) -> dg.MaterializeResult[None]:
-    """Map every trace of each cell with the versioned action registry."""
+    context: dg.AssetExecutionContext,
+    run_store: RunStoreResource,
+    judge: JudgeResource,
+    experiment: ExperimentSettings,
+) -> Iterator[StageEvent]:
+    """Map every trace of each cell with the versioned action registry.
+
+    With an ``llm`` or ``hybrid`` judge, the calls the rules leave undecided are classified by
+    its model here (answers cached with the judge's).
+    """
     store = run_store.store()
     registry = load_registry()
+    classifier: Judge | None = None
+    try:
+        if judge.spec().kind is not JudgeKind.DETERMINISTIC:
+            classifier = judge.judge(cache_dir=store.root / "cache" / "judges")
+    except (JudgeSpecError, JudgeModelError) as error:
+        raise dg.Failure(description=f"cannot build the judge: {error}") from None
 
     def work(key: str) -> tuple[dict[str, Any], dict[str, Any]] | str:
+        if (why := not_selected(key, experiment.evaluation_types)) is not None:
+            return why
+        # A cell whose agent runs just failed keeps its old mapping: never rebuilt from the
+        # old traces as if they were this run's.
+        require_current(store, key, AGENT_RUNS)
         runs = store.read(AGENT_RUNS, key)
         if runs is None:
             return "no agent_runs document for this cell"
-        document = map_actions(runs, registry)
+        document = map_actions(runs, registry, classifier=classifier)
         calls = sum(len(m["calls"]) for m in document["mappings"])
         return document, {
             "traces": len(document["mappings"]),
             "calls": calls,
             "unmapped_calls": document["unmapped_calls"],
+            "classified_calls": document.get("classified_calls", 0),
+            "judge_calls": (document.get("judge_spend") or {}).get("calls", 0),
         }
 
-    return result_of(process_cells(context, store, ACTION_MAPPINGS, work))
+    outcomes = process_cells(context, store, ACTION_MAPPINGS, work)
+    if classifier is None:
+        yield from cell_results(context, outcomes)
+        return
+    requests = int(getattr(classifier, "model_requests", 0))
+    yield from cell_results(
+        context, outcomes, classifier=classifier.judge_id, judge_http_requests=requests
+    )

@@ -1,25 +1,47 @@
 """The ``agent_runs`` asset: every task of a cell run by the cell's agent (one partition per cell).
 
 Task runs are cached by the hash of their inputs (``experiment.cache``): re-materializing a
-cell asks the model again only for the tasks whose spec, setup, snapshot or run code changed.
+cell asks the model again only for the tasks whose spec, setup, snapshot or code changed, the
+code being the cell's own (the shared agent code and its toolsets', ``experiment.fingerprints``).
+The cells of a run go side by side on their providers' lanes, within the slots the step claims
+in each provider's pool (``defs/provider_pools.py``, ``experiment/lanes.py``).
 """
 
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import dagster as dg
 
-from datagouv_eval_pipeline.agents.cancel import cancel_on_signals
+from datagouv_eval_pipeline.agents.cancel import CancelToken, cancel_on_signals
 from datagouv_eval_pipeline.agents.runner import RunSettings
+from datagouv_eval_pipeline.benchmark.cells import Cell
+from datagouv_eval_pipeline.benchmark.config import ProviderKind
+from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.defs.catalog_validation import catalog_validation
 from datagouv_eval_pipeline.defs.partitions import CELLS_BY_KEY, cell_partitions
-from datagouv_eval_pipeline.defs.per_cell import process_cells, result_of
+from datagouv_eval_pipeline.defs.per_cell import (
+    StageEvent,
+    cell_check_spec,
+    cell_results,
+    not_selected,
+    process_cells,
+)
+from datagouv_eval_pipeline.defs.provider_pools import claimed_slots
 from datagouv_eval_pipeline.defs.resources import (
     CatalogResource,
     ExperimentSettings,
     RunStoreResource,
 )
 from datagouv_eval_pipeline.defs.task_specs import task_specs
-from datagouv_eval_pipeline.experiment.cache import run_code_fingerprint
+from datagouv_eval_pipeline.defs.versions import cell_setups, task_spec_files
+from datagouv_eval_pipeline.experiment.fingerprints import shared_run_code
+from datagouv_eval_pipeline.experiment.lanes import (
+    plan_lanes,
+    pool_name,
+    provider_slots,
+    running_lanes,
+)
+from datagouv_eval_pipeline.experiment.live import offline_only
 from datagouv_eval_pipeline.experiment.plan import select_tasks
 from datagouv_eval_pipeline.experiment.quarantine import quarantined_tasks
 from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS, run_agents
@@ -29,19 +51,49 @@ from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 @dg.asset(
     partitions_def=cell_partitions,
     backfill_policy=dg.BackfillPolicy.single_run(),
-    deps=[task_specs, catalog_validation],
+    # Per-cell and per-task versions (``defs/versions.py``): an edit stales only what it changes.
+    deps=[
+        task_specs,
+        catalog_validation,
+        cell_setups,
+        dg.AssetDep(task_spec_files, partition_mapping=dg.AllPartitionMapping()),
+    ],
     group_name="cells",
     kinds={"python"},
-    code_version=run_code_fingerprint()[:12],
-    pool="agent_runs",
+    # The code every cell shares; each cell's toolset code is in its ``cell_setups`` version.
+    code_version=shared_run_code()[:12],
+    # No static pool: the step claims slots in each provider's pool (defs/provider_pools.py).
+    check_specs=[cell_check_spec("agent_runs")],
 )
 def agent_runs(
     context: dg.AssetExecutionContext,
     experiment: ExperimentSettings,
     catalog: CatalogResource,
     run_store: RunStoreResource,
-) -> dg.MaterializeResult[None]:
+) -> Iterator[StageEvent]:
     """Run every selected task of each cell against the catalog and store the traces."""
+    yield from run_agent_cells(context, experiment, catalog, run_store)
+
+
+def run_agent_cells(
+    context: dg.AssetExecutionContext,
+    experiment: ExperimentSettings,
+    catalog: CatalogResource,
+    run_store: RunStoreResource,
+    *,
+    cells_by_key: Mapping[str, Cell] = CELLS_BY_KEY,
+    slots: Mapping[str, int] | None = None,
+) -> Iterator[StageEvent]:
+    """The body of ``agent_runs``: the run's cells on their providers' lanes.
+
+    Args:
+        context: The step's context (its partition keys are the cells).
+        experiment: The run's settings.
+        catalog: The catalog the agents use.
+        run_store: Where the traces go.
+        cells_by_key: Cell of each partition key (the YAML's cells).
+        slots: Slots wanted per provider (default: ``models.yml``).
+    """
     store = run_store.store()
     specs = load_task_specs([TASK_SPECS_DIR])
     selected = select_tasks(specs, experiment.task_ids)
@@ -57,7 +109,6 @@ def agent_runs(
     keep = [s.task_id for s in specs if s.task_id not in {t.task_id for t in tasks}]
     # --rerun asks the agents again but still stores their traces: an interrupted rerun resumes.
     cache = run_store.agent_cache()
-    settings = RunSettings(max_concurrency=experiment.max_concurrency)
     totals = {"executed": 0, "reused": 0}
 
     def progress(summary: dict[str, Any]) -> str:
@@ -65,48 +116,99 @@ def agent_runs(
         counts = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
         return f"{sum(statuses.values())} runs, {counts} ({summary['reused']} from the cache)"
 
-    def work(key: str) -> tuple[dict[str, Any], dict[str, Any]] | str:
-        cell = CELLS_BY_KEY[key]
-        if experiment.evaluation_types and not set(cell.evaluation_types) & set(
-            experiment.evaluation_types
-        ):
-            return "not in the selected evaluation types"
-        result = run_agents(
+    def excluded(cell: Cell) -> str | None:
+        if (why := not_selected(cell.key, experiment.evaluation_types, cells_by_key)) is not None:
+            return why
+        if catalog.live and (why := offline_only(cell)):
+            return why  # its offline results stay
+        return None
+
+    def arguments(cell: Cell) -> dict[str, Any]:
+        # What a worker process needs (picklable); the builds stay in this process.
+        return {
+            "tasks": tasks,
+            "twin_urls": catalog.urls(),
+            "snapshot_id": catalog.served_snapshot(),
+            "repeats": experiment.repeats,
+            "cache": cache,
+            "reuse": not experiment.rerun,
+            "previous": store.read(AGENT_RUNS, cell.key),
+            "keep_tasks": keep if experiment.task_ids else (),
+        }
+
+    def run_here(cell: Cell, settings: RunSettings, cancel: CancelToken | None) -> Any:
+        return run_agents(
             cell,
-            tasks,
-            twin_urls=catalog.urls(),
-            snapshot_id=catalog.served_snapshot(),
-            repeats=experiment.repeats,
-            cache=cache,
-            reuse=not experiment.rerun,
-            previous=store.read(AGENT_RUNS, key),
-            keep_tasks=keep if experiment.task_ids else (),
             settings=settings,
             builds=catalog.builds() if cell.mcp_build is not None else None,
-            cancel=stop,
+            cancel=cancel,
+            **arguments(cell),
         )
-        totals["executed"] += result.executed
-        totals["reused"] += result.reused
-        summary = {
-            "executed": result.executed,
-            "reused": result.reused,
-            "statuses": dict(result.statuses),
-        }
-        if result.problem is not None:
-            summary["problem"] = result.problem
-        return result.document, summary
 
-    # Ctrl-C or SIGTERM stops the cell in progress (its in-flight runs end as cancelled, the
+    cells = [cells_by_key[key] for key in context.partition_keys]
+    runnable = [cell for cell in cells if excluded(cell) is None]
+    if runnable:
+        catalog.urls()  # start the twin before the lanes share it
+    if slots is None:
+        slots = provider_slots(load_benchmark_config())
+    offline = {cell.model.provider for cell in cells if cell.model.kind == ProviderKind.OFFLINE}
+    wanted = {name: slots[name] for name in dict.fromkeys(c.model.provider for c in runnable)}
+
+    # Ctrl-C or SIGTERM stops the cells in progress (their in-flight runs end as cancelled, the
     # finished ones are cached) and fails the step: the next run resumes from the cache.
-    with cancel_on_signals() as stop:
-        outcomes = process_cells(context, store, AGENT_RUNS, work, cancel=stop, progress=progress)
+    with (
+        cancel_on_signals() as stop,
+        claimed_slots(
+            context, wanted, cancel=stop, pool_limits={pool_name(p): n for p, n in slots.items()}
+        ) as got,
+    ):
+        plans = {
+            name: plan_lanes(
+                name,
+                count,
+                max_per_cell=experiment.max_concurrency,
+                offline=name in offline,
+                max_workers=experiment.worker_processes,
+            )
+            for name, count in got.items()
+        }
+        with running_lanes(
+            runnable,
+            plans,
+            run_here,
+            arguments,
+            needs_parent=lambda cell: cell.mcp_build is not None,
+            cancel=stop,
+        ) as futures:
+
+            def work(key: str) -> tuple[dict[str, Any], dict[str, Any]] | str:
+                cell = cells_by_key[key]
+                why = excluded(cell)
+                if why is not None:
+                    return why
+                result = futures[key].result()
+                totals["executed"] += result.executed
+                totals["reused"] += result.reused
+                summary = {
+                    "executed": result.executed,
+                    "reused": result.reused,
+                    "statuses": dict(result.statuses),
+                }
+                if result.problem is not None:
+                    summary["problem"] = result.problem
+                return result.document, summary
+
+            outcomes = process_cells(
+                context, store, AGENT_RUNS, work, cancel=stop, progress=progress
+            )
     context.log.info(
         "%d cell(s): %d task runs executed, %d reused from the cache (per cell: metadata)",
         len(outcomes.written),
         totals["executed"],
         totals["reused"],
     )
-    return result_of(
+    yield from cell_results(
+        context,
         outcomes,
         task_runs_executed=totals["executed"],
         task_runs_reused=totals["reused"],

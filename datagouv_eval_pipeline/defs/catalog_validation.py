@@ -6,11 +6,17 @@ all is another matter: the blocking check ``catalog_reachable`` stops the run th
 """
 
 import hashlib
+from typing import Any
 
 import dagster as dg
 
-from datagouv_eval_pipeline.defs.resources import CatalogResource, RunStoreResource
+from datagouv_eval_pipeline.defs.resources import (
+    CatalogResource,
+    ExperimentSettings,
+    RunStoreResource,
+)
 from datagouv_eval_pipeline.defs.task_specs import task_specs
+from datagouv_eval_pipeline.experiment.live import preflight_problem
 from datagouv_eval_pipeline.experiment.quarantine import (
     DOCUMENT_KEY,
     STAGE,
@@ -20,7 +26,7 @@ from datagouv_eval_pipeline.experiment.store import RunStore
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.tasks.references import Reference
 from datagouv_eval_pipeline.validation.models import ValidationReport
-from datagouv_eval_pipeline.validation.validator import ValidatorConfig, active, validate
+from datagouv_eval_pipeline.validation.validator import ValidatorConfig, active, probe, validate
 
 
 def references_for(store: RunStore, snapshot_id: str | None) -> list[Reference]:
@@ -50,11 +56,18 @@ def catalog_validation(
         proxy=proxy,
         ca_bundle=ca_bundle,
     )
+    answers, detail = probe(config)
+    if not answers:
+        context.log.error("the catalog does not answer: %s", detail)
     report = validate(specs, config)
     run_store.store().write(
         STAGE,
         DOCUMENT_KEY,
-        {"snapshot_id": snapshot, "report": report.model_dump(mode="json")},
+        {
+            "snapshot_id": snapshot,
+            "report": report.model_dump(mode="json"),
+            "probe": {"ok": answers, "detail": detail},
+        },
     )
     checks = [check for task in report.tasks for check in task.checks]
     unavailable = [c for c in checks if c.outcome == "error"]
@@ -74,6 +87,7 @@ def catalog_validation(
         metadata={
             "source": report.source,
             "snapshot_id": snapshot or "live",
+            "catalog_answers": answers,
             "tasks": len(report.tasks),
             "ok": len(report.ok),
             "quarantined": dg.MetadataValue.json(report.quarantined),
@@ -91,21 +105,30 @@ def catalog_validation(
 @dg.asset_check(
     asset=catalog_validation,
     blocking=True,
-    description="The pre-flight reached the catalog (some check of each object ran).",
+    description="The catalog answered and some task may run (else the run stops here).",
 )
-def catalog_reachable(run_store: RunStoreResource) -> dg.AssetCheckResult:
-    """Fail when every check errored: the catalog itself is down or misconfigured."""
+def catalog_reachable(
+    run_store: RunStoreResource, experiment: ExperimentSettings
+) -> dg.AssetCheckResult:
+    """Fail when the catalog does not answer, every check errored or every task is quarantined.
+
+    A live run without the network would otherwise quarantine every task and "succeed" with
+    no result; this blocking check fails the run instead, with the reason.
+    """
     document = run_store.store().read(STAGE, DOCUMENT_KEY)
-    if document is None:
-        return dg.AssetCheckResult(passed=False, metadata={"reason": "no pre-flight report"})
-    report = ValidationReport.model_validate(document["report"])
-    checks = [check for task in report.tasks for check in task.checks]
-    unavailable = [c for c in checks if c.outcome == "error"]
-    passed = bool(checks) and len(unavailable) < len(checks)
-    return dg.AssetCheckResult(
-        passed=passed,
-        metadata={"checks": len(checks), "errored": len(unavailable)},
+    problem = preflight_problem(
+        document, skip_validation=experiment.skip_validation, task_ids=experiment.task_ids
     )
+    metadata: dict[str, Any] = {"reason": dg.MetadataValue.md(f"- {problem}" if problem else "ok")}
+    if document is not None:
+        report = ValidationReport.model_validate(document["report"])
+        checks = [check for task in report.tasks for check in task.checks]
+        metadata |= {
+            "checks": len(checks),
+            "errored": sum(1 for c in checks if c.outcome == "error"),
+            "quarantined": len(report.quarantined),
+        }
+    return dg.AssetCheckResult(passed=problem is None, metadata=metadata)
 
 
 @dg.asset_check(

@@ -1,6 +1,7 @@
 """The ``judge_scores`` asset: verdicts and deterministic scores of every run, per cell."""
 
 import hashlib
+from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
@@ -9,9 +10,17 @@ from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR
 from datagouv_eval_pipeline.defs.action_mappings import action_mappings
 from datagouv_eval_pipeline.defs.catalog_validation import catalog_validation, references_for
 from datagouv_eval_pipeline.defs.partitions import cell_partitions
-from datagouv_eval_pipeline.defs.per_cell import process_cells, result_of
+from datagouv_eval_pipeline.defs.per_cell import (
+    StageEvent,
+    cell_check_spec,
+    cell_results,
+    not_selected,
+    process_cells,
+    require_current,
+)
 from datagouv_eval_pipeline.defs.resources import (
     CatalogResource,
+    ExperimentSettings,
     JudgeResource,
     RunStoreResource,
 )
@@ -46,13 +55,15 @@ def _code_version() -> str:
     # this stage and below recompute.
     code_version=_code_version(),
     automation_condition=dg.AutomationCondition.eager(),
+    check_specs=[cell_check_spec("judge_scores")],
 )
 def judge_scores(
     context: dg.AssetExecutionContext,
     run_store: RunStoreResource,
     judge: JudgeResource,
     catalog: CatalogResource,
-) -> dg.MaterializeResult[None]:
+    experiment: ExperimentSettings,
+) -> Iterator[StageEvent]:
     """Judge and score every run of each cell (NULL with a reason when a judge fails).
 
     Expected values are compared with their references recomputed by the last pre-flight (when
@@ -68,6 +79,9 @@ def judge_scores(
     lookup = catalog.lookup()
 
     def work(key: str) -> tuple[dict[str, Any], dict[str, Any]] | str:
+        if (why := not_selected(key, experiment.evaluation_types)) is not None:
+            return why
+        require_current(store, key, AGENT_RUNS, ACTION_MAPPINGS)
         runs = store.read(AGENT_RUNS, key)
         mappings = store.read(ACTION_MAPPINGS, key)
         if runs is None or mappings is None:
@@ -82,4 +96,6 @@ def judge_scores(
     outcomes = process_cells(context, store, JUDGE_SCORES, work)
     # HTTP requests the LLM judge sent (retries included; cache hits none); 0 for the rules.
     requests = int(getattr(the_judge, "model_requests", 0))
-    return result_of(outcomes, judge_id=the_judge.judge_id, judge_http_requests=requests)
+    yield from cell_results(
+        context, outcomes, judge_id=the_judge.judge_id, judge_http_requests=requests
+    )

@@ -2,21 +2,85 @@
 
 Many cells go in one Dagster run (``BackfillPolicy.single_run``): a run costs 10–30 s of
 orchestration on two cores and must not be paid per cell. Dagster cannot mark single partitions
-of such a run as failed (dagster-io/dagster#17836), so a failing cell is handled here: its
-earlier document stays intact, the failure is recorded next to it (the ``cells_succeeded``
-checks report it), and the other cells go on. A run of exactly one cell fails for real, so
-the UI shows that partition as failed.
+of such a run as failed materializations (dagster-io/dagster#17836; the open-source event log
+does not store per-partition failure events), so a failing cell is reported through a
+*partitioned* asset check, ``cell_ok``, evaluated in the stage's own step: one evaluation per
+cell of the run, failed with the reason for a failing cell, so the partition shows a failed
+check in the UI. Its earlier document stays intact, the failure is recorded next to it, the
+cell's later stages refuse to run from its old document, and the other cells go on. A run of
+exactly one cell fails for real, so that partition also shows as a failed materialization.
 """
 
 import time
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
 
 from datagouv_eval_pipeline.agents.cancel import CancelToken, RunCancelled
+from datagouv_eval_pipeline.benchmark.cells import Cell
+from datagouv_eval_pipeline.defs.partitions import CELLS_BY_KEY, cell_partitions
 from datagouv_eval_pipeline.experiment.store import RunStore, content_digest
+
+CELL_CHECK = "cell_ok"
+"""The per-partition check each cell stage evaluates in its own step."""
+
+StageEvent = dg.MaterializeResult[None] | dg.AssetCheckEvaluation | dg.Output[None]
+"""What a cell stage's step yields."""
+
+
+class UpstreamFailed(RuntimeError):
+    """The cell's earlier stage failed on its last attempt: its document is not current."""
+
+
+def cell_check_spec(asset: str) -> dg.AssetCheckSpec:
+    """The partitioned ``cell_ok`` check of the cell stage ``asset``."""
+    with warnings.catch_warnings():  # partitioned checks are a preview feature of Dagster 1.13
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        return _check_spec(asset)
+
+
+def _check_spec(asset: str) -> dg.AssetCheckSpec:
+    return dg.AssetCheckSpec(
+        CELL_CHECK,
+        asset=asset,
+        partitions_def=cell_partitions,
+        description=(
+            "This cell's last attempt at this stage succeeded (a failed cell keeps its earlier "
+            "document; its later stages are not rebuilt from it)."
+        ),
+    )
+
+
+def require_current(store: RunStore, key: str, *stages: str) -> None:
+    """Refuse to build on a cell whose earlier stage failed on its last attempt.
+
+    Raises:
+        UpstreamFailed: Naming the stage and its failure.
+    """
+    for stage in stages:
+        failure = store.failure(stage, key)
+        if failure is not None:
+            raise UpstreamFailed(f"{stage} failed at {failure.at}: {failure.reason}")
+
+
+def partition_label(cell: Cell) -> dict[str, str]:
+    """Readable coordinates of a cell, shown as the partition's metadata in the UI."""
+    label = {
+        "model": f"{cell.model.provider}/{cell.model.name}",
+        "capabilities": "+".join(cell.capabilities) or "none",
+        "system_prompt": cell.system_prompt,
+        "evaluation_types": ", ".join(cell.evaluation_types),
+    }
+    if cell.mcp_version is not None:
+        label["mcp"] = cell.mcp_version + (f" ({cell.mcp_source})" if cell.mcp_source else "")
+    if cell.mcp_build_spec:
+        label["mcp_build"] = cell.mcp_build_spec
+    if cell.skills_version is not None:
+        label["skills"] = cell.skills_version
+    return label
 
 
 @dataclass
@@ -115,8 +179,41 @@ def process_cells(
     return outcomes
 
 
-def result_of(outcomes: CellOutcomes, **extra: Any) -> dg.MaterializeResult[None]:
-    """The materialization: per-cell summaries, failures, and the data version of one cell."""
+def cell_results(
+    context: dg.AssetExecutionContext, outcomes: CellOutcomes, **extra: Any
+) -> Iterator[StageEvent]:
+    """The step's events: one ``cell_ok`` evaluation per cell and the materialization.
+
+    The materialization carries per-cell summaries and failures, the data version of a
+    one-cell run, and per partition its readable label and its status.
+    """
+    asset_key = context.assets_def.key
+    check_key = dg.AssetCheckKey(asset_key, CELL_CHECK)
+    checked = check_key in context.selected_asset_check_keys
+    for key in context.partition_keys:
+        status: dict[str, Any] = {}
+        if key in outcomes.written:
+            status = {"status": "written"}
+            if checked:
+                yield dg.AssetCheckEvaluation(
+                    asset_key=asset_key, check_name=CELL_CHECK, passed=True, partition=key
+                )
+        elif key in outcomes.failed:
+            status = {"status": "FAILED (earlier document kept)", "failure": outcomes.failed[key]}
+        if key in outcomes.failed and checked:
+            yield dg.AssetCheckEvaluation(
+                asset_key=asset_key,
+                check_name=CELL_CHECK,
+                passed=False,
+                partition=key,
+                description=outcomes.failed[key][:500],
+                metadata={"reason": outcomes.failed[key]},
+            )
+        if key in outcomes.skipped:
+            status = {"status": f"not run: {outcomes.skipped[key]}"}
+        cell = CELLS_BY_KEY.get(key)
+        label = partition_label(cell) if cell is not None else {}
+        context.add_asset_metadata({**label, **status}, partition_key=key)
     metadata: dict[str, Any] = {
         "cells_written": len(outcomes.written),
         "cells_failed": len(outcomes.failed),
@@ -129,8 +226,25 @@ def result_of(outcomes: CellOutcomes, **extra: Any) -> dg.MaterializeResult[None
     if outcomes.skipped:
         metadata["skipped"] = dg.MetadataValue.json(outcomes.skipped)
     # Per-partition data versions exist only when the run covers one partition; with several,
-    # staleness falls back to the asset's code version and the automation conditions.
+    # staleness comes from the per-cell versions upstream (``defs/versions.py``).
     version = None
     if len(outcomes.digests) == 1 and not outcomes.failed:
         version = dg.DataVersion(next(iter(outcomes.digests.values())))
-    return dg.MaterializeResult(metadata=metadata, data_version=version)
+    yield dg.MaterializeResult(metadata=metadata, data_version=version)
+    if checked:  # the check's output: the evaluations above are its results, one per cell
+        output = context.assets_def.get_output_name_for_asset_check_key(check_key)
+        yield dg.Output(None, output_name=output)
+
+
+def not_selected(
+    key: str, evaluation_types: list[str], cells_by_key: Mapping[str, Cell] = CELLS_BY_KEY
+) -> str | None:
+    """Why a cell of the run's range is left alone, or None when it runs.
+
+    An explicit selection of evaluation types (the launchpad's or ``--evaluation-type``) runs
+    only their cells; without one, every cell of the range runs.
+    """
+    cell = cells_by_key[key]
+    if evaluation_types and not set(cell.evaluation_types) & set(evaluation_types):
+        return "not in the selected evaluation types"
+    return None

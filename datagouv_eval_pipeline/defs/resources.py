@@ -235,7 +235,11 @@ class ExperimentSettings(dg.ConfigurableResource["ExperimentSettings"]):
         repeats: Runs per (cell, task).
         skip_validation: Run quarantined tasks too (the pre-flight is not consulted).
         rerun: Ignore the agent-run cache and ask the models again.
-        max_concurrency: Task runs in flight at once within a cell.
+        max_concurrency: Task runs in flight at once within a cell (at most: a provider's
+            slots bound it too).
+        worker_processes: Worker processes for the extra lanes of offline providers (None: as
+            many as their slots allow, one lane per 8 slots; 0: every offline cell in the run's
+            own process, one after the other).
     """
 
     evaluation_types: list[str] = Field(default_factory=list)
@@ -244,3 +248,4 @@ class ExperimentSettings(dg.ConfigurableResource["ExperimentSettings"]):
     skip_validation: bool = False
     rerun: bool = False
     max_concurrency: int = 8
+    worker_processes: int | None = Field(default=None, ge=0)

@@ -10,13 +10,14 @@ The same step then runs the statistics stage (``defs/statistics.py``): error bar
 comparisons and the regression gate, so dbt runs once, after all of it.
 """
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
 
 from datagouv_eval_pipeline.defs.judge_scores import judge_scores
-from datagouv_eval_pipeline.defs.partitions import CELLS
+from datagouv_eval_pipeline.defs.partitions import ACTIVE_KEYS, CELLS
 from datagouv_eval_pipeline.defs.resources import RunStoreResource, WarehouseResource
 from datagouv_eval_pipeline.defs.statistics import GateConfig, run_statistics
 from datagouv_eval_pipeline.experiment.stages import (
@@ -26,11 +27,11 @@ from datagouv_eval_pipeline.experiment.stages import (
     StageInputError,
     cell_documents,
 )
-from datagouv_eval_pipeline.experiment.store import RunStoreError
+from datagouv_eval_pipeline.experiment.store import RunStore, RunStoreError
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.warehouse import config_hash, new_experiment, queries
 from datagouv_eval_pipeline.warehouse.loader import connect, delete_cell, load_experiment
-from datagouv_eval_pipeline.warehouse.schema import ALL_TABLES, SCHEMA, Table
+from datagouv_eval_pipeline.warehouse.schema import PIPELINE_TABLES, SCHEMA, Table
 
 # Fire once every partition upstream is done, even when some are missing or failed: the plain
 # eager condition waits for all of them forever (``any_deps_missing``).
@@ -55,7 +56,7 @@ def _column_schema(table: Table) -> dg.TableSchema:
     )
 
 
-WAREHOUSE_KEYS = [dg.AssetKey([SCHEMA, table.name]) for table in ALL_TABLES]
+WAREHOUSE_KEYS = [dg.AssetKey([SCHEMA, table.name]) for table in PIPELINE_TABLES]
 
 
 @dg.multi_asset(
@@ -69,7 +70,7 @@ WAREHOUSE_KEYS = [dg.AssetKey([SCHEMA, table.name]) for table in ALL_TABLES]
             metadata={"dagster/column_schema": _column_schema(table)},
             automation_condition=EAGER_TOLERATING_MISSING,
         )
-        for key, table in zip(WAREHOUSE_KEYS, ALL_TABLES, strict=True)
+        for key, table in zip(WAREHOUSE_KEYS, PIPELINE_TABLES, strict=True)
     ],
     pool="duckdb_writer",
     can_subset=False,
@@ -82,8 +83,12 @@ def warehouse(
 ) -> Iterator[dg.MaterializeResult[None]]:
     """Load every cell's documents into DuckDB, report coverage, then the statistics stage."""
     store = run_store.store()
-    expected = [cell.key for cell in CELLS]
+    # The experiment is the active cells, plus any other cell materialized on request (an
+    # inactive evaluation type run from the launchpad or with --evaluation-type).
+    present = set(store.cell_keys(AGENT_RUNS))
+    expected = [cell.key for cell in CELLS if cell.key in ACTIVE_KEYS or cell.key in present]
     loads = []
+    failed_stages: dict[str, str] = {}
     unreadable: dict[str, str] = {}
     stale: dict[str, dict[str, str]] = {}
     for key in expected:
@@ -102,9 +107,21 @@ def warehouse(
             unreadable[key] = str(error)
             context.log.error("warehouse: cell %s not loaded: %s", key, error)
             continue
+        # A cell whose last attempt at a stage failed loads its last good rows, flagged.
+        if (reason := _last_failure(store, key)) is not None:
+            failed_stages[key] = reason
+            documents = dataclasses.replace(
+                documents, load=dataclasses.replace(documents.load, stale_reason=reason)
+            )
         loads.append(documents.load)
         if documents.stale:
             stale[key] = documents.stale
+    if failed_stages:
+        context.log.warning(
+            "warehouse: %d cell(s) keep their earlier rows, flagged in eval.cells.stale_reason: %s",
+            len(failed_stages),
+            "; ".join(f"{k} ({v})" for k, v in failed_stages.items()),
+        )
     if stale:
         context.log.warning(
             "warehouse: %d cell(s) load with NULL scores: their later stages were computed "
@@ -117,14 +134,15 @@ def warehouse(
     # Every run is recorded: its rows join the history, the previous runs' rows stay.
     record = new_experiment(
         config_hash(
-            [cell.to_record() for cell in CELLS], {s.task_id: s.spec_hash() for s in specs}
+            [cell.to_record() for cell in CELLS if cell.key in ACTIVE_KEYS],
+            {s.task_id: s.spec_hash() for s in specs},
         ),
         dagster_run_id=context.run.run_id,
     )
     results, coverage = load_experiment(db, loads, expected, tasks=specs, experiment=record)
     with connect(db, read_only=True) as conn:
         known = [row[0] for row in conn.execute(f"SELECT cell_key FROM {SCHEMA}.cells").fetchall()]
-    dropped = [key for key in known if key not in set(expected)]
+    dropped = [key for key in known if key not in {cell.key for cell in CELLS}]
     for key in dropped:
         delete_cell(db, key)
     statistics = run_statistics(context, db, config)
@@ -142,7 +160,7 @@ def warehouse(
         len(expected),
         counts.get("runs", 0),
     )
-    for asset_key, table in zip(WAREHOUSE_KEYS, ALL_TABLES, strict=True):
+    for asset_key, table in zip(WAREHOUSE_KEYS, PIPELINE_TABLES, strict=True):
         metadata: dict[str, Any] = {
             "path": str(db),
             "rows": counts.get(table.name, 0),
@@ -159,5 +177,15 @@ def warehouse(
                 "cells_dropped": dg.MetadataValue.json(dropped),
                 "cells_unreadable": dg.MetadataValue.json(unreadable),
                 "cells_with_stale_stages": dg.MetadataValue.json(stale),
+                "cells_flagged_stale": dg.MetadataValue.json(failed_stages),
             }
         yield dg.MaterializeResult(asset_key=asset_key, metadata=metadata)
+
+
+def _last_failure(store: RunStore, key: str) -> str | None:
+    """The first cell stage whose last attempt failed for ``key``, as a reason; None if none."""
+    for stage in (AGENT_RUNS, ACTION_MAPPINGS, JUDGE_SCORES):
+        failure = store.failure(stage, key)
+        if failure is not None:
+            return f"{stage} failed at {failure.at}: {failure.reason}"
+    return None

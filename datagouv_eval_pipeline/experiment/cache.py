@@ -2,7 +2,8 @@
 
 A task run is a pure function of: the cell's setup (model, capabilities, toolset and skills
 versions, system prompt text), the task spec, the repeat index, the catalog snapshot and the
-code of the agents and the twin. When none of these changed, re-materializing a cell reuses the
+code the cell's runs depend on (the shared agent code and its own toolsets' code,
+``experiment.fingerprints``). When none of these changed, re-materializing a cell reuses the
 stored trace instead of asking the model again, so editing one task spec reruns exactly that
 task in every cell. Only finished runs (``ok``, ``budget_exceeded``) are cached: an ``error``
 may be transient and a ``skipped`` run costs nothing. Live runs (no snapshot) are never cached:
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from datagouv_eval_pipeline.benchmark.cells import Cell
+from datagouv_eval_pipeline.experiment.fingerprints import cell_code_fingerprint
 from datagouv_eval_pipeline.experiment.store import write_json_atomic
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
 from datagouv_eval_pipeline.traces import Trace
@@ -26,7 +28,7 @@ from datagouv_eval_pipeline.traces import Trace
 CACHEABLE_STATUSES = frozenset({"ok", "budget_exceeded"})
 
 # Cell fields that do not change what the agent does (labels, the metrics computed later).
-_NOT_AN_INPUT = frozenset({"key", "evaluation_types", "metrics", "model_label"})
+NOT_AN_INPUT = frozenset({"key", "evaluation_types", "metrics", "model_label"})
 
 _PACKAGE = Path(__file__).resolve().parents[1]
 _RUN_CODE = ("agents", "twin", "benchmark", "traces.py")
@@ -73,18 +75,20 @@ def run_input_hash(
         repeat: The repeat index.
         snapshot_id: The catalog snapshot served.
         settings: A rendering of the run settings (budgets, retries) that change outcomes.
-        code: The run code fingerprint (default: :func:`run_code_fingerprint`).
+        code: The run code fingerprint (default: the cell's own,
+            :func:`~datagouv_eval_pipeline.experiment.fingerprints.cell_code_fingerprint`: an
+            edit to one toolset version reruns only the cells on it).
         toolset: What the cell record does not say about the toolset's code: the started
             build's fingerprint (its spec and code digest), so an edited checkout reruns.
     """
-    record = {k: v for k, v in cell.to_record().items() if k not in _NOT_AN_INPUT}
+    record = {k: v for k, v in cell.to_record().items() if k not in NOT_AN_INPUT}
     payload = {
         "cell": record,
         "task": task.spec_hash(),
         "repeat": repeat,
         "snapshot": snapshot_id,
         "settings": settings,
-        "code": code if code is not None else run_code_fingerprint(),
+        "code": code if code is not None else cell_code_fingerprint(cell),
     }
     if toolset:
         payload["toolset"] = toolset
@@ -119,3 +123,15 @@ class AgentRunCache:
             return False
         write_json_atomic(self._path(input_hash), trace.model_dump(mode="json"))
         return True
+
+
+def default_agent_cache(run_store_root: Path | None = None) -> AgentRunCache:
+    """The agent-run cache inside the run store: ``<run store>/cache/agent_runs``.
+
+    Args:
+        run_store_root: The run store (default: ``$DATAGOUV_EVAL_RUN_STORE`` or
+            ``data/run_store``).
+    """
+    from datagouv_eval_pipeline.experiment.store import default_run_store
+
+    return AgentRunCache((run_store_root or default_run_store()) / "cache" / "agent_runs")

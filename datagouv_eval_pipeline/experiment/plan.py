@@ -8,44 +8,14 @@ from pathlib import Path
 
 from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
 from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR, load_benchmark_config
+from datagouv_eval_pipeline.experiment.cache import AgentRunCache
+from datagouv_eval_pipeline.experiment.estimate import CellEstimate, estimate_cells
 from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.tasks.spec import TaskSpec, TaskStatus
-
-# A dry-run estimate cannot know how an agent will behave; these are the stated assumptions.
-ESTIMATED_INPUT_TOKENS_PER_REQUEST = 4_000
-ESTIMATED_OUTPUT_TOKENS_PER_REQUEST = 300
 
 
 class SelectionError(ValueError):
     """A filter names an evaluation type or task that does not exist."""
-
-
-@dataclass(frozen=True)
-class CellEstimate:
-    """What one cell should cost.
-
-    Attributes:
-        cell_key: The cell.
-        model: ``provider/name``.
-        is_llm: False for offline baselines.
-        task_runs: Tasks × repeats.
-        requests: Estimated model requests (one per required action of the optimal chain,
-            plus the final answer).
-        input_tokens: Estimated input tokens.
-        output_tokens: Estimated output tokens.
-        cost: Estimated cost in the model's currency; None when the model is unpriced.
-        currency: ISO 4217 code.
-    """
-
-    cell_key: str
-    model: str
-    is_llm: bool
-    task_runs: int
-    requests: int
-    input_tokens: int
-    output_tokens: int
-    cost: float | None
-    currency: str
 
 
 @dataclass(frozen=True)
@@ -74,37 +44,31 @@ class ExperimentPlan:
         """Cells × tasks × repeats."""
         return len(self.cells) * len(self.tasks) * self.repeats
 
-    def estimate(self) -> list[CellEstimate]:
-        """Requests, tokens and cost per cell (see the module's stated assumptions)."""
-        requests_per_round = sum(
-            len(task.chain("optimal").required_actions) + 1 for task in self.tasks
+    def estimate(
+        self,
+        *,
+        cache: AgentRunCache | None = None,
+        snapshot_id: str | None = None,
+        rerun: bool = False,
+        live: bool = False,
+    ) -> list[CellEstimate]:
+        """Task runs, cached runs, requests, tokens and cost per cell (``experiment.estimate``).
+
+        Args:
+            cache: The agent-run cache to consult (None: nothing counts as cached).
+            snapshot_id: The twin snapshot the runs would read; None for a live run.
+            rerun: The run ignores the cache.
+            live: A live run (offline-only cells skipped, nothing cached).
+        """
+        return estimate_cells(
+            self.cells,
+            self.tasks,
+            repeats=self.repeats,
+            cache=cache,
+            snapshot_id=snapshot_id,
+            rerun=rerun,
+            live=live,
         )
-        out: list[CellEstimate] = []
-        for cell in self.cells:
-            requests = requests_per_round * self.repeats
-            tokens_in = requests * ESTIMATED_INPUT_TOKENS_PER_REQUEST
-            tokens_out = requests * ESTIMATED_OUTPUT_TOKENS_PER_REQUEST
-            model = cell.model
-            cost = None
-            if model.input_price_per_mtok is not None and model.output_price_per_mtok is not None:
-                cost = (
-                    tokens_in * model.input_price_per_mtok
-                    + tokens_out * model.output_price_per_mtok
-                ) / 1_000_000
-            out.append(
-                CellEstimate(
-                    cell_key=cell.key,
-                    model=f"{model.provider}/{model.name}",
-                    is_llm=model.is_llm,
-                    task_runs=len(self.tasks) * self.repeats,
-                    requests=requests,
-                    input_tokens=tokens_in,
-                    output_tokens=tokens_out,
-                    cost=cost,
-                    currency=model.currency,
-                )
-            )
-        return out
 
 
 def select_tasks(specs: Sequence[TaskSpec], task_ids: Sequence[str] = ()) -> list[TaskSpec]:

@@ -21,12 +21,19 @@ from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.experiment.cache import (
     CACHEABLE_STATUSES,
     AgentRunCache,
-    run_code_fingerprint,
     run_input_hash,
 )
+from datagouv_eval_pipeline.experiment.fingerprints import cell_code_fingerprint
 from datagouv_eval_pipeline.experiment.store import content_digest
 from datagouv_eval_pipeline.judges.protocol import Judge
-from datagouv_eval_pipeline.judges.runner import TraceJudgement, judge_trace
+from datagouv_eval_pipeline.judges.runner import (
+    TraceJudgement,
+    classification_from_json,
+    classification_to_json,
+    classify_unmapped,
+    judge_trace,
+)
+from datagouv_eval_pipeline.judges.verdict import CallClassification, Verdict, judge_spend
 from datagouv_eval_pipeline.mcp_builds import BuildServers
 from datagouv_eval_pipeline.metrics import score_trace
 from datagouv_eval_pipeline.metrics.catalog import (
@@ -188,7 +195,7 @@ def run_agents(
     document = {
         "cell": cell.to_record(),
         "snapshot_id": snapshot_id,
-        "run_code": run_code_fingerprint(),
+        "run_code": cell_code_fingerprint(cell),
         "tool_lists": tool_lists or dict((previous or {}).get("tool_lists") or {}),
         "mcp_build": None
         if endpoint is None
@@ -262,21 +269,96 @@ AGENT_DIGEST = "agent_runs_digest"
 # ------------------------------------------------------------------------------ mappings
 
 
+CLASSIFIER = "classifier"
+"""Field of the ``action_mappings`` document: the judge id that classified undecided calls (None:
+the rules alone mapped the cell, and the judge stage classifies them)."""
+
+
 def map_actions(
-    agent_document: Mapping[str, Any], registry: ActionRegistry | None = None
+    agent_document: Mapping[str, Any],
+    registry: ActionRegistry | None = None,
+    *,
+    classifier: Judge | None = None,
 ) -> dict[str, Any]:
-    """The ``action_mappings`` document: one mapping per trace, in trace order."""
+    """The ``action_mappings`` document: one mapping per trace, in trace order.
+
+    The rules map every call they can. With a ``classifier`` (the configured LLM or hybrid
+    judge), each call they left undecided in a scored run is classified by it: each mapping
+    then lists its ``classifications`` (the actions found, the model, and the verdict with its
+    judge id and prompt hash; an unscored verdict with its reason when the judge could not
+    decide) and the ``judge_spend`` they cost, apart from the agent's usage. Answers come from
+    the judge's cache when it has them, so re-mapping unchanged traces asks nothing.
+    """
     registry = registry or load_registry()
     traces = traces_of(agent_document)
-    mappings = [map_trace(trace, registry).to_dict() for trace in traces]
+    mapped = [map_trace(trace, registry) for trace in traces]
+    mappings = [mapping.to_dict() for mapping in mapped]
     unmapped = sum(1 for m in mappings for c in m["calls"] if c["status"] == "unmapped")
-    return {
+    document: dict[str, Any] = {
         "cell": agent_document["cell"],
         AGENT_DIGEST: agent_digest(agent_document),
         "runs": [[t.task_id, t.repeat] for t in traces],
         "mappings": mappings,
         "unmapped_calls": unmapped,
+        CLASSIFIER: None,
     }
+    if classifier is None:
+        return document
+    found = asyncio.run(_classify_all(classifier, traces, mapped, registry))
+    verdicts: list[Verdict] = []
+    for mapping, classifications in zip(mappings, found, strict=True):
+        mapping["classifications"] = [classification_to_json(c) for c in classifications]
+        spend = judge_spend(c.verdict for c in classifications)
+        mapping["judge_spend"] = spend.to_json()
+        verdicts.extend(c.verdict for c in classifications)
+    document[CLASSIFIER] = classifier.judge_id
+    document["classified_calls"] = sum(1 for v in verdicts if v.status == "ok")
+    document["judge_spend"] = judge_spend(verdicts).to_json()
+    return document
+
+
+async def _classify_all(
+    judge: Judge,
+    traces: Sequence[Trace],
+    mappings: Sequence[TraceMapping],
+    registry: ActionRegistry,
+) -> list[tuple[CallClassification, ...]]:
+    async def one(trace: Trace, mapping: TraceMapping) -> tuple[CallClassification, ...]:
+        if trace.status not in SCORED_STATUSES:
+            return ()  # never judged: nothing to classify for
+        return await classify_unmapped(judge, trace, mapping, registry)
+
+    try:
+        return list(
+            await asyncio.gather(*(one(t, m) for t, m in zip(traces, mappings, strict=True)))
+        )
+    finally:
+        close = getattr(judge, "aclose", None)  # its HTTP client belongs to this loop
+        if close is not None:
+            await close()
+
+
+def classifications_of(
+    mapping_document: Mapping[str, Any],
+) -> list[tuple[CallClassification, ...]] | None:
+    """The classifications the mapping stage made, per trace; None when it made none.
+
+    Raises:
+        StageInputError: A stored classification does not validate.
+    """
+    if not mapping_document.get(CLASSIFIER):
+        return None
+    result = []
+    for index, mapping in enumerate(mapping_document.get("mappings", [])):
+        try:
+            result.append(
+                tuple(classification_from_json(c) for c in mapping.get("classifications", []))
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise StageInputError(
+                f"the action_mappings document: mappings[{index}].classifications: {error}"
+            ) from None
+    return result
 
 
 def mapping_from_dict(data: Mapping[str, Any]) -> TraceMapping:
@@ -357,13 +439,15 @@ def judge_cell(
     mappings = [
         resolve_mapping_slugs(mapping_from_dict(m), catalog) for m in mapping_document["mappings"]
     ]
+    # Undecided calls the mapping stage classified are not asked about again.
+    classified = classifications_of(mapping_document)
     evaluated = {
         task_id: with_references(
             with_catalog_slugs(task, catalog), references_by_name(references, task_id)
         )
         for task_id, task in tasks.items()
     }
-    judgements = asyncio.run(_judge_all(judge, evaluated, traces, mappings))
+    judgements = asyncio.run(_judge_all(judge, evaluated, traces, mappings, classified))
     scores: list[dict[str, Any] | None] = []
     for trace, mapping, judgement in zip(traces, mappings, judgements, strict=True):
         if judgement is None:
@@ -396,15 +480,24 @@ async def _judge_all(
     tasks: Mapping[str, TaskSpec],
     traces: Sequence[Trace],
     mappings: Sequence[TraceMapping],
+    classified: Sequence[tuple[CallClassification, ...]] | None = None,
 ) -> list[TraceJudgement | None]:
-    async def one(trace: Trace, mapping: TraceMapping) -> TraceJudgement | None:
+    async def one(
+        trace: Trace, mapping: TraceMapping, given: tuple[CallClassification, ...] | None
+    ) -> TraceJudgement | None:
         if trace.status not in SCORED_STATUSES:
             return None
-        return await judge_trace(judge, tasks[trace.task_id], trace, mapping=mapping)
+        task = tasks[trace.task_id]
+        return await judge_trace(judge, task, trace, mapping=mapping, classifications=given)
 
+    given: list[tuple[CallClassification, ...] | None] = (
+        list(classified) if classified is not None else [None for _ in traces]
+    )
     try:
         return list(
-            await asyncio.gather(*(one(t, m) for t, m in zip(traces, mappings, strict=True)))
+            await asyncio.gather(
+                *(one(t, m, c) for t, m, c in zip(traces, mappings, given, strict=True))
+            )
         )
     finally:
         # An LLM judge's HTTP client belongs to this loop: close it here (it reopens on use).

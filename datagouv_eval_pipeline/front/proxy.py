@@ -113,6 +113,9 @@ class Front:
         name: How the front names itself in refusals.
         connect_timeout: Seconds to open an upstream connection.
         max_connections: Client connections served at once; more get a 503.
+        via: ``(host, port)`` of an HTTP proxy that pass-through connections go through
+            (``CONNECT`` tunnels): the proxy the host process itself must use (a live run
+            behind a gateway, or the hostname front before the twin); None connects directly.
     """
 
     def __init__(
@@ -125,6 +128,7 @@ class Front:
         name: str = "twin front",
         connect_timeout: float = 10.0,
         max_connections: int = 128,
+        via: tuple[str, int] | None = None,
     ) -> None:
         self.served = (
             frozenset(normalise_host(host) for host in served.hosts) if served else frozenset()
@@ -144,12 +148,17 @@ class Front:
         self._port: int | None = None
         self._connect_timeout = connect_timeout
         self._max_connections = max_connections
+        self.via = via
         self._active = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._server: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._records_lock = threading.Lock()
+        # Requests between their head and their record: the client may have read the whole
+        # answer before the proxy records it, so a reader waits for these (take_wire_requests).
+        self._in_flight = 0
+        self._settled = threading.Condition(self._records_lock)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -187,11 +196,25 @@ class Front:
         with self._records_lock:
             return list(self.requests)
 
-    def take_wire_requests(self) -> list[WireRequest]:
-        """Return the requests recorded so far and forget them."""
-        with self._records_lock:
+    def take_wire_requests(self, settle_seconds: float = 2.0) -> list[WireRequest]:
+        """Return the requests recorded so far and forget them.
+
+        Requests already answered but not yet recorded are waited for (at most
+        ``settle_seconds``): a client that read its answer can return before the proxy notes it.
+        """
+        with self._settled:
+            self._settled.wait_for(lambda: self._in_flight == 0, timeout=settle_seconds)
             taken, self.requests = self.requests, []
         return taken
+
+    def _begin_request(self) -> None:
+        with self._settled:
+            self._in_flight += 1
+
+    def _end_request(self) -> None:
+        with self._settled:
+            self._in_flight -= 1
+            self._settled.notify_all()
 
     def client_env(self) -> dict[str, str]:
         """The variables a client process needs to reach the served hosts through the front.
@@ -379,7 +402,7 @@ class Front:
         if not self.passes(host, port):
             await self._refuse(writer, host, port, target, started, method)
             return
-        opened = await self._open(writer, host, port, f"http://{parts.netloc}", started)
+        opened = await self._open_passthrough(writer, host, port, f"http://{parts.netloc}", started)
         if opened is None:
             return
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -422,7 +445,7 @@ class Front:
             url = f"https://{format_hostport(host, port)}"
             await self._refuse(writer, host, port, url, started)
             return
-        opened = await self._open(writer, host, port, f"https://{host}:{port}", started)
+        opened = await self._open_passthrough(writer, host, port, f"https://{host}:{port}", started)
         if opened is None:
             return
         writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
@@ -462,6 +485,33 @@ class Front:
             target = format_hostport(host, port)
             await _respond(writer, 502, "Bad Gateway", f"{self.name}: cannot reach {target}: {exc}")
             return None
+
+    async def _open_passthrough(
+        self, writer: asyncio.StreamWriter, host: str, port: int, url: str, started: float
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+        """A connection to ``host:port`` on the real network, through ``via`` when set."""
+        if self.via is None:
+            return await self._open(writer, host, port, url, started)
+        opened = await self._open(writer, *self.via, url, started)
+        if opened is None:
+            return None
+        reader, upstream = opened
+        target = format_hostport(host, port)
+        upstream.write(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode("latin-1"))
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self._connect_timeout)
+        except (OSError, TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            head = b""
+        status = head.split(b"\r\n", 1)[0].decode("latin-1")
+        if status.split(" ")[1:2] != ["200"]:
+            upstream.close()
+            self._record(WireRequest("CONNECT", url, 502, 0, 0.0, started))
+            via = format_hostport(*self.via)
+            await _respond(
+                writer, 502, "Bad Gateway", f"{self.name}: {via} refused {target}: {status!r}"
+            )
+            return None
+        return reader, upstream
 
     async def _open_upstream(
         self, writer: asyncio.StreamWriter, url: str, started: float
@@ -509,36 +559,40 @@ class Front:
                     host, port, url, method = refusal.args
                     await self._refuse(writer, host, port, url, started, method)
                     return
-                if forwarded.expects_continue:
-                    writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-                if up_reader.at_eof():
-                    # The upstream closed an idle kept-alive connection (uvicorn does after a
-                    # few seconds): open a new one rather than fail the client's request.
-                    await reconnect()
-                up_writer.write(forwarded.head)
-                await _copy_body(reader, up_writer, request_length)
-                await up_writer.drain()
+                self._begin_request()
                 try:
-                    answer = await _copy_response(up_reader, writer, method)
-                except _NoAnswer:
-                    if request_length:
-                        raise  # a body cannot be sent twice
-                    # Closed just as the request went out, before any answer: send it again.
-                    await reconnect()
+                    if forwarded.expects_continue:
+                        writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+                    if up_reader.at_eof():
+                        # The upstream closed an idle kept-alive connection (uvicorn does after a
+                        # few seconds): open a new one rather than fail the client's request.
+                        await reconnect()
                     up_writer.write(forwarded.head)
+                    await _copy_body(reader, up_writer, request_length)
                     await up_writer.drain()
-                    answer = await _copy_response(up_reader, writer, method)
-                status, body_bytes, upstream_keep = answer
-                self._record(
-                    WireRequest(
-                        method,
-                        url,
-                        status,
-                        body_bytes,
-                        round((time.perf_counter() - clock) * 1000, 3),
-                        started,
+                    try:
+                        answer = await _copy_response(up_reader, writer, method)
+                    except _NoAnswer:
+                        if request_length:
+                            raise  # a body cannot be sent twice
+                        # Closed just as the request went out, before any answer: send it again.
+                        await reconnect()
+                        up_writer.write(forwarded.head)
+                        await up_writer.drain()
+                        answer = await _copy_response(up_reader, writer, method)
+                    status, body_bytes, upstream_keep = answer
+                    self._record(
+                        WireRequest(
+                            method,
+                            url,
+                            status,
+                            body_bytes,
+                            round((time.perf_counter() - clock) * 1000, 3),
+                            started,
+                        )
                     )
-                )
+                finally:
+                    self._end_request()
                 if not keep:
                     return
                 if not upstream_keep:

@@ -1,9 +1,24 @@
-"""The calibration set: (answer, criterion) pairs with a human verdict, and judge agreement.
+"""The calibration set: judge questions with a human verdict, and judge agreement per kind.
 
-Files live in ``task_specs/calibration/*.yml``. Each item names a criterion of a real task by its
-position in ``task.criteria("optimal")`` (minimal criteria first) together with a short hash of
-the criterion's text, so that editing a task's criteria makes the stale items an error instead of
-silently pairing a human verdict with another criterion.
+Files live in ``task_specs/calibration/*.yml``, each versioned by its ``version`` field:
+
+* version 1 (``criteria_v1.yml``): criterion items written by the maintainers, each carrying its
+  answer (and optional tool evidence) inline;
+* version 2 (files written by ``datagouv-eval review import``): ``samples`` hold what a run
+  showed (answer, citations, tool calls with clipped results, the mapped action instances), and
+  ``items`` ask one question of a sample, of one of the four verdict kinds the judges answer:
+  ``criterion``, ``arguments`` (a required action against one candidate instance),
+  ``trajectory`` (a tier's chain against the instances) and ``failure_mode`` (one mode in one
+  tier). Every item of a version-2 file carries a one-line rationale (``note``).
+
+Each item names what it judges by position and a short hash of its text (criterion text,
+required action, chain), so that editing a task makes the stale items an error instead of
+silently pairing a human verdict with another question.
+
+A trajectory verdict is graded; it counts as ``pass`` when its score is at least
+:data:`TRAJECTORY_PASS_SCORE` (the human question: "did the agent take the chain's steps in
+order, at most one minor step missing?"). For failure modes, ``pass`` means the mode is absent,
+as everywhere else.
 
 Agreement (``docs/judges.md``):
 
@@ -12,7 +27,10 @@ Agreement (``docs/judges.md``):
 * ``accuracy = agreements / scored`` and Cohen's kappa are computed over the **scored** items
   only. Unscored items are never counted as disagreements: they are reported as a separate
   column of the confusion table and in the coverage. A judge that leaves everything hard unscored
-  therefore shows a high accuracy *and* a low coverage; read both.
+  therefore shows a high accuracy *and* a low coverage; read both;
+* per verdict kind, kappa comes with n (scored items) and a 95 % bootstrap percentile interval
+  (:func:`bootstrap_kappa`: items resampled with replacement, a seeded generator, resamples
+  where kappa is undefined left out and counted).
 """
 
 from __future__ import annotations
@@ -20,29 +38,56 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
+import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from datagouv_eval_pipeline.judges.protocol import Judge, ToolEvidence
+from datagouv_eval_pipeline.judges.protocol import (
+    CriterionJudgement,
+    FailureModeInput,
+    Judge,
+    ToolEvidence,
+)
 from datagouv_eval_pipeline.judges.verdict import (
+    FailureMode,
     JudgeSpend,
     Outcome,
     Verdict,
+    VerdictStatus,
     judge_spend,
     outcome,
 )
+from datagouv_eval_pipeline.metrics.catalog import CatalogLookup, with_catalog_slugs
 from datagouv_eval_pipeline.metrics.values import MetricValue
+from datagouv_eval_pipeline.semantic.instances import ActionInstance, CallCategory
 from datagouv_eval_pipeline.tasks.loader import PROJECT_ROOT
-from datagouv_eval_pipeline.tasks.spec import Criterion, TaskSpec
+from datagouv_eval_pipeline.tasks.spec import Criterion, RequiredAction, TaskSpec, Tier
+
+_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 CALIBRATION_DIR = PROJECT_ROOT / "task_specs" / "calibration"
 """Where the calibration files live."""
 
 HumanVerdict = Literal["pass", "fail"]
+
+VerdictKind = Literal["criterion", "arguments", "trajectory", "failure_mode"]
+"""The four kinds of judge verdicts a calibration item can ask about."""
+
+VERDICT_KINDS: tuple[VerdictKind, ...] = get_args(VerdictKind)
+
+TRAJECTORY_PASS_SCORE = 0.75
+"""A trajectory verdict counts as ``pass`` from this score (see the module docstring)."""
+
+KAPPA_REQUIRED = 0.8
+"""Cohen's kappa a judge must reach on a verdict kind before its scores of that kind are used
+for decisions (``docs/judges.md``)."""
+
+BOOTSTRAP_RESAMPLES = 2000
+"""Resamples of the bootstrap interval of kappa."""
 
 
 class _Strict(BaseModel):
@@ -58,19 +103,72 @@ class EvidenceItem(_Strict):
     error: bool = False
 
 
+class InstanceItem(_Strict):
+    """A semantic action instance of a sample, as the mapper produced it."""
+
+    action: str = Field(min_length=1)
+    args: dict[str, Any] = Field(default_factory=dict)
+    source_call_id: str = ""
+    source_tool: str = ""
+    category: CallCategory = CallCategory.MCP_TOOL
+    confidence: float = 1.0
+    errored: bool = False
+
+    def instance(self) -> ActionInstance:
+        """The instance as the judges take it."""
+        return ActionInstance(
+            action=self.action,
+            args=dict(self.args),
+            source_call_id=self.source_call_id,
+            source_tool=self.source_tool,
+            category=self.category,
+            confidence=self.confidence,
+            errored=self.errored,
+        )
+
+
+class Sample(_Strict):
+    """What one run showed, shared by the items that ask about it (version 2)."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    task_id: str = Field(pattern=r"^task_\d{4}$")
+    run_id: str = ""
+    """``cell_key|task_id|repeat_index`` of the run it was drawn from."""
+    experiment_id: str = ""
+    answer: str
+    cited_urls: list[str] | None = None
+    tool_evidence: list[EvidenceItem] = Field(default_factory=list)
+    instances: list[InstanceItem] = Field(default_factory=list)
+
+
 class CalibrationItem(_Strict):
-    """One (answer, criterion) pair with its human verdict."""
+    """One judge question with its human verdict."""
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
     """Unique across all calibration files."""
     task_id: str = Field(pattern=r"^task_\d{4}$")
-    criterion: int = Field(ge=0)
+    verdict_kind: VerdictKind = "criterion"
+    """Which judge question the item asks."""
+    sample: str | None = None
+    """The sample (same file) the item asks about; None: the answer is inline (version 1)."""
+    tier: Tier | None = None
+    """The tier of an arguments, trajectory or failure-mode item."""
+    criterion: int | None = Field(default=None, ge=0)
     """Position of the criterion in ``task.criteria("optimal")`` (minimal ones first)."""
-    criterion_sha: str = Field(pattern=r"^[0-9a-f]{12}$")
+    criterion_sha: str | None = Field(default=None, pattern=r"^[0-9a-f]{12}$")
     """:func:`criterion_sha` of the criterion's text, to detect edited criteria."""
-    answer: str
+    required_index: int | None = Field(default=None, ge=0)
+    """Position of the required action in the tier's ``required_actions`` (arguments)."""
+    candidate: int | None = Field(default=None, ge=0)
+    """Position of the candidate instance in the sample's ``instances`` (arguments)."""
+    mode: FailureMode | None = None
+    """The failure mode asked about (failure_mode)."""
+    target_sha: str | None = Field(default=None, pattern=r"^[0-9a-f]{12}$")
+    """:func:`target_sha` of the required action or the tier's chain (arguments, trajectory)."""
+    answer: str = ""
+    """The answer (version 1; a version-2 item takes its sample's)."""
     human: HumanVerdict
-    """The human verdict: does the answer satisfy the criterion?"""
+    """The human verdict: criterion met, arguments right, chain followed, mode absent."""
     kind: Literal["pass", "fail", "near_miss"]
     """``near_miss``: looks right to a shallow check but is not (or the reverse)."""
     note: str = ""
@@ -78,14 +176,42 @@ class CalibrationItem(_Strict):
     cited_urls: list[str] | None = None
     tool_evidence: list[EvidenceItem] = Field(default_factory=list)
     origin: str = "written"
-    """``written`` by the maintainers, or ``review:<file>`` when imported from a review sample."""
+    """``written`` by the maintainers, or ``review:<file>`` when imported from a review."""
+
+    @model_validator(mode="after")
+    def _fields_of_the_kind(self) -> CalibrationItem:
+        needs: dict[str, tuple[str, ...]] = {
+            "criterion": ("criterion", "criterion_sha"),
+            "arguments": ("sample", "tier", "required_index", "candidate", "target_sha"),
+            "trajectory": ("sample", "tier", "target_sha"),
+            "failure_mode": ("sample", "tier", "mode"),
+        }
+        missing = [name for name in needs[self.verdict_kind] if getattr(self, name) is None]
+        if missing:
+            raise ValueError(f"a {self.verdict_kind} item needs {', '.join(missing)}")
+        return self
 
 
 class CalibrationFile(_Strict):
-    """One calibration YAML file."""
+    """One calibration YAML file (see the module docstring for the versions)."""
 
-    version: Literal[1]
+    version: Literal[1, 2]
+    samples: list[Sample] = Field(default_factory=list)
     items: list[CalibrationItem]
+
+    @model_validator(mode="after")
+    def _versioned(self) -> CalibrationFile:
+        if self.version == 1:
+            if self.samples or any(i.verdict_kind != "criterion" for i in self.items):
+                raise ValueError("version 1 holds criterion items only, without samples")
+            return self
+        known = {sample.id for sample in self.samples}
+        for item in self.items:
+            if item.sample is None or item.sample not in known:
+                raise ValueError(f"item {item.id!r}: sample {item.sample!r} is not in the file")
+            if not item.note.strip():
+                raise ValueError(f"item {item.id!r}: note: a one-line rationale is required")
+        return self
 
 
 def criterion_sha(text: str) -> str:
@@ -93,29 +219,65 @@ def criterion_sha(text: str) -> str:
     return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()[:12]
 
 
+def target_sha(task: TaskSpec, tier: Tier, required_index: int | None = None) -> str:
+    """The hash of what an arguments or trajectory item judges, to detect edited tasks.
+
+    An arguments item judges one required action; a trajectory item the tier's chain and its
+    required actions.
+    """
+    level = task.chain(tier)
+    if required_index is not None:
+        text = level.required_actions[required_index].model_dump_json()
+    else:
+        text = level.chain + "".join(a.model_dump_json() for a in level.required_actions)
+    return criterion_sha(text)
+
+
 @dataclass(frozen=True, slots=True)
 class ResolvedItem:
-    """A calibration item with its task and criterion.
+    """A calibration item with its task, its sample and what it judges.
 
     Attributes:
         item: The item as written.
         task: The task it refers to.
-        criterion: The criterion it refers to.
+        criterion: The criterion it refers to (criterion items).
         path: The file it came from.
+        sample: The sample it asks about (version 2).
+        required: The required action (arguments items).
     """
 
     item: CalibrationItem
     task: TaskSpec
-    criterion: Criterion
+    criterion: Criterion | None
     path: Path
+    sample: Sample | None = None
+    required: RequiredAction | None = None
+
+    @property
+    def answer(self) -> str:
+        """The answer the item is about."""
+        return self.sample.answer if self.sample is not None else self.item.answer
+
+    @property
+    def cited_urls(self) -> list[str] | None:
+        """The answer's structured citations."""
+        return self.sample.cited_urls if self.sample is not None else self.item.cited_urls
 
     @property
     def evidence(self) -> tuple[ToolEvidence, ...]:
         """The item's tool evidence for the judge."""
+        items = self.sample.tool_evidence if self.sample is not None else self.item.tool_evidence
         return tuple(
             ToolEvidence(f"cal_{i}", e.tool, e.arguments, e.result, e.error)
-            for i, e in enumerate(self.item.tool_evidence, start=1)
+            for i, e in enumerate(items, start=1)
         )
+
+    @property
+    def instances(self) -> tuple[ActionInstance, ...]:
+        """The sample's action instances."""
+        if self.sample is None:
+            return ()
+        return tuple(i.instance() for i in self.sample.instances)
 
 
 class CalibrationError(ValueError):
@@ -137,6 +299,59 @@ def calibration_files(paths: Sequence[Path]) -> list[Path]:
     return files
 
 
+def _resolve(
+    item: CalibrationItem, task: TaskSpec, sample: Sample | None
+) -> tuple[str | None, tuple[Criterion | None, RequiredAction | None]]:
+    """What an item judges, or the problem (field: what was expected)."""
+    none: tuple[Criterion | None, RequiredAction | None] = (None, None)
+    if item.verdict_kind == "criterion":
+        assert item.criterion is not None  # the item's validator requires it
+        criteria = task.criteria("optimal")
+        if item.criterion >= len(criteria):
+            return (
+                f"criterion: {item.task_id} has {len(criteria)} criteria "
+                f"(0..{len(criteria) - 1}), not {item.criterion}",
+                none,
+            )
+        criterion = criteria[item.criterion]
+        actual = criterion_sha(criterion.criteria)
+        if actual != item.criterion_sha:
+            return (
+                f"criterion_sha: the criterion's text changed (expected "
+                f"{actual} for {' '.join(criterion.criteria.split())[:80]!r}); re-check the "
+                "human verdict, then update the hash",
+                none,
+            )
+        return None, (criterion, None)
+    assert item.tier is not None and sample is not None  # the validators require them
+    if item.verdict_kind == "failure_mode":
+        return None, none
+    level = task.chain(item.tier)
+    required: RequiredAction | None = None
+    if item.verdict_kind == "arguments":
+        assert item.required_index is not None and item.candidate is not None
+        if item.required_index >= len(level.required_actions):
+            return (
+                f"required_index: the {item.tier} tier of {item.task_id} has "
+                f"{len(level.required_actions)} required actions, not {item.required_index + 1}",
+                none,
+            )
+        if item.candidate >= len(sample.instances):
+            return (
+                f"candidate: sample {sample.id!r} has {len(sample.instances)} instances",
+                none,
+            )
+        required = level.required_actions[item.required_index]
+    actual = target_sha(task, item.tier, item.required_index)
+    if actual != item.target_sha:
+        return (
+            f"target_sha: the {item.tier} chain or required action changed (expected {actual}); "
+            "re-check the human verdict, then update the hash",
+            none,
+        )
+    return None, (None, required)
+
+
 def load_calibration(paths: Sequence[Path], tasks: Mapping[str, TaskSpec]) -> list[ResolvedItem]:
     """Load and resolve every calibration item, or report every problem at once.
 
@@ -151,7 +366,9 @@ def load_calibration(paths: Sequence[Path], tasks: Mapping[str, TaskSpec]) -> li
         raise CalibrationError([f"{', '.join(map(str, paths))}: no calibration file (*.yml)"])
     for path in files:
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            # libyaml's loader: the version-2 files are large (tool results), the pure-Python
+            # loader takes seconds on them.
+            data = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
         except (OSError, yaml.YAMLError) as error:
             problems.append(f"{path}: cannot read: {error}")
             continue
@@ -169,6 +386,7 @@ def load_calibration(paths: Sequence[Path], tasks: Mapping[str, TaskSpec]) -> li
                             where += f" (item {entry['id']!r})"
                 problems.append(f"{path}: {where}: {issue['msg']}")
             continue
+        samples = {sample.id: sample for sample in parsed.samples}
         for item in parsed.items:
             prefix = f"{path}: item {item.id!r}"
             if item.id in seen:
@@ -179,23 +397,16 @@ def load_calibration(paths: Sequence[Path], tasks: Mapping[str, TaskSpec]) -> li
             if task is None:
                 problems.append(f"{prefix}: task_id: unknown task {item.task_id!r}")
                 continue
-            criteria = task.criteria("optimal")
-            if item.criterion >= len(criteria):
-                problems.append(
-                    f"{prefix}: criterion: {item.task_id} has {len(criteria)} criteria "
-                    f"(0..{len(criteria) - 1}), not {item.criterion}"
-                )
+            sample = samples.get(item.sample) if item.sample is not None else None
+            if sample is not None and sample.task_id != item.task_id:
+                problems.append(f"{prefix}: task_id: its sample is of {sample.task_id}")
                 continue
-            criterion = criteria[item.criterion]
-            actual = criterion_sha(criterion.criteria)
-            if actual != item.criterion_sha:
-                problems.append(
-                    f"{prefix}: criterion_sha: the criterion's text changed (expected "
-                    f"{actual} for {' '.join(criterion.criteria.split())[:80]!r}); re-check the "
-                    "human verdict, then update the hash"
-                )
+            problem, found = _resolve(item, task, sample)
+            if problem is not None:
+                problems.append(f"{prefix}: {problem}")
                 continue
-            resolved.append(ResolvedItem(item, task, criterion, path))
+            criterion, required = found
+            resolved.append(ResolvedItem(item, task, criterion, path, sample, required))
     if problems:
         raise CalibrationError(problems)
     return resolved
@@ -224,31 +435,180 @@ def cohen_kappa(pairs: Iterable[tuple[bool, bool]]) -> MetricValue:
 
 
 @dataclass(frozen=True, slots=True)
+class KappaInterval:
+    """A bootstrap percentile interval of Cohen's kappa.
+
+    Attributes:
+        low: Lower bound (None when no resample defines kappa).
+        high: Upper bound.
+        resamples: Resamples drawn.
+        defined: Resamples where kappa is defined (the interval's basis).
+        confidence: The interval's level.
+    """
+
+    low: float | None
+    high: float | None
+    resamples: int
+    defined: int
+    confidence: float
+
+
+def bootstrap_kappa(
+    pairs: Sequence[tuple[bool, bool]],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> KappaInterval:
+    """The percentile bootstrap interval of kappa: items resampled with replacement.
+
+    Resamples where both raters used one single label leave kappa undefined; they are left out
+    (and counted in ``defined``), so the interval is conditional on kappa being defined.
+    """
+    if not pairs:
+        return KappaInterval(None, None, resamples, 0, confidence)
+    data = np.array(pairs, dtype=bool)
+    rng = np.random.default_rng(seed)
+    index = rng.integers(0, len(data), size=(resamples, len(data)))
+    a, b = data[index, 0], data[index, 1]
+    observed = (a == b).mean(axis=1)
+    pa, pb = a.mean(axis=1), b.mean(axis=1)
+    expected = pa * pb + (1 - pa) * (1 - pb)
+    ok = expected < 1
+    kappas = (observed[ok] - expected[ok]) / (1 - expected[ok])
+    if kappas.size == 0:
+        return KappaInterval(None, None, resamples, 0, confidence)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(kappas, [tail, 100 - tail])
+    return KappaInterval(float(low), float(high), resamples, int(kappas.size), confidence)
+
+
+def judged_outcome(kind: VerdictKind, verdict: Verdict) -> Outcome:
+    """A verdict as pass / fail / unscored (a trajectory passes from its pass score).
+
+    See :data:`TRAJECTORY_PASS_SCORE`.
+    """
+    if kind == "trajectory":
+        if verdict.status is not VerdictStatus.OK or verdict.score is None:
+            return "unscored"
+        return "pass" if verdict.score >= TRAJECTORY_PASS_SCORE else "fail"
+    return outcome(verdict)
+
+
+@dataclass(frozen=True, slots=True)
 class CalibrationRow:
     """One item's human verdict next to the judge's.
 
     Attributes:
         item_id: The item.
         task_id: Its task.
-        criterion: Its criterion index.
+        criterion: Its criterion index (criterion items).
         kind: pass / fail / near_miss.
         human: The human verdict.
         judge: The judge's outcome.
         verdict: The judge's verdict.
+        verdict_kind: Which judge question.
     """
 
     item_id: str
     task_id: str
-    criterion: int
+    criterion: int | None
     kind: str
     human: HumanVerdict
     judge: Outcome
     verdict: Verdict
+    verdict_kind: VerdictKind = "criterion"
 
     @property
     def agrees(self) -> bool | None:
         """Whether the judge agrees; None when it did not score the item."""
         return None if self.judge == "unscored" else self.judge == self.human
+
+
+@dataclass(frozen=True, slots=True)
+class KindAgreement:
+    """Agreement on one verdict kind.
+
+    Attributes:
+        verdict_kind: The kind.
+        items: Items of the kind.
+        scored: Items the judge decided (the n of kappa).
+        agreements: Scored items where the judge agrees.
+        human_pass: Items the human passed.
+        judge_pass: Scored items the judge passed.
+        coverage: ``scored / items``.
+        accuracy: ``agreements / scored``.
+        kappa: Cohen's kappa over the scored items.
+        interval: Its bootstrap interval.
+        prompt_hashes: The distinct prompt (or rule set) hashes of the kind's verdicts.
+    """
+
+    verdict_kind: VerdictKind
+    items: int
+    scored: int
+    agreements: int
+    human_pass: int
+    judge_pass: int
+    coverage: MetricValue
+    accuracy: MetricValue
+    kappa: MetricValue
+    interval: KappaInterval
+    prompt_hashes: tuple[str, ...]
+
+    @property
+    def meets_requirement(self) -> bool:
+        """Whether kappa reaches :data:`KAPPA_REQUIRED`."""
+        return self.kappa.value is not None and self.kappa.value >= KAPPA_REQUIRED
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "items": self.items,
+            "scored": self.scored,
+            "agreements": self.agreements,
+            "human_pass": self.human_pass,
+            "judge_pass": self.judge_pass,
+            "coverage": self.coverage.to_json(),
+            "accuracy": self.accuracy.to_json(),
+            "kappa": self.kappa.to_json(),
+            "ci_low": self.interval.low,
+            "ci_high": self.interval.high,
+            "bootstrap_resamples": self.interval.resamples,
+            "bootstrap_defined": self.interval.defined,
+            "prompt_hashes": list(self.prompt_hashes),
+            "meets_requirement": self.meets_requirement,
+        }
+
+
+def kind_agreement(
+    verdict_kind: VerdictKind,
+    rows: Sequence[CalibrationRow],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+) -> KindAgreement:
+    """Agreement figures of the rows of one verdict kind (pure)."""
+    mine = [row for row in rows if row.verdict_kind == verdict_kind]
+    pairs = [(row.human == "pass", row.judge == "pass") for row in mine if row.judge != "unscored"]
+    agreements = sum(1 for human, judged in pairs if human == judged)
+    items, scored = len(mine), len(pairs)
+    return KindAgreement(
+        verdict_kind=verdict_kind,
+        items=items,
+        scored=scored,
+        agreements=agreements,
+        human_pass=sum(1 for row in mine if row.human == "pass"),
+        judge_pass=sum(1 for _, judged in pairs if judged),
+        coverage=MetricValue(scored / items) if items else MetricValue(None, "no items"),
+        accuracy=(
+            MetricValue(agreements / scored)
+            if scored
+            else MetricValue(None, "the judge scored no item")
+        ),
+        kappa=cohen_kappa(pairs),
+        interval=bootstrap_kappa(pairs, resamples=resamples, seed=seed),
+        prompt_hashes=tuple(sorted({row.verdict.prompt_hash for row in mine})),
+    )
 
 
 @dataclass(frozen=True)
@@ -263,9 +623,10 @@ class CalibrationReport:
         scored: Items the judge decided.
         coverage: ``scored / total``.
         accuracy: Agreements over scored items.
-        kappa: Cohen's kappa over scored items.
-        by_kind: Per item kind: total, scored, agreements.
+        kappa: Cohen's kappa over scored items (every kind together).
+        by_kind: Per item kind (pass / fail / near_miss): total, scored, agreements.
         spend: Judge tokens and cost of the run.
+        kinds: Per verdict kind present: n, kappa and its bootstrap interval.
     """
 
     judge_id: str
@@ -278,6 +639,7 @@ class CalibrationReport:
     kappa: MetricValue
     by_kind: dict[str, dict[str, int]]
     spend: JudgeSpend = field(repr=False)
+    kinds: dict[str, KindAgreement] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -290,11 +652,14 @@ class CalibrationReport:
             "kappa": self.kappa.to_json(),
             "confusion": self.confusion,
             "by_kind": self.by_kind,
+            "verdict_kinds": {name: k.to_json() for name, k in self.kinds.items()},
+            "kappa_required": KAPPA_REQUIRED,
             "judge_spend": self.spend.to_json(),
             "rows": [
                 {
                     "id": row.item_id,
                     "task_id": row.task_id,
+                    "verdict_kind": row.verdict_kind,
                     "criterion": row.criterion,
                     "kind": row.kind,
                     "human": row.human,
@@ -308,10 +673,11 @@ class CalibrationReport:
         }
 
     def render(self, show_disagreements: bool = True) -> str:
-        """A plain-text report: figures, confusion table, per-kind counts, disagreements."""
+        """A plain-text report: figures, per verdict kind, confusion table, disagreements."""
 
-        def fmt(value: MetricValue) -> str:
-            return "n/a" if value.value is None else f"{value.value:.3f}"
+        def fmt(value: MetricValue | float | None) -> str:
+            number = value.value if isinstance(value, MetricValue) else value
+            return "n/a" if number is None else f"{number:.3f}"
 
         lines = [
             f"judge: {self.judge_id}",
@@ -320,6 +686,24 @@ class CalibrationReport:
             + (f"  ({self.accuracy.reason})" if self.accuracy.reason else ""),
             f"Cohen's kappa (scored items): {fmt(self.kappa)}"
             + (f"  ({self.kappa.reason})" if self.kappa.reason else ""),
+            "",
+            f"per verdict kind (kappa >= {KAPPA_REQUIRED} is required before a kind's scores "
+            "are used for decisions)",
+            f"  {'kind':<13}{'items':>6}{'n':>6}{'cover':>7}{'kappa':>8}  95 % CI",
+        ]
+        for name, k in self.kinds.items():
+            interval = (
+                "n/a"
+                if k.interval.low is None
+                else f"[{fmt(k.interval.low)}, {fmt(k.interval.high)}]"
+            )
+            mark = "ok" if k.meets_requirement else "below"
+            reason = f"  ({k.kappa.reason})" if k.kappa.reason else ""
+            lines.append(
+                f"  {name:<13}{k.items:>6}{k.scored:>6}{fmt(k.coverage):>7}{fmt(k.kappa):>8}"
+                f"  {interval} {mark}{reason}"
+            )
+        lines += [
             "",
             "confusion (rows: human, columns: judge)",
             f"{'':>12}{'pass':>10}{'fail':>10}{'unscored':>10}",
@@ -357,7 +741,13 @@ class CalibrationReport:
         return "\n".join(lines)
 
 
-def agreement(judge_id: str, rows: Sequence[CalibrationRow]) -> CalibrationReport:
+def agreement(
+    judge_id: str,
+    rows: Sequence[CalibrationRow],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+) -> CalibrationReport:
     """Compute the report's figures from rows (pure; see the module docstring)."""
     confusion = {h: {"pass": 0, "fail": 0, "unscored": 0} for h in ("pass", "fail")}
     by_kind: dict[str, dict[str, int]] = {}
@@ -373,6 +763,7 @@ def agreement(judge_id: str, rows: Sequence[CalibrationRow]) -> CalibrationRepor
     total = len(rows)
     scored = len(scored_pairs)
     agreements = sum(1 for human, judged in scored_pairs if human == judged)
+    present = {row.verdict_kind for row in rows}
     return CalibrationReport(
         judge_id=judge_id,
         rows=tuple(rows),
@@ -388,24 +779,102 @@ def agreement(judge_id: str, rows: Sequence[CalibrationRow]) -> CalibrationRepor
         kappa=cohen_kappa(scored_pairs),
         by_kind=by_kind,
         spend=judge_spend(row.verdict for row in rows),
+        kinds={
+            k: kind_agreement(k, rows, resamples=resamples, seed=seed)
+            for k in VERDICT_KINDS
+            if k in present
+        },
     )
 
 
-async def calibrate(judge: Judge, items: Sequence[ResolvedItem]) -> CalibrationReport:
-    """Judge every calibration item (concurrently) and compare with the human verdicts."""
+async def _judge_item(
+    judge: Judge,
+    r: ResolvedItem,
+    criteria_of: dict[tuple[str, Tier], Any],
+    catalog: CatalogLookup | None,
+) -> Verdict:
+    """Ask the judge the item's question."""
+    item = r.item
+    # Citations of a slug count as the id, as in the pipeline (the catalog's slug of each id).
+    r = replace(r, task=with_catalog_slugs(r.task, catalog))
+    if item.verdict_kind == "criterion":
+        assert r.criterion is not None
+        return await judge.criterion(
+            r.task.prompt,
+            r.answer,
+            r.criterion,
+            r.evidence,
+            task=r.task,
+            cited_urls=r.cited_urls,
+        )
+    assert item.tier is not None
+    instances = r.instances
+    if item.verdict_kind == "arguments":
+        assert r.required is not None and item.candidate is not None
+        (verdict,) = await judge.arguments(r.required, [instances[item.candidate]])
+        return verdict
+    level = r.task.chain(item.tier)
+    if item.verdict_kind == "trajectory":
+        return await judge.trajectory(
+            level.chain, level.required_actions, instances, tier=item.tier, question=r.task.prompt
+        )
+    assert item.mode is not None and r.sample is not None
+    # The failure-mode question is told the tier's criteria verdicts, as in the pipeline: this
+    # judge's own, asked once per (sample, tier).
+    key = (r.sample.id, item.tier)
+    if key not in criteria_of:
+        criteria_of[key] = asyncio.ensure_future(_criteria(judge, r, item.tier))
+    criteria = await criteria_of[key]
+    verdicts = await judge.failure_modes(
+        FailureModeInput(
+            task=r.task,
+            tier=item.tier,
+            answer=r.answer,
+            evidence=r.evidence,
+            instances=instances,
+            criteria=criteria,
+            modes=(item.mode,),
+            cited_urls=tuple(r.cited_urls) if r.cited_urls is not None else None,
+        )
+    )
+    return verdicts[item.mode]
+
+
+async def _criteria(judge: Judge, r: ResolvedItem, tier: Tier) -> tuple[CriterionJudgement, ...]:
+    criteria = r.task.criteria(tier)
     verdicts = await asyncio.gather(
         *(
             judge.criterion(
-                r.task.prompt,
-                r.item.answer,
-                r.criterion,
-                r.evidence,
-                task=r.task,
-                cited_urls=r.item.cited_urls,
+                r.task.prompt, r.answer, c, r.evidence, task=r.task, cited_urls=r.cited_urls
             )
-            for r in items
+            for c in criteria
         )
     )
+    return tuple(
+        CriterionJudgement(" ".join(c.criteria.split()), v)
+        for c, v in zip(criteria, verdicts, strict=True)
+    )
+
+
+async def calibrate(
+    judge: Judge,
+    items: Sequence[ResolvedItem],
+    *,
+    catalog: CatalogLookup | None = None,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+) -> CalibrationReport:
+    """Judge every calibration item (concurrently) and compare with the human verdicts.
+
+    Args:
+        judge: The judge calibrated.
+        items: The resolved calibration items.
+        catalog: The catalog (slug of each id), as the pipeline's scoring uses it.
+        resamples: Bootstrap resamples of each kappa interval.
+        seed: Seed of the bootstrap.
+    """
+    criteria_of: dict[tuple[str, Tier], Any] = {}
+    verdicts = await asyncio.gather(*(_judge_item(judge, r, criteria_of, catalog) for r in items))
     rows = [
         CalibrationRow(
             item_id=r.item.id,
@@ -413,9 +882,20 @@ async def calibrate(judge: Judge, items: Sequence[ResolvedItem]) -> CalibrationR
             criterion=r.item.criterion,
             kind=r.item.kind,
             human=r.item.human,
-            judge=outcome(verdict),
+            judge=judged_outcome(r.item.verdict_kind, verdict),
             verdict=verdict,
+            verdict_kind=r.item.verdict_kind,
         )
         for r, verdict in zip(items, verdicts, strict=True)
     ]
-    return agreement(judge.judge_id, rows)
+    return agreement(judge.judge_id, rows, resamples=resamples, seed=seed)
+
+
+def set_sha(items: Sequence[ResolvedItem]) -> str:
+    """A short hash of the calibration set's content (which labels a figure was computed on)."""
+    digest = hashlib.sha256()
+    for r in sorted(items, key=lambda r: r.item.id):
+        digest.update(r.item.model_dump_json().encode("utf-8"))
+        if r.sample is not None:
+            digest.update(r.sample.model_dump_json().encode("utf-8"))
+    return digest.hexdigest()[:12]

@@ -16,7 +16,8 @@ default. The rules (``docs/judges.md`` has examples):
   be confirmed is unscored, because "1 023 installations" for "1 023 équipements" is a
   different quantity;
 * an *expected source* is linked to a criterion whose text asks for the link to a page or fiche
-  ("La réponse donne le lien vers la page ..."); the metrics' citation check decides it.
+  ("La réponse donne le lien vers la page ...", "The answer gives the link to the page ..."); the
+  metrics' citation check decides it.
 
 No hint → unscored. A failing hint → failed. A hint that cannot be confirmed → unscored.
 Every hint holding → passed: the hints are the spec's machine-checkable rendering of the
@@ -53,7 +54,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from datagouv_eval_pipeline.judges.protocol import FailureModeInput, ToolEvidence
-from datagouv_eval_pipeline.judges.text import canonical_json, fold, short_hash
+from datagouv_eval_pipeline.judges.text import short_hash
 from datagouv_eval_pipeline.judges.verdict import (
     NEEDS_LLM,
     CallClassification,
@@ -81,9 +82,10 @@ from datagouv_eval_pipeline.tasks.spec import (
     TaskSpec,
     Tier,
 )
+from datagouv_eval_pipeline.text import canonical_json, fold_spaced
 from datagouv_eval_pipeline.traces import ToolCall, Trace
 
-DETERMINISTIC_VERSION = "2"
+DETERMINISTIC_VERSION = "3"
 """Bumped whenever a rule changes (the verdicts' prompt hash changes with it)."""
 
 JUDGE_ID = f"deterministic@{DETERMINISTIC_VERSION}"
@@ -97,14 +99,20 @@ FREQUENT_ACTION = 5
 SMALL_NUMBER = 10
 """Numbers below this (list items, small counts) are not checked for grounding."""
 
+# French and English wordings of "the answer gives the link to the page ..." (folded text).
 _LINK_CRITERION = re.compile(
-    r"^la reponse (?:donne|fournit|indique) (?:le|les) liens? (?:vers|de) (?:la|les) "
+    r"^(?:la reponse (?:donne|fournit|indique) (?:le|les) liens? (?:vers|de) (?:la|les) "
     r"(?:page|fiche)s?\b"
+    r"|the answer (?:gives|provides|includes) (?:the|a) links? to (?:the|its) pages?\b)"
 )
 _SENTENCE_END = re.compile(r"[.!?;](?=\s|$)|\n")
 _FIRST_WORD = re.compile(r"\s*\**\s*([^\W\d_]+)")
-# Words after a number that are not its unit ("téléchargés 1 276 fois", "2 076 au total").
-_FILLERS = frozenset({"fois", "au", "en", "et", "environ", "exactement", "soit", "selon"})
+# Words after a number that are not its unit ("téléchargés 1 276 fois", "2 076 au total",
+# "downloaded 11,652 times", "9,369 in April").
+_FILLERS = frozenset(
+    {"fois", "au", "en", "et", "environ", "exactement", "soit", "selon"}
+    | {"times", "in", "and", "about", "around", "exactly", "overall", "according"}
+)
 _PARAMETER_ERROR = re.compile(
     r"validation error|invalid|missing|required|not found|404|400 bad request|bad request|"
     r"unexpected keyword|unknown (?:argument|parameter|column|field|id)|no such|"
@@ -166,7 +174,7 @@ def _is_year(reading: NumberReading) -> bool:
 
 def unit_stem(unit: str) -> str:
     """The part of a unit's first word that its inflections share (``jeux`` → ``jeu``)."""
-    words = fold(unit).replace("'", " ").split()
+    words = fold_spaced(unit).replace("'", " ").split()
     if not words:
         return ""
     word = words[0].rstrip("sx") or words[0]
@@ -189,8 +197,8 @@ def unit_near(answer: str, reading: NumberReading, unit: str) -> bool:
     following = _SENTENCE_END.search(answer, end)
     after = answer[end : following.start() if following else len(answer)]
     word = _FIRST_WORD.match(after)
-    if word is not None and fold(word.group(1)) not in _FILLERS:
-        return fold(word.group(1)).startswith(stem)
+    if word is not None and fold_spaced(word.group(1)) not in _FILLERS:
+        return fold_spaced(word.group(1)).startswith(stem)
     sentence_start = 0
     for match in _SENTENCE_END.finditer(answer, 0, start):
         sentence_start = match.end()
@@ -199,7 +207,7 @@ def unit_near(answer: str, reading: NumberReading, unit: str) -> bool:
     if cuts:
         last = cuts[-1]
         before = before[last.start + len(last.text) :]
-    return stem in fold(before)
+    return stem in fold_spaced(before)
 
 
 def linked_values(criterion: Criterion, task: TaskSpec | None) -> list[ExpectedValue]:
@@ -215,7 +223,7 @@ def linked_values(criterion: Criterion, task: TaskSpec | None) -> list[ExpectedV
 
 def is_link_criterion(criterion: Criterion) -> bool:
     """Whether a criterion asks for the link to a catalog page (decided by the citation check)."""
-    return _LINK_CRITERION.match(fold(criterion.criteria)) is not None
+    return _LINK_CRITERION.match(fold_spaced(criterion.criteria)) is not None
 
 
 def _value_hint(answer: str, expected: ExpectedValue) -> _Hint:
@@ -269,9 +277,9 @@ class DeterministicJudge:
     ) -> Verdict:
         """Synchronous :meth:`criterion` (the rules never wait on anything)."""
         hints: list[_Hint] = []
-        folded = fold(answer)
+        folded = fold_spaced(answer)
         for keyword in criterion.keywords:
-            present = fold(keyword) in folded
+            present = fold_spaced(keyword) in folded
             hints.append(_Hint("keyword", repr(keyword), present, "" if present else "absent"))
         for pattern in criterion.patterns:
             try:

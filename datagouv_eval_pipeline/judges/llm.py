@@ -58,7 +58,6 @@ from datagouv_eval_pipeline.judges.render import (
     render_instances,
     render_required,
 )
-from datagouv_eval_pipeline.judges.text import canonical_json
 from datagouv_eval_pipeline.judges.verdict import (
     CallClassification,
     ClassifiedAction,
@@ -79,6 +78,7 @@ from datagouv_eval_pipeline.providers.retry import RetryPolicy, RetryWait
 from datagouv_eval_pipeline.semantic.instances import ActionInstance
 from datagouv_eval_pipeline.tasks.loader import default_arg_names
 from datagouv_eval_pipeline.tasks.spec import Criterion, RequiredAction, TaskSpec, Tier
+from datagouv_eval_pipeline.text import canonical_json
 from datagouv_eval_pipeline.traces import ToolCall
 
 OutT = TypeVar("OutT", bound=BaseModel)

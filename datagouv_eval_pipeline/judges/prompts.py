@@ -19,7 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from datagouv_eval_pipeline.judges.text import canonical_json, short_hash
+from datagouv_eval_pipeline.judges.text import short_hash
+from datagouv_eval_pipeline.text import canonical_json
 
 REASON_RULE = "Give the reason in one or two sentences, in the language of the question."
 

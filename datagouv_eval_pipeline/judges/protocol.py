@@ -102,7 +102,7 @@ class Judge(Protocol):
 
     @property
     def judge_id(self) -> str:
-        """Stable identifier recorded on every verdict (e.g. ``deterministic@2``)."""
+        """Stable identifier recorded on every verdict (e.g. ``deterministic@3``)."""
         ...
 
     async def criterion(

@@ -2,8 +2,9 @@
 
 Order of work for one trace:
 
-1. calls the deterministic mapper left undecided are classified (with arguments), and the
-   classified actions join the instance list at their call's position;
+1. calls the deterministic mapper left undecided are classified (with arguments), unless the
+   mapping stage already did (:func:`classify_unmapped`, its classifications are passed in), and
+   the classified actions join the instance list at their call's position;
 2. then, concurrently: each *unique* criterion once (the optimal tier repeats the minimal
    criteria; the verdict serves both), the arguments of each required action against the
    instances of the same name, and each tier's trajectory;
@@ -16,7 +17,7 @@ recomputed with the argument verdicts (:func:`judged_instance_score`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,7 @@ from datagouv_eval_pipeline.judges.protocol import (
 from datagouv_eval_pipeline.judges.verdict import (
     Aggregate,
     CallClassification,
+    ClassifiedAction,
     FailureMode,
     JudgeSpend,
     Verdict,
@@ -43,7 +45,7 @@ from datagouv_eval_pipeline.metrics.usage import (
 )
 from datagouv_eval_pipeline.semantic.instances import ActionInstance
 from datagouv_eval_pipeline.semantic.mapper import TraceMapping, map_trace
-from datagouv_eval_pipeline.semantic.registry import load_registry
+from datagouv_eval_pipeline.semantic.registry import ActionRegistry, load_registry
 from datagouv_eval_pipeline.tasks.spec import TIERS, RequiredAction, TaskSpec, Tier
 from datagouv_eval_pipeline.traces import Trace
 
@@ -181,16 +183,62 @@ class TraceJudgement:
                 for c in self.criteria
             ],
             "tiers": tiers,
-            "classifications": [
-                {
-                    "call_id": c.call_id,
-                    "actions": [{"action": a.action, "args": dict(a.args)} for a in c.actions],
-                    "verdict": c.verdict.model_dump(mode="json"),
-                }
-                for c in self.classifications
-            ],
+            "classifications": [classification_to_json(c) for c in self.classifications],
             "judge_spend": self.spend.to_json(),
         }
+
+
+def classification_to_json(classification: CallClassification) -> dict[str, Any]:
+    """A JSON-ready dict of one classification (what the mapping and judge documents hold).
+
+    ``model`` is the model the verdict's judge id names (``None`` for the rules).
+    """
+    verdict = classification.verdict
+    judge_id = verdict.judge_id
+    return {
+        "call_id": classification.call_id,
+        "actions": [{"action": a.action, "args": dict(a.args)} for a in classification.actions],
+        "model": judge_id.split(":", 1)[1] if ":" in judge_id else None,
+        "verdict": verdict.model_dump(mode="json"),
+    }
+
+
+def classification_from_json(data: Mapping[str, Any]) -> CallClassification:
+    """Rebuild a classification from :func:`classification_to_json`.
+
+    Raises:
+        ValueError: The dict is not a classification (its verdict does not validate).
+    """
+    return CallClassification(
+        call_id=str(data["call_id"]),
+        actions=tuple(
+            ClassifiedAction(str(a["action"]), dict(a.get("args") or {}))
+            for a in data.get("actions", [])
+        ),
+        verdict=Verdict.model_validate(data["verdict"]),
+    )
+
+
+async def classify_unmapped(
+    judge: Judge,
+    trace: Trace,
+    mapping: TraceMapping,
+    registry: ActionRegistry | None = None,
+) -> tuple[CallClassification, ...]:
+    """Ask the judge about each call the deterministic mapper left undecided, in trace order.
+
+    The rules decided every other call; a judge failure is an unscored verdict with its reason
+    (the call then keeps no action), never an exception.
+    """
+    if not mapping.unmapped_call_ids:
+        return ()
+    names = sorted((registry or load_registry()).action_names)
+    calls = {call.id: call for call in trace.tool_calls}
+    return tuple(
+        await asyncio.gather(
+            *(judge.classify_call(calls[i], names) for i in mapping.unmapped_call_ids)
+        )
+    )
 
 
 def judged_instance_score(
@@ -252,6 +300,7 @@ async def judge_trace(
     mapping: TraceMapping | None = None,
     tiers: Sequence[Tier] = TIERS,
     classify: bool = True,
+    classifications: Sequence[CallClassification] | None = None,
 ) -> TraceJudgement:
     """Ask every scoring question about one trace.
 
@@ -262,6 +311,8 @@ async def judge_trace(
         mapping: The trace's action mapping; computed with the packaged registry when absent.
         tiers: The tiers to judge.
         classify: Whether to send calls the mapper left undecided to the judge.
+        classifications: The undecided calls' classifications made in the mapping stage; when
+            given, they are used as they are and the judge is not asked again.
 
     Returns:
         Every verdict. Judge failures are unscored verdicts, never exceptions.
@@ -276,16 +327,13 @@ async def judge_trace(
         mapping = map_trace(trace, registry)
     evidence = tool_evidence(trace)
 
-    calls = {call.id: call for call in trace.tool_calls}
-    classifications: tuple[CallClassification, ...] = ()
-    if classify and mapping.unmapped_call_ids:
-        names = sorted(registry.action_names)
-        classifications = tuple(
-            await asyncio.gather(
-                *(judge.classify_call(calls[i], names) for i in mapping.unmapped_call_ids)
-            )
-        )
-    instances = merge_classifications(mapping, classifications)
+    if classifications is not None:
+        classified = tuple(classifications)
+    elif classify:
+        classified = await classify_unmapped(judge, trace, mapping, registry)
+    else:
+        classified = ()
+    instances = merge_classifications(mapping, classified)
 
     all_criteria = task.criteria("optimal")
     n_minimal = len(task.evaluation_criteria.minimal)
@@ -382,7 +430,7 @@ async def judge_trace(
         instance_scores=instance_scores,
         trajectory=trajectory,
         failure_modes=dict(zip(tiers, modes, strict=True)),
-        classifications=classifications,
+        classifications=classified,
         instances=instances,
     )
 

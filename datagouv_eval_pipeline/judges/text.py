@@ -1,25 +1,8 @@
-"""Small text helpers shared by the judges: folding, hashing and canonical JSON."""
+"""Hashing helpers of the judges (folding and canonical JSON: ``datagouv_eval_pipeline.text``)."""
 
 from __future__ import annotations
 
 import hashlib
-import json
-import unicodedata
-from typing import Any
-
-_APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'", "\u00a0": " ", "\u202f": " "})
-
-
-def fold(text: str) -> str:
-    """Lower-case, accent-free, single-spaced text (how keywords are compared)."""
-    decomposed = unicodedata.normalize("NFKD", text.translate(_APOSTROPHES))
-    ascii_text = decomposed.encode("ascii", "ignore").decode("ascii")
-    return " ".join(ascii_text.lower().split())
-
-
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no whitespace: equal values give equal text."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def sha256_hex(*parts: str) -> str:

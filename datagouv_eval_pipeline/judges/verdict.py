@@ -73,7 +73,7 @@ class Verdict(BaseModel):
     error: str | None = None
     """Why the verdict is unscored (judge error, timeout, invalid output, needs an LLM judge)."""
     judge_id: str
-    """Which judge decided, e.g. ``deterministic@2`` or ``llm:mistral/mistral-small-2603``."""
+    """Which judge decided, e.g. ``deterministic@3`` or ``llm:mistral/mistral-small-2603``."""
     prompt_hash: str
     """Hash of the prompt (or rule set) that produced the verdict."""
     input_tokens: int = Field(default=0, ge=0)

@@ -13,6 +13,7 @@ from datagouv_eval_pipeline.mcp_builds.install import (
     InstalledBuild,
     build_id,
     code_digest,
+    current_code_digest,
     default_builds_dir,
     install_build,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "InstalledBuild",
     "build_id",
     "code_digest",
+    "current_code_digest",
     "default_builds_dir",
     "install_build",
     "reap_orphans",

@@ -160,6 +160,33 @@ def install_build(
         )
 
 
+def current_code_digest(build: McpBuild, cache_dir: Path | None = None) -> str | None:
+    """The code digest a start of ``build`` would report now, without installing or starting it.
+
+    A ``path`` build is hashed in place (its checkout may have changed since the last run); a
+    ``package`` or ``git`` build is read from its cache entry. Used by the dry run (is the
+    cell's agent-run cache still valid?) and the sensor of new builds.
+
+    Args:
+        build: The build; a ``path`` must be absolute (cells resolve it).
+        cache_dir: The builds cache (default: :func:`default_builds_dir`).
+
+    Returns:
+        The digest, or None when the build is not installed yet (or its checkout is missing).
+    """
+    if build.path is not None:
+        source = Path(build.path)
+        return code_digest(source) if source.is_dir() else None
+    marker = _read_marker((cache_dir or default_builds_dir()) / build_id(build))
+    if marker is None:
+        return None
+    known = marker.get("code_digest")
+    if isinstance(known, str) and known:
+        return known
+    server_dir = Path(str(marker.get("server_dir", "")))
+    return code_digest(server_dir) if server_dir.is_dir() else None
+
+
 def code_digest(server_dir: Path) -> str:
     """sha256 over the server's ``.py`` files and dependency files (tests and caches skipped)."""
     digest = hashlib.sha256()

@@ -7,7 +7,6 @@ and their limits are in ``docs/metrics.md``.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +22,7 @@ from datagouv_eval_pipeline.tasks.spec import (
     SourceType,
     TaskSpec,
 )
+from datagouv_eval_pipeline.text import fold_fast
 from datagouv_eval_pipeline.traces import Trace
 
 CHECK_NAMES: tuple[str, ...] = ("tools", "value", "citation", "behaviour", "grounded_ids")
@@ -329,13 +329,6 @@ DECLINE_PHRASES: tuple[str, ...] = (
 )
 
 
-def _fold(text: str) -> str:
-    # NFKD then dropping non-ASCII removes accents in C code (str.translate with a dict is ~10x
-    # slower on long answers); apostrophes and no-break spaces are mapped first so they survive.
-    # lower() on ASCII is cheap, casefold() is not.
-    return " ".join(_fold_uncollapsed(text).split())
-
-
 # Space-free pieces of the phrases ("gates"). Collapsing whitespace neither creates nor breaks a
 # space-free substring, so a phrase whose gate is absent before the collapse cannot occur after
 # it: most answers need 13 short scans instead of 25, and no split/join.
@@ -374,47 +367,9 @@ def _gate_phrases(gates: tuple[str, ...], phrases: tuple[str, ...]) -> dict[str,
 _DECLINE_GATE_PHRASES = _gate_phrases(_DECLINE_GATES, DECLINE_PHRASES)
 
 
-def _latin1_fold_table() -> tuple[bytes, bytes, bytes]:
-    # Per Latin-1 byte: its NFKD decomposition without the non-ASCII part, lower-cased. NFKD
-    # decomposes character by character and only reorders combining marks (all non-ASCII), so
-    # the ASCII residue of a text is the concatenation of its characters' residues.
-    table = bytearray(range(256))
-    dropped = bytearray()
-    several = bytearray()
-    for code in range(256):
-        residue = unicodedata.normalize("NFKD", chr(code)).encode("ascii", "ignore").lower()
-        if len(residue) == 1:
-            table[code] = residue[0]
-        elif residue:
-            several.append(code)  # "¼" -> "14": bytes.translate cannot expand
-        else:
-            dropped.append(code)
-    return bytes(table), bytes(dropped), bytes(several)
-
-
-_LATIN1_FOLD, _LATIN1_DROPPED, _LATIN1_EXPANDING = _latin1_fold_table()
-
-
-def _fold_uncollapsed(text: str) -> str:
-    # _fold without the whitespace collapse.
-    for source, target in (("\u2019", "'"), ("\u02bc", "'"), ("\u00a0", " "), ("\u202f", " ")):
-        text = text.replace(source, target)
-    try:
-        latin1 = text.encode("latin-1")
-    except UnicodeEncodeError:
-        latin1 = b""
-    else:
-        if not any(code in latin1 for code in _LATIN1_EXPANDING):
-            # Latin-1 text (most French answers): one table lookup per character, ~4x cheaper
-            # than unicodedata.normalize and giving the same result.
-            return latin1.translate(_LATIN1_FOLD, _LATIN1_DROPPED).decode("ascii")
-    decomposed = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
-    return decomposed.lower()
-
-
 def detect_decline(answer: str) -> str | None:
     """Return the decline phrase found in an answer, or None (a heuristic; see DECLINE_PHRASES)."""
-    lowered = _fold_uncollapsed(answer)
+    lowered = fold_fast(answer)
     if _DECLINE_GATE_PHRASES:
         candidates = {
             phrase
@@ -426,7 +381,7 @@ def detect_decline(answer: str) -> str | None:
             return None
     else:
         candidates = set(DECLINE_PHRASES)
-    folded = " ".join(lowered.split())  # = _fold(answer)
+    folded = " ".join(lowered.split())  # = fold_spaced(answer)
     for phrase in DECLINE_PHRASES:
         if phrase in candidates and phrase in folded:
             return phrase

@@ -16,12 +16,14 @@ from typing import Any
 
 import duckdb
 
-from datagouv_eval_pipeline.warehouse.schema import SCHEMA
+from datagouv_eval_pipeline.warehouse.calibration import latest_calibration
+from datagouv_eval_pipeline.warehouse.schema import JUDGE_CALIBRATION, SCHEMA
 
 Row = dict[str, Any]
 """One row of a query, by column name."""
 
 STATISTICS_TABLES = frozenset({f"{SCHEMA}.metric_estimates", f"{SCHEMA}.comparisons"})
+JUDGE_CALIBRATION_TABLE = JUDGE_CALIBRATION.qualified
 """The statistics stage's tables the report reads (intervals, paired tests)."""
 
 HEADLINE_TIER = "minimal"
@@ -58,12 +60,18 @@ class TraceDetail:
         reasoning: Reasoning parts the model returned.
         cited_urls: URLs the agent cites (structured output), if given.
         ids_used: Catalog ids the agent says it relied on, if given.
+        turns: The model's responses in order (``text``, ``tool_call_ids``, ``final``); empty
+            for traces written before they were recorded.
+        shown_chars: Per tool call id, how much of its result the model was shown when it was
+            cut for the model.
     """
 
     requests: list[Row] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
     cited_urls: list[str] | None = None
     ids_used: list[str] | None = None
+    turns: list[Row] = field(default_factory=list)
+    shown_chars: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -110,6 +118,9 @@ class ReportData:
         tests: ``eval.comparisons`` rows (both orders of each pair); empty likewise.
         tables: Every table and view name of the file, ``schema.name``.
         sources: The run store and config inputs.
+        language_estimates: ``eval.metric_estimates`` rows of scope ``cell_language`` by
+            (cell, task language, tier, metric); empty when the statistics stage has not run.
+        calibration: The latest ``eval.judge_calibration`` row per judge and verdict kind.
     """
 
     db_path: Path
@@ -127,10 +138,18 @@ class ReportData:
     tests: list[Row]
     tables: frozenset[str]
     sources: ReportSources = field(default_factory=ReportSources)
+    language_estimates: dict[tuple[str, str, str, str], Row] = field(default_factory=dict)
+    calibration: list[Row] = field(default_factory=list)
 
     def summary(self, cell_key: str, metric: str, tier: str = HEADLINE_TIER) -> Row | None:
         """The ``experiment_metrics`` row of one cell, tier and metric."""
         return self.summaries.get((cell_key, tier, metric))
+
+    def language_estimate(
+        self, cell_key: str, language: str, metric: str, tier: str = HEADLINE_TIER
+    ) -> Row | None:
+        """The ``eval.metric_estimates`` row of one cell on the tasks of one language."""
+        return self.language_estimates.get((cell_key, language, tier, metric))
 
     def estimate(self, cell_key: str, metric: str, tier: str = HEADLINE_TIER) -> Row | None:
         """The ``eval.metric_estimates`` row of one cell, tier and metric (None without it)."""
@@ -245,6 +264,7 @@ def load_report_data(db_path: Path, sources: ReportSources | None = None) -> Rep
             "ORDER BY dimension, metric, tier, cell_a, cell_b",
         )
         estimates: dict[tuple[str, str, str], Row] = {}
+        language_estimates: dict[tuple[str, str, str, str], Row] = {}
         tests: list[Row] = []
         if tables >= STATISTICS_TABLES:
             estimates = {
@@ -255,10 +275,18 @@ def load_report_data(db_path: Path, sources: ReportSources | None = None) -> Rep
                     "WHERE scope = 'cell' AND language = 'all'",
                 )
             }
+            language_estimates = {
+                (row["cell_key"], row["language"], row["tier"], row["metric"]): row
+                for row in _rows(
+                    conn,
+                    f"SELECT * FROM {SCHEMA}.metric_estimates WHERE scope = 'cell_language'",
+                )
+            }
             tests = _rows(
                 conn,
                 f"SELECT * FROM {SCHEMA}.comparisons ORDER BY dimension, metric, tier, cell_a",
             )
+        calibration = latest_calibration(conn) if JUDGE_CALIBRATION_TABLE in tables else []
     return ReportData(
         db_path=db_path,
         cells=cells,
@@ -275,4 +303,6 @@ def load_report_data(db_path: Path, sources: ReportSources | None = None) -> Rep
         tests=tests,
         tables=tables,
         sources=sources or ReportSources(),
+        language_estimates=language_estimates,
+        calibration=calibration,
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from datagouv_eval_pipeline.report.views import Estimate, ReportView
+from datagouv_eval_pipeline.report.views import POWER_TARGET, Estimate, Power, ReportView
 
 MAX_COMPARISONS = 40
 """Comparison rows shown in Markdown (the page has them all)."""
@@ -38,6 +38,39 @@ def _escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _language_lines(view: ReportView) -> list[str]:
+    """The per-language section: each cell's means on the tasks of each prompt language."""
+    counts = ", ".join(f"{lang} {n}" for lang, n in view.language_tasks.items()) or "none"
+    lines = ["", "## Per task language (minimal tier)", "", f"Tasks run per language: {counts}."]
+    if not view.languages:
+        lines += ["", "Absent: per-language means come from the statistics tables."]
+        return lines
+    lines += ["", "| cell | language | tasks | accuracy | action F1 |", "|---|---|---|---|---|"]
+    for row in view.languages:
+        lines.append(
+            f"| {_escape(view.labels[row.cell_key])} | {row.language} | {row.tasks} | "
+            f"{_estimate([row.accuracy])} | {_estimate([row.action_f1])} |"
+        )
+    return lines
+
+
+def power_sentence(power: Power) -> str:
+    """One sentence on the minimum detectable paired accuracy difference of the experiment."""
+    if power.median is None:
+        return (
+            f"No accuracy comparison has a minimum detectable difference: of {power.comparisons} "
+            "pairs with tasks scored in both cells, none has outcomes that differ on any task."
+        )
+    return (
+        f"Minimum detectable paired difference in accuracy at 80 % power: median "
+        f"**{power.median:.2f}** (from {power.low:.2f} to {power.high:.2f}) over "
+        f"{power.with_mde} of {power.comparisons} pairs of cells, on a median of "
+        f"{power.median_tasks:.0f} paired tasks; {power.within_target} at or below the "
+        f"target {POWER_TARGET:.2f}. The other {power.comparisons - power.with_mde} pairs have "
+        "the same outcome on every paired task (no standard error, no power figure)."
+    )
+
+
 def render_markdown(view: ReportView, *, html_path: str | None = None) -> str:
     """The report's Markdown (``—``: not scored, never a zero)."""
     totals = view.totals
@@ -62,6 +95,9 @@ def render_markdown(view: ReportView, *, html_path: str | None = None) -> str:
         for row in pivot.rows:
             slots = " | ".join(_estimate(slot) for slot in row.slots)
             lines.append(f"| {_escape(row.model)} | {_escape(row.capability_set)} | {slots} |")
+    lines += _language_lines(view)
+    if view.statistics:
+        lines += ["", "## Power (accuracy, minimal tier)", "", power_sentence(view.power)]
     lines += ["", "## Comparisons (one dimension differs, minimal tier)", ""]
     header = "| dimension | metric | A | B | mean A | mean B | paired Δ | tasks |"
     if view.statistics:
@@ -94,7 +130,15 @@ def render_markdown(view: ReportView, *, html_path: str | None = None) -> str:
         lines.append("Every run ended ok; no task is quarantined; no stage failed.")
     lines += ["", "## Judge calibration", ""]
     if view.calibration:
-        lines.append(f"{len(view.calibration)} calibration rows (see the HTML page).")
+        keys = list(view.calibration[0])
+        lines += ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+        for figures in view.calibration:
+            lines.append("| " + " | ".join(_escape(str(figures[k])) for k in keys) + " |")
+        lines += [
+            "",
+            "A judge's scores of a verdict kind are used for decisions only once its kappa "
+            "reaches 0.8.",
+        ]
     else:
         lines.append("Absent: the warehouse holds no judge calibration results.")
     return "\n".join(lines) + "\n"

@@ -19,6 +19,7 @@ import jinja2
 
 from datagouv_eval_pipeline.report import figures
 from datagouv_eval_pipeline.report.data import ReportData, Row
+from datagouv_eval_pipeline.report.markdown import power_sentence
 from datagouv_eval_pipeline.report.views import ReportView, _estimate
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -145,9 +146,37 @@ class Site:
         return written
 
 
+def _conversation(detail: Any, calls: list[Row]) -> tuple[list[dict[str, Any]], list[Row]]:
+    """The model turns with their tool call rows, and the calls no turn names (in order).
+
+    A turn's tokens are shown only when the trace has one request per turn: the trace records
+    them separately and a retried request would shift every pairing after it.
+    """
+    if detail is None or not detail.turns:
+        return [], calls
+    by_id = {str(c["call_id"]): c for c in calls}
+    paired = len(detail.requests) == len(detail.turns)
+    turns, used = [], set()
+    for index, turn in enumerate(detail.turns):
+        ids = [str(i) for i in turn.get("tool_call_ids") or []]
+        used.update(ids)
+        turns.append(
+            {
+                "text": turn.get("text") or "",
+                "final": bool(turn.get("final")),
+                "request": detail.requests[index] if paired else None,
+                "calls": [by_id[i] for i in ids if i in by_id],
+            }
+        )
+    return turns, [c for c in calls if str(c["call_id"]) not in used]
+
+
 def _run_view(data: ReportData, run: Row, labels: dict[str, str]) -> dict[str, Any]:
     run_id = str(run["run_id"])
     cell = data.cells.get(run["cell_key"])
+    detail = data.sources.traces.get(run_id)
+    calls = data.tool_calls.get(run_id, [])
+    turns, unlinked = _conversation(detail, calls)
     return {
         "run": run,
         "slug": slug(run_id),
@@ -157,8 +186,11 @@ def _run_view(data: ReportData, run: Row, labels: dict[str, str]) -> dict[str, A
         "task": data.tasks.get(run["task_id"]),
         "prompt": data.sources.prompt(str(run["task_id"]), run.get("spec_hash")),
         "system_prompt": data.sources.system_prompts.get(str(run["system_prompt_sha256"])),
-        "detail": data.sources.traces.get(run_id),
-        "calls": data.tool_calls.get(run_id, []),
+        "detail": detail,
+        "calls": calls,
+        "turns": turns,
+        "unlinked_calls": unlinked,
+        "shown_chars": detail.shown_chars if detail is not None else {},
         "verdicts": data.verdicts.get(run_id, []),
         "modes": data.failure_modes.get(run_id, []),
         "metrics": _metric_table(data.metrics.get(run_id, [])),
@@ -210,6 +242,7 @@ def render_site(view: ReportView, *, generated: datetime | None = None) -> Site:
         dimensions=_distinct(c.dimension for c in view.comparisons),
         metrics=_distinct(c.metric for c in view.comparisons),
         judges=_distinct(r["judge_id"] for r in data.runs),
+        power_sentence=power_sentence(view.power),
     )
     cells = [
         {

@@ -39,6 +39,12 @@ def _trace_details(store: RunStore) -> dict[str, TraceDetail]:
                 reasoning=[str(part) for part in trace.get("reasoning") or []],
                 cited_urls=trace.get("cited_urls"),
                 ids_used=trace.get("ids_used"),
+                turns=[dict(t) for t in trace.get("turns") or []],
+                shown_chars={
+                    str(call.get("id")): int(call["shown_chars"])
+                    for call in trace.get("tool_calls") or []
+                    if call.get("shown_chars") is not None
+                },
             )
     return out
 

@@ -98,6 +98,25 @@ class Pivot:
 
 
 @dataclass(frozen=True)
+class LanguageRow:
+    """One cell's headline means on the tasks of one prompt language.
+
+    Attributes:
+        cell_key: The cell.
+        language: The tasks' language (ISO 639-1, or ``unknown``).
+        tasks: Tasks of that language the cell ran.
+        accuracy: Accuracy on them (minimal tier).
+        action_f1: Action F1 on them (minimal tier).
+    """
+
+    cell_key: str
+    language: str
+    tasks: int
+    accuracy: Estimate
+    action_f1: Estimate
+
+
+@dataclass(frozen=True)
 class Comparison:
     """One pair of cells that differ in one dimension, on one metric.
 
@@ -140,6 +159,64 @@ class Comparison:
     test: str | None = None
     pairs: int | None = None
     note: str | None = None
+
+
+POWER_TARGET = 0.15
+"""The paired accuracy difference the suite aims to detect at 80 % power (issue 14)."""
+
+
+@dataclass(frozen=True)
+class Power:
+    """What the experiment's paired accuracy comparisons could detect (from their stored MDEs).
+
+    Attributes:
+        comparisons: Accuracy comparisons with tasks scored in both cells.
+        with_mde: Those with a minimum detectable effect (the others had identical outcomes
+            on every paired task: no standard error, no power figure).
+        median: Median MDE over ``with_mde`` (None without one).
+        low: Smallest MDE.
+        high: Largest MDE.
+        median_tasks: Median number of paired tasks of the comparisons with an MDE.
+        within_target: Comparisons whose MDE is at most :data:`POWER_TARGET`.
+    """
+
+    comparisons: int
+    with_mde: int
+    median: float | None
+    low: float | None
+    high: float | None
+    median_tasks: float | None
+    within_target: int
+
+
+def _median(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def accuracy_power(comparisons: list[Comparison]) -> Power:
+    """The MDE summary of the accuracy comparisons (each unordered pair once)."""
+    seen: set[tuple[str, str]] = set()
+    paired: list[Comparison] = []
+    for c in comparisons:
+        pair = (min(c.cell_a, c.cell_b), max(c.cell_a, c.cell_b))
+        if c.metric != "accuracy" or not c.paired_tasks or pair in seen:
+            continue
+        seen.add(pair)
+        paired.append(c)
+    mdes = [c.mde for c in paired if c.mde is not None]
+    return Power(
+        comparisons=len(paired),
+        with_mde=len(mdes),
+        median=_median(mdes),
+        low=min(mdes) if mdes else None,
+        high=max(mdes) if mdes else None,
+        median_tasks=_median([float(c.paired_tasks) for c in paired if c.mde is not None]),
+        within_target=sum(1 for mde in mdes if mde <= POWER_TARGET),
+    )
 
 
 @dataclass(frozen=True)
@@ -208,6 +285,9 @@ class ReportView:
         problems: Quarantined tasks, skipped and errored runs, failed stages.
         calibration: The judge's calibration rows when the warehouse has them.
         totals: Counts for the header.
+        languages: Per cell and task language, the headline means (empty without the
+            statistics tables).
+        language_tasks: Tasks run per language, in language order.
     """
 
     data: ReportData
@@ -225,6 +305,13 @@ class ReportView:
     problems: list[Problem]
     calibration: list[Row] | None
     totals: dict[str, int] = field(default_factory=dict)
+    languages: list[LanguageRow] = field(default_factory=list)
+    language_tasks: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def power(self) -> Power:
+        """The minimum detectable paired accuracy differences of the comparisons."""
+        return accuracy_power(self.comparisons)
 
     def cost_points(self) -> list[CostPoint]:
         """The cost plot's points (cells with both coordinates)."""
@@ -263,6 +350,65 @@ def _estimate(data: ReportData, cell_key: str, metric: str) -> Estimate:
         int(row["runs"]),
         None if row.get("coverage") is None else float(row["coverage"]),
     )
+
+
+def task_languages(data: ReportData) -> dict[str, str]:
+    """The prompt language of every task that was run (``unknown`` without its spec row)."""
+    found = {str(run["task_id"]) for run in data.runs}
+    return {
+        task_id: str((data.tasks.get(task_id) or {}).get("language") or "unknown")
+        for task_id in sorted(found)
+    }
+
+
+def language_task_counts(data: ReportData) -> dict[str, int]:
+    """Tasks run per language, in language order."""
+    counts = Counter(task_languages(data).values())
+    return dict(sorted(counts.items()))
+
+
+def _language_estimate(
+    data: ReportData, cell_key: str, language: str, metric: str, runs: int
+) -> Estimate:
+    stats = data.language_estimate(cell_key, language, metric)
+    if stats is None:
+        return Estimate(cell_key, None, 0, runs, None)
+    return Estimate(
+        cell_key,
+        stats["mean"],
+        int(stats["n"]),
+        int(stats["runs"]),
+        stats["coverage"],
+        stats["ci_low"],
+        stats["ci_high"],
+        stats["reason"] if stats["ci_low"] is None else None,
+    )
+
+
+def language_rows(data: ReportData) -> list[LanguageRow]:
+    """Each cell's accuracy and action F1 per task language, from the statistics tables.
+
+    Empty without them: the per-language means exist only as ``cell_language`` estimates.
+    """
+    if not data.has_statistics:
+        return []
+    languages = task_languages(data)
+    out = []
+    for key in data.cells:
+        runs_by_language: dict[str, list[Row]] = defaultdict(list)
+        for run in data.runs_of(key):
+            runs_by_language[languages[str(run["task_id"])]].append(run)
+        for language, runs in sorted(runs_by_language.items()):
+            out.append(
+                LanguageRow(
+                    cell_key=key,
+                    language=language,
+                    tasks=len({run["task_id"] for run in runs}),
+                    accuracy=_language_estimate(data, key, language, "accuracy", len(runs)),
+                    action_f1=_language_estimate(data, key, language, "action_f1", len(runs)),
+                )
+            )
+    return out
 
 
 def _row_name(cell: Row) -> tuple[str, str]:
@@ -475,10 +621,38 @@ def problems(data: ReportData) -> list[Problem]:
     return out
 
 
+def _figure(value: Any) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
 def calibration(data: ReportData) -> list[Row] | None:
-    """The judge calibration rows, when a calibration table is in the warehouse (else None)."""
-    del data  # no warehouse table holds calibration results yet
-    return None
+    """The judges' agreement with the human labels, per verdict kind (None when never computed).
+
+    One row per judge and kind (the latest computation): n (items the judge decided), coverage,
+    Cohen's kappa with its 95 % bootstrap interval, and whether it reaches the kappa required
+    before that judge's scores of that kind are used for decisions.
+    """
+    if not data.calibration:
+        return None
+    return [
+        {
+            "judge": row["judge_id"],
+            "verdict kind": row["verdict_kind"],
+            "labelled items": row["items"],
+            "n (decided)": row["scored"],
+            "coverage": _figure(row["coverage"]),
+            "kappa": _figure(row["kappa"]),
+            "95 % CI": (
+                "—"
+                if row["ci_low"] is None
+                else f"[{_figure(row['ci_low'])}, {_figure(row['ci_high'])}]"
+            ),
+            f"kappa >= {row['kappa_required']:.1f}": "yes" if row["meets_requirement"] else "no",
+            "prompt hash": str(row["prompt_hash"])[:24],
+            "note": row["reason"] or "",
+        }
+        for row in data.calibration
+    ]
 
 
 def build_view(data: ReportData) -> ReportView:
@@ -516,4 +690,6 @@ def build_view(data: ReportData) -> ReportView:
         problems=problems(data),
         calibration=calibration(data),
         totals=totals,
+        languages=language_rows(data),
+        language_tasks=language_task_counts(data),
     )

@@ -17,13 +17,21 @@ Rules, by tool kind:
   with a usage error (missing or extra argument, unknown option or command) ran nothing: it
   yields no instance (see :func:`usage_errors`; an error is attributed to the invocation of
   that command whose arguments do not fit it, else to the first one still unattributed).
+  When the call records the HTTP requests it sent (the sandbox's proxy sees the CLI's library
+  too), each invocation is given the requests it sent (:meth:`_TraceMapper.attribute_wire`):
+  the command still decides its actions (``display`` shows no resource list), each action takes
+  its arguments from the request that performed it and is errored on that request's status
+  alone (an action no request performed is errored when an earlier request or the command
+  failed), an invocation that sent nothing ran nothing, and the other requests (curl, wget,
+  embedded Python) are mapped as Python ones are, below.
 * **URLs are production URLs** (offline the twin answers for them behind the hostname front);
   traces recorded before that are read through their ``provenance.base_urls`` (:mod:`aliases`).
 * **Python tools**: when the call records the HTTP requests its program sent
   (``ToolCall.http_requests``, seen by the sandbox's proxy), those are mapped with their exact
   arguments, each errored on its own status (>= 400, or no answer), and the code is not read
   for requests (``if False: requests.get(…)`` never ran; a local exception after a successful
-  request errors nothing). Otherwise, statically: URLs requested through
+  request errors nothing; the same request repeated right after it failed is a retry, one
+  attempt with its last status). Otherwise, statically: URLs requested through
   ``requests``/``httpx``/``urllib``/``pandas.read_*`` and ``datagouv`` client calls, in source
   order (0.9; 0.8 when part of a URL was unresolved).
 * **Web search tools**: category ``web_search``, no action.
@@ -460,13 +468,27 @@ def _wire_requests(call: ToolCall) -> list[tuple[HttpRequest, int]] | None:
     visible = [r for r in recorded if r.method != "CONNECT"]
     if recorded and not visible:
         return None
-    events = []
+    events: list[tuple[HttpRequest, int]] = []
+    previous: tuple[str, str] | None = None
     for request in visible:
         parts = urlsplit(request.url)
         url = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
         params = tuple(parse_qsl(parts.query, keep_blank_values=True))
-        events.append((HttpRequest(request.method, url, params, "wire"), request.status))
+        sent = (HttpRequest(request.method, url, params, "wire"), request.status)
+        key = (request.method, request.url)
+        if events and previous == key and _failed(events[-1][1]):
+            # The same request again right after it failed is a retry (datagouv-client retries
+            # 5 times): one attempt, with the status it ended with.
+            events[-1] = sent
+        else:
+            events.append(sent)
+        previous = key
     return events
+
+
+def _failed(status: int) -> bool:
+    """Whether a request recorded on the wire failed (an error status, or no answer)."""
+    return status == 0 or status >= 400
 
 
 def _detect(error: bool, result: str) -> tuple[bool, str]:
@@ -623,6 +645,11 @@ _CATEGORY_PRIORITY = (
     CallCategory.WEB_PAGE_FETCH,
     CallCategory.FILE_LOAD_EXTERNAL,
 )
+
+
+# Stands for a CLI invocation already mapped from the requests it sent (``help`` keeps it out
+# of the usage-error attribution).
+_SENT = CliInvocation("", (), help=True)
 
 
 @dataclass
@@ -785,8 +812,48 @@ class _TraceMapper:
                 events=[HttpRequest("GET", url, (), "text") for url in urls_in_text(text)]
             )
         external_category = CallCategory.FILE_LOAD_EXTERNAL
-        wire = _wire_requests(call) if kind == "python" else None
-        if wire is not None:
+        wire = _wire_requests(call)
+        cli_sent: dict[int, list[tuple[HttpRequest, int]]] | None = None
+        if wire is not None and kind == "shell":
+            # The shell's curl/wget/python requests and the CLI's own (its library's) all went
+            # through the proxy: each CLI invocation gets the requests it sent, the rest are
+            # mapped as the plain requests they were.
+            static_urls = {
+                _normalise_url(e.url) for e in analysis.events if isinstance(e, HttpRequest)
+            }
+            analysis = dataclasses.replace(
+                analysis,
+                events=[e for e in analysis.events if isinstance(e, CliInvocation)],
+                unresolved_requests=0,
+                opaque_urls=[],
+            )
+            cli_sent, order = self.attribute_wire(analysis, wire, static_urls)
+            for item in order:  # in the order things were sent
+                if isinstance(item, int):
+                    event = analysis.events[item]
+                    assert isinstance(event, CliInvocation)
+                    # It sent requests: it was no usage error.
+                    self.resolve_cli(call, event, outcome, errored, ceiling, None, cli_sent[item])
+                else:
+                    request, status = item
+                    self.resolve_request(
+                        call,
+                        request,
+                        outcome,
+                        external_category,
+                        _failed(status),
+                        ceiling,
+                        wire_status=status,
+                    )
+            # What is left sent nothing: help, usage errors, commands that never ran.
+            analysis = dataclasses.replace(
+                analysis,
+                events=[
+                    event if index not in cli_sent else _SENT
+                    for index, event in enumerate(analysis.events)
+                ],
+            )
+        elif wire is not None:
             # What reached the wire is what ran, with its exact arguments and status: it
             # replaces the static reading of the code's HTTP requests and client calls
             # (whose requests are on the wire too). Each request is errored on its own status.
@@ -797,12 +864,19 @@ class _TraceMapper:
                 opaque_urls=[],
             )
             for request, status in wire:
-                failed = status == 0 or status >= 400
                 self.resolve_request(
-                    call, request, outcome, external_category, failed, ceiling, wire_status=status
+                    call,
+                    request,
+                    outcome,
+                    external_category,
+                    _failed(status),
+                    ceiling,
+                    wire_status=status,
                 )
         failed_cli = self.usage_failures(analysis, call.result)
         for index, event in enumerate(analysis.events):
+            if event is _SENT:
+                continue
             if isinstance(event, HttpRequest):
                 self.resolve_request(call, event, outcome, external_category, errored, ceiling)
             elif isinstance(event, ClientEvent):
@@ -820,8 +894,80 @@ class _TraceMapper:
                 )
             elif isinstance(event, CliInvocation):
                 usage = failed_cli.get(index) if failed_cli else None
-                self.resolve_cli(call, event, outcome, errored, ceiling, usage)
+                sent = None if cli_sent is None else cli_sent.get(index, [])
+                self.resolve_cli(call, event, outcome, errored, ceiling, usage, sent)
         return self.finish(call, analysis, outcome, errored, error_reason)
+
+    def attribute_wire(
+        self,
+        analysis: CodeAnalysis,
+        wire: list[tuple[HttpRequest, int]],
+        static_urls: Collection[str],
+    ) -> tuple[dict[int, list[tuple[HttpRequest, int]]], list[int | tuple[HttpRequest, int]]]:
+        """Which recorded requests each CLI invocation sent (by event index), and in what order.
+
+        Returns:
+            The requests of each invocation that sent any, and the order of things sent: an
+            event index at an invocation's first request, a request of its own otherwise.
+
+        The invocations of one command line run one after the other, and each read command
+        first requests its object by the id it was given. A request goes, in this order, to:
+        the next invocation (from the current one on) whose id is in its path; a request the
+        command line names literally (curl, wget); the next invocation not yet started whose id
+        is unknown statically (``$ID``) and whose command performs an action the URL matches;
+        the current invocation when it already sent one (its follow-ups, e.g. the file of
+        ``resource download``). Anything else is a request of its own.
+        """
+        invocations: list[tuple[int, str | None, frozenset[str]]] = []
+        for index, event in enumerate(analysis.events):
+            if not isinstance(event, CliInvocation) or event.help:
+                continue
+            match = self.registry.match_cli(event.words, self.cli_version)
+            if match is None or not match.command:
+                continue
+            rest = event.words[len(match.command.split()) :]
+            ident = rest[0] if rest else None
+            if ident is not None and SENTINEL in ident:
+                ident = None
+            actions = frozenset(action for action, _ in match.actions)
+            invocations.append((index, ident, actions))
+        sent: dict[int, list[tuple[HttpRequest, int]]] = {}
+        order: list[int | tuple[HttpRequest, int]] = []
+        current = 0
+        for request, status in wire:
+            path = urlsplit(request.url).path
+            target: int | None = None
+            for position in range(current, len(invocations)):
+                ident = invocations[position][1]
+                if ident is not None and f"/{ident}" in path:
+                    target = position
+                    break
+            if target is None and _normalise_url(request.url) in static_urls:
+                order.append((request, status))
+                continue
+            if target is None:
+                matched = {
+                    found.action
+                    for found in self.registry.match_url(
+                        self.aliases.resolve(request.url), request.method, request.params
+                    ).actions
+                }
+                for position in range(current, len(invocations)):
+                    index, ident, actions = invocations[position]
+                    if ident is None and index not in sent and actions & matched:
+                        target = position
+                        break
+            if target is None and current < len(invocations) and invocations[current][0] in sent:
+                target = current
+            if target is None:
+                order.append((request, status))
+                continue
+            current = target
+            index = invocations[target][0]
+            if index not in sent:
+                order.append(index)
+            sent.setdefault(index, []).append((request, status))
+        return sent, order
 
     def usage_failures(self, analysis: CodeAnalysis, result: str) -> dict[int, UsageError]:
         """Which CLI invocations (by event index) the result shows failing with a usage error.
@@ -867,7 +1013,14 @@ class _TraceMapper:
         errored: bool,
         ceiling: float,
         usage: UsageError | None = None,
+        sent: list[tuple[HttpRequest, int]] | None = None,
     ) -> None:
+        """Map one CLI invocation.
+
+        With ``sent`` (the requests it sent, when the call's wire was recorded) the command's
+        actions take their arguments from the matching requests and are errored on their
+        statuses alone; an invocation that sent nothing ran nothing.
+        """
         shown = " ".join((event.executable, *event.words))
         if event.help:
             outcome.notes.append(f"'{shown} --help' prints help only")
@@ -883,17 +1036,42 @@ class _TraceMapper:
         if not match.actions:
             outcome.notes.append(f"CLI '{match.command}': {match.known_no_action}")
             return
+        reason = f"CLI '{event.executable} {match.command}'"
+        # Per action: the arguments and statuses of the requests that performed it.
+        wire_args: dict[str, dict[str, Any]] = {}
+        wire_failed: dict[str, bool] = {}
+        stopped = errored
+        if sent is not None:
+            if not sent:
+                outcome.notes.append(f"'{shown}' sent no request: it never ran")
+                return
+            for request, status in sent:
+                found = self.registry.match_url(
+                    self.aliases.resolve(request.url), request.method, request.params
+                )
+                for performed in found.actions:
+                    name = performed.action
+                    wire_args.setdefault(name, dict(performed.args))
+                    wire_failed[name] = wire_failed.get(name, False) or _failed(status)
+            # An action no request matched (a file outside the catalog, or one never fetched)
+            # failed when an earlier request failed or the command itself did.
+            stopped = errored or any(_failed(status) for _, status in sent)
+            reason += " (sent " + ", ".join(
+                f"{request.method} {_show_url(request.url)} HTTP {status}"
+                for request, status in sent[:3]
+            )
+            reason += ", ...)" if len(sent) > 3 else ")"
         for action, args in match.actions:
             outcome.instances.append(
                 ActionInstance(
                     action=action,
-                    args=dict(args),
+                    args={**args, **wire_args.get(action, {})},
                     source_call_id=call.id,
                     source_tool=call.name,
                     category=CallCategory.DATAGOUV_CLI,
                     confidence=min(CONFIDENCE_PARSED, ceiling),
-                    errored=errored,
-                    reason=f"CLI '{event.executable} {match.command}'",
+                    errored=wire_failed.get(action, stopped),
+                    reason=reason,
                 )
             )
 

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from datagouv_eval_pipeline.tasks.chain import ChainSyntaxError, iter_actions, parse_chain
+from datagouv_eval_pipeline.tasks.check_params import ParamsError, parse_params
 from datagouv_eval_pipeline.tasks.errors import (
     Loc,
     SpecError,
@@ -203,10 +204,6 @@ def _validate_document(
 
 def _check_params_errors(document: YamlDocument, spec: TaskSpec) -> list[SpecError]:
     """Validate each resource check's ``params`` with the check's own parameter model."""
-    # The pre-flight owns the parameter models; imported here (not at the top) because it
-    # builds on the spec models of this package.
-    from datagouv_eval_pipeline.validation.params import ParamsError, parse_params
-
     errors: list[SpecError] = []
     for ref_index, ref in enumerate(spec.resources):
         for check_index, check in enumerate(ref.checks):

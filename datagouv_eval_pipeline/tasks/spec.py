@@ -55,6 +55,25 @@ class TaskMeta(_Strict):
     """Where the question came from."""
     language: str = Field(default="fr", pattern=r"^[a-z]{2}$")
     """ISO 639-1 code of the prompt's language."""
+    exercises: list[str] = Field(default_factory=list)
+    """Toolset features the task exercises, as ``area.feature`` (e.g. ``search.and_semantics``,
+    ``tabular.filters``, ``dataservice.openapi``), so version comparisons can be read by feature."""
+    difficulty: str | None = Field(default=None, min_length=1)
+    """Why the task is hard, in one sentence (the trap a shallow agent falls into)."""
+    paraphrases: list[str] = Field(default_factory=list)
+    """Rewordings of the prompt, written by us, asking the same thing: the offline baselines must
+    take the same actions on each of them (their decisions must not depend on exact wording)."""
+
+    @field_validator("exercises")
+    @classmethod
+    def _exercises_are_area_feature(cls, value: list[str]) -> list[str]:
+        for feature in value:
+            if not re.fullmatch(r"[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*", feature):
+                raise ValueError(
+                    f"exercise {feature!r} is not of the form area.feature "
+                    "(lower case, e.g. search.and_semantics)"
+                )
+        return value
 
 
 class Criterion(_Strict):

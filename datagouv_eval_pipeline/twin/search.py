@@ -44,6 +44,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from datagouv_eval_pipeline.cache_home import project_cache_dir
+
 # Common French function words: they carry no topic, and the real analyser drops them too.
 FRENCH_FUNCTION_WORDS: frozenset[str] = frozenset(
     [
@@ -284,11 +286,7 @@ _ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
 
 def cache_dir() -> Path:
     """Return where search indexes are cached: ``$DATAGOUV_EVAL_CACHE_DIR``, else the user cache."""
-    override = os.environ.get(CACHE_ENV)
-    if override:
-        return Path(override)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "datagouv-eval" / "search"
+    return project_cache_dir("search", CACHE_ENV)
 
 
 @dataclass

@@ -16,6 +16,13 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
+from datagouv_eval_pipeline.tasks.check_params import (
+    ExpectedValuesParams,
+    RowCountParams,
+    SchemaParams,
+    UpdateDateParams,
+    parse_when,
+)
 from datagouv_eval_pipeline.tasks.references import Reference
 from datagouv_eval_pipeline.tasks.spec import (
     CheckFn,
@@ -33,13 +40,6 @@ from datagouv_eval_pipeline.validation.baselines import (
 )
 from datagouv_eval_pipeline.validation.http import HEAD_REFUSED, Fetched, Fetcher, with_query
 from datagouv_eval_pipeline.validation.models import DiffEntry, Outcome
-from datagouv_eval_pipeline.validation.params import (
-    ExpectedValuesParams,
-    RowCountParams,
-    SchemaParams,
-    UpdateDateParams,
-    parse_when,
-)
 
 
 @dataclass(frozen=True)

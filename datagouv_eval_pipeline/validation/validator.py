@@ -22,6 +22,7 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from datagouv_eval_pipeline.tasks.check_params import ParamsError, parse_params
 from datagouv_eval_pipeline.tasks.spec import CheckFn, SourceType, TaskSpec, TaskStatus
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 from datagouv_eval_pipeline.validation.baselines import (
@@ -45,14 +46,13 @@ from datagouv_eval_pipeline.validation.checks import (
     capture,
     values_for,
 )
-from datagouv_eval_pipeline.validation.http import USER_AGENT, Fetcher
+from datagouv_eval_pipeline.validation.http import USER_AGENT, Fetched, Fetcher, RetryPolicy
 from datagouv_eval_pipeline.validation.models import (
     CheckResult,
     DiffEntry,
     TaskReport,
     ValidationReport,
 )
-from datagouv_eval_pipeline.validation.params import ParamsError, parse_params
 
 DEFAULT_TWIN_PORT = 8765
 """Where ``datagouv-eval twin serve`` listens by default: the validator's default catalog."""
@@ -209,6 +209,25 @@ async def avalidate(
         baselines_dir=str(config.baselines_dir),
         tasks=sorted(reports, key=lambda r: r.task_id),
     )
+
+
+def probe(config: ValidatorConfig) -> tuple[bool, str]:
+    """Ask the catalog's main API whether it answers at all (``GET {api}1/site/``).
+
+    The checks turn a transport error into a failed check (the task is quarantined), which
+    cannot be told from drift; the probe can: a run whose catalog does not answer must stop.
+
+    Returns:
+        Whether a 2xx answer arrived, and ``METHOD url → status`` or the transport error.
+    """
+
+    async def ask() -> Fetched:
+        async with _client(config) as client:
+            fetcher = Fetcher(client, 1, RetryPolicy(attempts=2, initial_wait=0.2, max_wait=1.0))
+            return await fetcher.get(f"{config.urls.datagouv_api}1/site/")
+
+    fetched = asyncio.run(ask())
+    return fetched.ok, fetched.describe()
 
 
 def _client(config: ValidatorConfig) -> httpx.AsyncClient:

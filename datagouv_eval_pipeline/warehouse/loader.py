@@ -76,6 +76,8 @@ class CellLoad:
         mappings: ``TraceMapping`` or ``to_dict()`` per trace; None entries when absent.
         scores: ``TraceScore`` or ``to_json()`` per trace; None entries when absent.
         judgements: ``TraceJudgement`` or ``to_json()`` per trace; None entries when absent.
+        stale_reason: Why these documents are not from the cell's last attempt (a stage failed
+            on it and kept its earlier document); None when they are.
     """
 
     cell_record: Mapping[str, Any] | Any
@@ -83,6 +85,7 @@ class CellLoad:
     mappings: Sequence[Any] | None = None
     scores: Sequence[Any] | None = None
     judgements: Sequence[Any] | None = None
+    stale_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,7 @@ def _prepare(item: CellLoad, loaded_at: datetime | None) -> tuple[str, CellRows]
         _parallel(item.scores, len(parsed), "to_json"),
         _parallel(item.judgements, len(parsed), "to_json"),
         loaded_at=loaded_at,
+        stale_reason=item.stale_reason,
     )
     return cell.key, rows
 

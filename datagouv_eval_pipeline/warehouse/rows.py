@@ -209,6 +209,7 @@ def build_cell_rows(
     judgements: list[dict[str, Any] | None],
     *,
     loaded_at: datetime | None = None,
+    stale_reason: str | None = None,
 ) -> CellRows:
     """Build every row of one cell.
 
@@ -219,6 +220,8 @@ def build_cell_rows(
         scores: ``TraceScore.to_json()`` per trace (None when absent).
         judgements: ``TraceJudgement.to_json()`` per trace (None when absent).
         loaded_at: Load timestamp (now by default).
+        stale_reason: Why the documents are not from the cell's last attempt (a failed stage);
+            None when they are.
 
     Raises:
         WarehouseInputError: On a length mismatch, a trace of another cell, a task id that
@@ -232,7 +235,7 @@ def build_cell_rows(
             f"(lengths {len(traces)}, {len(mappings)}, {len(scores)}, {len(judgements)})"
         )
     rows = CellRows()
-    rows.add("cells", _cell_row(cell, loaded_at or datetime.now(UTC)))
+    rows.add("cells", _cell_row(cell, loaded_at or datetime.now(UTC), stale_reason))
     seen: set[tuple[str, int]] = set()
     for position, (trace, mapping, score, judgement) in enumerate(
         zip(traces, mappings, scores, judgements, strict=True)
@@ -286,11 +289,12 @@ def _pass_k_rows(cell_key: str, rows: CellRows) -> None:
             )
 
 
-def _cell_row(cell: CellRecord, loaded_at: datetime) -> Row:
+def _cell_row(cell: CellRecord, loaded_at: datetime, stale_reason: str | None) -> Row:
     row = cell.model_dump()
     row["cell_key"] = row.pop("key")
     row["capability_set"] = cell.capability_set
     row["loaded_at"] = loaded_at
+    row["stale_reason"] = stale_reason
     return row
 
 
@@ -396,6 +400,7 @@ class _RunBuilder:
             "code_version": trace.provenance.code_version
             or code.get("git_sha")
             or code.get("package"),
+            "code_dirty": trace.provenance.code_dirty,
             "scorer_version": provenance.get("scorer_version"),
             "registry_version": registry_version,
             "status": trace.status,

@@ -125,6 +125,12 @@ CELLS = Table(
         _c("system_prompt_sha256", "VARCHAR", "sha256 of the system prompt text.", False),
         _c("metrics", "VARCHAR[]", "Metric groups computed for this cell.", False),
         _c("loaded_at", "TIMESTAMPTZ", "When this cell's rows were (re)loaded.", False),
+        _c(
+            "stale_reason",
+            "VARCHAR",
+            "Why these rows are not from the cell's last attempt (a stage failed on it; the "
+            "rows are its last good results); NULL when they are current.",
+        ),
     ),
 )
 
@@ -161,9 +167,14 @@ RUNS = Table(
         _c("spec_hash", "VARCHAR", "Spec hash of the task the run was scored against."),
         _c("task_version", "INTEGER", "The task's version field."),
         _c("snapshot_id", "VARCHAR", "Catalog snapshot id."),
-        _c("judge_id", "VARCHAR", "Judge id, e.g. deterministic@2; NULL when not judged."),
+        _c("judge_id", "VARCHAR", "Judge id, e.g. deterministic@3; NULL when not judged."),
         _c("judge_prompt_hash", "VARCHAR", "Prompt hash(es) of the judge, sorted, ','-joined."),
         _c("code_version", "VARCHAR", "Git sha (or package version) of the code."),
+        _c(
+            "code_dirty",
+            "BOOLEAN",
+            "Whether that checkout had uncommitted changes when the agent ran; NULL unknown.",
+        ),
         _c("scorer_version", "VARCHAR", "Version of the deterministic scorer."),
         _c("registry_version", "VARCHAR", "Version of the semantic action registry."),
         _c("status", "VARCHAR", "ok, error, budget_exceeded or skipped.", False),
@@ -533,7 +544,100 @@ GATE_RESULTS = Table(
 STATISTICS_TABLES: tuple[Table, ...] = (METRIC_ESTIMATES, COMPARISONS, GATE_RESULTS)
 """Tables the statistics stage writes from the loaded ones (recomputed on every run)."""
 
-ALL_TABLES: tuple[Table, ...] = (*TABLES, *STATISTICS_TABLES)
+JUDGE_CALIBRATION = Table(
+    name="judge_calibration",
+    grain="one row per judge × prompt hash(es) × verdict kind × calibration set content",
+    primary_key=("judge_id", "prompt_hash", "verdict_kind", "set_sha"),
+    columns=(
+        _c("judge_id", "VARCHAR", "The judge calibrated, e.g. deterministic@3.", False),
+        _c(
+            "prompt_hash",
+            "VARCHAR",
+            "Prompt (or rule set) hash(es) of the kind's verdicts, sorted, ','-joined.",
+            False,
+        ),
+        _c(
+            "verdict_kind",
+            "VARCHAR",
+            "criterion, arguments, trajectory, failure_mode, or all (every kind pooled).",
+            False,
+        ),
+        _c(
+            "set_sha",
+            "VARCHAR",
+            "Hash of the calibration items the figures were computed on.",
+            False,
+        ),
+        _c("calibration_files", "VARCHAR", "The calibration files, ','-joined.", False),
+        _c("items", "INTEGER", "Labelled items of the kind.", False),
+        _c("scored", "INTEGER", "Items the judge decided: the n of kappa.", False),
+        _c("coverage", "DOUBLE", "scored / items; NULL without items."),
+        _c("agreements", "INTEGER", "Scored items where judge and human agree.", False),
+        _c("accuracy", "DOUBLE", "agreements / scored; NULL when nothing is scored."),
+        _c("human_pass", "INTEGER", "Items the human passed (failure modes: mode absent).", False),
+        _c("judge_pass", "INTEGER", "Scored items the judge passed.", False),
+        _c("kappa", "DOUBLE", "Cohen's kappa over the scored items; NULL when undefined."),
+        _c("ci_low", "DOUBLE", "Lower bound of the bootstrap percentile interval of kappa."),
+        _c("ci_high", "DOUBLE", "Upper bound of that interval."),
+        _c("confidence", "DOUBLE", "Level of the interval (0.95).", False),
+        _c("bootstrap_resamples", "INTEGER", "Resamples drawn.", False),
+        _c(
+            "bootstrap_defined",
+            "INTEGER",
+            "Resamples where kappa is defined (the CI's basis).",
+            False,
+        ),
+        _c(
+            "kappa_required",
+            "DOUBLE",
+            "Kappa required before the kind's scores decide (0.8).",
+            False,
+        ),
+        _c("meets_requirement", "BOOLEAN", "kappa >= kappa_required.", False),
+        _c("reason", "VARCHAR", "Why kappa or the interval is NULL."),
+        _c("computed_at", "TIMESTAMPTZ", "When the agreement was computed.", False),
+    ),
+)
+
+REVIEW_LABELS = Table(
+    name="review_labels",
+    grain="one row per imported review file × sample × label (rubric question or verdict)",
+    primary_key=("review_id", "sample_id", "label", "tier"),
+    columns=(
+        _c("review_id", "VARCHAR", "The review file (name and content hash).", False),
+        _c("sample_id", "VARCHAR", "The sample in that file.", False),
+        _c(
+            "label",
+            "VARCHAR",
+            "rubric:<question>, or the verdict's name in eval.verdicts (criterion:<i>, ...).",
+            False,
+        ),
+        _c("tier", "VARCHAR", _TIER_DOC, False),
+        _c("experiment_id", "VARCHAR", "The experiment the sample was drawn from.", False),
+        _c("run_id", "VARCHAR", "cell_key|task_id|repeat_index of the reviewed run.", False),
+        _c("cell_key", "VARCHAR", "Cell of the run.", False),
+        _c("task_id", "VARCHAR", "Task of the run.", False),
+        _c(
+            "label_kind",
+            "VARCHAR",
+            "rubric, criterion, arguments, trajectory or failure_mode.",
+            False,
+        ),
+        _c("automated", "VARCHAR", "The judge's outcome at export (NULL for the rubric)."),
+        _c("human", "VARCHAR", "pass, fail, or n/a (rubric only).", False),
+        _c("note", "VARCHAR", "The reviewer's one-line rationale.", False),
+        _c("reviewer", "VARCHAR", "Who labelled.", False),
+        _c("imported_at", "TIMESTAMPTZ", "When the file was imported.", False),
+    ),
+)
+
+CALIBRATION_TABLES: tuple[Table, ...] = (JUDGE_CALIBRATION, REVIEW_LABELS)
+"""Tables of human labels and judge agreement (``judge calibrate``, ``review import``)."""
+
+PIPELINE_TABLES: tuple[Table, ...] = (*TABLES, *STATISTICS_TABLES)
+"""The tables the ``warehouse`` asset writes."""
+
+ALL_TABLES: tuple[Table, ...] = (*PIPELINE_TABLES, *CALIBRATION_TABLES)
 """Every table of the ``eval`` schema."""
 
 TABLES_BY_NAME: dict[str, Table] = {table.name: table for table in ALL_TABLES}

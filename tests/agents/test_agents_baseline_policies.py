@@ -247,7 +247,8 @@ def test_coder_reads_base_urls_from_the_tool_description() -> None:
         }
     )
     step = CoderPolicy().decide(QUESTION, [], surface)
-    assert isinstance(step, Call) and "http://127.0.0.1:9/api/1/datasets/" in step.args["code"]
+    assert isinstance(step, Call)
+    assert "http://127.0.0.1:9/api/2/datasets/search/" in step.args["code"]
 
 
 def test_coder_reads_cli_json_despite_stderr_noise() -> None:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+import yaml
 from pydantic_ai import Agent, ToolOutput
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
@@ -123,7 +124,9 @@ def test_the_skills_document_holds_every_piece_of_advice_the_policies_know() -> 
         "access_constraints",
         "metrics_path",
         "cite_pages",
+        "search_path",
     ]
+    assert guidance.search_path == "2/datasets/search/"
     assert guidance.filter_param("created_at", "strictly_less") == "created_at__strictly_less"
     assert guidance.filter_param("created_at", "between") is None  # not a documented operator
     assert guidance.metrics_path == "datasets/data/?dataset_id__exact={id}&metric_month__sort=desc"
@@ -132,15 +135,61 @@ def test_the_skills_document_holds_every_piece_of_advice_the_policies_know() -> 
 def test_advice_comes_from_the_text_not_from_the_capability() -> None:
     assert Guidance.read(None) == NO_GUIDANCE
     assert Guidance.read("You are a helpful assistant for users of data.gouv.fr.") == NO_GUIDANCE
-    # A system prompt carrying one of the sentences gets that advice, without skills.
-    prompt = "If the catalog does not hold it, say so and point to the closest sources."
+    # A system prompt giving one piece of advice, in its own words, gets it without skills.
+    prompt = "When no dataset fits the request, tell the user and name the closest ones."
     assert Guidance.read(prompt).found == ["closest_sources"]
-    # Removing a sentence from the document removes exactly that advice.
-    edited = without(SKILLS, "a count needs only one page")
+    # Removing what the document says removes exactly that advice.
+    edited = without(SKILLS, ", where `meta.total` is the number of matching rows over all pages")
     assert "count_one_page" not in Guidance.read(edited).found
     assert Guidance.read(edited).read_description
     no_filters = Guidance.read(without(SKILLS, "`{column}__{operator}={value}`"))
     assert no_filters.filter_param("created_at", "strictly_less") is None
+
+
+REWORDED = """
+Base URL `https://tabular-api.data.gouv.fr/api/`. Rows of a file:
+`GET resources/{id}/data/?{col}__{op}=VALUE`, with the operators `exact`, `less` and
+`strictly_less`. The body's `meta.total` gives how many rows match the filters. Visits:
+`GET datasets/data/?dataset_id__exact={dataset_id}`. Searching: `GET 2/datasets/search/?q=WORDS`.
+
+Tips. The description of a dataset tells its coverage and its update frequency. If there is
+nothing on the platform for the user, say it and list the nearest related datasets. Tell the
+user about access limits such as a required account or token. Always link the page of each
+dataset or API you used.
+"""
+
+FRENCH = """
+Lignes d'un fichier : `GET resources/{id}/data/?{column}__{operator}=valeur`, opérateurs
+`exact`, `less`, `strictly_less`. Dans la réponse, `meta.total` donne le nombre de lignes qui
+correspondent au filtre. Statistiques : `GET datasets/data/?dataset_id__exact={id}`.
+Recherche : `GET 2/datasets/search/?q=mots`.
+
+Conseils : la description d'un jeu de données indique sa couverture et sa fréquence de mise à
+jour. Si aucun jeu ne convient, dites-le et proposez les jeux les plus proches. Signalez les
+conditions d'accès (compte ou jeton nécessaire). Donnez le lien vers la page de chaque jeu de
+données ou API utilisé.
+"""
+
+
+@pytest.mark.parametrize("document", [REWORDED, FRENCH], ids=["reworded", "french"])
+def test_the_advice_is_read_from_its_content_not_from_exact_sentences(document: str) -> None:
+    """Other words, other language, same content: the same advice (no sentence is matched)."""
+    ours = Guidance.read(SKILLS)
+    theirs = Guidance.read(document)
+    assert theirs.found == ours.found
+    assert theirs.filter_param("created_at", "strictly_less") == "created_at__strictly_less"
+    assert theirs.filter_operators == {"exact", "less", "strictly_less"}
+    assert theirs.search_path == ours.search_path == "2/datasets/search/"
+    assert theirs.metrics_path is not None and "dataset_id__exact=" in theirs.metrics_path
+
+
+def test_the_benchmark_system_prompts_give_the_advice_they_contain() -> None:
+    path = TASK_SPECS_DIR / "benchmark" / "system_prompts.yml"
+    prompts = {p["name"]: p["text"] for p in yaml.safe_load(path.read_text())["system_prompts"]}
+    # data_assistant asks to cite pages and to point to the closest sources; the default
+    # prompt (data_gouv_context) gives no advice the policies act on.
+    assert Guidance.read(prompts["data_assistant"]).found == ["closest_sources", "cite_pages"]
+    assert Guidance.read(prompts["data_gouv_context"]) == NO_GUIDANCE
 
 
 def test_no_tools_means_a_declined_answer_from_every_policy() -> None:
@@ -158,7 +207,13 @@ def test_oneshot_reads_the_description_only_when_told_to() -> None:
     assert "Fréquence de mise à jour annoncée : daily (dernière mise à jour : 2026-06-01)" in (
         answer.answer
     )
-    edited = Guidance.read(without(SKILLS, "Read a dataset's description before relying on it"))
+    edited = Guidance.read(
+        without(
+            SKILLS,
+            "A dataset's description usually states its coverage, how often it is updated and "
+            "its known limits; check it before using the data.",
+        )
+    )
     calls, plain = drive(OneShotPolicy(), QUESTION, MCP, results, edited)
     assert [c.tool for c in calls] == ["search_datasets"]
     assert "description" not in plain.answer
@@ -173,6 +228,9 @@ def test_oneshot_through_code_sends_one_search_request() -> None:
     assert "httpx.get('http://t/api/1/datasets/'" in code and "'page_size': 1" in code
     assert answer.ids_used == [DATASET]
     assert answer.cited_urls == ["https://www.data.gouv.fr/datasets/c/"]
+    # The skills document gives the v2 search endpoint: the program uses it.
+    calls, _ = drive(OneShotPolicy(), QUESTION, CODE, results, Guidance.read(SKILLS))
+    assert "httpx.get('http://t/api/2/datasets/search/'" in str(calls[0].args["code"])
 
 
 CODE_RESULTS = {
@@ -362,7 +420,7 @@ def test_coder_cites_the_api_page_only_when_told_to() -> None:
             for code, text in zip(programs, results, strict=True)
         ]
         step = CoderPolicy().decide(question, history, CODE, guidance)
-        assert isinstance(step, Call) and "1/dataservices/" in str(step.args["code"])
+        assert isinstance(step, Call) and "2/dataservices/search/" in str(step.args["code"])
         page = " | https://www.data.gouv.fr/dataservices/api-sirene/" if guidance.cite_pages else ""
         history.append(Observation("execute_python", step.args, service + page, False))
         answer = CoderPolicy().decide(question, history, CODE, guidance)
@@ -370,10 +428,12 @@ def test_coder_cites_the_api_page_only_when_told_to() -> None:
         return str(step.args["code"]), answer
 
     code, told = run(Guidance.read(SKILLS))
-    assert "s.get('page')" in code
+    assert "s.get('self_web_url')" in code
     assert "https://www.data.gouv.fr/dataservices/api-sirene/" in told.cited_urls
-    edited = without(SKILLS, "Cite the data.gouv.fr page of every dataset or dataservice")
+    edited = without(
+        SKILLS, "Link the data.gouv.fr page of each dataset or API your answer uses, so the user"
+    )
     code, plain = run(Guidance.read(edited))
-    assert "s.get('page')" not in code
+    assert "s.get('self_web_url')" not in code
     assert plain.cited_urls == ["https://www.data.gouv.fr/datasets/sirene/"]
     assert "6000000000000000000000aa" in plain.ids_used

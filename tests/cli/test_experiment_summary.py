@@ -32,7 +32,8 @@ class _Result:
     success: bool = True
 
     def asset_materializations_for_node(self, name: str) -> list[_Materialization]:
-        assert name == "agent_runs"
+        if name != "agent_runs":
+            return []
         meta = {
             "task_runs_executed": dg.IntMetadataValue(3),
             "task_runs_reused": dg.IntMetadataValue(11),
@@ -79,6 +80,6 @@ def test_a_blocking_check_or_a_failed_cell_makes_the_exit_code_non_zero() -> Non
     assert exit_code(True, summarise(blocking), interrupted=False) == 1
     failed = _Result({}, failed={"offline~c__none__p": "RuntimeError: boom"})
     lines = summary_lines(summarise(failed))
-    assert "FAILED cell offline~c__none__p: RuntimeError: boom" in lines
+    assert "FAILED cell offline~c__none__p: agent_runs: RuntimeError: boom" in lines
     assert exit_code(True, summarise(failed), interrupted=False) == 1
     assert exit_code(False, summarise(_Result({})), interrupted=True) == EXIT_INTERRUPTED

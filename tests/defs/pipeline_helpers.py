@@ -23,6 +23,7 @@ from datagouv_eval_pipeline.defs import catalog_validation as catalog_validation
 from datagouv_eval_pipeline.defs import checks as checks_module
 from datagouv_eval_pipeline.defs import judge_scores as judge_scores_module
 from datagouv_eval_pipeline.defs import task_specs as task_specs_module
+from datagouv_eval_pipeline.defs import versions as versions_module
 from datagouv_eval_pipeline.defs import warehouse as warehouse_module
 from datagouv_eval_pipeline.defs.action_mappings import action_mappings
 from datagouv_eval_pipeline.defs.agent_runs import agent_runs
@@ -58,6 +59,7 @@ SPEC_READERS = (
     judge_scores_module,
     warehouse_module,
     checks_module,
+    versions_module,
 )
 
 RANGE_START = "dagster/asset_partition_range_start"
@@ -85,6 +87,9 @@ class Paths:
 
 def resources(paths: Paths, task_ids: Sequence[str] = TASK_IDS, **settings: Any) -> dict[str, Any]:
     """The pipeline's resources on temporary paths, the twin as catalog."""
+    # Cells run in this process unless a test asks otherwise: the counters below wrap the
+    # runner here, and a worker process would not see them.
+    settings.setdefault("worker_processes", 0)
     return {
         "experiment": ExperimentSettings(task_ids=list(task_ids), **settings),
         "catalog": CatalogResource(),

@@ -22,10 +22,13 @@ from tests.dbt.dbt_helpers import (
 from tests.dbt.dbt_helpers import rows as _rows
 from tests.warehouse.warehouse_factories import CODE, HAND, HAND_B, MCP_26
 
+CALIBRATION_TABLES = {"judge_calibration", "review_labels"}
+
 MODELS = [
     "action_usage",
     "cell_comparison",
     "cell_history",
+    "cell_language_metrics",
     "experiment_metrics",
     "experiment_summary",
     "failure_mode_counts",
@@ -79,15 +82,17 @@ def test_assets_join_the_warehouse_keys_in_group_metrics_and_pool() -> None:
     assert sorted(key.path[-1] for key in dbt_metrics_assets.keys) == MODELS
     assert all(key.path[0] == "metrics" for key in dbt_metrics_assets.keys)
     upstream = {key for key in dbt_metrics_assets.dependency_keys if key.path[0] == "eval"}
-    # tasks is read by stg_runs; every other table by a model or a mart
-    assert upstream == {dg.AssetKey(["eval", table]) for table in WAREHOUSE_TABLES}
+    # tasks is read by stg_runs; every other table by a model or a mart, except the calibration
+    # tables: dbt only tests them as sources (no model reads them, so no Dagster dependency)
+    read = [table for table in WAREHOUSE_TABLES if table not in CALIBRATION_TABLES]
+    assert upstream == {dg.AssetKey(["eval", table]) for table in read}
     assert set(dbt_metrics_assets.group_names_by_key.values()) == {"metrics"}
     assert dbt_metrics_assets.op.pool == DUCKDB_POOL
     conditions = dbt_metrics_assets.automation_conditions_by_key.values()
     assert all(c is not None and c.get_label() == "eager" for c in conditions)
     checked = {check.asset_key for check in dbt_metrics_assets.check_keys}
     # source tests are checks on the warehouse tables, not mere observations
-    assert {dg.AssetKey(["eval", t]) for t in WAREHOUSE_TABLES} <= checked
+    assert {dg.AssetKey(["eval", t]) for t in read} <= checked
     assert dg.AssetKey(["metrics", "cell_comparison"]) in checked
 
 

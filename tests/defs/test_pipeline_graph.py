@@ -12,7 +12,7 @@ import pytest
 
 from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.definitions import defs
-from datagouv_eval_pipeline.defs import partitions
+from datagouv_eval_pipeline.defs import partitions, versions
 from datagouv_eval_pipeline.defs.automation import PROVIDER_TAG
 from tests.defs.pipeline_helpers import RANGE_END, RANGE_START, counting_task_runs
 
@@ -20,12 +20,14 @@ EXPECTED_ASSETS = [
     "action_mappings",
     "agent_runs",
     "catalog_validation",
+    "cell_setups",
     "eval/action_instances",
     "eval/cells",
     "eval/comparisons",
     "eval/experiments",
     "eval/failure_modes",
     "eval/gate_results",
+    "eval/judge_calibration",
     "eval/metric_estimates",
     "eval/metrics",
     "eval/metrics_history",
@@ -38,10 +40,14 @@ EXPECTED_ASSETS = [
     "eval/verdicts",
     "experiment_report",
     "judge_scores",
+    "task_spec_files",
     "task_specs",
 ]
-PARTITIONED = ["action_mappings", "agent_runs", "judge_scores"]
+PARTITIONED = ["action_mappings", "agent_runs", "cell_setups", "judge_scores", "task_spec_files"]
 EXPECTED_CHECKS = [
+    ("action_mappings", "cell_ok"),
+    ("agent_runs", "cell_ok"),
+    ("agent_runs", "cells_current"),
     ("agent_runs", "cells_succeeded"),
     ("agent_runs", "no_duplicate_runs"),
     ("agent_runs", "transcripts_present"),
@@ -52,12 +58,19 @@ EXPECTED_CHECKS = [
     ("eval/metrics", "scores_in_range"),
     ("eval/runs", "runs_match_partitions"),
     ("eval/verdicts", "judge_coverage"),
+    ("judge_scores", "cell_ok"),
     ("task_specs", "specs_valid"),
 ]
 BLOCKING_CHECKS = ["catalog_reachable", "specs_valid"]
-EXPECTED_JOBS = ["agent_runs_for_new_cells", "experiment", "experiment_dry_run"]
+EXPECTED_JOBS = [
+    "agent_runs_for_new_cells",
+    "experiment",
+    "experiment_dry_run",
+    "observe_cell_setups",
+    "observe_task_specs",
+]
 EXPECTED_SCHEDULES = ["weekly_experiment"]
-EXPECTED_SENSORS = ["eval_automation", "new_cells"]
+EXPECTED_SENSORS = ["eval_automation", "new_builds", "new_cells", "version_changes"]
 _MODELS = ["baseline-oneshot", "baseline-thorough", "baseline-coder"]
 EXPECTED_PARTITIONS = [
     *(f"offline~{m}__none__data_gouv_context" for m in _MODELS),
@@ -70,6 +83,18 @@ EXPECTED_PARTITIONS = [
     *(f"offline~{m}__code__data_gouv_context" for m in _MODELS),
     *(f"offline~{m}__code+skills@0.0.1__data_gouv_context" for m in _MODELS),
     *(f"offline~{m}__code+datagouv-cli__data_gouv_context" for m in _MODELS),
+]
+INACTIVE_PARTITIONS = [
+    *(
+        f"offline~{m}__{setup}__data_gouv_context"
+        for setup in (
+            "mcp@0.2.26+web_search",
+            "code+mcp@0.2.26",
+            "code+mcp@0.2.26+web_search",
+            "mcp@0.2.14~build",
+        )
+        for m in _MODELS
+    ),
 ]
 
 
@@ -90,29 +115,45 @@ def test_asset_keys_groups_and_partitions() -> None:
         k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).partitions_def
     )
     assert partitioned == PARTITIONED
+    assert graph.get(dg.AssetKey("task_spec_files")).partitions_def == versions.task_partitions
     for name in PARTITIONED:
         node = graph.get(dg.AssetKey(name))
+        if name == "task_spec_files":  # one partition per task
+            continue
         assert node.partitions_def == partitions.cell_partitions
+        if name == "cell_setups":  # an observation, upstream of the cells
+            continue
         assert node.backfill_policy == dg.BackfillPolicy.single_run()
         assert node.group_name == "cells"
     # Lineage of the cell stages and the warehouse fan-in.
     parents = {k: graph.get(dg.AssetKey.from_user_string(k)).parent_keys for k in EXPECTED_ASSETS}
-    assert parents["agent_runs"] == {dg.AssetKey("task_specs"), dg.AssetKey("catalog_validation")}
+    assert parents["agent_runs"] == {
+        dg.AssetKey("task_specs"),
+        dg.AssetKey("catalog_validation"),
+        dg.AssetKey("cell_setups"),
+        dg.AssetKey("task_spec_files"),
+    }
     assert parents["action_mappings"] == {dg.AssetKey("agent_runs")}
     # The pre-flight recomputes the references the judge and the value check compare with.
     assert parents["judge_scores"] == {
         dg.AssetKey("action_mappings"),
         dg.AssetKey("catalog_validation"),
     }
+    # The judge's calibration reads the task specs and writes the warehouse after its load.
+    assert parents["eval/judge_calibration"] == {
+        dg.AssetKey("task_specs"),
+        dg.AssetKey(["eval", "experiments"]),
+    }
     for key in EXPECTED_ASSETS:
-        if key.startswith("eval/"):
+        if key.startswith("eval/") and key != "eval/judge_calibration":
             assert parents[key] == {dg.AssetKey("judge_scores")}, key
 
 
-def test_partition_keys_are_the_24_cells_grouped_by_provider() -> None:
+def test_partition_keys_are_every_cell_the_24_active_ones_first() -> None:
     keys = partitions.cell_partitions.get_partition_keys()
-    assert len(keys) == 24
-    assert keys == EXPECTED_PARTITIONS
+    assert len(keys) == 36
+    assert keys == EXPECTED_PARTITIONS + INACTIVE_PARTITIONS
+    assert [cell.key for cell in partitions.ACTIVE_CELLS] == EXPECTED_PARTITIONS
     assert partitions.provider_ranges() == {
         "offline": (EXPECTED_PARTITIONS[0], EXPECTED_PARTITIONS[-1])
     }
@@ -171,11 +212,13 @@ def test_cells_of_several_providers_form_one_run_request_each(
         _with_provider(base[2], "mistral"),
         _with_provider(base[3], "albert"),
     ]
-    monkeypatch.setattr(partitions, "expand_cells", lambda config: list(mixed))
-    grouped = partitions.experiment_cells()
+    monkeypatch.setattr(partitions, "expand_cells", lambda config, names=None: list(mixed))
+    grouped, active = partitions.experiment_cells()
     assert [c.key for c in grouped] == [mixed[0].key, mixed[2].key, mixed[1].key, mixed[3].key]
+    assert active == grouped
 
     monkeypatch.setattr(partitions, "CELLS", grouped)
+    monkeypatch.setattr(partitions, "ACTIVE_CELLS", active)
     requests = _weekly_requests()
     ranges = {r.tags[PROVIDER_TAG]: (r.tags[RANGE_START], r.tags[RANGE_END]) for r in requests}
     assert ranges == {

@@ -67,7 +67,7 @@ def test_the_hybrid_judge_decides_every_criterion_and_caches(tmp_path: Path) -> 
     # The deterministic run first: what the rules decide alone.
     _run(paths, JudgeResource())
     ruled = _criteria(paths)
-    assert ruled and {row[4] for row in ruled} == {"deterministic@2"}
+    assert ruled and {row[4] for row in ruled} == {"deterministic@3"}
     rules_open = [row for row in ruled if row[2] == "unscored"]
     assert rules_open, "task_0002 has criteria the rules cannot decide"
 

@@ -6,6 +6,8 @@ docs/deploy.md; everything that can be decided from the files and Dagster's own 
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
 import shutil
 import sys
@@ -39,7 +41,6 @@ LOCAL_HOME = ROOT / "dagster_home"
 DEPLOY = ROOT / "deploy"
 EXPECTED_POOLS = {
     "duckdb_writer",
-    "agent_runs",
 }
 SECRET_NAME = re.compile(r"(KEY|PASSWORD|TOKEN|SECRET)")
 
@@ -64,7 +65,8 @@ def deploy_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[set[str]]:
     """Set every variable deploy/dagster.yaml reads to a placeholder, as compose would."""
     names = _env_refs(_yaml(DEPLOY / "dagster.yaml"))
     for name in names:
-        monkeypatch.setenv(name, f"placeholder-{name.lower()}")
+        placeholder = "5432" if name.endswith("_PORT") else f"placeholder-{name.lower()}"
+        monkeypatch.setenv(name, placeholder)
     yield names
 
 
@@ -110,9 +112,13 @@ def test_local_instance_loads_applies_pools_and_reports_limits(tmp_path: Path) -
         assert instance.global_op_concurrency_default_limit == 1
         storage = instance.event_log_storage
         limits = {pool.name: (pool.limit, pool.from_default) for pool in storage.get_pool_limits()}
+        # pools.yaml's pool, and one pool per provider sized from models.yml.
         assert limits == {
             "duckdb_writer": (1, False),
-            "agent_runs": (1, False),
+            "agent_runs.offline": (8 * (os.cpu_count() or 1), False),
+            "agent_runs.mistral": (4, False),
+            "agent_runs.openai": (8, False),
+            "agent_runs.albert": (2, False),
         }
         assert storage.get_concurrency_info("duckdb_writer").slot_count == 1
         # A pool nobody configured gets the default limit the first time a step asks for it.
@@ -191,6 +197,7 @@ def test_ui_refuses_a_home_without_instance_config(tmp_path: Path) -> None:
 def test_deploy_instance_config_passes_dagsters_schema(deploy_env: set[str]) -> None:
     assert deploy_env == {
         "DAGSTER_POSTGRES_HOST",
+        "DAGSTER_POSTGRES_PORT",
         "DAGSTER_POSTGRES_DB",
         "DAGSTER_POSTGRES_USER",
         "DAGSTER_POSTGRES_PASSWORD",
@@ -201,6 +208,9 @@ def test_deploy_instance_config_passes_dagsters_schema(deploy_env: set[str]) -> 
     assert postgres.success, postgres.errors
     assert postgres.value is not None
     assert postgres.value["postgres_db"]["password"] == "placeholder-dagster_postgres_password"
+    assert postgres.value["postgres_db"]["port"] == 5432
+    # psycopg2 is the driver dagster-postgres installs (postgresql:// alone asks for psycopg 3).
+    assert postgres.value["postgres_db"]["scheme"] == "postgresql+psycopg2"
 
     launcher = config["run_launcher"]
     assert (launcher["module"], launcher["class"]) == ("dagster_docker", "DockerRunLauncher")
@@ -306,7 +316,9 @@ def test_docker_workspace_points_at_the_code_location_grpc_server() -> None:
 
 def test_dockerfile_builds_the_locked_environment_and_serves_the_definitions() -> None:
     instructions = _dockerfile()
-    assert instructions[0] == ("FROM", "python:3.11-slim")
+    # The base is an argument (a registry image by default, an offline-built one for the check).
+    assert instructions[0] == ("ARG", "BASE_IMAGE=python:3.11-slim")
+    assert instructions[1] == ("FROM", "${BASE_IMAGE}")
     runs = " ".join(arguments for keyword, arguments in instructions if keyword == "RUN")
     assert "bubblewrap" in runs
     assert runs.count("uv sync --frozen --no-dev") == 2
@@ -335,6 +347,16 @@ def test_dockerfile_copy_sources_exist_and_pass_the_dockerignore() -> None:
     for source in sources:
         assert (ROOT / source).exists(), f"COPY {source}: no such file in the project"
         assert source.rstrip("/") in included, f"COPY {source}: excluded by the dockerignore"
+
+
+def test_the_classic_builder_gets_the_same_small_context() -> None:
+    # dockerd without BuildKit reads only the root .dockerignore; both files must agree.
+    def rules(path: Path) -> list[str]:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        return [line for line in lines if line and not line.startswith("#")]
+
+    assert rules(ROOT / ".dockerignore") == rules(DEPLOY / "Dockerfile.dockerignore")
+    assert rules(ROOT / ".dockerignore")[0] == "**"
 
 
 def test_dockerfile_installs_the_deploy_instance_where_dagster_home_points() -> None:
@@ -400,3 +422,70 @@ def test_compose_holds_no_secret_values() -> None:
                 assert re.fullmatch(r"\$\{[A-Z0-9_]+(:-|:\?[^}]*)?\}", str(value)), (
                     f"{service_name}.{name} = {value!r} is not an environment reference"
                 )
+
+
+# --- deploy/check: the Kubernetes values and the warehouse comparison -------------------------
+
+
+def _deploy_check() -> Any:
+    spec = importlib.util.spec_from_file_location("deploy_check", DEPLOY / "check.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_shipped_helm_values_pass_the_chart_keys_and_dagster_k8s() -> None:
+    check = _deploy_check()
+    values = yaml.safe_load((DEPLOY / "k8s" / "values.yaml").read_text(encoding="utf-8"))
+    assert check.k8s_values_problems(values) == []
+    rendered = check.k8s_launcher_config(values)
+    assert rendered["env_secrets"] == ["datagouv-eval-model-keys"]
+    assert rendered["run_k8s_config"]["container_config"]["securityContext"] == {
+        "seccompProfile": {"type": "Unconfined"}
+    }
+    assert rendered["postgres_password_secret"] == "datagouv-eval-postgresql"
+
+
+def test_the_helm_values_check_names_a_stray_key_and_a_wrong_type() -> None:
+    check = _deploy_check()
+    values = yaml.safe_load((DEPLOY / "k8s" / "values.yaml").read_text(encoding="utf-8"))
+    launcher = values["runLauncher"]["config"]["k8sRunLauncher"]
+    launcher["envVar"] = ["A=1"]  # misspelt
+    launcher["runK8sConfig"]["podSpec"] = {}
+    launcher["envVars"] = "DATAGOUV_EVAL_RUN_STORE=/data"  # a string, not a list
+    problems = check.k8s_values_problems(values)
+    assert "runLauncher.config.k8sRunLauncher.envVar: not a key the chart allows" in problems
+    assert "runLauncher.config.k8sRunLauncher.runK8sConfig.podSpec: not allowed" in problems
+    assert any(p.startswith("K8sRunLauncher config:") and "env_var" in p for p in problems)
+
+
+def test_the_warehouse_comparison_ignores_clocks_and_ids_only(tmp_path: Path) -> None:
+    import duckdb
+
+    check = _deploy_check()
+
+    def warehouse(name: str, accuracy: float, latency: float, run_id: str) -> Path:
+        path = tmp_path / f"{name}.duckdb"
+        with duckdb.connect(str(path)) as connection:
+            connection.execute("CREATE SCHEMA eval")
+            connection.execute(
+                "CREATE TABLE eval.metrics (run_id VARCHAR, task_id VARCHAR, metric VARCHAR, "
+                "value DOUBLE, loaded_at TIMESTAMP)"
+            )
+            connection.execute(
+                "INSERT INTO eval.metrics VALUES (?, 't1', 'accuracy', ?, now()), "
+                "(?, 't1', 'latency_ms', ?, now())",
+                [run_id, accuracy, run_id, latency],
+            )
+        return path
+
+    same = check.compare_warehouses(
+        warehouse("a", 0.5, 10.0, "r1"), warehouse("b", 0.5, 99.0, "r2")
+    )
+    assert same == []
+    differ = check.compare_warehouses(
+        warehouse("c", 0.5, 10.0, "r1"), warehouse("d", 1.0, 10.0, "r1")
+    )
+    assert differ == ["eval.metrics: 1 rows vs 1, contents differ"]

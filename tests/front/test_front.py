@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -229,3 +230,34 @@ def test_an_upstream_that_drops_kept_alive_connections_is_reconnected(tmp_path: 
         statuses = [client.get(f"https://www.data.gouv.fr/{n}").status_code for n in range(3)]
     assert statuses == [200, 200, 200]
     assert answered == ["/0", "/1", "/2"]
+
+
+def test_pass_through_chains_to_the_hosts_proxy(front: Front) -> None:
+    """A pass-through proxy with ``via`` tunnels through another proxy (a gateway; here the front).
+
+    That is the sandbox's proxy in a live run behind ``HTTPS_PROXY``: the allowed host is
+    reached through the outer proxy, whose certificates the client trusts via its CA bundle.
+    """
+    from datagouv_eval_pipeline.front import AllowList
+
+    outer = urlsplit(front.proxy_url)
+    assert outer.hostname is not None and outer.port is not None
+    allowed = AllowList.parse(["www.data.gouv.fr:443"])
+    env = front.client_env()
+    with Front(passthrough=allowed, via=(outer.hostname, outer.port), name="inner") as inner:
+        verify = ssl.create_default_context(cafile=env["SSL_CERT_FILE"])
+        with httpx.Client(proxy=inner.proxy_url, verify=verify) as client:
+            site = client.get("https://www.data.gouv.fr/api/1/site/")
+            assert site.status_code == 200
+            with pytest.raises(httpx.ProxyError, match="403"):
+                client.get("https://tabular-api.data.gouv.fr/api/")  # not on the inner list
+        assert next((r.method, r.url, r.status) for r in inner.wire_requests()) == (
+            "CONNECT",
+            "https://www.data.gouv.fr:443",
+            200,
+        )
+    # The outer proxy refusing the tunnel is a 502 naming it, not a hang.
+    with Front(passthrough="all", via=(outer.hostname, outer.port), name="inner") as inner:
+        answer = httpx.get("http://example.org/x", proxy=inner.proxy_url)
+        assert answer.status_code == 502
+        assert f"{outer.hostname}:{outer.port} refused example.org:80" in answer.text

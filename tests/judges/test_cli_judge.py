@@ -1,14 +1,14 @@
 from __future__ import annotations
 
-import csv
 import json
-import shutil
 from pathlib import Path
 
+import duckdb
 import pytest
 from click.testing import CliRunner
 
 from datagouv_eval_pipeline.cli import main
+from datagouv_eval_pipeline.judges.calibration import CALIBRATION_DIR
 from tests.judges.judges_factories import EXAMPLES
 
 
@@ -17,19 +17,59 @@ def invoke(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def test_calibrate_deterministic_reports_coverage_accuracy_and_kappa() -> None:
-    code, out = invoke("calibrate", "--judge", "deterministic", "--json")
+V1 = str(CALIBRATION_DIR / "criteria_v1.yml")
+
+
+def test_calibrate_deterministic_reports_coverage_accuracy_and_kappa(tmp_path: Path) -> None:
+    db = tmp_path / "w.duckdb"
+    code, out = invoke("calibrate", "--set", V1, "--json", "--warehouse", str(db))
     assert code == 0
-    report = json.loads(out)
-    assert report["judge_id"] == "deterministic@2"
+    report = json.loads(out.split("\nstored ")[0])
+    assert report["judge_id"] == "deterministic@3"
     assert (report["total"], report["scored"]) == (58, 46)
     assert report["accuracy"]["value"] == pytest.approx(35 / 46)
     assert report["kappa"]["value"] == pytest.approx(516 / 1022)
     assert report["confusion"]["fail"]["unscored"] == 5
-    code, text = invoke("judge", "calibrate")
+    assert report["verdict_kinds"]["criterion"]["kappa"]["value"] == pytest.approx(516 / 1022)
+    code, text = invoke("judge", "calibrate", "--set", V1, "--no-store")
     assert code == 0
     assert "Cohen's kappa (scored items): 0.505" in text
+    assert "  criterion        58    46  0.793   0.505  [" in text
     assert "disagreements:" in text
+    with duckdb.connect(str(db), read_only=True) as conn:
+        rows = conn.execute(
+            "SELECT judge_id, verdict_kind, items, scored, kappa, ci_low <= kappa, "
+            "kappa <= ci_high, meets_requirement, calibration_files "
+            "FROM eval.judge_calibration ORDER BY verdict_kind"
+        ).fetchall()
+    assert rows == [
+        (
+            "deterministic@3",
+            "all",
+            58,
+            46,
+            pytest.approx(516 / 1022),
+            True,
+            True,
+            False,
+            "criteria_v1.yml",
+        ),
+        (
+            "deterministic@3",
+            "criterion",
+            58,
+            46,
+            pytest.approx(516 / 1022),
+            True,
+            True,
+            False,
+            "criteria_v1.yml",
+        ),
+    ]
+    # The same judge on the same labels replaces its rows.
+    assert invoke("calibrate", "--set", V1, "--warehouse", str(db))[0] == 0
+    with duckdb.connect(str(db), read_only=True) as conn:
+        assert conn.execute("SELECT count(*) FROM eval.judge_calibration").fetchone() == (2,)
 
 
 @pytest.mark.parametrize(
@@ -53,7 +93,7 @@ def test_judge_trace_prints_every_verdict() -> None:
     code, out = invoke("judge", "trace", str(EXAMPLES / "task_0002_mcp.json"))
     assert code == 0
     document = json.loads(out)
-    assert document["judge_id"] == "deterministic@2"
+    assert document["judge_id"] == "deterministic@3"
     assert [c["verdict"]["status"] for c in document["criteria"]] == [
         "ok",
         "unscored",
@@ -62,31 +102,6 @@ def test_judge_trace_prints_every_verdict() -> None:
         "ok",
     ]
     assert document["tiers"]["optimal"]["trajectory"]["score"] == pytest.approx(0.8)
-
-
-def test_review_sample_then_import_review(tmp_path: Path) -> None:
-    run = tmp_path / "run-a"
-    run.mkdir()
-    for name in ("task_0002_mcp.json", "task_0002_mcp_wrong.json"):
-        shutil.copy(EXAMPLES / name, run / name)
-    review = tmp_path / "review.csv"
-    code, out = invoke("review-sample", str(run), "--per-run", "2", "--out", str(review))
-    assert code == 0
-    assert "wrote 10 rows (2 answers, 1 passed every check)" in out
-    with review.open(encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    rows[0]["human_verdict"] = "pass"
-    with review.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    target = tmp_path / "reviewed.yml"
-    code, out = invoke("judge", "import-review", str(review), "--into", str(target))
-    assert code == 0
-    assert "added 1 item(s)" in out and "skipped 9 unannotated" in out
-    code, out = invoke("calibrate", "--set", str(target), "--json")
-    assert code == 0
-    assert json.loads(out)["total"] == 1
 
 
 def test_a_judge_config_sets_a_model_per_role(

@@ -353,3 +353,39 @@ def test_the_agents_own_exceptions_are_never_parameter_errors() -> None:
     # A local exception next to a refused MCP call: the refused call decides.
     blamed = ToolEvidence("c2", "get_dataset_info", {}, "Error: dataset 'x' not found", True)
     assert outcome(modes("x", FULL, [local, blamed])[FailureMode.PARAMETER_ERROR]) == "fail"
+
+
+def test_english_link_criteria_are_decided_by_the_citation_check() -> None:
+    for text in (
+        "The answer gives the link to the page of the dataset on data.gouv.fr.",
+        "The answer provides a link to its page.",
+    ):
+        assert is_link_criterion(Criterion(criteria=text))
+    assert not is_link_criterion(Criterion(criteria="The answer links the two datasets."))
+    task = make_task(
+        evaluation_criteria={
+            "minimal": [{"criteria": "The answer gives the link to the page of the dataset."}]
+        }
+    )
+    criterion = task.criteria("minimal")[0]
+    cited = JUDGE.criterion_sync(
+        task.prompt, f"See https://www.data.gouv.fr/datasets/{DS}/", criterion, (), task=task
+    )
+    assert outcome(cited) == "pass"
+    uncited = JUDGE.criterion_sync(task.prompt, "See data.gouv.fr.", criterion, (), task=task)
+    assert outcome(uncited) == "fail"
+
+
+@pytest.mark.parametrize(
+    ("answer", "near"),
+    [
+        ("Its files were downloaded 11,652 times in April 2026.", True),  # "times" is a filler
+        ("Downloads in April 2026: 11,652.", True),
+        ("11,652 downloads were counted.", True),
+        ("11,652 visits and 3 downloads.", False),  # the word after the number is its unit
+    ],
+)
+def test_unit_near_in_english(answer: str, near: bool) -> None:
+    reading = find_value(answer, 11652)
+    assert reading is not None
+    assert unit_near(answer, reading, "downloads") is near

@@ -193,7 +193,7 @@ def test_arguments_strict_values_are_ruled_and_only_criteria_reach_the_model() -
         )
     )
     assert [outcome(v) for v in verdicts] == ["fail", "pass"]
-    assert verdicts[0].judge_id == "deterministic@2"
+    assert verdicts[0].judge_id == "deterministic@3"
     assert verdicts[1].judge_id == "llm:test/grader"
     (sent,) = grader.of("arguments")
     assert "created_at < 2012-06-28" in sent.prompt

@@ -1,132 +1,181 @@
+"""The review loop: a stratified sample of an experiment from a real DuckDB warehouse, filled in,
+imported as labels, calibration items and draft tasks that pass validation."""
+
 from __future__ import annotations
 
-import csv
 import shutil
 from pathlib import Path
 
+import duckdb
 import pytest
+import yaml
+from click.testing import CliRunner
 
-from datagouv_eval_pipeline.experiment.catalog import twin_catalog_lookup
-from datagouv_eval_pipeline.judges.calibration import CalibrationError, load_calibration
-from datagouv_eval_pipeline.judges.review import (
-    REVIEW_COLUMNS,
-    import_review,
-    read_review,
-    review_sample,
-    write_review,
+from datagouv_eval_pipeline.cli import main
+from datagouv_eval_pipeline.judges.calibration import load_calibration
+from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.warehouse import load_experiment, new_experiment
+from datagouv_eval_pipeline.warehouse.loader import connect
+from datagouv_eval_pipeline.warehouse.review import RUBRIC, ReviewError, draw_sample
+from tests.warehouse.warehouse_factories import (
+    MCP_26,
+    cell_load,
+    cells,
+    failed_trace,
+    realistic_experiment,
+    specs,
 )
-from tests.judges.judges_factories import EXAMPLES, real_tasks
-
-CATALOG = twin_catalog_lookup()  # the snapshot the example traces were run against
 
 
-def make_run(root: Path, name: str, files: list[str]) -> Path:
-    directory = root / name / "traces"
-    directory.mkdir(parents=True)
-    for file in files:
-        shutil.copy(EXAMPLES / file, directory / file)
-    (root / name / "summary.json").write_text('{"not": "a trace"}', encoding="utf-8")
-    return root / name
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
 
 
-ALL = [
-    "task_0002_code.json",
-    "task_0002_mcp.json",
-    "task_0002_mcp_wrong.json",
-    "task_0011_mcp_decline.json",
-]
-
-
-def test_the_sample_includes_answers_that_passed_every_check(tmp_path: Path) -> None:
-    runs = {"r1": make_run(tmp_path, "r1", ALL)}
-    # 3 of the 4 example traces pass every check; only task_0002_mcp_wrong does not.
-    rows, notices = review_sample(
-        runs, real_tasks(), per_run=2, seed=1, passed_share=0.25, catalog=CATALOG
+@pytest.fixture
+def warehouse(tmp_path: Path) -> Path:
+    db = tmp_path / "warehouse.duckdb"
+    # Three cells (MCP 0.2.19, MCP 0.2.26, code): task_0002 twice and the decline task_0011 in
+    # each MCP cell, one failed run; the deterministic judge scored them like the pipeline.
+    load_experiment(
+        db, realistic_experiment(), tasks=specs().values(), experiment=new_experiment("c")
     )
-    samples = {row.sample_id: row.passed_every_check for row in rows}
-    assert len(samples) == 2
-    # round(2 * 0.25) = 0, but at least one passed trace is drawn when any exists.
-    assert sorted(samples.values()) == [False, True]
-    assert "r1/traces/task_0002_mcp_wrong" in samples
-    assert notices == ["r1: 1 JSON file(s) that are not traces skipped"]
-    # One row per criterion of the task, both tiers, with the deterministic outcome.
-    wrong = [row for row in rows if row.sample_id == "r1/traces/task_0002_mcp_wrong"]
-    assert [row.criterion_index for row in wrong] == [0, 1, 2, 3, 4]
-    assert [row.judge_outcome for row in wrong] == ["fail", "unscored", "fail", "unscored", "fail"]
-    assert all(row.human_verdict == "" for row in rows)
-    again, _ = review_sample(
-        runs, real_tasks(), per_run=2, seed=1, passed_share=0.25, catalog=CATALOG
+    return db
+
+
+def test_the_sample_covers_every_stratum_before_any_gets_a_second(warehouse: Path) -> None:
+    with duckdb.connect(str(warehouse), read_only=True) as conn:
+        every = draw_sample(conn, specs(), runs=50, seed=3)
+        three = draw_sample(conn, specs(), runs=3, seed=3)
+    # 7 runs ended ok (the failed run of MCP 0.2.26 has no answer to review).
+    assert len(every.samples) == 7
+    assert all(s.run_id.split("|")[1] != "task_0003" for s in every.samples)
+    strata = {s.stratum for s in every.samples}
+    assert strata == {"code|answer|passed", "mcp|answer|failed", "mcp|decline|passed"}
+    assert any(s.passed_every_check for s in every.samples)  # passes are reviewed too
+    assert len({s.stratum for s in three.samples}) == 3  # round-robin over the strata
+    kinds = {(label.verdict_kind, label.tier) for s in every.samples for label in s.labels}
+    assert {k for k, _ in kinds} == {"criterion", "arguments", "trajectory", "failure_mode"}
+    assert {t for _, t in kinds} == {"minimal", "optimal"}
+    first = every.samples[0]
+    assert set(first.rubric) == set(RUBRIC)
+    assert first.question == specs()[first.task_id].prompt
+    assert all(label.human == "" for label in first.labels)
+    assert sum(1 for label in first.labels if label.verdict_kind == "trajectory") == 2
+    assert sum(1 for label in first.labels if label.verdict_kind == "failure_mode") == 4
+
+
+def test_an_empty_sample_is_an_error_saying_why(tmp_path: Path) -> None:
+    db = tmp_path / "empty.duckdb"
+    connect(db).close()
+    code, out = invoke("review", "sample", "--warehouse", str(db), "--out", str(tmp_path / "r"))
+    assert code == 1
+    assert "records no experiment: run `datagouv-eval experiment` first" in out
+    load_experiment(
+        db,
+        [cell_load(cells()[MCP_26], [failed_trace(cells()[MCP_26])])],
+        tasks=specs().values(),
+        experiment=new_experiment("c"),
     )
-    assert again == rows  # the same seed draws the same sample
-
-
-def test_a_short_run_is_reported_and_only_passed_traces_fill_it(tmp_path: Path) -> None:
-    runs = {"small": make_run(tmp_path, "small", ALL[:2])}
-    rows, notices = review_sample(runs, real_tasks(), per_run=3, passed_share=0.0, catalog=CATALOG)
-    assert len({row.sample_id for row in rows}) == 2
-    assert "small: only 2 trace(s) available for 3 asked" in notices
-
-
-def annotate(path: Path, verdicts: dict[tuple[str, int], tuple[str, str]]) -> None:
-    with path.open(encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    for row in rows:
-        key = (row["sample_id"], int(row["criterion_index"]))
-        if key in verdicts:
-            row["human_verdict"], row["human_note"] = verdicts[key]
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(REVIEW_COLUMNS))
-        writer.writeheader()
-        writer.writerows(rows)
-
-
-def test_annotations_feed_the_calibration_set(tmp_path: Path) -> None:
-    runs = {"r1": make_run(tmp_path / "runs", "r1", ["task_0002_mcp_wrong.json"])}
-    rows, _ = review_sample(runs, real_tasks(), per_run=1, catalog=CATALOG)
-    review = tmp_path / "review.csv"
-    write_review(rows, review)
-    sample = "r1/traces/task_0002_mcp_wrong"
-    annotate(
-        review,
-        {
-            (sample, 0): ("fail", "1 500 is not 2076"),
-            (sample, 1): ("FAIL", "no source given"),  # case does not matter
-            (sample, 2): ("pass", "disagrees with the rules"),
-        },
+    code, out = invoke("review", "sample", "--warehouse", str(db), "--out", str(tmp_path / "r"))
+    assert code == 1
+    assert "has no judged run with an answer to review (1 error in eval.runs_history" in out
+    assert not (tmp_path / "r").exists()
+    code, out = invoke(
+        "review", "sample", "--warehouse", str(tmp_path / "none.duckdb"), "--out", "x"
     )
-    target = tmp_path / "calibration" / "reviewed.yml"
-    result = import_review(read_review(review), real_tasks(), target, origin="review.csv")
-    assert (result.added, result.skipped_blank, result.skipped_existing) == (3, 2, 0)
-    items = {r.item.id: r for r in load_calibration([target], real_tasks())}
-    first = items["review-r1-traces-task-0002-mcp-wrong-c0"].item
-    assert (first.human, first.kind, first.note) == ("fail", "fail", "1 500 is not 2076")
-    assert first.origin == "review:review.csv"
-    assert first.answer.startswith("Environ 1\u00a0500 jeux de données")
-    # Tool evidence comes from the trace file, clipped, so an LLM judge can see it.
-    assert [e.tool for e in first.tool_evidence][:2] == ["search_datasets", "query_resource_data"]
-    # The reviewer disagreed with the exported rule outcome: a near miss.
-    assert items["review-r1-traces-task-0002-mcp-wrong-c2"].item.kind == "near_miss"
-    # Importing twice adds nothing.
-    again = import_review(read_review(review), real_tasks(), target, origin="review.csv")
-    assert (again.added, again.skipped_existing) == (0, 3)
+    assert code == 1 and "no warehouse yet" in out
+    with duckdb.connect(str(db), read_only=True) as conn, pytest.raises(ReviewError):
+        draw_sample(conn, specs(), runs=5, experiment_id="nope")
 
 
-def test_jsonl_round_trip_and_invalid_annotations(tmp_path: Path) -> None:
-    runs = {"r1": make_run(tmp_path / "runs", "r1", ["task_0002_mcp.json"])}
-    rows, _ = review_sample(runs, real_tasks(), per_run=1, catalog=CATALOG)
-    review = tmp_path / "review.jsonl"
-    write_review(rows, review)
-    records = read_review(review)
-    assert len(records) == 5
-    records[0]["human_verdict"] = "maybe"
-    records[1]["human_verdict"] = "pass"
-    records[1]["criterion_sha"] = "000000000000"
-    target = tmp_path / "reviewed.yml"
-    with pytest.raises(CalibrationError) as caught:
-        import_review(records, real_tasks(), target, origin="review.jsonl")
-    assert caught.value.problems == [
-        "review.jsonl: row 2: human_verdict: expected 'pass', 'fail' or blank, got 'maybe'",
-        "review.jsonl: row 3: criterion_sha: the criterion changed since the export (now "
-        "70a1eeb04219); re-review it against the current text",
-    ]
-    assert not target.exists()  # nothing is written when any row is wrong
+def _fill(path: Path) -> dict[str, int]:
+    """Label like a reviewer: agree with every decided verdict, pass the rest; fail one rubric."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["reviewer"] = "test"
+    counts = {"labels": 0}
+    for number, sample in enumerate(data["samples"]):
+        for name, answer in sample["rubric"].items():
+            answer["human"] = "fail" if (number == 0 and name == "right_number") else "pass"
+            answer["note"] = "checked against the trace"
+        for label in sample["labels"]:
+            automated = label["automated"]
+            label["human"] = "fail" if automated == "fail" else "pass"
+            label["note"] = "read the answer and the calls"
+            counts["labels"] += 1
+    path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return counts
+
+
+def test_sample_fill_import_stores_labels_calibration_items_and_a_draft_task(
+    warehouse: Path, tmp_path: Path
+) -> None:
+    review = tmp_path / "review_test.yml"
+    code, out = invoke(
+        "review", "sample", "--warehouse", str(warehouse), "--runs", "4", "--out", str(review)
+    )
+    assert code == 0, out
+    assert "wrote 4 runs of experiment" in out
+    assert "(arguments, criterion, failure_mode, trajectory)" in out
+    # Nothing filled in: refused, nothing written.
+    code, out = invoke("review", "import", str(review), "--warehouse", str(warehouse))
+    assert code == 1 and "nothing is filled in" in out
+    counts = _fill(review)
+    task_dir = tmp_path / "task_specs"
+    shutil.copytree(TASK_SPECS_DIR, task_dir)
+    calibration = tmp_path / "calibration"
+    args = ["--warehouse", str(warehouse), "--calibration-dir", str(calibration)]
+    code, out = invoke("review", "import", str(review), *args, "--task-dir", str(task_dir))
+    assert code == 0, out
+    assert f"added {counts['labels']} calibration item(s)" in out
+    assert "wrote 1 draft task(s): task_9001.yml" in out
+    with duckdb.connect(str(warehouse), read_only=True) as conn:
+        kinds = dict(
+            conn.execute(
+                "SELECT label_kind, count(*) FROM eval.review_labels GROUP BY 1"
+            ).fetchall()
+        )
+        failed = conn.execute(
+            "SELECT label, human FROM eval.review_labels WHERE label_kind = 'rubric' "
+            "AND human = 'fail'"
+        ).fetchall()
+    assert kinds["rubric"] == 4 * len(RUBRIC)
+    assert sum(v for k, v in kinds.items() if k != "rubric") == counts["labels"]
+    assert failed == [("rubric:right_number", "fail")]
+    # The calibration file is a valid version-2 file of the set...
+    tasks = {t.task_id: t for t in load_task_specs([task_dir])}
+    items = load_calibration([calibration / "review_test.yml"], tasks)
+    assert len(items) == counts["labels"]
+    assert {r.item.verdict_kind for r in items} == {
+        "criterion",
+        "arguments",
+        "trajectory",
+        "failure_mode",
+    }
+    # ...and the draft task passes validation as a draft of the failed run's task.
+    draft = yaml.safe_load((task_dir / "task_9001.yml").read_text(encoding="utf-8"))
+    assert draft["meta"]["status"] == "draft"
+    assert tasks["task_9001"].prompt == tasks["task_0002"].prompt  # the code cell's failed run
+    assert invoke("validate", str(task_dir / "task_9001.yml"))[0] == 0
+    # Importing the same review twice is refused (a new file is a new calibration version).
+    code, out = invoke("review", "import", str(review), *args, "--task-dir", str(task_dir))
+    assert code == 1 and "was imported already" in out
+
+
+def test_a_label_without_its_rationale_is_refused(warehouse: Path, tmp_path: Path) -> None:
+    review = tmp_path / "r.yml"
+    assert invoke("review", "sample", "--warehouse", str(warehouse), "--out", str(review))[0] == 0
+    data = yaml.safe_load(review.read_text(encoding="utf-8"))
+    label = data["samples"][0]["labels"][0]
+    label["human"] = "pass"
+    data["samples"][1]["labels"][0]["human"] = "maybe"
+    review.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    code, out = invoke("review", "import", str(review), "--warehouse", str(warehouse))
+    assert code == 1
+    assert "samples.1.labels.0.human: Input should be '', 'pass' or 'fail'" in out
+    data["samples"][1]["labels"][0]["human"] = ""
+    review.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    code, out = invoke("review", "import", str(review), "--warehouse", str(warehouse))
+    assert code == 1
+    assert f"s001: {label['tier']} {label['label']}: note: a one-line rationale is required" in out
+    assert "Traceback" not in out

@@ -27,7 +27,7 @@ from datagouv_eval_pipeline.experiment.quarantine import DOCUMENT_KEY
 from datagouv_eval_pipeline.experiment.quarantine import STAGE as VALIDATION_STAGE
 from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS, JUDGE_SCORES
 from datagouv_eval_pipeline.experiment.store import RunStore
-from datagouv_eval_pipeline.traces import RequestUsage, Trace
+from datagouv_eval_pipeline.traces import ModelTurn, RequestUsage, Trace
 from datagouv_eval_pipeline.warehouse import CellLoad, load_experiment
 from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
 from tests.dbt.dbt_helpers import DUCKDB_ENV, PROJECT
@@ -45,6 +45,12 @@ from tests.warehouse.warehouse_factories import (
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)> & "quotes"'
 """Text planted in an answer and a tool result: must show as text, never run."""
+
+LONG_RESULT = "".join(f"row {i:05d};" + "x" * 30 + "\n" for i in range(2000)) + "END-OF-RESULT"
+"""An 82,013-character tool result, far above what a model is shown."""
+
+LONG_SHOWN = 50_000
+"""How much of it the fixture's model was shown."""
 
 QUARANTINED = ("task_0009", "dataset 'abc' is gone from the catalog")
 """The task the fixture's pre-flight quarantined, and why."""
@@ -68,6 +74,19 @@ def fixture_loads() -> list[CellLoad]:
         reasoning=[f"first I search {HOSTILE}"],
     )
     hostile.tool_calls[0] = hostile.tool_calls[0].model_copy(update={"result": HOSTILE})
+    # A result longer than the model was shown: the trace keeps it whole, the page shows it all.
+    hostile.tool_calls[1] = hostile.tool_calls[1].model_copy(
+        update={"result": LONG_RESULT, "shown_chars": LONG_SHOWN}
+    )
+    hostile = hostile.model_copy(
+        update={
+            "turns": [
+                ModelTurn(text="I look for the catalogue first.", tool_call_ids=["call_a"]),
+                ModelTurn(tool_call_ids=["call_b", "call_c"]),
+                ModelTurn(text="", final=True),
+            ]
+        }
+    )
     loads[-1] = cell_load(cell, [hostile])
     return [*loads, hand_cell(), hand_cell_b()]
 

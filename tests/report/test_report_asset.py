@@ -57,4 +57,5 @@ def test_the_asset_depends_on_the_marts_and_the_statistics() -> None:
         "eval/metric_estimates",
         "eval/comparisons",
         "eval/gate_results",
+        "eval/judge_calibration",
     }

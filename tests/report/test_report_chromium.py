@@ -19,7 +19,14 @@ import pytest
 
 from datagouv_eval_pipeline.report import BuiltReport
 from datagouv_eval_pipeline.report.render import slug
-from tests.report.report_helpers import CHROMIUM, HOSTILE, Tab, chromium, with_tab
+from tests.report.report_helpers import (
+    CHROMIUM,
+    HOSTILE,
+    LONG_RESULT,
+    Tab,
+    chromium,
+    with_tab,
+)
 from tests.warehouse.warehouse_factories import CODE, HAND, MCP_19, MCP_26
 
 pytestmark = pytest.mark.skipif(
@@ -144,6 +151,29 @@ def test_a_hostile_trace_shows_as_text(served: str, browser: str) -> None:
     assert facts["injected"] == 0
     assert HOSTILE in facts["texts"]  # the answer, verbatim
     assert f"first I search {HOSTILE}" in facts["texts"]  # the reasoning part
+
+
+def test_a_long_tool_result_is_shown_whole(served: str, browser: str) -> None:
+    page = f"browser/run/{slug(f'{CODE}|task_0002|0')}.html"
+
+    async def body(tab: Tab) -> Any:
+        load = await tab.open(served + page)
+        facts = await tab.evaluate(
+            "({parts: Array.from(document.querySelectorAll('pre.result[data-part]'))"
+            ".map(p => p.textContent),"
+            " turns: Array.from(document.querySelectorAll('.turn h4')).map(h => h.textContent),"
+            " scrollable: Array.from(document.querySelectorAll('pre.result[data-part]'))"
+            ".every(p => getComputedStyle(p).overflowY === 'auto')})"
+        )
+        return load, facts
+
+    load, facts = _run(browser, body)
+    assert load.errors == []
+    # What the model saw and what it did not, together, are the tool's whole result.
+    assert "".join(facts["parts"]) == LONG_RESULT
+    assert facts["parts"][1].endswith("END-OF-RESULT")
+    assert facts["scrollable"]  # long results scroll inside their box, nothing is clipped
+    assert [t.split(" ·")[0].strip() for t in facts["turns"]] == ["Turn 1", "Turn 2", "Turn 3"]
 
 
 def test_side_by_side_loads_both_runs(served: str, browser: str) -> None:

@@ -12,7 +12,13 @@ from markupsafe import escape
 from datagouv_eval_pipeline.cli import main
 from datagouv_eval_pipeline.report import BuiltReport
 from datagouv_eval_pipeline.report.render import slug
-from tests.report.report_helpers import HOSTILE, QUARANTINED, FixtureWarehouse
+from tests.report.report_helpers import (
+    HOSTILE,
+    LONG_RESULT,
+    LONG_SHOWN,
+    QUARANTINED,
+    FixtureWarehouse,
+)
 from tests.warehouse.warehouse_factories import CODE, HAND, MCP_26, cells, specs
 
 
@@ -22,7 +28,7 @@ def _page(built: BuiltReport, relative: str) -> str:
 
 def test_the_report_page_is_self_contained_with_every_section(built_report: BuiltReport) -> None:
     page = built_report.page.read_text(encoding="utf-8")
-    for anchor in ("pivot", "comparisons", "versions", "cost", "failures", "problems"):
+    for anchor in ("pivot", "power", "comparisons", "versions", "cost", "failures", "problems"):
         assert f'id="{anchor}"' in page
     # plots inline, nothing fetched from elsewhere
     assert page.count('src="data:image/png;base64,') == 3
@@ -43,6 +49,10 @@ def test_the_markdown_has_the_pivot_and_what_was_not_scored(built_report: BuiltR
     assert "| model-a | none | · | · | **0.75** [0.00, 1.00] n=2/4 |" in text
     assert "| +0.00 | 2 | [+0.00, +0.00] | 1.000 | — | no detectable difference |" in text
     assert "| quarantined | task_0009 | 1 |" in text
+    assert "## Power (accuracy, minimal tier)" in text
+    assert "Minimum detectable paired difference in accuracy at 80 % power" in text or (
+        "No accuracy comparison has a minimum detectable difference" in text
+    )
     assert (built_report.out_dir / "experiment_report.md").read_text() == text
 
 
@@ -56,6 +66,27 @@ def test_a_run_page_shows_the_whole_trace(built_report: BuiltReport) -> None:
     assert "Tool calls (" in page and "execute_python" in page
     assert "criterion" in page and "deterministic@" in page  # verdicts with their judge
     assert "action_f1" in page and "cost unpriced" in page
+
+
+def test_a_run_page_shows_the_model_turns_with_their_calls_and_whole_results(
+    built_report: BuiltReport,
+) -> None:
+    page = _page(built_report, f"browser/run/{slug(f'{CODE}|task_0002|0')}.html")
+    # Three turns in order, each followed by the calls it made.
+    turn_1, turn_2, turn_3 = (page.index(f"<h4>Turn {i}") for i in (1, 2, 3))
+    assert turn_1 < page.index("I look for the catalogue first.") < turn_2 < turn_3
+    calls = [page.index(f"<code>{i}</code> <strong>execute_python") for i in range(3)]
+    assert turn_1 < calls[0] < turn_2 < calls[1] < calls[2] < turn_3
+    assert "Turn 3 · final answer" in page
+    # Two requests for three turns: tokens are not paired with turns (they stay in the table).
+    assert "tokens in /" not in page
+    # The 82,013-character result is on the page whole: what the model saw, a marker, the rest.
+    shown = str(escape(LONG_RESULT[:LONG_SHOWN]))
+    hidden = str(escape(LONG_RESULT[LONG_SHOWN:]))
+    assert f'<pre class="result" data-part="shown">{shown}</pre>' in page
+    assert f'<pre class="result" data-part="hidden">{hidden}</pre>' in page
+    assert f"The model was shown the {LONG_SHOWN} characters above" in page
+    assert f"({len(LONG_RESULT)} characters)" in page
 
 
 def test_arbitrary_text_is_escaped_everywhere(built_report: BuiltReport) -> None:

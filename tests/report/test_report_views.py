@@ -10,7 +10,14 @@ import pytest
 
 from datagouv_eval_pipeline.report import BuiltReport, build_report
 from datagouv_eval_pipeline.report.figures import CostPoint, pareto_front
-from datagouv_eval_pipeline.report.views import LATENCY_AXIS, NO_VERSION, cell_label
+from datagouv_eval_pipeline.report.markdown import power_sentence
+from datagouv_eval_pipeline.report.views import (
+    LATENCY_AXIS,
+    NO_VERSION,
+    Comparison,
+    accuracy_power,
+    cell_label,
+)
 from tests.report.report_helpers import FAILED_STAGE, QUARANTINED, FixtureWarehouse
 from tests.warehouse.warehouse_factories import CODE, HAND, HAND_B, MCP_19, MCP_26
 
@@ -182,3 +189,33 @@ def test_without_statistics_the_report_says_so_and_shows_dbt_deltas(
     page = built.page.read_text(encoding="utf-8")
     assert "no statistics tables yet" in page.replace("\n", " ")
     assert "<th>p (Holm)</th>" not in page
+
+
+def _comparison(
+    a: str, b: str, tasks: int, mde: float | None, metric: str = "accuracy"
+) -> Comparison:
+    return Comparison("mcp_version", metric, a, b, "x", "y", 0.0, 0.0, tasks, 0.0, mde=mde)
+
+
+def test_the_power_summary_reads_the_stored_mdes_once_per_pair() -> None:
+    comparisons = [
+        _comparison("a", "b", 14, 0.38),
+        _comparison("b", "a", 14, 0.38),  # the mirrored order counts once
+        _comparison("a", "c", 12, 0.12),
+        _comparison("b", "c", 11, 0.50),
+        _comparison("a", "d", 14, None),  # identical outcomes: no MDE, still a pair
+        _comparison("c", "d", 0, None),  # no paired task: not a comparison of power
+        _comparison("a", "e", 14, 0.05, metric="action_f1"),  # another metric
+    ]
+    power = accuracy_power(comparisons)
+    # Pairs with paired tasks: ab, ac, bc, ad = 4; MDEs 0.38, 0.12, 0.50 -> median 0.38.
+    assert (power.comparisons, power.with_mde) == (4, 3)
+    assert power.median == pytest.approx(0.38)
+    assert power.low == pytest.approx(0.12) and power.high == pytest.approx(0.50)
+    assert power.median_tasks == 12  # tasks of the pairs with an MDE: 14, 12, 11
+    assert power.within_target == 1  # 0.12 <= 0.15
+    sentence = power_sentence(power)
+    assert "median **0.38** (from 0.12 to 0.50) over 3 of 4 pairs" in sentence
+    assert "on a median of 12 paired tasks; 1 at or below the target 0.15" in sentence
+    assert "The other 1 pairs" in sentence
+    assert "none has outcomes" in power_sentence(accuracy_power([comparisons[4]]))

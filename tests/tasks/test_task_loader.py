@@ -118,7 +118,10 @@ def test_unknown_key_lists_the_allowed_keys(tmp_path: Path) -> None:
     )
     error = only_error(path)
     assert error.field_path == "meta.x"
-    assert error.message == "unknown key 'x'; allowed keys: language, source, status"
+    assert error.message == (
+        "unknown key 'x'; allowed keys: "
+        "difficulty, exercises, language, paraphrases, source, status"
+    )
 
 
 def test_wrong_type_says_what_was_found(tmp_path: Path) -> None:

@@ -123,9 +123,13 @@ def test_resource_checks_agree_with_the_snapshot(
                 modified = datetime.fromisoformat(record["last_modified"]).date().isoformat()
                 assert modified >= str(check.params["value"]), where
             elif check.fn == CheckFn.SAME_TITLE_DESCRIPTION:
-                lookup = store.dataservice if ref.type == SourceType.DATASERVICE else store.dataset
-                record = lookup(ref.id)
-                assert record is not None and record["title"], where
+                lookups = {
+                    SourceType.DATASERVICE: store.dataservice,
+                    SourceType.ORGANIZATION: store.organization,
+                }
+                record = lookups.get(ref.type, store.dataset)(ref.id)
+                # an organization's title is its name
+                assert record is not None and (record.get("title") or record.get("name")), where
 
 
 # ---------------------------------------------------------------- docs/tasks.md metadata facts

@@ -266,3 +266,20 @@ DRIFTED = {
     "task_0111",
 }
 """Exactly the test tasks whose premise DRIFT breaks (task_0112's counts move: followed)."""
+
+
+def tasks_checking(specs: list[TaskSpec], object_id: str, fn: str | None = None) -> list[str]:
+    """Active tasks with a pre-flight check on ``object_id`` (of kind ``fn`` when given), sorted.
+
+    Drift tests on the committed task set use it, so a task added on the same catalogue object
+    is expected in the quarantine without editing the test.
+    """
+    return sorted(
+        spec.task_id
+        for spec in specs
+        if spec.meta.status == "active"
+        and any(
+            ref.id == object_id and any(fn is None or check.fn == fn for check in ref.checks)
+            for ref in spec.resources
+        )
+    )

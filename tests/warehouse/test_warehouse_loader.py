@@ -179,7 +179,7 @@ def test_realistic_failed_run_and_provenance(tmp_path: Path) -> None:
         "FROM eval.runs WHERE cell_key = ? AND task_id = 'task_0002' AND repeat_index = 0",
         [MCP_26],
     ).fetchone()
-    assert prov == ("0.2.26", "mcp", "deterministic@2", True, "snap-2026-11", "abc1234", True, True)
+    assert prov == ("0.2.26", "mcp", "deterministic@3", True, "snap-2026-11", "abc1234", True, True)
     assert out_of_range_values(conn) == []
 
 

@@ -11,6 +11,7 @@ import duckdb
 import pytest
 from scipy import stats as scipy_stats  # type: ignore[import-untyped]
 
+from datagouv_eval_pipeline.tasks.spec import TaskSpec
 from datagouv_eval_pipeline.warehouse import CellLoad, connect, load_experiment
 from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
 from datagouv_eval_pipeline.warehouse.gate import (
@@ -306,3 +307,62 @@ def test_the_gate_against_a_named_run_and_its_errors(tmp_path: Path) -> None:
     empty = connect(tmp_path / "empty.duckdb")
     with pytest.raises(GateError, match="no experiment recorded"):
         evaluate_gate(empty)
+
+
+def _language_task(task_id: str, language: str) -> TaskSpec:
+    return TaskSpec.model_validate(
+        {
+            "task_id": task_id,
+            "version": 1,
+            "task_name": task_id,
+            "meta": {"status": "active", "source": "synthetic", "language": language},
+            "prompt": "question",
+            "evaluation_criteria": {"minimal": [{"criteria": "c"}]},
+            "action_chain": {"minimal": {"chain": "search.datasets"}},
+        }
+    )
+
+
+def test_the_gate_compares_each_language_and_catches_a_drop_the_total_hides(
+    tmp_path: Path,
+) -> None:
+    # Tasks 1-10 are French, 11-20 English. In e2, model-a gains the ten French tasks and loses
+    # the ten English ones: over all 20 tasks the paired difference is 0 (McNemar with 10
+    # discordant pairs each way: p = 1), but in English it lost 10 of 10.
+    tasks = [_language_task(f"task_{i:04d}", "fr" if i <= 10 else "en") for i in range(1, 21)]
+    conn = connect(tmp_path / "w.duckdb")
+    first_a = [0.0] * 10 + [1.0] * 10
+    second_a = [1.0] * 10 + [0.0] * 10
+    for name, minutes, values in (("e1", 0, first_a), ("e2", 5, second_a)):
+        load_experiment(
+            conn,
+            [graded_cell("model-a", values), graded_cell("model-b", [1.0] * 20)],
+            tasks=tasks,
+            experiment=experiment(name, minutes),
+        )
+    report = evaluate_gate(conn, settings=GateSettings(metrics=("accuracy",)))
+    by = {(c.cell_key, c.tier, c.metric, c.language): c for c in report.comparisons}
+    # Each measure is compared over all tasks and per language.
+    assert {c.language for c in report.comparisons} == {"all", "fr", "en"}
+    total = by[(A_KEY, "minimal", "accuracy", "all")]
+    assert (total.pairs, total.mean_difference, total.p_value) == (20, 0.0, 1.0)
+    assert total.verdict == "no detectable difference"
+    english = by[(A_KEY, "minimal", "accuracy", "en")]
+    french = by[(A_KEY, "minimal", "accuracy", "fr")]
+    assert (english.pairs, english.mean_difference) == (10, -1.0)
+    assert (french.pairs, french.mean_difference) == (10, 1.0)
+    # McNemar, 10 discordant pairs all one way: p = 2 / 2^10. Holm over model-a's nine tests
+    # (2 tiers x 3 languages + runs scored x 3 languages); the four smallest are equal, so the
+    # largest multiplier wins: 9 x 2 / 2^10.
+    assert english.p_value == pytest.approx(2 / 2**10)
+    assert english.p_adjusted == pytest.approx(9 * 2 / 2**10)
+    assert english.verdict == "worse" and english.failed
+    assert french.verdict == "better" and not french.failed
+    assert report.failed_cells == [A_KEY]
+    assert {(c.tier, c.language) for c in report.comparisons if c.failed} == {
+        ("minimal", "en"),
+        ("optimal", "en"),
+    }
+    assert any("[en]" in line for line in summary_lines(report))
+    # model-b did the same on every task in both runs: it passes in every language.
+    assert all(not c.failed for c in report.comparisons if c.cell_key == B_KEY)

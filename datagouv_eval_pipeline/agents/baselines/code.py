@@ -11,6 +11,9 @@ from datagouv_eval_pipeline.agents.baselines.policy import Call, Observation, To
 
 EXECUTE_PYTHON = "execute_python"
 EXECUTE_CLI = "execute_cli"
+V1_SEARCH = "1/datasets/"
+"""The dataset search a program sends when its instructions document no other: API v1's list
+endpoint with ``q`` (every word required, in the title)."""
 
 
 @dataclass(frozen=True)

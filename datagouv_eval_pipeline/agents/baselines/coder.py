@@ -52,9 +52,10 @@ from datagouv_eval_pipeline.agents.output import FinalAnswer
 class CoderPolicy(BaselinePolicy):
     """Write Python against the REST and Tabular APIs (``datagouv`` commands when available).
 
-    It knows the APIs' query syntax (Tabular filters, counts from ``meta.total``), so it batches
-    several requests in one program where ``baseline-thorough`` sends one per step. It reads
-    visits and downloads only when the instructions give the Metrics API request.
+    It knows the APIs' query syntax (the v2 search endpoints, Tabular filters, counts from
+    ``meta.total``), so it batches several requests in one program where ``baseline-thorough``
+    sends one per step. It reads visits and downloads only when the instructions give the
+    Metrics API request.
     """
 
     name: str = "baseline-coder"
@@ -84,7 +85,7 @@ class CoderPolicy(BaselinePolicy):
             return self._run(
                 program(
                     _SEARCH,
-                    f"r = httpx.get({bases.api + '1/datasets/'!r}, "
+                    f"r = httpx.get({bases.api + DATASET_SEARCH!r}, "
                     f"params={{'q': {query!r}, 'page_size': 5}}, timeout=30)",
                     "r.raise_for_status()",
                     "for d in r.json()['data']:",
@@ -175,13 +176,13 @@ class CoderPolicy(BaselinePolicy):
         if wants_api and query is not None:
             return self._run(
                 program(
-                    f"r = httpx.get({bases.api + '1/dataservices/'!r}, "
+                    f"r = httpx.get({bases.api + DATASERVICE_SEARCH!r}, "
                     f"params={{'q': {query!r}, 'page_size': 3}}, timeout=30)",
                     "r.raise_for_status()",
                     "for s in r.json()['data']:",
                     "    print(s['id'], '|', s['title'], '|', s.get('base_api_url'), '|', "
                     "s.get('machine_documentation_url')"
-                    + (", '|', s.get('page'))" if guidance.cite_pages else ")"),
+                    + (", '|', s.get('self_web_url'))" if guidance.cite_pages else ")"),
                 )
             )
         findings = Findings()
@@ -223,6 +224,12 @@ class CoderPolicy(BaselinePolicy):
 
 _SEARCH = "# search the catalogue"
 """First line of every dataset search program (tells searches from the later steps)."""
+
+DATASET_SEARCH = "2/datasets/search/"
+DATASERVICE_SEARCH = "2/dataservices/search/"
+"""The catalogue's search endpoints a coder uses: API v2 searches title, acronym,
+organization and tags with fuzziness (v1's ``1/datasets/?q=`` requires every word in the
+title); it is the search data.gouv.fr's own site and MCP server (from 0.2.26) send."""
 
 
 def _metrics_steps(steps: Sequence[Observation]) -> list[Observation]:

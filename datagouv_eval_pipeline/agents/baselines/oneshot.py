@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from datagouv_eval_pipeline.agents.baselines.code import ApiBases, run
+from datagouv_eval_pipeline.agents.baselines.code import V1_SEARCH, ApiBases, run
 from datagouv_eval_pipeline.agents.baselines.guidance import Guidance
 from datagouv_eval_pipeline.agents.baselines.parsing import field_value, numbered_items, pipe_rows
 from datagouv_eval_pipeline.agents.baselines.policy import (
@@ -36,9 +36,10 @@ class OneShotPolicy(BaselinePolicy):
     """Search once and answer with the first hit.
 
     Through MCP it calls ``search_datasets`` (``web_search`` without MCP); through ``code`` it
-    runs one program sending one search request to the main API. When the instructions say to
-    read a dataset's description before relying on it, it reads the first hit's description
-    (one more call) and quotes it.
+    runs one program sending one search request to the main API (the search endpoint its
+    instructions document, else API v1's). When the instructions say a dataset's description
+    tells its coverage and update frequency, it reads the first hit's description (one more
+    call) and quotes it.
     """
 
     name: str = "baseline-oneshot"
@@ -104,7 +105,7 @@ class OneShotPolicy(BaselinePolicy):
         if query is not None:
             return run(
                 _SEARCH,
-                f"r = httpx.get({bases.api + '1/datasets/'!r}, "
+                f"r = httpx.get({bases.api + (guidance.search_path or V1_SEARCH)!r}, "
                 f"params={{'q': {query!r}, 'page_size': 1}}, timeout=30)",
                 "r.raise_for_status()",
                 "for d in r.json()['data'][:1]:",

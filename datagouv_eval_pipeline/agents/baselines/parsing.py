@@ -105,8 +105,8 @@ def derive_filter(
 ) -> DerivedFilter | None:
     """A filter for the question on a table, or None when none can be derived.
 
-    A place (``à Toulouse``, ``du Gers``) filters the commune or department name column, in the
-    case the preview shows; otherwise a date bound (``avant le 28 juin 2012``) filters a date
+    A place (``à Lyon``, ``du Cantal``) filters the commune or department name column, in the
+    case the preview shows; otherwise a date bound (``depuis le 3 mars 2019``) filters a date
     column (the creation date first when the question is about publication).
     """
     sample = rows[0] if rows else {}

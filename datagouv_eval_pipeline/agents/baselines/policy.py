@@ -272,14 +272,16 @@ T = TypeVar("T")
 
 
 def most_related(question: str, items: Sequence[T], title: Callable[[T], str]) -> list[T]:
-    """``items`` with the titles sharing most words with the question first (stable).
+    """``items`` ordered as a person reads a result list (stable: the engine's order breaks ties).
 
-    Among equals, titles naming places the question does not mention come after.
+    Titles naming a place the question does not mention come after the others (a regional
+    copy answers a national or another region's question less well than the national
+    dataset); then titles sharing more topic words with the question come first.
     """
     return sorted(
         items,
         key=lambda item: (
+            other_places(question, title(item)) > 0,
             -title_overlap(question, title(item)),
-            other_places(question, title(item)),
         ),
     )

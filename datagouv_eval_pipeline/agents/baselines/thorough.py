@@ -10,6 +10,7 @@ from typing import ClassVar
 from datagouv_eval_pipeline.agents.baselines.code import (
     EXECUTE_CLI,
     EXECUTE_PYTHON,
+    V1_SEARCH,
     ApiBases,
     program,
     resources_of,
@@ -134,6 +135,8 @@ class ThoroughPolicy(BaselinePolicy):
             else [i for i in numbered_items(search.text) if i.id]
         )
         datasets = most_related(question, datasets, lambda item: item.title)
+        # A listing that says a dataset has no file: the others first (nothing to read there).
+        datasets.sort(key=lambda item: item.fields.get("Resources", "").strip() == "0")
         dataset = datasets[0] if datasets else None
         if dataset is not None and dataset.id:
             step = self._dataset_chain(question, dataset.id, seen, tools, guidance)
@@ -435,7 +438,7 @@ class ThoroughCode:
         if query is not None:
             return _labelled(
                 "search",
-                f"r = httpx.get({api + '1/datasets/'!r}, "
+                f"r = httpx.get({api + (self.guidance.search_path or V1_SEARCH)!r}, "
                 f"params={{'q': {query!r}, 'page_size': 5}}, timeout=30)",
                 "r.raise_for_status()",
                 "for d in r.json()['data']:",

@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from datagouv_eval_pipeline.agents.replay.matching import canonical_json
+from datagouv_eval_pipeline.text import canonical_json
 
 
 def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:

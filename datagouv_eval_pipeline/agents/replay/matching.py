@@ -14,6 +14,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from datagouv_eval_pipeline.text import canonical_json
+
 KEY_SCHEME = "chat-completions/v1"
 """Name of the canonicalisation rules below; stored in every cassette."""
 
@@ -145,11 +147,6 @@ def canonical_request(body: Mapping[str, Any]) -> dict[str, Any]:
             continue
         canonical[field] = _canonical_messages(value) if field == "messages" else _normalise(value)
     return canonical
-
-
-def canonical_json(value: Any) -> str:
-    """Deterministic JSON: sorted keys, no whitespace, UTF-8 kept as is."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def request_key(body: Mapping[str, Any]) -> str:

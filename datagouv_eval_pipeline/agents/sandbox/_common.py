@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
+from urllib.parse import urlsplit
 
 from datagouv_eval_pipeline.agents.sandbox.base import ExecResult, SandboxLimits
 from datagouv_eval_pipeline.front import CA_BUNDLE_VARS, AllowList, Front, ServedHosts, WireRequest
@@ -96,24 +97,50 @@ def session_proxy(control: Path, allow: AllowList, served: ServedHosts | None) -
     """The session's proxy on ``control/proxy.sock`` (not started; see :func:`start_proxy`).
 
     With ``served`` (the twin's production host names) it is the hostname front: it answers
-    for them itself and passes only ``allow`` to the real network.
+    for them itself and passes only ``allow`` to the real network. Without (a live run), the
+    allowed connections go through the proxy the host process uses (``HTTPS_PROXY``), if any:
+    the sandbox reaches the network the way the rest of the run does.
     """
     return Front(
         served=served,
         passthrough=allow,
         socket_path=str(control / "proxy.sock"),
         name="sandbox proxy",
+        via=None if served is not None else host_proxy(),
     )
+
+
+def host_proxy() -> tuple[str, int] | None:
+    """``(host, port)`` of the host process's ``HTTPS_PROXY`` (an ``http://`` proxy), or None."""
+    value = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy") or ""
+    parts = urlsplit(value.strip())
+    if parts.scheme != "http" or not parts.hostname:
+        return None
+    return parts.hostname, parts.port or 80
+
+
+def host_ca_bundle() -> Path | None:
+    """The CA bundle the host process trusts (``SSL_CERT_FILE`` or ``REQUESTS_CA_BUNDLE``)."""
+    for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
+        value = os.environ.get(name, "").strip()
+        if value and Path(value).is_file():
+            return Path(value)
+    return None
 
 
 def start_proxy(proxy: Front, control: Path) -> None:
     """Start a session's proxy; a front's CA bundle goes next to its socket first.
 
     The launcher points ``SSL_CERT_FILE`` / ``REQUESTS_CA_BUNDLE`` / ``CURL_CA_BUNDLE`` at
-    that copy (the twin home itself is not visible inside the sandbox).
+    that copy (the twin home itself is not visible inside the sandbox). A live session whose
+    connections go through the host's proxy trusts what the host trusts (its CA bundle: a
+    gateway's, or the hostname front's), since that proxy may present its own certificates.
     """
-    if proxy.authority is not None:
-        shutil.copyfile(proxy.authority.bundle_path, control / CA_BUNDLE_NAME)
+    bundle = proxy.authority.bundle_path if proxy.authority is not None else None
+    if bundle is None and proxy.via is not None:
+        bundle = host_ca_bundle()
+    if bundle is not None:
+        shutil.copyfile(bundle, control / CA_BUNDLE_NAME)
         os.chmod(control / CA_BUNDLE_NAME, 0o644)
     proxy.start()
 
@@ -326,6 +353,7 @@ def build_result(
     cpu_seconds: float | None = None,
     timed_out: bool = False,
     output_overflow: bool = False,
+    disk_overflow: bool = False,
     spawn_error: str | None = None,
     oom_killed: bool = False,
     failure: str | None = None,
@@ -347,6 +375,12 @@ def build_result(
     elif output_overflow:
         exit_code, limit_hit = None, "output"
         reason = f"stopped: output passed {limits.kill_output_chars:,} characters"
+    elif disk_overflow:
+        exit_code, limit_hit = None, "disk"
+        reason = (
+            f"stopped: the working directory passed its {limits.disk_mb} MB quota "
+            "(the files this call wrote were removed)"
+        )
     elif oom_killed:
         exit_code, limit_hit = None, "memory"
         reason = f"killed at the {limits.memory_mb} MB memory limit"

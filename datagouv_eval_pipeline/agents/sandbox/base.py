@@ -29,6 +29,8 @@ class SandboxLimits:
         kill_output_chars: stdout or stderr longer than this ends the call (``output``); below
             it, output past ``max_output_chars`` is only cut, and the call goes on.
         tmp_mb: Size of the private ``/tmp`` where the backend provides one.
+        disk_mb: Most the session's working directory may hold: a call that goes past it is
+            ended (``disk``) and the files it wrote are removed (local backend).
     """
 
     cpu_seconds: float = 20.0
@@ -39,6 +41,7 @@ class SandboxLimits:
     max_file_mb: int = 200
     kill_output_chars: int = 5_000_000
     tmp_mb: int = 64
+    disk_mb: int = 256
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,7 @@ class ExecResult:
         duration_ms: Wall time of the call.
         timed_out: The wall-clock limit was hit.
         limit_hit: Which limit ended the call (``wall``, ``cpu``, ``memory``, ``processes``,
-            ``output``, ``file``), or None.
+            ``output``, ``file``, ``disk``), or None.
         stdout_chars: Full length of stdout before truncation.
         stderr_chars: Full length of stderr before truncation.
         reason: Why the call failed when the exit status alone does not say it (a limit, a

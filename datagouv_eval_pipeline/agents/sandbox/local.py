@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import psutil  # type: ignore[import-untyped]  # no stubs in the lock
+
 from datagouv_eval_pipeline.agents.sandbox._common import (
     ENTER_PATH,
     LAUNCHER_PATH,
@@ -80,6 +82,7 @@ CONTROL_DIR = "/opt/sandbox"
 VENV_DIR = "/opt/venv"
 _BACKSTOP_SECONDS = 2.0
 _DRAIN_SECONDS = 2.0
+_DISK_POLL_SECONDS = 0.1
 _TOP_LEVEL_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _HOST_ETC = (
     "/etc/ssl",
@@ -191,6 +194,11 @@ def bwrap_argv(
         argv += ["--ro-bind", runtime.site_packages[0], lib]
         if len(runtime.site_packages) > 1:
             argv += ["--ro-bind", runtime.site_packages[1], lib.replace("/lib/", "/lib64/")]
+        # A package given through ``packages`` replaces the installed one (from a wheel, the
+        # whole project), which is hidden under an empty directory.
+        for name in packages:
+            if os.path.isdir(os.path.join(runtime.site_packages[0], name)):
+                argv += ["--tmpfs", f"{lib}/{name}", "--remount-ro", f"{lib}/{name}"]
     argv += ["--symlink", runtime.executable, f"{VENV_DIR}/bin/python"]
     argv += ["--symlink", "python", f"{VENV_DIR}/bin/python3"]
     argv += ["--ro-bind", str(control), CONTROL_DIR]
@@ -262,6 +270,43 @@ def probe_rlimit(host_uid: int | None, expose: Sequence[str]) -> str | None:
         lambda: [*enter_prefix(host_uid, expose), sys.executable, "-I", "-S", "-c", "pass"],
         "cannot start sandboxed programs here",
     )
+
+
+SANDBOX_DIR_PREFIX = "dgeval-sandbox-"
+_OWNER_FILE = ".owner"
+_swept_roots: set[str] = set()
+
+
+def make_sandbox_dir(temp_root: Path | None) -> Path:
+    """Create a session or cell directory that names its owner process (for the next sweep)."""
+    path = Path(tempfile.mkdtemp(prefix=SANDBOX_DIR_PREFIX, dir=temp_root))
+    owner = psutil.Process()
+    (path / _OWNER_FILE).write_text(f"{owner.pid} {owner.create_time()}", encoding="utf-8")
+    return path
+
+
+def sweep_stale_sandbox_dirs(temp_root: Path | None) -> list[Path]:
+    """Remove the sandbox directories whose owner process is gone (left by a killed run).
+
+    Returns:
+        The directories removed.
+    """
+    root = Path(temp_root) if temp_root is not None else Path(tempfile.gettempdir())
+    removed = []
+    for path in root.glob(f"{SANDBOX_DIR_PREFIX}*"):
+        try:
+            pid_text, started_text = (path / _OWNER_FILE).read_text(encoding="utf-8").split()
+            pid, started = int(pid_text), float(started_text)
+        except (OSError, ValueError):
+            continue  # not ours, or being created right now: leave it
+        try:
+            alive = abs(psutil.Process(pid).create_time() - started) < 1.0
+        except psutil.Error:
+            alive = False
+        if not alive:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
 
 
 def write_control_dir(control: Path, sandbox: LocalSandbox, *, bwrap: bool) -> None:
@@ -366,6 +411,9 @@ class LocalSandbox:
         self._linger: threading.Timer | None = None
         self._cell: Path | None = None
         self._cell_expose: list[str] = []
+        if str(temp_root) not in _swept_roots:  # once per process and root: the next start
+            _swept_roots.add(str(temp_root))
+            sweep_stale_sandbox_dirs(temp_root)
 
     @property
     def isolation(self) -> Literal["bwrap", "rlimit"]:
@@ -511,8 +559,7 @@ class LocalSandbox:
             return zygote
 
     def _prepare_cell(self) -> Path:
-        root = str(self.temp_root) if self.temp_root else None
-        cell = Path(tempfile.mkdtemp(prefix="dgeval-sandbox-", dir=root))
+        cell = make_sandbox_dir(self.temp_root)
         try:
             control = cell / "ctl"
             write_control_dir(control, self, bwrap=True)
@@ -580,8 +627,7 @@ class LocalSession(SessionBase):
             # Warm mode: the session's directories sit in the zygote's shared directory.
             self._base = Path(tempfile.mkdtemp(prefix="s-", dir=cell / "sessions"))
         else:
-            root = str(sandbox.temp_root) if sandbox.temp_root else None
-            self._base = Path(tempfile.mkdtemp(prefix="dgeval-sandbox-", dir=root))
+            self._base = make_sandbox_dir(sandbox.temp_root)
         self._control = self._base / "ctl"
         self.host_workdir = self._base / "work"
         self.workdir = WORKDIR if isolation == "bwrap" else str(self.host_workdir)
@@ -724,6 +770,7 @@ class LocalSession(SessionBase):
             "rlimits": launcher_rlimits(limits),
             "proxy": True,
         }
+        before = await asyncio.to_thread(file_states, self.host_workdir)
         started = time.perf_counter()
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
@@ -751,7 +798,14 @@ class LocalSession(SessionBase):
         stderr = _PipeReader(err_read, limits)
         try:
             return await self._supervise_warm(
-                zygote, call_id, future, stdout, stderr, started, argv[0] if argv else "python"
+                zygote,
+                call_id,
+                future,
+                stdout,
+                stderr,
+                started,
+                before,
+                argv[0] if argv else "python",
             )
         except Exception as exc:  # never let a sandbox problem escape as an exception
             zygote.kill([call_id])
@@ -771,11 +825,13 @@ class LocalSession(SessionBase):
         stdout: _PipeReader,
         stderr: _PipeReader,
         started: float,
+        before: FileStates,
         program: str,
     ) -> ExecResult:
         limits = self.limits
         waiter = asyncio.wrap_future(future)
-        overflow = await _until_end_or_overflow(waiter, stdout, stderr, limits)
+        stop = await _until_end_or_overflow(waiter, stdout, stderr, limits, self.host_workdir)
+        overflow, disk_full = stop == "output", stop == "disk"
         backstop = False
         if not waiter.done():
             zygote.kill([call_id])
@@ -784,7 +840,7 @@ class LocalSession(SessionBase):
             except TimeoutError:
                 # The zygote did not end the call: it is broken, and restarting it kills
                 # every call it runs (the next call starts a new one).
-                backstop = not overflow
+                backstop = stop is None
                 await asyncio.to_thread(zygote.stop)
         raw: dict[str, Any] | None
         try:
@@ -794,13 +850,15 @@ class LocalSession(SessionBase):
         # Output still in flight: read it, but never wait long for a writer that lingers.
         await asyncio.wait({stdout.eof, stderr.eof}, timeout=_DRAIN_SECONDS)
         duration_ms = (time.perf_counter() - started) * 1000
+        if disk_full:
+            await asyncio.to_thread(remove_changed_since, self.host_workdir, before)
         status = None if raw is None else LauncherStatus.parse(json.dumps(raw).encode())
         failure: str | None = None
         if self._closed:
             failure = "the session was closed during the call"
         elif raw is not None and isinstance(raw.get("failure"), str):
             failure = str(raw["failure"])
-        elif status is None and not backstop and not overflow:
+        elif status is None and not backstop and stop is None:
             failure = f"the sandbox ended without a report: {zygote.log_tail()[-500:]}"
         return _launcher_result(
             stdout,
@@ -810,6 +868,7 @@ class LocalSession(SessionBase):
             status,
             backstop=backstop,
             overflow=overflow,
+            disk_full=disk_full,
             program=program,
             failure=failure,
         )
@@ -817,6 +876,7 @@ class LocalSession(SessionBase):
     async def _execute(self, command: list[str]) -> ExecResult:
         limits = self.limits
         prefix, control, env, cwd = self._layout()
+        before = await asyncio.to_thread(file_states, self.host_workdir)
         started = time.perf_counter()
         # Our own pipes, not asyncio's PIPE: in Python 3.11 Process.wait() only returns once
         # its pipes are drained and closed, which a stray writer could delay forever.
@@ -850,7 +910,9 @@ class LocalSession(SessionBase):
         stdout = _PipeReader(out_read, limits)
         stderr = _PipeReader(err_read, limits)
         try:
-            return await self._supervise(process, status_read, stdout, stderr, started, command[0])
+            return await self._supervise(
+                process, status_read, stdout, stderr, started, before, command[0]
+            )
         except Exception as exc:  # never let a sandbox problem escape as an exception
             _kill_group(process)
             return _failed(f"{type(exc).__name__}: {exc}")
@@ -867,12 +929,14 @@ class LocalSession(SessionBase):
         stdout: _PipeReader,
         stderr: _PipeReader,
         started: float,
+        before: FileStates,
         program: str,
     ) -> ExecResult:
         limits = self.limits
         waiter = asyncio.ensure_future(process.wait())
-        overflow = await _until_end_or_overflow(waiter, stdout, stderr, limits)
-        backstop = not waiter.done() and not overflow
+        stop = await _until_end_or_overflow(waiter, stdout, stderr, limits, self.host_workdir)
+        overflow, disk_full = stop == "output", stop == "disk"
+        backstop = not waiter.done() and stop is None
         if not waiter.done():
             _kill_group(process)
         await waiter
@@ -880,9 +944,11 @@ class LocalSession(SessionBase):
         await asyncio.wait({stdout.eof, stderr.eof}, timeout=_DRAIN_SECONDS)
         status = _read_status(status_fd)
         duration_ms = (time.perf_counter() - started) * 1000
+        if disk_full:
+            await asyncio.to_thread(remove_changed_since, self.host_workdir, before)
         if self._closed:
             failure: str | None = "the session was closed during the call"
-        elif status is None and not backstop and not overflow:
+        elif status is None and not backstop and stop is None:
             failure = f"the launcher ended without a report: {stderr.capture.tail.strip()[-500:]}"
         else:
             failure = None
@@ -894,6 +960,7 @@ class LocalSession(SessionBase):
             status,
             backstop=backstop,
             overflow=overflow,
+            disk_full=disk_full,
             program=program,
             failure=failure,
         )
@@ -949,21 +1016,89 @@ async def _first_overflow(*readers: _PipeReader) -> None:
             wait.cancel()
 
 
-async def _until_end_or_overflow(
-    waiter: asyncio.Future[Any], stdout: _PipeReader, stderr: _PipeReader, limits: SandboxLimits
-) -> bool:
-    """Wait until the call ends, its wall limit (plus a backstop) passes or an output overflows.
+def directory_bytes(root: Path) -> int:
+    """Bytes a directory tree occupies on disk (allocated blocks; symlinks not followed)."""
+    total = 0
+    pending = [str(root)]
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    try:
+                        total += entry.stat(follow_symlinks=False).st_blocks * 512
+                        if entry.is_dir(follow_symlinks=False):
+                            pending.append(entry.path)
+                    except OSError:
+                        continue
+        except OSError:
+            continue
+    return total
 
-    Returns whether an output overflowed.
+
+FileStates = dict[str, tuple[int, int, int]]
+"""Each regular file under a directory: its path and (inode, mtime in ns, size)."""
+
+
+def file_states(root: Path) -> FileStates:
+    """The files under ``root`` as they are now (symlinks not followed)."""
+    states: FileStates = {}
+    for directory, _, files in os.walk(root):
+        for name in files:
+            path = os.path.join(directory, name)
+            with contextlib.suppress(OSError):
+                stat = os.lstat(path)
+                states[path] = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+    return states
+
+
+def remove_changed_since(root: Path, before: FileStates) -> None:
+    """Delete the files under ``root`` that are new or changed since ``before`` was taken.
+
+    Compared by inode, mtime and size rather than by clock: file timestamps come from the
+    kernel's coarse clock, so a file written just before the call can carry the call's start time.
+    """
+    for directory, _, files in os.walk(root, topdown=False):
+        for name in files:
+            path = os.path.join(directory, name)
+            with contextlib.suppress(OSError):
+                stat = os.lstat(path)
+                if before.get(path) != (stat.st_ino, stat.st_mtime_ns, stat.st_size):
+                    os.unlink(path)
+
+
+async def _disk_exceeded(workdir: Path, limit_bytes: int) -> None:
+    """Return once the working directory holds more than ``limit_bytes``."""
+    while True:
+        await asyncio.sleep(_DISK_POLL_SECONDS)
+        if await asyncio.to_thread(directory_bytes, workdir) > limit_bytes:
+            return
+
+
+async def _until_end_or_overflow(
+    waiter: asyncio.Future[Any],
+    stdout: _PipeReader,
+    stderr: _PipeReader,
+    limits: SandboxLimits,
+    workdir: Path,
+) -> Literal["output", "disk"] | None:
+    """Wait for the call's end, its wall limit (plus a backstop), an output or disk overflow.
+
+    Returns which overflow happened (output, or the working directory past its quota), if any.
     """
     overflowed = asyncio.ensure_future(_first_overflow(stdout, stderr))
+    disk_full = asyncio.ensure_future(_disk_exceeded(workdir, limits.disk_mb * 1024 * 1024))
     await asyncio.wait(
-        {waiter, overflowed},
+        {waiter, overflowed, disk_full},
         timeout=limits.wall_seconds + _BACKSTOP_SECONDS,
         return_when=asyncio.FIRST_COMPLETED,
     )
     overflowed.cancel()
-    return stdout.overflow.is_set() or stderr.overflow.is_set()
+    disk_full.cancel()
+    if stdout.overflow.is_set() or stderr.overflow.is_set():
+        return "output"
+    if disk_full.done() and not disk_full.cancelled():
+        return "disk"
+    return None
 
 
 def _launcher_result(
@@ -975,6 +1110,7 @@ def _launcher_result(
     *,
     backstop: bool,
     overflow: bool,
+    disk_full: bool = False,
     program: str,
     failure: str | None,
 ) -> ExecResult:
@@ -993,6 +1129,7 @@ def _launcher_result(
         cpu_seconds=status.cpu_seconds,
         timed_out=backstop or status.timed_out,
         output_overflow=overflow,
+        disk_overflow=disk_full,
         spawn_error=status.spawn_error(program),
         failure=failure,
     )

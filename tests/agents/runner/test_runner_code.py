@@ -40,14 +40,14 @@ def test_coder_baseline_writes_python_against_the_twin(
     assert 1 <= len(searches) <= 6
     assert all("# search the catalogue" in call.arguments["code"] for call in searches)
     search = searches[-1]
-    # Production URLs only: the sandbox's proxy answers for them with the twin.
-    assert "https://www.data.gouv.fr/api/1/datasets/" in search.arguments["code"]
+    # Production URLs only (the v2 search): the sandbox's proxy answers for them with the twin.
+    assert "https://www.data.gouv.fr/api/2/datasets/search/" in search.arguments["code"]
     assert str(twin.urls.site) not in search.arguments["code"] + search.result
     # The sandbox's proxy recorded what the code sent, and the mapper reads that.
     assert search.http_requests is not None
     (sent,) = search.http_requests
     assert sent.method == "GET" and sent.status == 200 and sent.bytes > 0
-    assert sent.url.startswith("https://www.data.gouv.fr/api/1/datasets/?")
+    assert sent.url.startswith("https://www.data.gouv.fr/api/2/datasets/search/?")
     assert not search.error and not dataset.error
     listed = [line.split(" | ", 1)[0] for line in search.result.splitlines() if " | " in line]
     assert trace.ids_used

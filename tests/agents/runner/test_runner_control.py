@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
-from pydantic_ai.messages import ModelMessage, ModelResponse, ThinkingPart, ToolCallPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelResponse,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+)
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from datagouv_eval_pipeline.agents.limits import RunBudget
@@ -14,9 +20,10 @@ from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.metrics import efficiency_score
 from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.traces import ModelTurn
 from datagouv_eval_pipeline.twin.server import TwinServer
 
-from .helpers import FakeClock, factory, key_of, responses, scripted, variant
+from .helpers import FakeClock, factory, key_of, last_returns, responses, scripted, variant
 
 DONE = FinalAnswer(answer="Terminé.", cited_urls=[], ids_used=[])
 
@@ -80,7 +87,7 @@ def test_request_budget_ends_the_run_with_a_reason(
     settings = RunSettings(budget=RunBudget(max_requests=3))
     (trace,) = run_cell(
         cells[key_of("baseline-thorough", "mcp@0.2.26")],
-        [tasks["task_0002"]],
+        [tasks["task_0005"]],
         twin_urls=twin.urls,
         settings=settings,
     )
@@ -213,3 +220,41 @@ def test_live_web_search_without_ddgs_skips_the_cell(
     assert trace.status == "skipped"
     assert "needs the 'ddgs' package" in (trace.status_reason or "")
     assert trace.provenance.snapshot_id is None
+
+
+def test_traces_keep_whole_results_and_the_turns_that_made_the_calls(
+    cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
+) -> None:
+    seen: list[str] = []
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if responses(messages) == 0:
+            return ModelResponse(
+                parts=[
+                    TextPart("I search the catalogue."),
+                    ToolCallPart("search_datasets", {"query": "catalogue"}, tool_call_id="s1"),
+                ]
+            )
+        seen.extend(str(part.content) for part in last_returns(messages))
+        answer = FinalAnswer(answer="ok")
+        return ModelResponse(
+            parts=[ToolCallPart(info.output_tools[0].name, answer.model_dump(), tool_call_id="f")]
+        )
+
+    (trace,) = run_cell(
+        cells[key_of("baseline-thorough", "mcp@0.2.26")],
+        [tasks["task_0002"]],
+        twin_urls=twin.urls,
+        model_factory=factory(FunctionModel(respond)),
+        settings=RunSettings(model_result_chars=200),
+    )
+    assert trace.status == "ok", trace.status_reason
+    (call,) = trace.tool_calls
+    # The model saw 200 characters and a marker; the trace keeps the whole result.
+    assert seen[0].startswith(call.result[:200]) and "truncated" in seen[0][200:]
+    assert len(call.result) > 200 and call.result_chars is None
+    assert call.shown_chars == 200
+    assert trace.turns == [
+        ModelTurn(text="I search the catalogue.", tool_call_ids=["s1"]),
+        ModelTurn(final=True),
+    ]

@@ -1,0 +1,192 @@
+"""``datagouv-eval review``: the review loop of an experiment.
+
+``review sample`` draws a stratified sample of the latest experiment from the warehouse into a
+YAML file a person fills in; ``review import`` stores the labels in the warehouse
+(``eval.review_labels``), adds the verdict labels to the calibration set (a new version-2 file
+in ``task_specs/calibration/``) and turns each failed answer into a draft task.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+
+def _db(db_path: Path | None) -> Path:
+    from datagouv_eval_pipeline.warehouse.location import default_duckdb_path
+
+    return db_path or Path(default_duckdb_path())
+
+
+_DB_OPTION = click.option(
+    "--warehouse",
+    "db_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="DuckDB file [default: $DATAGOUV_EVAL_DUCKDB or data/warehouse.duckdb].",
+)
+
+
+@click.group()
+def command() -> None:
+    """Human review: draw a sample of an experiment, import the labels."""
+
+
+@command.command("sample")
+@_DB_OPTION
+@click.option("--experiment", "experiment_id", help="Experiment id [default: the latest].")
+@click.option("--runs", default=16, show_default=True, help="Runs drawn (over the strata).")
+@click.option("--seed", default=0, show_default=True, help="Seed of the draw.")
+@click.option(
+    "--out",
+    "out_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The YAML file to fill in.",
+)
+def sample_command(
+    db_path: Path | None, experiment_id: str | None, runs: int, seed: int, out_path: Path
+) -> None:
+    """Draw a stratified sample of an experiment's runs for a person to label.
+
+    Strata: capability set x expected behaviour (answer / decline) x whether the run passed
+    every automated check. Each run asks the rubric of the answer and verdict labels of every
+    kind (criteria, arguments, trajectory, failure modes) in both tiers.
+    """
+    import duckdb
+
+    from datagouv_eval_pipeline.cli.judge import _tasks
+    from datagouv_eval_pipeline.warehouse.review import ReviewError, draw_sample, write_review
+
+    db = _db(db_path)
+    if not db.exists():
+        raise click.ClickException(f"{db}: no warehouse yet; run `datagouv-eval experiment` first")
+    tasks = _tasks(None)
+    try:
+        with duckdb.connect(str(db), read_only=True) as conn:
+            review = draw_sample(conn, tasks, runs=runs, seed=seed, experiment_id=experiment_id)
+    except duckdb.Error as error:
+        raise click.ClickException(f"{db}: cannot read the warehouse: {error}") from error
+    except ReviewError as error:
+        raise click.ClickException(f"{db}: {error}") from error
+    write_review(review, out_path)
+    labels = sum(len(s.labels) for s in review.samples)
+    kinds = sorted({label.verdict_kind for s in review.samples for label in s.labels})
+    strata = len({s.stratum for s in review.samples})
+    passed = sum(1 for s in review.samples if s.passed_every_check)
+    click.echo(
+        f"wrote {len(review.samples)} runs of experiment {review.experiment_id} ({strata} "
+        f"strata, {passed} passed every check) with {labels} verdict labels "
+        f"({', '.join(kinds)}) to {out_path}"
+    )
+
+
+@command.command("import")
+@click.argument("review_path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@_DB_OPTION
+@click.option(
+    "--calibration-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the new calibration file goes [default: task_specs/calibration].",
+)
+@click.option(
+    "--task-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the draft tasks go [default: task_specs].",
+)
+def import_command(
+    review_path: Path,
+    db_path: Path | None,
+    calibration_dir: Path | None,
+    task_dir: Path | None,
+) -> None:
+    """Store a filled-in review: labels, calibration items and draft tasks.
+
+    Writes eval.review_labels (replacing an earlier import of the same file), a version-2
+    calibration file named after the review file, and one draft task per run whose rubric has a
+    fail. The draft tasks must pass `datagouv-eval validate`; nothing is written otherwise.
+    """
+    import duckdb
+
+    from datagouv_eval_pipeline.cli.judge import _tasks
+    from datagouv_eval_pipeline.judges.calibration import (
+        CALIBRATION_DIR,
+        CalibrationError,
+        load_calibration,
+    )
+    from datagouv_eval_pipeline.tasks.errors import TaskSpecErrors
+    from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
+    from datagouv_eval_pipeline.warehouse.calibration import write_review_labels
+    from datagouv_eval_pipeline.warehouse.loader import connect
+    from datagouv_eval_pipeline.warehouse.review import (
+        ReviewError,
+        calibration_document,
+        check_review,
+        draft_tasks,
+        label_rows,
+        read_review,
+        write_calibration,
+    )
+    from datagouv_eval_pipeline.warehouse.schema import SchemaVersionError
+
+    tasks = _tasks(task_dir)
+    try:
+        review = read_review(review_path)
+        check_review(review, tasks, review_path)
+    except ReviewError as error:
+        raise click.ClickException(str(error)) from error
+    digest = hashlib.sha256(review_path.read_bytes()).hexdigest()[:12]
+    review_id = f"{review_path.name}@{digest}"
+    rows = label_rows(review, review_id, imported_at=datetime.now(UTC))
+
+    # Everything is prepared and checked before anything is written.
+    target_dir = calibration_dir or CALIBRATION_DIR
+    calibration_path = target_dir / f"{review_path.stem}.yml"
+    document = calibration_document(review, review_path.name)
+    if document is not None and calibration_path.exists():
+        raise click.ClickException(
+            f"{calibration_path} exists: this review was imported already (rename the "
+            "review file to import it as a new calibration version)"
+        )
+    drafts_dir = task_dir or TASK_SPECS_DIR
+    drafts = draft_tasks(review, drafts_dir, source=review_path.name)
+    written: list[Path] = []
+    try:
+        for path, text in drafts:
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+        load_task_specs([drafts_dir])
+    except (TaskSpecErrors, OSError) as error:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise click.ClickException(f"the draft tasks do not validate: {error}") from error
+    if document is not None:
+        write_calibration(document, calibration_path, source=review_path.name)
+        try:
+            load_calibration([calibration_path], _tasks(task_dir))
+        except CalibrationError as error:
+            calibration_path.unlink(missing_ok=True)
+            for path in written:
+                path.unlink(missing_ok=True)
+            raise click.ClickException(str(error)) from error
+    db = _db(db_path)
+    try:
+        with connect(db) as conn:
+            write_review_labels(conn, rows)
+    except (duckdb.Error, SchemaVersionError, OSError) as error:
+        raise click.ClickException(f"{db}: cannot store the labels: {error}") from error
+    items = 0 if document is None else len(document.items)
+    click.echo(f"stored {len(rows)} label(s) in {db} (eval.review_labels)")
+    click.echo(
+        f"added {items} calibration item(s)"
+        + (f" in {calibration_path}" if document is not None else "")
+    )
+    click.echo(
+        f"wrote {len(drafts)} draft task(s)"
+        + (f": {', '.join(p.name for p, _ in drafts)}" if drafts else "")
+    )

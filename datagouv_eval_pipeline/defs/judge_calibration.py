@@ -1,0 +1,118 @@
+"""The ``judge_calibration`` asset: the judge's agreement with the human labels, per verdict kind.
+
+It asks the judge of the run (``JudgeResource``: ``judge.yml`` or the launchpad's override) every
+question of the calibration set (``task_specs/calibration/``) and writes Cohen's kappa per verdict
+kind, with n and a bootstrap interval, to ``eval.judge_calibration`` (the work is
+:func:`~datagouv_eval_pipeline.judges.calibration.calibrate`). The same as
+``datagouv-eval judge calibrate``. The report shows the latest figures of each judge.
+
+It runs after the warehouse load, the one writer of the DuckDB file in a run: a run stopped
+before the warehouse leaves no file half-written (nor one created by this asset).
+"""
+
+import asyncio
+import hashlib
+from typing import Any
+
+import dagster as dg
+
+from datagouv_eval_pipeline.defs.resources import (
+    CatalogResource,
+    JudgeResource,
+    RunStoreResource,
+    WarehouseResource,
+)
+from datagouv_eval_pipeline.defs.task_specs import task_specs
+from datagouv_eval_pipeline.defs.warehouse import _column_schema
+from datagouv_eval_pipeline.experiment.cache import source_fingerprint
+from datagouv_eval_pipeline.judges.calibration import (
+    CALIBRATION_DIR,
+    KAPPA_REQUIRED,
+    CalibrationError,
+    calibrate,
+    calibration_files,
+    load_calibration,
+    set_sha,
+)
+from datagouv_eval_pipeline.judges.config import JudgeModelError, JudgeSpecError
+from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.warehouse.calibration import calibration_rows, write_calibration
+from datagouv_eval_pipeline.warehouse.loader import connect
+from datagouv_eval_pipeline.warehouse.schema import EXPERIMENTS, JUDGE_CALIBRATION, SCHEMA
+
+EXPERIMENTS_KEY = dg.AssetKey([SCHEMA, EXPERIMENTS.name])
+"""A key of the ``warehouse`` multi-asset: this asset runs after the load."""
+
+
+def _code_version() -> str:
+    """The judges' code and the labels: editing either makes the figures stale."""
+    digest = hashlib.sha256(source_fingerprint(("judges",)).encode())
+    for path in calibration_files([CALIBRATION_DIR]):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _fmt(value: Any) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+@dg.asset(
+    key_prefix=[SCHEMA],
+    deps=[task_specs, EXPERIMENTS_KEY],
+    group_name="judges",
+    kinds={"python", "duckdb"},
+    pool="duckdb_writer",
+    code_version=_code_version(),
+    description=f"{JUDGE_CALIBRATION.qualified}: {JUDGE_CALIBRATION.grain}.",
+    metadata={"dagster/column_schema": _column_schema(JUDGE_CALIBRATION)},
+)
+def judge_calibration(
+    context: dg.AssetExecutionContext,
+    judge: JudgeResource,
+    warehouse: WarehouseResource,
+    catalog: CatalogResource,
+    run_store: RunStoreResource,
+) -> dg.MaterializeResult[None]:
+    """Cohen's kappa of the run's judge against the human labels, per verdict kind."""
+    tasks = {spec.task_id: spec for spec in load_task_specs([TASK_SPECS_DIR])}
+    try:
+        items = load_calibration([CALIBRATION_DIR], tasks)
+    except CalibrationError as error:
+        raise dg.Failure(description=f"invalid calibration set:\n{error}") from None
+    try:
+        the_judge = judge.judge(cache_dir=run_store.store().root / "cache" / "judges")
+    except (JudgeSpecError, JudgeModelError) as error:
+        raise dg.Failure(description=f"cannot build the judge: {error}") from None
+    report = asyncio.run(calibrate(the_judge, items, catalog=catalog.lookup()))
+    files = [path.name for path in calibration_files([CALIBRATION_DIR])]
+    rows = calibration_rows(report, set_sha=set_sha(items), files=files)
+    db = warehouse.db_path()
+    with connect(db) as conn:
+        write_calibration(conn, rows)
+    table = [
+        "| kind | items | n | coverage | kappa | 95 % CI | >= 0.8 |",
+        "|---|---|---|---|---|---|---|",
+        *(
+            f"| {r['verdict_kind']} | {r['items']} | {r['scored']} | {_fmt(r['coverage'])} | "
+            f"{_fmt(r['kappa'])} | [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] | "
+            f"{'yes' if r['meets_requirement'] else 'no'} |"
+            for r in rows
+        ),
+    ]
+    context.log.info(
+        "judge_calibration: %s on %d items: %s",
+        report.judge_id,
+        report.total,
+        ", ".join(f"{r['verdict_kind']} kappa {_fmt(r['kappa'])} (n={r['scored']})" for r in rows),
+    )
+    return dg.MaterializeResult(
+        metadata={
+            "judge_id": report.judge_id,
+            "items": report.total,
+            "kappa_required": KAPPA_REQUIRED,
+            "calibration_files": dg.MetadataValue.json(files),
+            "agreement": dg.MetadataValue.md("\n".join(table)),
+            "dagster/row_count": len(rows),
+            "path": str(db),
+        }
+    )

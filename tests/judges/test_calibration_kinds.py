@@ -1,0 +1,183 @@
+"""Calibration per verdict kind: kappa worked out by hand, the bootstrap interval, the labelled
+set drawn from the pipeline's runs (version-2 files), and edited tasks caught by their hashes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from datagouv_eval_pipeline.judges.calibration import (
+    CALIBRATION_DIR,
+    KAPPA_REQUIRED,
+    TRAJECTORY_PASS_SCORE,
+    CalibrationError,
+    CalibrationRow,
+    agreement,
+    bootstrap_kappa,
+    calibrate,
+    judged_outcome,
+    load_calibration,
+    target_sha,
+)
+from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
+from datagouv_eval_pipeline.judges.verdict import Question, Verdict, VerdictStatus
+from tests.judges.judges_factories import real_tasks
+
+REVIEW_FILE = CALIBRATION_DIR / "review_2026-12-02.yml"
+
+
+def _row(kind: str, human: str, judge: str, item: str = "x") -> CalibrationRow:
+    question = Question.FAILURE_MODE if kind == "failure_mode" else Question.CRITERION
+    if judge == "unscored":
+        verdict = Verdict(
+            question=question,
+            status=VerdictStatus.UNSCORED,
+            error="needs an LLM judge",
+            judge_id="j@1",
+            prompt_hash=f"h-{kind}",
+        )
+    else:
+        verdict = Verdict(
+            question=question,
+            status=VerdictStatus.OK,
+            passed=judge == "pass",
+            judge_id="j@1",
+            prompt_hash=f"h-{kind}",
+        )
+    return CalibrationRow(item, "task_0002", None, "pass", human, judge, verdict, kind)  # type: ignore[arg-type]
+
+
+def test_kappa_per_verdict_kind_matches_the_hand_count() -> None:
+    # criterion: 4 (pass, pass), 1 (pass, fail), 1 (fail, pass), 4 (fail, fail), 2 unscored.
+    #   p_o = 8/10; human pass 5/10, judge pass 5/10: p_e = 0.25 + 0.25 = 0.5;
+    #   kappa = (0.8 - 0.5) / 0.5 = 0.6.
+    rows = (
+        [_row("criterion", "pass", "pass")] * 4
+        + [_row("criterion", "pass", "fail"), _row("criterion", "fail", "pass")]
+        + [_row("criterion", "fail", "fail")] * 4
+        + [_row("criterion", "fail", "unscored")] * 2
+    )
+    # failure_mode: 3 (pass, pass), 2 (fail, pass), 1 (fail, fail).
+    #   p_o = 4/6; human pass 3/6, judge pass 5/6: p_e = 15/36 + 3/36 = 1/2;
+    #   kappa = (2/3 - 1/2) / (1/2) = 1/3.
+    rows += [_row("failure_mode", "pass", "pass")] * 3
+    rows += [_row("failure_mode", "fail", "pass")] * 2 + [_row("failure_mode", "fail", "fail")]
+    report = agreement("j@1", rows, resamples=500)
+    criterion = report.kinds["criterion"]
+    assert (criterion.items, criterion.scored, criterion.agreements) == (12, 10, 8)
+    assert criterion.kappa.value == pytest.approx(0.6)
+    assert criterion.coverage.value == pytest.approx(10 / 12)
+    assert criterion.prompt_hashes == ("h-criterion",)
+    assert not criterion.meets_requirement  # 0.6 < 0.8
+    modes = report.kinds["failure_mode"]
+    assert modes.kappa.value == pytest.approx(1 / 3)
+    assert (modes.human_pass, modes.judge_pass) == (3, 5)
+    assert set(report.kinds) == {"criterion", "failure_mode"}  # kinds without items are absent
+    assert KAPPA_REQUIRED == 0.8
+    text = report.render()
+    assert "  criterion        12    10  0.833   0.600  [" in text
+    assert "below" in text
+
+
+def test_the_bootstrap_interval_brackets_kappa_and_is_reproducible() -> None:
+    pairs = [(True, True)] * 4 + [(True, False), (False, True)] + [(False, False)] * 4
+    interval = bootstrap_kappa(pairs, resamples=2000, seed=1)
+    assert interval.low is not None and interval.high is not None
+    assert interval.low < 0.6 < interval.high
+    assert interval.low >= -1.0 and interval.high <= 1.0
+    assert interval == bootstrap_kappa(pairs, resamples=2000, seed=1)
+    assert interval.defined <= interval.resamples == 2000
+    # Perfect agreement on both labels: kappa is 1 in every resample where it is defined.
+    perfect = bootstrap_kappa([(True, True)] * 5 + [(False, False)] * 5, resamples=300)
+    assert (perfect.low, perfect.high) == (1.0, 1.0)
+    # One label only: kappa is never defined, and the interval says so.
+    single = bootstrap_kappa([(True, True)] * 4, resamples=100)
+    assert (single.low, single.high, single.defined) == (None, None, 0)
+    assert bootstrap_kappa([]).low is None
+
+
+def test_a_trajectory_passes_from_its_pass_score() -> None:
+    def graded(score: float) -> Verdict:
+        return Verdict(
+            question=Question.TRAJECTORY,
+            status=VerdictStatus.OK,
+            score=score,
+            judge_id="j",
+            prompt_hash="h",
+        )
+
+    assert TRAJECTORY_PASS_SCORE == 0.75
+    assert judged_outcome("trajectory", graded(0.75)) == "pass"
+    assert judged_outcome("trajectory", graded(0.74)) == "fail"
+    assert judged_outcome("criterion", graded(0.1)) == "unscored"  # no binary decision
+
+
+def test_the_labelled_set_covers_every_kind_both_tiers_declines_code_and_mcp() -> None:
+    items = load_calibration([CALIBRATION_DIR], real_tasks())
+    reviewed = [r for r in items if r.sample is not None]
+    assert len(reviewed) >= 200
+    kinds = Counter(r.item.verdict_kind for r in reviewed)
+    assert set(kinds) == {"criterion", "arguments", "trajectory", "failure_mode"}
+    tiers = {
+        (
+            r.item.verdict_kind,
+            r.item.tier or ("minimal" if r.criterion in r.task.criteria("minimal") else "optimal"),
+        )
+        for r in reviewed
+    }
+    assert {tier for _, tier in tiers} == {"minimal", "optimal"}
+    assert all(r.item.note.strip() for r in reviewed)  # one-line rationale each
+    assert {r.task.expected_behaviour.value for r in reviewed} == {"answer", "decline"}
+    cells = {r.sample.run_id.split("|")[0] for r in reviewed if r.sample is not None}
+    assert any("__mcp@" in cell for cell in cells)
+    assert any("__code" in cell for cell in cells)
+    assert all(r.item.origin.startswith("review:") for r in reviewed)
+
+
+def test_the_deterministic_judge_on_the_reviewed_set() -> None:
+    items = [r for r in load_calibration([REVIEW_FILE], real_tasks())]
+    report = asyncio.run(calibrate(DeterministicJudge(), items, resamples=200))
+    for name, k in report.kinds.items():
+        # kappa from this kind's own confusion counts, by the formula.
+        rows = [row for row in report.rows if row.verdict_kind == name and row.judge != "unscored"]
+        n = len(rows)
+        tp = sum(1 for r in rows if r.human == "pass" and r.judge == "pass")
+        tn = sum(1 for r in rows if r.human == "fail" and r.judge == "fail")
+        human_pass = sum(1 for r in rows if r.human == "pass") / n
+        judge_pass = sum(1 for r in rows if r.judge == "pass") / n
+        expected = human_pass * judge_pass + (1 - human_pass) * (1 - judge_pass)
+        assert k.kappa.value == pytest.approx(((tp + tn) / n - expected) / (1 - expected)), name
+        assert k.prompt_hashes == (report.rows[0].verdict.prompt_hash,)
+    # The rules decide every trajectory; MISINTERPRETATION and its kind stay for an LLM.
+    assert report.kinds["trajectory"].coverage.value == 1.0
+    assert report.kinds["failure_mode"].coverage.value is not None
+    assert report.kinds["failure_mode"].coverage.value < 1.0
+
+
+def test_an_edited_chain_or_required_action_makes_its_items_an_error(tmp_path: Path) -> None:
+    data = yaml.safe_load(REVIEW_FILE.read_text(encoding="utf-8"))
+    trajectory = next(i for i in data["items"] if i["verdict_kind"] == "trajectory")
+    arguments = next(i for i in data["items"] if i["verdict_kind"] == "arguments")
+    sample = next(s for s in data["samples"] if s["id"] == arguments["sample"])
+    assert arguments["target_sha"] == target_sha(
+        real_tasks()[arguments["task_id"]], arguments["tier"], arguments["required_index"]
+    )
+    trajectory["target_sha"] = "000000000000"
+    arguments["candidate"] = len(sample["instances"]) + 3
+    unlabelled = dict(trajectory, id="no-note", note="")
+    data["items"] = [trajectory, arguments]
+    path = tmp_path / "edited.yml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    with pytest.raises(CalibrationError) as caught:
+        load_calibration([path], real_tasks())
+    text = str(caught.value)
+    assert f"item '{trajectory['id']}': target_sha: the {trajectory['tier']} chain" in text
+    assert f"item '{arguments['id']}': candidate: sample '{sample['id']}' has" in text
+    data["items"] = [unlabelled]
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    with pytest.raises(CalibrationError, match="a one-line rationale is required"):
+        load_calibration([path], real_tasks())
