@@ -42,7 +42,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from datagouv_eval_pipeline.twin.mcp import data_tools, tools
+from datagouv_eval_pipeline.twin.mcp import code_layout, data_tools, tools
 from datagouv_eval_pipeline.twin.mcp.descriptions import describe
 from datagouv_eval_pipeline.twin.mcp.stateless import StatelessPost
 from datagouv_eval_pipeline.twin.mcp.upstream import Upstream
@@ -154,9 +154,12 @@ def build_server(spec: VersionSpec, upstream: Upstream) -> MCPServer[Any]:
         m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)
     ]
     env = tools.ToolEnv(spec, upstream)
+    implementations = (
+        code_layout.IMPLEMENTATIONS if spec.behaviour.layout == "code" else IMPLEMENTATIONS
+    )
     for signature in spec.tools:
         server.add_tool(
-            _tool_function(signature, IMPLEMENTATIONS[signature.name], env),
+            _tool_function(signature, implementations[signature.name], env),
             name=signature.name,
             title=spec.titles.get(signature.name) if spec.titles else None,
             description=describe(signature, spec),

@@ -143,6 +143,12 @@ DOWNLOAD_AND_PARSE_RESOURCE_0_2_0 = _sig(
     _int("max_rows", 1000),
     _int("max_size_mb", 500),
 )
+DOWNLOAD_AND_PARSE_RESOURCE_0_2_14 = _sig(
+    "download_and_parse_resource",
+    _req("resource_id"),
+    _int("max_rows", 20),
+    _int("max_size_mb", 500),
+)
 DOWNLOAD_AND_PARSE_RESOURCE_0_2_19 = _sig(
     "download_and_parse_resource", _req("resource_id"), _int("max_rows", 20)
 )
@@ -192,6 +198,10 @@ class Behaviour:
             (v0.2.19), or None when the caller's ``max_size_mb`` applies.
         user_agent: Send ``User-Agent: datagouv-mcp/<version>`` upstream (v0.2.19 on).
         query_page_size_max: Upper clamp of ``query_resource_data``'s ``page_size``.
+        layout: ``reference`` (the layouts reconstructed from reference §1.4, shared by the
+            releases without a real build to check them) or ``code`` (the layouts of the
+            release's own code, in ``code_layout.py``, checked call by call against a real
+            build by ``tests/mcp_builds/test_conformance_0_2_14.py``).
     """
 
     search_api: Literal["v1", "v2"]
@@ -204,6 +214,7 @@ class Behaviour:
     download_caps: tuple[int, int] | None
     user_agent: bool
     query_page_size_max: int = 200
+    layout: Literal["reference", "code"] = "reference"
 
 
 HealthShape = Literal["timestamp", "timestamp_version", "uptime_deep"]
@@ -278,6 +289,37 @@ VERSIONS: Final[Mapping[str, VersionSpec]] = {
             ),
             allowed_hosts=None,
             health="timestamp",
+        ),
+        VersionSpec(
+            version="0.2.14",
+            # The mcp version of the release's uv.lock.
+            sdk_version="1.26.0",
+            tools=(
+                SEARCH_DATASETS_0_2_0,
+                QUERY_RESOURCE_DATA_0_2_13,
+                GET_DATASET_INFO_0_2_0,
+                LIST_DATASET_RESOURCES_0_2_0,
+                GET_RESOURCE_INFO_0_2_0,
+                DOWNLOAD_AND_PARSE_RESOURCE_0_2_14,
+                GET_METRICS_0_2_2,
+            ),
+            behaviour=Behaviour(
+                search_api="v1",
+                query_cleaning=True,
+                resources_count="len",
+                wording="dataservice",
+                metrics_limit_max=100,
+                metrics_none_safe=False,
+                tabular_error_hints=False,
+                download_caps=None,
+                user_agent=False,
+                layout="code",
+            ),
+            # The release listed "localhost" and "127.0.0.1" without a port, so it refused any
+            # local Host header carrying one (421); the twin, served on a loopback port, takes
+            # the 0.2.19 list, which allows them with any port.
+            allowed_hosts=ALLOWED_HOSTS_0_2_19,
+            health="timestamp_version",
         ),
         VersionSpec(
             version="0.2.19",

@@ -89,6 +89,7 @@ def test_create_app_serves_mcp_in_process_and_can_leave_it_out(store: CatalogSto
 def test_twin_server_lists_its_mcp_urls(store: CatalogStore) -> None:
     assert mcp_urls("http://127.0.0.1:8765/") == {
         "0.2.5": "http://127.0.0.1:8765/mcp/v0.2.5/mcp",
+        "0.2.14": "http://127.0.0.1:8765/mcp/v0.2.14/mcp",
         "0.2.19": "http://127.0.0.1:8765/mcp/v0.2.19/mcp",
         "0.2.26": "http://127.0.0.1:8765/mcp/v0.2.26/mcp",
     }

@@ -18,7 +18,7 @@ from datagouv_eval_pipeline.twin.mcp.versions import (
 )
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 
-SERVED = ("0.2.5", "0.2.19", "0.2.26")
+SERVED = ("0.2.5", "0.2.14", "0.2.19", "0.2.26")
 
 
 def endpoint(urls: TwinUrls, version: str) -> str:

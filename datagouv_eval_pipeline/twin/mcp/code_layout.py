@@ -1,0 +1,701 @@
+"""Tool outputs of the releases whose layouts follow their own code (``Behaviour.layout="code"``).
+
+The layouts in ``tools.py`` and ``data_tools.py`` are reconstructed from the reference; the ones
+here are those of the release's code (v0.2.14), and a conformance test compares them call by
+call with a real build reading the same twin (``tests/mcp_builds/test_conformance_0_2_14.py``).
+Byte-identical output means more than the happy path: the same upstream requests (so httpx's
+error texts name the same URLs), the same fallbacks when a field is missing or null (``None``
+printed where the release printed it), the same Python error messages where the release let
+one through, and the same partial sections when a row fails half-way.
+
+The code is the twin's own; only the output text, a data format, is the release's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import gzip
+import io
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+import httpx
+
+from datagouv_eval_pipeline.twin.mcp.text import clean_query, human_size
+from datagouv_eval_pipeline.twin.mcp.tools import (
+    TIMEOUT_METRICS,
+    TIMEOUT_PROBE,
+    TIMEOUT_TABULAR,
+    ToolEnv,
+    ToolImpl,
+)
+
+SEARCH_PAGE_SIZE_MAX: Final = 100
+QUERY_PAGE_SIZE_MAX: Final = 200
+METRICS_LIMIT_MAX: Final = 100
+DOWNLOAD_TIMEOUT: Final = 300.0
+DOWNLOAD_CHUNK: Final = 8192
+LARGE_TABLE_ROWS: Final = 1000
+# The operators the release maps one to one; any other falls back to "exact" upstream while
+# the header still shows what the caller wrote.
+OPERATORS: Final = frozenset(
+    {"exact", "contains", "less", "greater", "strictly_less", "strictly_greater"}
+)
+SNIFF_DELIMITERS: Final = ",;\t|"
+
+
+class _TooLarge(ValueError):
+    """A download over the size limit (reported as ``Error: <message>``)."""
+
+
+def _size_text(value: Any) -> str | None:
+    """The release's human size of a truthy int ``filesize``; None when it shows no line."""
+    if value and isinstance(value, int):
+        return human_size(value)
+    return None
+
+
+def _title_or_name(record: Mapping[str, Any]) -> Any:
+    """``title``, else ``name``: None when both are empty (the release prints ``None``)."""
+    return record.get("title") or record.get("name")
+
+
+# ---------------------------------------------------------------- upstream reads of the release
+
+
+async def _dataset(env: ToolEnv, dataset_id: str) -> dict[str, Any]:
+    """The v1 dataset record; HTTP errors propagate."""
+    result: dict[str, Any] = await env.get_json(
+        f"{env.upstream.urls.datagouv_api}1/datasets/{dataset_id}/"
+    )
+    return result
+
+
+async def _resource(env: ToolEnv, resource_id: str) -> dict[str, Any]:
+    """The v2 resource payload (``resource`` and ``dataset_id``); HTTP errors propagate."""
+    result: dict[str, Any] = await env.get_json(
+        f"{env.upstream.urls.datagouv_api}2/datasets/resources/{resource_id}/"
+    )
+    return result
+
+
+async def _dataset_title(env: ToolEnv, dataset_id: str) -> Any:
+    """The title the release's metadata helper gives (``title`` or ``name``, maybe None)."""
+    return _title_or_name(await _dataset(env, dataset_id))
+
+
+async def _resource_summary(env: ToolEnv, resource_id: str) -> tuple[Any, Any]:
+    """(title, dataset id) of a resource, as the release's metadata helper reads them."""
+    payload = await _resource(env, resource_id)
+    resource: dict[str, Any] = payload.get("resource", {})
+    return _title_or_name(resource), payload.get("dataset_id")
+
+
+# ----------------------------------------------------------------------------- search_datasets
+
+
+def _tag_names(record: Mapping[str, Any]) -> list[Any]:
+    names: list[Any] = []
+    for tag in record.get("tags", []):
+        if isinstance(tag, str):
+            names.append(tag)
+        elif isinstance(tag, dict):
+            names.append(tag.get("name", ""))
+    return names
+
+
+async def search_datasets(env: ToolEnv, args: Mapping[str, Any]) -> str:
+    """``search_datasets``: v1 search with stop-word cleaning; upstream errors escape."""
+    query: str = args["query"]
+    page: int = args["page"]
+    urls = env.upstream.urls
+
+    async def search(text: str) -> tuple[list[dict[str, Any]], Any]:
+        params = {"q": text, "page": page, "page_size": min(args["page_size"], 100)}
+        body = await env.get_json(f"{urls.datagouv_api}1/datasets/", params)
+        found: list[dict[str, Any]] = body.get("data", [])
+        return found, body.get("total", len(found))
+
+    cleaned = clean_query(query)
+    datasets, total = await search(cleaned)
+    # The original query is retried whenever the cleaned one gives an empty page (also past
+    # the last page), not only when it matches nothing.
+    if not datasets and cleaned != query:
+        datasets, total = await search(query)
+    if not datasets:
+        return f"No datasets found for query: '{query}'"
+    lines = [f"Found {total} dataset(s) for query: '{query}'", f"Page {page} of results:", ""]
+    for index, dataset in enumerate(datasets, 1):
+        organization = dataset.get("organization")
+        org = organization.get("name") if organization else None
+        tags = _tag_names(dataset)
+        short = dataset.get("description_short", "")
+        lines.append(f"{index}. {dataset.get('title') or dataset.get('name', '')}")
+        lines.append(f"   ID: {dataset.get('id')}")
+        if short:
+            lines.append(f"   Description: {short[:200]}...")
+        if org:
+            lines.append(f"   Organization: {org}")
+        if tags:
+            lines.append(f"   Tags: {', '.join(tags[:5])}")
+        lines.append(f"   Resources: {len(dataset.get('resources', []))}")
+        lines.append(f"   URL: {urls.site}datasets/{dataset.get('slug', dataset.get('id', ''))}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- get_dataset_info
+
+
+def _dataset_lines(env: ToolEnv, data: Mapping[str, Any]) -> list[str]:
+    lines = [f"Dataset Information: {data.get('title', 'Unknown')}", ""]
+    if data.get("id"):
+        lines.append(f"ID: {data['id']}")
+    if data.get("slug"):
+        lines.append(f"Slug: {data['slug']}")
+        lines.append(f"URL: {env.upstream.urls.site}datasets/{data['slug']}/")
+    short = data.get("description_short")
+    if short:
+        lines += ["", f"Description: {short}"]
+    description = data.get("description")
+    if description and description != short:
+        lines += ["", f"Full description: {description[:500]}..."]
+    organization = data.get("organization")
+    if organization and isinstance(organization, dict):
+        lines += ["", f"Organization: {organization.get('name', 'Unknown')}"]
+        if organization.get("id"):
+            lines.append(f"  Organization ID: {organization['id']}")
+    # Unlike the search, the dataset view drops tag objects without a name.
+    tags = [
+        tag if isinstance(tag, str) else tag.get("name", "")
+        for tag in data.get("tags", [])
+        if isinstance(tag, str) or (isinstance(tag, dict) and tag.get("name", ""))
+    ]
+    if tags:
+        lines += ["", f"Tags: {', '.join(tags[:10])}"]
+    lines += ["", f"Resources: {len(data.get('resources', []))} file(s)"]
+    if data.get("created_at"):
+        lines += ["", f"Created: {data['created_at']}"]
+    if data.get("last_update"):
+        lines.append(f"Last updated: {data['last_update']}")
+    if data.get("license"):
+        lines += ["", f"License: {data['license']}"]
+    if data.get("frequency"):
+        lines.append(f"Update frequency: {data['frequency']}")
+    return lines
+
+
+async def get_dataset_info(env: ToolEnv, args: Mapping[str, Any]) -> str:
+    """``get_dataset_info``: every failure becomes text (404 has its own)."""
+    dataset_id: str = args["dataset_id"]
+    try:
+        return "\n".join(_dataset_lines(env, await _dataset(env, dataset_id)))
+    except httpx.HTTPStatusError as error:
+        if error.response.status_code == 404:
+            return f"Error: Dataset with ID '{dataset_id}' not found."
+        return f"Error: HTTP {error.response.status_code} - {error}"
+    except Exception as error:  # the release reports any other failure as text
+        return f"Error: {error}"
+
+
+# ---------------------------------------------------------------------- list_dataset_resources
+
+
+def _detail_lines(resource: Mapping[str, Any], indent: str) -> list[str]:
+    lines = []
+    if resource.get("format"):
+        lines.append(f"{indent}Format: {resource['format']}")
+    size = _size_text(resource.get("filesize"))
+    if size is not None:
+        lines.append(f"{indent}Size: {size}")
+    if resource.get("mime"):
+        lines.append(f"{indent}MIME type: {resource['mime']}")
+    if resource.get("type"):
+        lines.append(f"{indent}Type: {resource['type']}")
+    return lines
+
+
+async def list_dataset_resources(env: ToolEnv, args: Mapping[str, Any]) -> str:
+    """``list_dataset_resources``: titles from v1, details from each resource's v2 record."""
+    dataset_id: str = args["dataset_id"]
+    try:
+        # The release reads the dataset twice (its metadata, then its resources); both are the
+        # same GET, so one read gives the same text and the same failures.
+        data = await _dataset(env, dataset_id)
+        if not data.get("id"):
+            return f"Error: Dataset with ID '{dataset_id}' not found."
+        listed = [
+            (resource.get("id"), resource.get("title", "") or resource.get("name", ""))
+            for resource in data.get("resources", [])
+            if resource.get("id")
+        ]
+        lines = [
+            f"Resources in dataset: {_title_or_name(data)}",
+            f"Dataset ID: {dataset_id}",
+            f"Total resources: {len(listed)}",
+            "",
+        ]
+        if not listed:
+            lines.append("This dataset has no resources.")
+            return "\n".join(lines)
+        for index, (resource_id, title) in enumerate(listed, 1):
+            lines.append(f"{index}. {title or 'Untitled'}")
+            lines.append(f"   Resource ID: {resource_id}")
+            try:
+                resource = (await _resource(env, resource_id)).get("resource", {})
+                details = _detail_lines(resource, "   ")
+                if resource.get("url"):
+                    details.append(f"   URL: {resource['url']}")
+                lines += details
+            except Exception:  # the release only logs a resource it cannot read
+                pass
+            lines.append("")
+        return "\n".join(lines)
+    except httpx.HTTPStatusError as error:
+        return f"Error: HTTP {error.response.status_code} - {error}"
+    except Exception as error:  # the release reports any other failure as text
+        return f"Error: {error}"
+
+
+# --------------------------------------------------------------------------- get_resource_info
+
+
+async def _availability(env: ToolEnv, resource_id: str) -> str:
+    try:
+        # The exceptions list is read first, then the profile, with a bare client.
+        exception = resource_id in await env.upstream.crawler_exception_ids()
+        response = await env.upstream.get(
+            f"{env.upstream.urls.tabular_api}resources/{resource_id}/profile/",
+            timeout=TIMEOUT_PROBE,
+        )
+    except Exception:  # unreachable API: the release says so instead of failing
+        return "⚠️  Could not check Tabular API availability"
+    if response.status_code != 200:
+        return "⚠️  Not available via Tabular API (may not be tabular data)"
+    if exception:
+        return "✅ Available via Tabular API (large file exception)"
+    return "✅ Available via Tabular API (can be queried)"
+
+
+async def get_resource_info(env: ToolEnv, args: Mapping[str, Any]) -> str:
+    """``get_resource_info``: v2 record, parent dataset title and Tabular availability."""
+    resource_id: str = args["resource_id"]
+    try:
+        payload = await _resource(env, resource_id)
+        resource: dict[str, Any] = payload.get("resource", {})
+        if not resource.get("id"):
+            return f"Error: Resource with ID '{resource_id}' not found."
+        title = _title_or_name(resource) or "Unknown"
+        lines = [f"Resource Information: {title}", "", f"Resource ID: {resource_id}"]
+        lines += _detail_lines(resource, "")
+        if resource.get("url"):
+            lines += ["", f"URL: {resource['url']}"]
+        if resource.get("description"):
+            lines += ["", f"Description: {resource['description']}"]
+        dataset_id = payload.get("dataset_id")
+        if dataset_id:
+            lines += ["", f"Dataset ID: {dataset_id}"]
+            try:
+                parent = await _dataset_title(env, str(dataset_id))
+                if parent:
+                    lines.append(f"Dataset: {parent}")
+            except Exception:  # the parent's title is decoration
+                pass
+        lines += ["", "Tabular API availability:", await _availability(env, resource_id)]
+        return "\n".join(lines)
+    except httpx.HTTPStatusError as error:
+        return f"Error: HTTP {error.response.status_code} - {error}"
+    except Exception as error:  # the release reports any other failure as text
+        return f"Error: {error}"
+
+
+# ------------------------------------------------------------------------- query_resource_data
+
+
+def _cell(value: Any) -> str:
+    text = str(value) if value is not None else ""
+    return text[:100] + "..." if len(text) > 100 else text
+
+
+def _rows_lines(rows: list[Any]) -> list[str]:
+    """Columns, then each row (the keys of the first row name the columns)."""
+    # .keys(), not iteration: a non-object first row must fail with the release's message.
+    columns = [str(key) if key is not None else "" for key in rows[0].keys()]  # noqa: SIM118
+    lines = [f"Columns: {', '.join(columns)}", ""]
+    lines.append("Data (1 row):" if len(rows) == 1 else f"Data ({len(rows)} rows):")
+    for index, row in enumerate(rows, 1):
+        lines.append(f"  Row {index}:")
+        lines += [f"    {key}: {_cell(value)}" for key, value in row.items()]
+    return lines
+
+
+async def _table_page(
+    env: ToolEnv, resource_id: str, params: dict[str, Any], lines: list[str], page: int
+) -> None:
+    """Append one page of Tabular rows (or the release's text for its failure) to ``lines``."""
+    url = f"{env.upstream.urls.tabular_api}resources/{resource_id}/data/"
+    try:
+        response = await env.upstream.get(url, params=params, timeout=TIMEOUT_TABULAR)
+        if response.status_code == 404:
+            lines.append(f"⚠️  Resource {resource_id} not available via Tabular API")
+            return
+        response.raise_for_status()
+        body = response.json()
+        rows = body.get("data", [])
+        meta = body.get("meta", {})
+        if not rows:
+            lines.append("⚠️  No rows available (resource may be empty or filtered).")
+            return
+        total = meta.get("total")
+        size = meta.get("page_size")
+        if total is not None:
+            lines.append(f"Total rows (Tabular API): {total}")
+            if size and size > 0:
+                lines.append(f"Total pages: {(total + size - 1) // size} (page size: {size})")
+        lines.append(f"Retrieved: {len(rows)} row(s) from page {meta.get('page') or page}")
+        lines += _rows_lines(rows)
+        if body.get("links", {}).get("next"):
+            lines.append("")
+            if total and total > LARGE_TABLE_ROWS:
+                lines.append(
+                    f"⚠️ Large dataset ({total} rows). For comprehensive analysis, consider "
+                    "using download_and_parse_resource instead of paginating through many pages."
+                )
+                lines.append(
+                    f"   If you only need specific data, you can continue with page={page + 1}."
+                )
+            else:
+                lines.append(f"📄 More data available. Use page={page + 1} to see the next page.")
+    except httpx.HTTPStatusError as error:
+        lines.append(
+            f"❌ Tabular API error (HTTP {error.response.status_code}: {error} - "
+            f"URL: {error.request.url})"
+        )
+    except Exception as error:  # the release reports a failed read as a line
+        lines.append(f"❌ Error querying resource: {error}")
+
+
+async def query_resource_data(env: ToolEnv, args: Mapping[str, Any]) -> str:
+    """``query_resource_data``: one page of rows, with the caller's filter and sort echoed."""
+    resource_id: str = args["resource_id"]
+    page: int = args["page"]
+    column, value = args.get("filter_column"), args.get("filter_value")
+    operator: str = args["filter_operator"]
+    sort_column, direction = args.get("sort_column"), args["sort_direction"]
+    try:
+        try:
+            title, dataset_id = await _resource_summary(env, resource_id)
+        except Exception:  # metadata is decoration
+            title, dataset_id = "Unknown", None
+        parent: Any = "Unknown"
+        if dataset_id:
+            with contextlib.suppress(Exception):  # likewise
+                parent = await _dataset_title(env, str(dataset_id))
+        lines = [f"Querying resource: {title}", f"Resource ID: {resource_id}"]
+        if dataset_id:
+            lines.append(f"Dataset: {parent} (ID: {dataset_id})")
+        lines += [f"Question: {args['question']}", ""]
+        filtering = bool(column) and value is not None
+        if filtering:
+            lines.append(f"Filter: {column} {operator} {value}")
+        if sort_column:
+            lines.append(f"Sort: {sort_column} ({direction})")
+        if column or sort_column:
+            lines.append("")
+        params: dict[str, Any] = {
+            "page": max(page, 1),
+            "page_size": max(1, min(args["page_size"], QUERY_PAGE_SIZE_MAX)),
+        }
+        if filtering:
+            params[f"{column}__{operator if operator in OPERATORS else 'exact'}"] = value
+        if sort_column:
+            params[f"{sort_column}__sort"] = "desc" if direction.lower() == "desc" else "asc"
+        await _table_page(env, resource_id, params, lines, page)
+        return "\n".join(lines)
+    except httpx.HTTPStatusError as error:
+        return f"Error: HTTP {error.response.status_code} - {error}"
+    except Exception as error:  # the release reports any other failure as text
+        return f"Error: {error}"
+
+
+# ----------------------------------------------------------------- download_and_parse_resource
+
+
+async def _download(env: ToolEnv, url: str, limit: int) -> tuple[bytes, str, str]:
+    """(content, file name, content type) of a download of at most ``limit`` bytes."""
+    response = await env.upstream.get(url, timeout=DOWNLOAD_TIMEOUT)
+    response.raise_for_status()
+    declared = response.headers.get("Content-Length")
+    mb = 1024 * 1024
+    if declared and int(declared) > limit:
+        raise _TooLarge(f"File too large: {int(declared) / mb:.1f} MB (max: {limit / mb:.1f} MB)")
+    content = b""
+    # Checked chunk by chunk, as the release streams it.
+    for start in range(0, len(response.content), DOWNLOAD_CHUNK):
+        content += response.content[start : start + DOWNLOAD_CHUNK]
+        if len(content) > limit:
+            raise _TooLarge(f"File too large: exceeds {limit / mb:.1f} MB limit")
+    disposition = response.headers.get("Content-Disposition", "")
+    if "filename=" in disposition:
+        name = disposition.split("filename=")[1].strip("\"'")
+    elif "/" in url:
+        name = url.split("/")[-1].split("?")[0]
+    else:
+        name = "resource"
+    return content, name, response.headers.get("Content-Type", "").split(";")[0]
+
+
+def _file_format(name: str, content_type: str) -> str:
+    lowered = name.lower()
+    by_suffix = (
+        ((".csv", ".csv.gz"), "csv"),
+        ((".json", ".jsonl", ".ndjson"), "json"),
+        ((".xml",), "xml"),
+        ((".xlsx",), "xlsx"),
+        ((".xls",), "xls"),
+        ((".gz",), "gzip"),
+        ((".zip",), "zip"),
+    )
+    for suffixes, kind in by_suffix:
+        if lowered.endswith(suffixes):
+            return kind
+    by_type = (
+        (("csv",), "csv"),
+        (("json",), "json"),
+        (("xml",), "xml"),
+        (("excel", "spreadsheet"), "xlsx"),
+        (("gzip",), "gzip"),
+    )
+    for words, kind in by_type:
+        if any(word in content_type for word in words):
+            return kind
+    return "unknown"
+
+
+def _csv_rows(content: bytes, gzipped: bool) -> list[Any]:
+    text = (gzip.decompress(content) if gzipped else content).decode("utf-8-sig")
+    sample = "\n".join(text.split("\n")[:5])
+    delimiter = ","
+    try:
+        delimiter = csv.Sniffer().sniff(sample, delimiters=SNIFF_DELIMITERS).delimiter
+    except (csv.Error, AttributeError):
+        # The most frequent candidate, if it occurs at least twice (first one on ties).
+        counts = [(candidate, sample.count(candidate)) for candidate in SNIFF_DELIMITERS]
+        best, seen = max(counts, key=lambda item: item[1])
+        if seen >= 2:
+            delimiter = best
+    return list(csv.DictReader(io.StringIO(text), delimiter=delimiter))
+
+
+def _json_rows(content: bytes, gzipped: bool) -> list[Any]:
+    text = (gzip.decompress(content) if gzipped else content).decode("utf-8")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        data = None
+    else:
+        if isinstance(data, list):
+            return data
+        if isinstance(data, dict):
+            return [data]
+    # Not one array or object: JSON Lines, skipping the lines that do not parse.
+    rows = []
+    for line in text.strip().split("\n"):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return rows
+
+
+# Formats the release names but does not parse: the lines it shows instead of rows.
+_UNPARSED: Final[Mapping[str, tuple[str, str]]] = {
+    "xlsx": (
+        "Format: XLSX",
+        "⚠️  XLSX parsing requires openpyxl library. "
+        "Please install it or use Tabular API for smaller files.",
+    ),
+    "xls": (
+        "Format: XLS",
+        "⚠️  XLS format not supported. Please use Tabular API or convert to XLSX/CSV.",
+    ),
+    "xml": ("Format: XML", "⚠️  XML parsing not yet implemented."),
+}
+
+
+def _parsed_lines(rows: list[Any], max_rows: int) -> list[str]:
+    total = len(rows)
+    shown = rows[:max_rows]
+    lines = ["", f"Total rows in file: {total}", f"Returning: {len(shown)} row(s)"]
+    if shown:
+        lines += _rows_lines(shown)
+    else:
+        lines += ["", "Data (0 rows):"]
+    if total > max_rows:
+        lines += [
+            "",
+            f"⚠️  Note: File contains {total} rows, only showing first {max_rows}. "
+            "Increase max_rows parameter to see more.",
+        ]
+    return lines
+
+
+async def download_and_parse_resource(env: ToolEnv, args: Mapping[str, Any]) -> str:
+    """``download_and_parse_resource``: download the file, parse CSV or JSON, show rows."""
+    resource_id: str = args["resource_id"]
+    max_rows: int = args["max_rows"]
+    try:
+        resource: dict[str, Any] = (await _resource(env, resource_id)).get("resource", {})
+        if not resource.get("id"):
+            return f"Error: Resource with ID '{resource_id}' not found."
+        url = resource.get("url")
+        if not url:
+            return f"Error: Resource {resource_id} has no download URL."
+        lines = [
+            f"Downloading and parsing resource: {_title_or_name(resource) or 'Unknown'}",
+            f"Resource ID: {resource_id}",
+            f"URL: {url}",
+            "",
+        ]
+        try:
+            content, name, content_type = await _download(
+                env, url, args["max_size_mb"] * 1024 * 1024
+            )
+        except ValueError as error:
+            return f"Error: {error}"
+        except Exception as error:  # a failed download is reported as text
+            return f"Error downloading resource: {error}"
+        lines.append(f"Downloaded: {len(content) / (1024 * 1024):.2f} MB")
+        gzipped = name.lower().endswith(".gz") or "gzip" in content_type
+        kind = _file_format(name, content_type)
+        if kind == "unknown":
+            lines += [
+                "",
+                f"⚠️  Unknown file format. Filename: {name}, Content-Type: {content_type}",
+                "Supported formats: CSV, CSV.GZ, JSON, JSONL, XLSX",
+            ]
+            return "\n".join(lines)
+        try:
+            if kind == "csv" or (kind == "gzip" and "csv" in name.lower()):
+                lines.append("Format: CSV")
+                rows = _csv_rows(content, gzipped)
+            elif kind == "json":
+                lines.append("Format: JSON/JSONL")
+                rows = _json_rows(content, gzipped)
+            else:
+                lines += _UNPARSED.get(
+                    kind, (f"Format: {kind}", "⚠️  Format not supported for parsing.")
+                )
+                return "\n".join(lines)
+        except Exception as error:  # a file that does not parse is reported as text
+            return f"Error parsing file: {error}"
+        if not rows:
+            lines += ["", "⚠️  No data rows found in file."]
+            return "\n".join(lines)
+        return "\n".join(lines + _parsed_lines(rows, max_rows))
+    except httpx.HTTPStatusError as error:
+        return f"Error: HTTP {error.response.status_code} - {error}"
+    except Exception as error:  # the release reports any other failure as text
+        return f"Error: {error}"
+
+
+# --------------------------------------------------------------------------------- get_metrics
+
+
+def _metric_table(rows: list[dict[str, Any]], lines: list[str], with_visits: bool) -> None:
+    """Append the monthly table; a bad row raises after the rows before it were appended."""
+    rule = "-" * (60 if with_visits else 40)
+    lines += ["Monthly Statistics:", rule]
+    header = f"{'Month':<12} {'Visits':<15} " if with_visits else f"{'Month':<12} "
+    lines += [header + f"{'Downloads':<15}", rule]
+    visits_total = downloads_total = 0
+    for row in rows:
+        month = row.get("metric_month", "Unknown")
+        downloads = row.get("monthly_download_resource", 0)
+        if with_visits:
+            visits = row.get("monthly_visit", 0)
+            visits_total += visits
+            downloads_total += downloads
+            lines.append(f"{month:<12} {visits:<15,} {downloads:<15,}")
+        else:
+            downloads_total += downloads
+            lines.append(f"{month:<12} {downloads:<15,}")
+    lines.append(rule)
+    if with_visits:
+        lines.append(f"{'Total':<12} {visits_total:<15,} {downloads_total:<15,}")
+    else:
+        lines.append(f"{'Total':<12} {downloads_total:<15,}")
+
+
+async def _metrics_section(
+    env: ToolEnv, kind: str, object_id: str, limit: int, lines: list[str]
+) -> None:
+    """Append the section of a dataset (``kind="dataset"``) or a resource to ``lines``."""
+    label = kind.capitalize()
+    try:
+        if kind == "dataset":
+            title = await _dataset_title(env, object_id)
+        else:
+            title, _ = await _resource_summary(env, object_id)
+        lines.append(f"{label} Metrics: {title}")
+    except Exception:  # the section goes on without a title
+        lines.append(f"{label} Metrics")
+    lines += [f"{label} ID: {object_id}", ""]
+    try:
+        body = await env.get_json(
+            f"{env.upstream.urls.metrics_api}{kind}s/data/",
+            {
+                f"{kind}_id__exact": object_id,
+                "metric_month__sort": "desc",
+                "page_size": limit,
+            },
+            timeout=TIMEOUT_METRICS,
+        )
+        rows = body.get("data", [])
+        if not rows:
+            lines.append(f"No metrics available for this {kind}.")
+        else:
+            _metric_table(rows, lines, with_visits=kind == "dataset")
+    except Exception as error:  # the release shows a failed section as a line
+        lines.append(f"Error fetching {kind} metrics: {error}")
+
+
+async def get_metrics(env: ToolEnv, args: Mapping[str, Any]) -> str:
+    """``get_metrics``: monthly visits and downloads of a dataset and/or a resource."""
+    dataset_id: str | None = args.get("dataset_id")
+    resource_id: str | None = args.get("resource_id")
+    if not dataset_id and not resource_id:
+        return "Error: At least one of dataset_id or resource_id must be provided."
+    limit = max(1, min(args["limit"], METRICS_LIMIT_MAX))
+    lines: list[str] = []
+    try:
+        if dataset_id:
+            dataset_id = dataset_id.strip()
+            if not dataset_id:
+                return "Error: dataset_id cannot be empty."
+            await _metrics_section(env, "dataset", dataset_id, limit, lines)
+            if resource_id:
+                lines += ["", ""]
+        if resource_id:
+            resource_id = resource_id.strip()
+            if not resource_id:
+                return "Error: resource_id cannot be empty."
+            await _metrics_section(env, "resource", resource_id, limit, lines)
+        return "\n".join(lines)
+    except Exception as error:  # the release's last resort
+        return f"Error: {error}"
+
+
+IMPLEMENTATIONS: Final[Mapping[str, ToolImpl]] = {
+    "search_datasets": search_datasets,
+    "get_dataset_info": get_dataset_info,
+    "list_dataset_resources": list_dataset_resources,
+    "get_resource_info": get_resource_info,
+    "query_resource_data": query_resource_data,
+    "download_and_parse_resource": download_and_parse_resource,
+    "get_metrics": get_metrics,
+}
+"""The ``code`` layout of each tool of v0.2.14."""
