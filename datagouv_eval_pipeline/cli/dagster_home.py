@@ -6,13 +6,15 @@ directory's ``pools.yaml``. Dagster keeps per-pool limits in the instance databa
 ``dagster.yaml`` only has a default limit), so they are applied by code, the same way locally and
 in the deploy (``deploy/``, ``docs/deploy.md``).
 
-The instance directory is ``--home``, else ``$DAGSTER_HOME``, else ``<project>/dagster_home``.
+The instance directory is ``--home``, else ``$DAGSTER_HOME``, else ``<project>/dagster_home``
+(from an installed wheel, ``./dagster_home``, started from the shipped config files).
 Dagster itself is imported only inside ``pools`` (and the ``ui`` step that applies them).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 from collections.abc import Mapping, Sequence
@@ -24,14 +26,16 @@ import click
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from datagouv_eval_pipeline import project_files
 from datagouv_eval_pipeline.cli.ports import require_free_port
 
 if TYPE_CHECKING:
     from dagster import DagsterInstance
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_HOME = PROJECT_ROOT / "dagster_home"
-WORKSPACE = PROJECT_ROOT / "workspace.yaml"
+DEFAULT_HOME = project_files.dagster_home_dir()
+CONFIG_DIR = project_files.dagster_config_dir()
+"""The tracked ``dagster.yaml`` and ``pools.yaml`` (``DEFAULT_HOME`` itself in a checkout)."""
+WORKSPACE = project_files.workspace_file()
 POOLS_FILENAME = "pools.yaml"
 INSTANCE_FILENAME = "dagster.yaml"
 
@@ -283,6 +287,13 @@ def dev_command(host: str, port: int, workspace: Path = WORKSPACE) -> list[str]:
 
 
 def _check_home(home: Path) -> None:
+    seeded = home == DEFAULT_HOME and DEFAULT_HOME != CONFIG_DIR
+    if seeded and not (home / INSTANCE_FILENAME).exists():
+        # An installed wheel: the shipped config is read-only, so the instance starts in the
+        # current directory from a copy of it.
+        home.mkdir(parents=True, exist_ok=True)
+        for name in (INSTANCE_FILENAME, POOLS_FILENAME):
+            shutil.copyfile(CONFIG_DIR / name, home / name)
     if home.exists() and not home.is_dir():
         raise click.ClickException(
             f"{home}: DAGSTER_HOME must be a directory (the instance's), and this is a file"
@@ -290,7 +301,7 @@ def _check_home(home: Path) -> None:
     if not (home / INSTANCE_FILENAME).is_file():
         raise click.ClickException(
             f"{home}: no {INSTANCE_FILENAME} there (the project's instance config is "
-            f"{DEFAULT_HOME / INSTANCE_FILENAME})"
+            f"{CONFIG_DIR / INSTANCE_FILENAME})"
         )
 
 
@@ -347,7 +358,7 @@ def ui(home: Path | None, host: str, port: int, print_command: bool) -> None:
         click.echo(f"no {pools_path}: pool limits left as the instance has them")
     click.echo(f"DAGSTER_HOME={resolved}; starting dagster dev on http://{host}:{port}")
     os.environ["DAGSTER_HOME"] = str(resolved)
-    os.chdir(PROJECT_ROOT)
+    os.chdir(project_files.work_dir())
     # A shell that backgrounds a job (`&`) starts it with SIGINT ignored, and exec keeps ignored
     # signals: dagster dev would then ignore Ctrl-C/SIGINT and SIGTERM and leave orphans.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
