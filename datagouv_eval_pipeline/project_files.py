@@ -41,7 +41,7 @@ TRACE_SCHEMA = "docs/trace.schema.json"
 EXAMPLE_TRACES = "docs/examples/traces"
 SANDBOX_DOCKERFILE = "docker/sandbox/Dockerfile"
 DAGSTER_CONFIG = "dagster_home"
-WORKSPACE = "workspace.yaml"
+WORKSPACE = "workspace.yaml"  # checkout only, see workspace_file()
 
 # What dbt writes inside its project directory, never part of a copy.
 _DBT_GENERATED = ("target", "logs", "dbt_packages", ".user.yml")
@@ -114,9 +114,18 @@ def sandbox_dockerfile() -> Path:
     return project_file(SANDBOX_DOCKERFILE)
 
 
-def workspace_file() -> Path:
-    """Return the Dagster workspace file that ``dagster dev`` loads (``workspace.yaml``)."""
-    return project_file(WORKSPACE)
+def workspace_file(package_dir: Path = PACKAGE_DIR) -> Path | None:
+    """Return the checkout's Dagster workspace (``workspace.yaml``); None from a wheel.
+
+    A wheel cannot ship a single top-level file under another name without hatch's
+    ``force-include``, which also lands in editable installs, so the instance command writes
+    its own workspace instead.
+
+    Args:
+        package_dir: The package directory; tests pass a fake one.
+    """
+    root = checkout_root(package_dir)
+    return root / WORKSPACE if root is not None else None
 
 
 def dagster_config_dir() -> Path:

@@ -53,7 +53,7 @@ def test_every_shipped_kind_exists_in_the_checkout() -> None:
         project_files.EXAMPLE_TRACES,
         project_files.SANDBOX_DOCKERFILE,
         project_files.DAGSTER_CONFIG,
-        project_files.WORKSPACE,
+        project_files.WORKSPACE,  # read from the checkout only
     ):
         assert (REPO / relative).exists(), relative
 
@@ -63,6 +63,7 @@ def test_a_wheel_reads_its_packaged_copies(tmp_path: Path) -> None:
     assert checkout_root(package) is None
     assert packaged_root(package) == package / PACKAGED_DIRNAME
     assert project_file("task_specs", package) == package / PACKAGED_DIRNAME / "task_specs"
+    assert project_files.workspace_file(package) is None
 
 
 def test_a_wheel_writes_data_in_the_current_directory(

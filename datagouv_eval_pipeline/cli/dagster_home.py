@@ -36,6 +36,18 @@ DEFAULT_HOME = project_files.dagster_home_dir()
 CONFIG_DIR = project_files.dagster_config_dir()
 """The tracked ``dagster.yaml`` and ``pools.yaml`` (``DEFAULT_HOME`` itself in a checkout)."""
 WORKSPACE = project_files.workspace_file()
+"""The checkout's ``workspace.yaml``; None from an installed wheel (see :func:`workspace_for`)."""
+WHEEL_WORKSPACE = {
+    "load_from": [
+        {
+            "python_module": {
+                "module_name": "datagouv_eval_pipeline.definitions",
+                "location_name": "datagouv_eval_pipeline",
+            }
+        }
+    ]
+}
+"""The workspace written for an installed wheel: the checkout's, without its working directory."""
 POOLS_FILENAME = "pools.yaml"
 INSTANCE_FILENAME = "dagster.yaml"
 
@@ -270,7 +282,21 @@ def describe_cleaned(cleaned: Sequence[CleanedRun]) -> str:
     return f"cleaned {len(cleaned)} dead run(s) of the local Dagster instance, slots freed: {items}"
 
 
-def dev_command(host: str, port: int, workspace: Path = WORKSPACE) -> list[str]:
+def workspace_for(home: Path) -> Path:
+    """Return the workspace ``dagster dev`` loads for the instance in ``home``.
+
+    The checkout's ``workspace.yaml``; from an installed wheel, a ``workspace.yaml`` in ``home``
+    with the same code location (written when missing).
+    """
+    if WORKSPACE is not None:
+        return WORKSPACE
+    path = home / "workspace.yaml"
+    if not path.is_file():
+        path.write_text(yaml.safe_dump(WHEEL_WORKSPACE, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def dev_command(host: str, port: int, workspace: Path) -> list[str]:
     """Return the ``dagster dev`` argv for this project (same interpreter, so the same venv)."""
     return [
         sys.executable,
@@ -341,7 +367,7 @@ def ui(home: Path | None, host: str, port: int, print_command: bool) -> None:
     """Apply the pool limits, then run `dagster dev` (webserver + daemon) until Ctrl-C."""
     resolved = resolve_home(home)
     _check_home(resolved)
-    argv = dev_command(host, port)
+    argv = dev_command(host, port, workspace_for(resolved))
     if print_command:
         click.echo(f"DAGSTER_HOME={resolved}")
         click.echo(" ".join(argv))
