@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -62,7 +64,7 @@ def _uv(uv: list[str], *args: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     try:
         uv = uv_command()
     except BuildError as error:
@@ -100,7 +102,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
         and not name.startswith("DATAGOUV_EVAL_")
     }
     env |= {"XDG_CACHE_HOME": str(root / "cache"), "PATH": f"{venv / 'bin'}:{env['PATH']}"}
-    return Installed(wheel, venv / "bin", site_packages / "datagouv_eval_pipeline", outside, env)
+    yield Installed(wheel, venv / "bin", site_packages / "datagouv_eval_pipeline", outside, env)
+    # Hundreds of MB (copies when the uv cache is on another file system): pytest keeps the
+    # temporary directories of the last runs, so the venv goes now.
+    shutil.rmtree(venv, ignore_errors=True)
 
 
 def test_the_wheel_ships_the_project_files_and_nothing_generated(installed: Installed) -> None:
