@@ -313,8 +313,8 @@ def dev_command(host: str, port: int, workspace: Path) -> list[str]:
 
 
 def _check_home(home: Path) -> None:
-    seeded = home == DEFAULT_HOME and DEFAULT_HOME != CONFIG_DIR
-    if seeded and not (home / INSTANCE_FILENAME).exists():
+    from_wheel = home == DEFAULT_HOME and DEFAULT_HOME != CONFIG_DIR
+    if from_wheel and not (home / INSTANCE_FILENAME).exists():
         # An installed wheel: the shipped config is read-only, so the instance starts in the
         # current directory from a copy of it.
         home.mkdir(parents=True, exist_ok=True)
