@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from datagouv_eval_pipeline import project_files
+
 TraceStatus = Literal["ok", "error", "budget_exceeded", "skipped", "cancelled"]
 """How a run ended: ``ok`` (an answer), ``error`` (the run failed), ``budget_exceeded`` (a
 request, token or time budget ended it), ``skipped`` (never started, e.g. a quarantined task),
@@ -195,8 +197,8 @@ def load_trace(path: Path) -> Trace:
         raise ValueError("\n".join(lines)) from error
 
 
-TRACE_SCHEMA_PATH = Path(__file__).resolve().parents[1] / "docs" / "trace.schema.json"
-"""Where the generated JSON schema of the trace format is committed."""
+TRACE_SCHEMA_PATH = project_files.trace_schema_path()
+"""Where the generated JSON schema of the trace format is committed (or shipped in the wheel)."""
 
 
 def trace_json_schema() -> dict[str, Any]:

@@ -6,13 +6,15 @@ directory's ``pools.yaml``. Dagster keeps per-pool limits in the instance databa
 ``dagster.yaml`` only has a default limit), so they are applied by code, the same way locally and
 in the deploy (``deploy/``, ``docs/deploy.md``).
 
-The instance directory is ``--home``, else ``$DAGSTER_HOME``, else ``<project>/dagster_home``.
+The instance directory is ``--home``, else ``$DAGSTER_HOME``, else ``<project>/dagster_home``
+(from an installed wheel, ``./dagster_home``, started from the shipped config files).
 Dagster itself is imported only inside ``pools`` (and the ``ui`` step that applies them).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 from collections.abc import Mapping, Sequence
@@ -24,14 +26,28 @@ import click
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from datagouv_eval_pipeline import project_files
 from datagouv_eval_pipeline.cli.ports import require_free_port
 
 if TYPE_CHECKING:
     from dagster import DagsterInstance
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_HOME = PROJECT_ROOT / "dagster_home"
-WORKSPACE = PROJECT_ROOT / "workspace.yaml"
+DEFAULT_HOME = project_files.dagster_home_dir()
+CONFIG_DIR = project_files.dagster_config_dir()
+"""The tracked ``dagster.yaml`` and ``pools.yaml`` (``DEFAULT_HOME`` itself in a checkout)."""
+WORKSPACE = project_files.workspace_file()
+"""The checkout's ``workspace.yaml``; None from an installed wheel (see :func:`workspace_for`)."""
+WHEEL_WORKSPACE = {
+    "load_from": [
+        {
+            "python_module": {
+                "module_name": "datagouv_eval_pipeline.definitions",
+                "location_name": "datagouv_eval_pipeline",
+            }
+        }
+    ]
+}
+"""The workspace written for an installed wheel: the checkout's, without its working directory."""
 POOLS_FILENAME = "pools.yaml"
 INSTANCE_FILENAME = "dagster.yaml"
 
@@ -266,7 +282,21 @@ def describe_cleaned(cleaned: Sequence[CleanedRun]) -> str:
     return f"cleaned {len(cleaned)} dead run(s) of the local Dagster instance, slots freed: {items}"
 
 
-def dev_command(host: str, port: int, workspace: Path = WORKSPACE) -> list[str]:
+def workspace_for(home: Path) -> Path:
+    """Return the workspace ``dagster dev`` loads for the instance in ``home``.
+
+    The checkout's ``workspace.yaml``; from an installed wheel, a ``workspace.yaml`` in ``home``
+    with the same code location (written when missing).
+    """
+    if WORKSPACE is not None:
+        return WORKSPACE
+    path = home / "workspace.yaml"
+    if not path.is_file():
+        path.write_text(yaml.safe_dump(WHEEL_WORKSPACE, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def dev_command(host: str, port: int, workspace: Path) -> list[str]:
     """Return the ``dagster dev`` argv for this project (same interpreter, so the same venv)."""
     return [
         sys.executable,
@@ -283,6 +313,13 @@ def dev_command(host: str, port: int, workspace: Path = WORKSPACE) -> list[str]:
 
 
 def _check_home(home: Path) -> None:
+    from_wheel = home == DEFAULT_HOME and DEFAULT_HOME != CONFIG_DIR
+    if from_wheel and not (home / INSTANCE_FILENAME).exists():
+        # An installed wheel: the shipped config is read-only, so the instance starts in the
+        # current directory from a copy of it.
+        home.mkdir(parents=True, exist_ok=True)
+        for name in (INSTANCE_FILENAME, POOLS_FILENAME):
+            shutil.copyfile(CONFIG_DIR / name, home / name)
     if home.exists() and not home.is_dir():
         raise click.ClickException(
             f"{home}: DAGSTER_HOME must be a directory (the instance's), and this is a file"
@@ -290,7 +327,7 @@ def _check_home(home: Path) -> None:
     if not (home / INSTANCE_FILENAME).is_file():
         raise click.ClickException(
             f"{home}: no {INSTANCE_FILENAME} there (the project's instance config is "
-            f"{DEFAULT_HOME / INSTANCE_FILENAME})"
+            f"{CONFIG_DIR / INSTANCE_FILENAME})"
         )
 
 
@@ -330,7 +367,7 @@ def ui(home: Path | None, host: str, port: int, print_command: bool) -> None:
     """Apply the pool limits, then run `dagster dev` (webserver + daemon) until Ctrl-C."""
     resolved = resolve_home(home)
     _check_home(resolved)
-    argv = dev_command(host, port)
+    argv = dev_command(host, port, workspace_for(resolved))
     if print_command:
         click.echo(f"DAGSTER_HOME={resolved}")
         click.echo(" ".join(argv))
@@ -347,7 +384,7 @@ def ui(home: Path | None, host: str, port: int, print_command: bool) -> None:
         click.echo(f"no {pools_path}: pool limits left as the instance has them")
     click.echo(f"DAGSTER_HOME={resolved}; starting dagster dev on http://{host}:{port}")
     os.environ["DAGSTER_HOME"] = str(resolved)
-    os.chdir(PROJECT_ROOT)
+    os.chdir(project_files.work_dir())
     # A shell that backgrounds a job (`&`) starts it with SIGINT ignored, and exec keeps ignored
     # signals: dagster dev would then ignore Ctrl-C/SIGINT and SIGTERM and leave orphans.
     signal.signal(signal.SIGINT, signal.SIG_DFL)

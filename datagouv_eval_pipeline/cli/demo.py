@@ -13,11 +13,11 @@ from pathlib import Path
 
 import click
 
+from datagouv_eval_pipeline import project_files
 from datagouv_eval_pipeline.benchmark.cells import expand_cells
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.metrics import MetricValue, score_trace
 from datagouv_eval_pipeline.tasks import (
-    PROJECT_ROOT,
     TASK_SPECS_DIR,
     SpecErrors,
     TaskStatus,
@@ -25,8 +25,8 @@ from datagouv_eval_pipeline.tasks import (
 )
 from datagouv_eval_pipeline.traces import load_trace
 
-EXAMPLE_TRACES_DIR = PROJECT_ROOT / "docs" / "examples" / "traces"
-DEFAULT_RESULTS_DIR = PROJECT_ROOT / "data" / "demo"
+EXAMPLE_TRACES_DIR = project_files.example_traces_dir()
+DEFAULT_RESULTS_DIR = project_files.data_dir() / "demo"
 
 
 def _fmt(metric: MetricValue) -> str:

@@ -19,11 +19,12 @@ from pathlib import Path
 from dagster_dbt import DbtProject
 from dagster_dbt.dbt_project import using_dagster_dev
 
-_PACKAGE_DIR = Path(__file__).resolve().parents[1]
-DBT_PROJECT_DIR = _PACKAGE_DIR.parent / "dbt_metrics"
-"""The dbt project in the repository (``dbt_metrics/``)."""
+from datagouv_eval_pipeline import project_files
 
-DBT_PACKAGED_DIR = _PACKAGE_DIR / "dbt-project"
+DBT_PROJECT_DIR = project_files.dbt_project_dir()
+"""The dbt project: the checkout's ``dbt_metrics/``, else a writable copy of the wheel's."""
+
+DBT_PACKAGED_DIR = project_files.PACKAGE_DIR / "dbt-project"
 """Where ``prepare-and-package`` copies the project (git-ignored)."""
 
 # Files ``dbt parse`` writes that later invocations read: the manifest (asset definitions) and

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from datagouv_eval_pipeline import project_files
 from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.experiment.fingerprints import cell_code_fingerprint
 from datagouv_eval_pipeline.experiment.store import write_json_atomic
@@ -30,7 +31,7 @@ CACHEABLE_STATUSES = frozenset({"ok", "budget_exceeded"})
 # Cell fields that do not change what the agent does (labels, the metrics computed later).
 NOT_AN_INPUT = frozenset({"key", "evaluation_types", "metrics", "model_label"})
 
-_PACKAGE = Path(__file__).resolve().parents[1]
+_PACKAGE = project_files.PACKAGE_DIR
 _RUN_CODE = ("agents", "twin", "benchmark", "traces.py")
 _SOURCE_SUFFIXES = frozenset({".py", ".yml", ".yaml", ".md", ".json"})
 

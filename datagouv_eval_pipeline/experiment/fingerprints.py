@@ -22,9 +22,10 @@ import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 
+from datagouv_eval_pipeline import project_files
 from datagouv_eval_pipeline.benchmark.cells import Cell
 
-_PACKAGE = Path(__file__).resolve().parents[1]
+_PACKAGE = project_files.PACKAGE_DIR
 _SUFFIXES = frozenset({".py", ".yml", ".yaml", ".md", ".json"})
 
 # Relative to the package; a directory stands for its source files, minus the excluded ones.

@@ -18,12 +18,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from datagouv_eval_pipeline.tasks import PROJECT_ROOT
+from datagouv_eval_pipeline import project_files
 
 RUN_STORE_ENV = "DATAGOUV_EVAL_RUN_STORE"
 """Environment variable naming the run store directory."""
 
-DEFAULT_RUN_STORE = PROJECT_ROOT / "data" / "run_store"
+DEFAULT_RUN_STORE = project_files.data_dir() / "run_store"
 
 _FAILED_SUFFIX = ".failed.json"
 

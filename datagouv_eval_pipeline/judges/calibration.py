@@ -46,6 +46,7 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from datagouv_eval_pipeline import project_files
 from datagouv_eval_pipeline.judges.protocol import (
     CriterionJudgement,
     FailureModeInput,
@@ -64,12 +65,11 @@ from datagouv_eval_pipeline.judges.verdict import (
 from datagouv_eval_pipeline.metrics.catalog import CatalogLookup, with_catalog_slugs
 from datagouv_eval_pipeline.metrics.values import MetricValue
 from datagouv_eval_pipeline.semantic.instances import ActionInstance, CallCategory
-from datagouv_eval_pipeline.tasks.loader import PROJECT_ROOT
 from datagouv_eval_pipeline.tasks.spec import Criterion, RequiredAction, TaskSpec, Tier
 
 _SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-CALIBRATION_DIR = PROJECT_ROOT / "task_specs" / "calibration"
+CALIBRATION_DIR = project_files.task_specs_dir() / "calibration"
 """Where the calibration files live."""
 
 HumanVerdict = Literal["pass", "fail"]

@@ -34,13 +34,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from datagouv_eval_pipeline import project_files
 from datagouv_eval_pipeline.benchmark.config import McpBuild
 from datagouv_eval_pipeline.filelock import exclusive_lock
-from datagouv_eval_pipeline.tasks import PROJECT_ROOT
 
 BUILDS_ENV = "DATAGOUV_EVAL_MCP_BUILDS"
 """Environment variable overriding the builds cache directory."""
-DEFAULT_BUILDS_DIR = PROJECT_ROOT / "data" / "mcp_builds"
+DEFAULT_BUILDS_DIR = project_files.data_dir() / "mcp_builds"
 """The default builds cache (git-ignored, next to the run store)."""
 
 ENTRY_SCRIPT = "main.py"

@@ -1,4 +1,9 @@
-"""The code version stamped on every score: package version and, when available, the git commit."""
+"""The code version stamped on every score: package version and, when available, the git commit.
+
+Outside a git checkout (an installed wheel) there is no commit and no work tree: the version is
+the package version alone (or ``$DATAGOUV_EVAL_GIT_SHA``), and whether the tree was dirty is
+unknown (None), never guessed from whatever repository happens to contain the environment.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,10 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from datagouv_eval_pipeline import project_files
+
 _PACKAGE = "datagouv-eval-pipeline"
-_REPO_ROOT = Path(__file__).resolve().parents[2]
+_REPO_ROOT = project_files.checkout_root()
 CODE_VERSION_ENV = "DATAGOUV_EVAL_GIT_SHA"
 """Overrides the git commit (for installs without a ``.git`` directory, e.g. container images)."""
 
@@ -20,8 +27,8 @@ class CodeVersion:
 
     Attributes:
         package: The installed package version, or None when it is not installed.
-        git_sha: The commit of the work tree, or None outside a git checkout (or before the first
-            commit).
+        git_sha: The commit of the work tree, or None outside a git checkout (an installed
+            wheel, unless ``$DATAGOUV_EVAL_GIT_SHA`` says) or before the first commit.
     """
 
     package: str | None
@@ -39,7 +46,9 @@ def code_version() -> CodeVersion:
         package: str | None = metadata.version(_PACKAGE)
     except metadata.PackageNotFoundError:
         package = None
-    sha = os.environ.get(CODE_VERSION_ENV) or _read_git_sha(_REPO_ROOT / ".git")
+    sha = os.environ.get(CODE_VERSION_ENV)
+    if not sha and _REPO_ROOT is not None:
+        sha = _read_git_sha(_REPO_ROOT / ".git")
     return CodeVersion(package=package, git_sha=sha)
 
 
@@ -74,6 +83,8 @@ def working_tree_dirty() -> bool | None:
     """
     import subprocess
 
+    if _REPO_ROOT is None:
+        return None
     try:
         completed = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no"],

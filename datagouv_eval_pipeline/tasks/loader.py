@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from datagouv_eval_pipeline import project_files
 from datagouv_eval_pipeline.tasks.chain import ChainSyntaxError, iter_actions, parse_chain
 from datagouv_eval_pipeline.tasks.check_params import ParamsError, parse_params
 from datagouv_eval_pipeline.tasks.errors import (
@@ -30,11 +31,11 @@ from datagouv_eval_pipeline.tasks.errors import (
 from datagouv_eval_pipeline.tasks.spec import TIERS, TaskSpec, TaskStatus
 from datagouv_eval_pipeline.tasks.yaml_source import YamlDocument, read_yaml
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-"""The repository root (resolved from the package, never from the working directory)."""
+PROJECT_ROOT = project_files.work_dir()
+"""The checkout's root, else the current directory: where ``data/`` goes (see ``project_files``)."""
 
-TASK_SPECS_DIR = PROJECT_ROOT / "task_specs"
-"""Where the curated task specifications live."""
+TASK_SPECS_DIR = project_files.task_specs_dir()
+"""Where the curated task specifications live (the checkout's, else the installed copy)."""
 
 FALLBACK_ACTION_NAMES: frozenset[str] = frozenset(
     {

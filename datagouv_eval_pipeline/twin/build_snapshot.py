@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from datagouv_eval_pipeline import project_files
 from datagouv_eval_pipeline.twin import facts, synth
 from datagouv_eval_pipeline.twin.search import fold
 
@@ -1182,8 +1183,8 @@ def write_snapshot(
 
 
 def default_snapshots_dir() -> Path:
-    """Return the repository's ``snapshots/`` directory."""
-    return Path(__file__).resolve().parents[2] / "snapshots"
+    """Return the ``snapshots/`` directory (the checkout's, else the wheel's)."""
+    return project_files.snapshots_dir()
 
 
 if __name__ == "__main__":  # pragma: no cover - thin entry point

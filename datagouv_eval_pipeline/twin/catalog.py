@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from datagouv_eval_pipeline import project_files
 from datagouv_eval_pipeline.twin import facts, search, tabular
 from datagouv_eval_pipeline.twin.search import FieldIndex, Segment, fold
 from datagouv_eval_pipeline.twin.urls import external_key
@@ -84,11 +85,11 @@ class SnapshotError(Exception):
 
 
 def default_snapshots_dir() -> Path:
-    """Return ``$DATAGOUV_EVAL_SNAPSHOTS`` or the repository's ``snapshots/`` directory."""
+    """Return ``$DATAGOUV_EVAL_SNAPSHOTS``, else ``snapshots/`` (the checkout's or the wheel's)."""
     override = os.environ.get(SNAPSHOTS_ENV)
     if override:
         return Path(override)
-    return Path(__file__).resolve().parents[2] / "snapshots"
+    return project_files.snapshots_dir()
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from datagouv_eval_pipeline.tasks import PROJECT_ROOT
+from datagouv_eval_pipeline import project_files
 
 DUCKDB_ENV = "DATAGOUV_EVAL_DUCKDB"
 """The variable naming the DuckDB file (``dbt_metrics/profiles.yml`` reads it too)."""
 
-DEFAULT_DUCKDB = PROJECT_ROOT / "data" / "warehouse.duckdb"
+DEFAULT_DUCKDB = project_files.data_dir() / "warehouse.duckdb"
 
 
 def default_duckdb_path() -> str:

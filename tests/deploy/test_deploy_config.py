@@ -30,6 +30,7 @@ from dagster_docker import DockerRunLauncher
 
 from datagouv_eval_pipeline.cli import main
 from datagouv_eval_pipeline.cli.dagster_home import (
+    WHEEL_WORKSPACE,
     PoolsFileError,
     dev_command,
     load_pools,
@@ -182,7 +183,14 @@ def test_ui_runs_dagster_dev_on_the_workspace_with_the_project_home() -> None:
     workspace = str(ROOT / "workspace.yaml")
     expected = [sys.executable, "-m", "dagster", "dev", "-w", workspace, "-h", "127.0.0.1"]
     assert lines[1] == " ".join([*expected, "-p", "3123"])
-    assert dev_command("127.0.0.1", 3123)[0] == sys.executable
+    assert dev_command("127.0.0.1", 3123, Path("workspace.yaml"))[0] == sys.executable
+
+
+def test_an_installed_wheel_gets_the_checkout_workspace_without_its_directory() -> None:
+    checkout = yaml.safe_load((ROOT / "workspace.yaml").read_text(encoding="utf-8"))
+    for entry in checkout["load_from"]:
+        entry["python_module"].pop("working_directory")
+    assert checkout == WHEEL_WORKSPACE
 
 
 def test_ui_refuses_a_home_without_instance_config(tmp_path: Path) -> None:

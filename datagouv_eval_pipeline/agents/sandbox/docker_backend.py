@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from datagouv_eval_pipeline import project_files
 from datagouv_eval_pipeline.agents.sandbox._common import (
     LAUNCHER_PATH,
     OutputCapture,
@@ -51,8 +52,8 @@ from datagouv_eval_pipeline.agents.sandbox.base import (
 )
 from datagouv_eval_pipeline.front import AllowList, ServedHosts
 
-DOCKERFILE = Path(__file__).resolve().parents[3] / "docker" / "sandbox" / "Dockerfile"
-"""The image definition (present in a source checkout)."""
+DOCKERFILE = project_files.sandbox_dockerfile()
+"""The image definition (the checkout's, else the wheel's copy)."""
 CONTAINER_UID = 10001
 """The unprivileged user the image runs as (``USER`` in the Dockerfile)."""
 WORKDIR = "/sandbox"
