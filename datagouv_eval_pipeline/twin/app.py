@@ -24,7 +24,7 @@ import io
 import json
 import zipfile
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -40,6 +40,7 @@ from starlette.responses import (
     PlainTextResponse,
     RedirectResponse,
     Response,
+    StreamingResponse,
 )
 from starlette.routing import Route
 from starlette.types import ASGIApp
@@ -543,29 +544,60 @@ class _Handlers:
         links: dict[str, Any] = {"profile": f"{base}profile/", "swagger": f"{base}swagger/"}
         return self._data_response(request, table, query, links)
 
-    def _csv_export(self, request: Request, table: tabular.Table, max_size: int) -> Response:
+    def _export_rows(
+        self, request: Request, table: tabular.Table, max_size: int
+    ) -> tuple[list[int], tuple[int, ...]] | Response:
+        """The rows (in query order) and columns of a whole-result export, or its error."""
         query = self._query(request, table, max_size, max_size)
         if isinstance(query, Response):
             return query
         indices = tabular.ordered_indices(table, query)
         if len(indices) > self.config.csv_export_max_rows:
-            return PlainTextResponse("Output is too long", status_code=403)
-        buffer = io.StringIO()
-        buffer.write("__id" + table.separator)
-        body = table.to_csv(indices, query.positions)
-        lines = body.splitlines(keepends=True)
-        buffer.write(lines[0])
-        for index, line in zip(indices, lines[1:], strict=True):
-            buffer.write(f"{index + 1}{table.separator}{line}")
-        return Response(buffer.getvalue(), media_type="text/csv; charset=utf-8")
+            error = tabular.QueryError.too_long(self.config.csv_export_max_rows)
+            return JSONResponse(error.body, status_code=error.status)
+        positions = table.served_positions() if query.positions is None else query.positions
+        return indices, positions
+
+    def _csv_export(
+        self, request: Request, table: tabular.Table, max_size: int, name: str
+    ) -> Response:
+        found = self._export_rows(request, table, max_size)
+        if isinstance(found, Response):
+            return found
+        indices, positions = found
+        return Response(
+            table.to_csv(indices, positions),
+            media_type="text/csv; charset=utf-8",
+            headers={"Content-Disposition": f'attachment; filename="{name}.csv"'},
+        )
 
     async def tabular_csv(self, request: Request) -> Response:
         found = self._tabular_table(request)
         if isinstance(found, Response):
             return found
-        _, table = found
+        rid, table = found
         # The CSV export is not paginated; page_size is only validated.
-        return self._csv_export(request, table, self.config.tabular_page_size_max)
+        return self._csv_export(request, table, self.config.tabular_page_size_max, rid)
+
+    async def tabular_json(self, request: Request) -> Response:
+        found = self._tabular_table(request)
+        if isinstance(found, Response):
+            return found
+        rid, table = found
+        rows = self._export_rows(request, table, self.config.tabular_page_size_max)
+        if isinstance(rows, Response):
+            return rows
+        indices, positions = rows
+        return StreamingResponse(
+            _json_rows(table, indices, positions),
+            media_type="application/json",
+            headers={"Content-Disposition": f'attachment; filename="{rid}.json"'},
+        )
+
+    async def tabular_aggregation_exceptions(self, request: Request) -> Response:
+        # api-tabular's configuration: aggregation off, except for the listed resources. The
+        # twin computes no aggregation, so its list is empty (and every aggregation is a 403).
+        return JSONResponse({"allowed": False, "exceptions": []})
 
     async def tabular_swagger(self, request: Request) -> Response:
         found = self._tabular_table(request)
@@ -605,7 +637,9 @@ class _Handlers:
         table = self._metrics_table(request)
         if isinstance(table, Response):
             return table
-        return self._csv_export(request, table, self.config.metrics_page_size_max)
+        return self._csv_export(
+            request, table, self.config.metrics_page_size_max, request.path_params["model"]
+        )
 
     # ------------------------------------------------------------------ crawler and twin
 
@@ -739,6 +773,28 @@ def _placeholder(dataset: dict[str, Any], resource: dict[str, Any]) -> Response:
     return PlainTextResponse(note, headers=headers)
 
 
+def _json_rows(
+    table: tabular.Table, indices: Sequence[int], positions: Sequence[int]
+) -> Iterator[bytes]:
+    """Yield a JSON export in chunks, laid out as api-tabular streams PostgREST's body.
+
+    PostgREST aggregates the rows with PostgreSQL's ``json_agg`` (a comma, a newline and a
+    space between rows), and api-tabular writes a newline after the body.
+    """
+    yield b"["
+    chunk: list[str] = []
+    for number, index in enumerate(indices):
+        row = json.dumps(
+            table.row_dict(index, positions), ensure_ascii=False, separators=(",", ":")
+        )
+        chunk.append(row if number == 0 else ", \n " + row)
+        if len(chunk) >= 500:
+            yield "".join(chunk).encode("utf-8")
+            chunk = []
+    chunk.append("]\n")
+    yield "".join(chunk).encode("utf-8")
+
+
 def _resource_swagger(urls: TwinUrls, rid: str, table: tabular.Table) -> dict[str, Any]:
     """A per-resource OpenAPI document listing the column filters (like api-tabular's)."""
     parameters: list[dict[str, Any]] = [
@@ -840,6 +896,8 @@ def create_app(
         Route("/tabular/api/resources/{rid}/profile/", h.tabular_profile),
         Route("/tabular/api/resources/{rid}/data/", h.tabular_data),
         Route("/tabular/api/resources/{rid}/data/csv/", h.tabular_csv),
+        Route("/tabular/api/resources/{rid}/data/json/", h.tabular_json),
+        Route("/tabular/api/aggregation-exceptions/", h.tabular_aggregation_exceptions),
         Route("/tabular/api/resources/{rid}/swagger/", h.tabular_swagger),
         # Metrics API
         Route("/metrics/api/{model}/data/", h.metrics_data),

@@ -1,0 +1,163 @@
+"""Issue 12 item 4: REST and Tabular details of production, over the twin's real HTTP server.
+
+Every expected value below is worked out by hand from the snapshot's source files (the
+19-row variable dictionary of the building-permits dataset, ``;``-separated) or from the
+production sources cited in ``docs/twin.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from datagouv_eval_pipeline.twin.app import TwinConfig
+from datagouv_eval_pipeline.twin.catalog import CatalogStore
+from datagouv_eval_pipeline.twin.server import TwinServer
+from datagouv_eval_pipeline.twin.urls import TwinUrls
+
+# "Dictionnaire des variables" of the building permits: variable;libelle;type;modalites
+DICTIONARY = "c863c9e3-070c-49e2-91de-92c8d58cc807"
+DICTIONARY_TABLE = "58c2660afce130d8981c309e7a83b2b1"  # its analysis:parsing:parsing_table
+
+
+@pytest.fixture(scope="module")
+def http(live_twin: TwinUrls) -> Iterator[httpx.Client]:
+    with httpx.Client(timeout=30) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def small_exports(store: CatalogStore) -> Iterator[TwinUrls]:
+    """A twin whose exports stop at 5 rows, to see api-tabular's 403 on a small table."""
+    with TwinServer(store, config=TwinConfig(csv_export_max_rows=5)) as urls:
+        yield urls
+
+
+def _get(client: httpx.Client, url: str, status: int = 200, **kwargs: Any) -> httpx.Response:
+    response = client.get(url, **kwargs)
+    assert response.status_code == status, (url, response.text[:300])
+    return response
+
+
+# ---------------------------------------------------------------------- Tabular API
+
+
+def test_json_export_streams_the_rows_as_postgrest_lays_them_out(
+    live_twin: TwinUrls, http: httpx.Client
+) -> None:
+    url = f"{live_twin.tabular_api}resources/{DICTIONARY}/data/json/?type__exact=date"
+    response = _get(http, url)
+    assert response.headers["content-type"] == "application/json"
+    assert response.headers["content-disposition"] == f'attachment; filename="{DICTIONARY}.json"'
+    # Rows 7 and 8 of the file are the two dates; json_agg separates rows with ", \n ".
+    assert response.text == (
+        '[{"__id":7,"variable":"DATE_REELLE_AUTORISATION",'
+        '"libelle":"Date réelle d\'autorisation","type":"date","modalites":"AAAA-MM-JJ"}, \n '
+        '{"__id":8,"variable":"DATE_REELLE_DOC",'
+        '"libelle":"Date réelle d\'ouverture de chantier","type":"date",'
+        '"modalites":"AAAA-MM-JJ"}]\n'
+    )
+    # Unfiltered, the whole file in __id order.
+    everything = json.loads(_get(http, url.split("?")[0]).text)
+    assert [row["__id"] for row in everything] == list(range(1, 20))
+    assert everything[18] == {
+        "__id": 19,
+        "variable": "SURF_LOC_DEMOLIE",
+        "libelle": "Surface de plancher de locaux démolie (m²)",
+        "type": "entier",
+        "modalites": None,
+    }
+
+
+def test_columns_selects_exactly_the_named_columns(live_twin: TwinUrls, http: httpx.Client) -> None:
+    base = f"{live_twin.tabular_api}resources/{DICTIONARY}/data/"
+    page = _get(http, f"{base}?type__exact=entier&columns=type,variable").json()
+    # Rows 15, 18 and 19 are the integers; no __id, columns in the order asked.
+    assert page["data"] == [
+        {"type": "entier", "variable": "SUPERFICIE_TERRAIN"},
+        {"type": "entier", "variable": "SURF_LOC_CREEE"},
+        {"type": "entier", "variable": "SURF_LOC_DEMOLIE"},
+    ]
+    assert page["meta"] == {"page": 1, "page_size": 20, "total": 3}
+    with_id = _get(http, f"{base}?type__exact=entier&columns=__id,variable").json()
+    assert [list(row.values()) for row in with_id["data"]] == [
+        [15, "SUPERFICIE_TERRAIN"],
+        [18, "SURF_LOC_CREEE"],
+        [19, "SURF_LOC_DEMOLIE"],
+    ]
+    csv_text = _get(http, f"{base}csv/?type__exact=entier&columns=variable").text
+    assert csv_text == "variable\nSUPERFICIE_TERRAIN\nSURF_LOC_CREEE\nSURF_LOC_DEMOLIE\n"
+    streamed = json.loads(_get(http, f"{base}json/?type__exact=entier&columns=variable").text)
+    assert streamed == [
+        {"variable": "SUPERFICIE_TERRAIN"},
+        {"variable": "SURF_LOC_CREEE"},
+        {"variable": "SURF_LOC_DEMOLIE"},
+    ]
+    unknown = _get(http, f"{base}?columns=variable,unit", 400).json()
+    assert unknown == {
+        "errors": [
+            {
+                "code": None,
+                "title": "Database error",
+                "detail": {
+                    "code": "42703",
+                    "details": None,
+                    "hint": None,
+                    "message": f"column {DICTIONARY_TABLE}.unit does not exist",
+                },
+            }
+        ]
+    }
+    quoted = _get(http, f'{base}?columns="variable"', 400).json()
+    assert quoted == {
+        "errors": [
+            {
+                "code": None,
+                "title": "Invalid query string",
+                "detail": 'Malformed query: Forbidden character `"` in a column name',
+            }
+        ]
+    }
+
+
+def test_aggregation_exceptions_and_the_403_bodies(
+    live_twin: TwinUrls, small_exports: TwinUrls, http: httpx.Client
+) -> None:
+    assert _get(http, f"{live_twin.tabular_api}aggregation-exceptions/").json() == {
+        "allowed": False,
+        "exceptions": [],
+    }
+    refused = _get(
+        http, f"{live_twin.tabular_api}resources/{DICTIONARY}/data/?type__groupby", 403
+    ).json()
+    assert refused == {
+        "errors": [
+            {
+                "code": None,
+                "title": "Unauthorized parameters",
+                "detail": "Aggregation parameters `groupby` are not allowed for resource "
+                f"'{DICTIONARY}'",
+            }
+        ]
+    }
+    too_long = {
+        "errors": [
+            {
+                "code": None,
+                "title": "Output is too long",
+                "detail": "The output has more than 5 rows, please consider downloading the "
+                "source file directly",
+            }
+        ]
+    }
+    base = f"{small_exports.tabular_api}resources/{DICTIONARY}/data/"
+    for export in ("csv/", "json/"):
+        response = _get(http, base + export, 403)
+        assert response.headers["content-type"] == "application/json"
+        assert response.json() == too_long
+        # Three rows fit under the limit.
+        _get(http, f"{base}{export}?type__exact=entier")
