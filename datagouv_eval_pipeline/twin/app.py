@@ -47,7 +47,7 @@ from starlette.types import ASGIApp
 
 from datagouv_eval_pipeline.production import SERVICE_HOSTS
 from datagouv_eval_pipeline.twin import render, tabular
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
+from datagouv_eval_pipeline.twin.catalog import CatalogStore, SearchPage
 from datagouv_eval_pipeline.twin.hosts import PUBLIC_PATH_KEY, HostRouting, served_hosts
 from datagouv_eval_pipeline.twin.mcp.server import mount_mcp
 from datagouv_eval_pipeline.twin.urls import TwinUrls
@@ -151,6 +151,16 @@ def _envelope(
         "next_page": _page_url(request, page + 1) if page * page_size < total else None,
         "previous_page": _page_url(request, page - 1) if page > 1 else None,
     }
+
+
+def _search_envelope(
+    request: Request, data: list[Any], page: int, page_size: int, result: SearchPage
+) -> dict[str, Any]:
+    """The :func:`_envelope`, ending with the v2 search's ``facets`` when there are some."""
+    body = _envelope(request, data, page, page_size, result.total)
+    if result.facets is not None:
+        body["facets"] = result.facets
+    return body
 
 
 def _envelope_json(
@@ -369,13 +379,17 @@ class _Handlers:
         except _BadParam as error:
             return _validation_error(error)
         result = self.store.search_dataservices(
-            request.query_params.get("q"), page=page, page_size=page_size, api=version
+            request.query_params.get("q"),
+            page=page,
+            page_size=page_size,
+            api=version,
+            facets=version == 2,
         )
         urls = _urls(request)
         data = [
             render.dataservice(self.store, urls, self.store.dataservices[i]) for i in result.ids
         ]
-        return JSONResponse(_envelope(request, data, page, page_size, result.total))
+        return JSONResponse(_search_envelope(request, data, page, page_size, result))
 
     async def dataservices_search_v2(self, request: Request) -> Response:
         return self._search_dataservices(request, 2)
@@ -395,12 +409,13 @@ class _Handlers:
             name=q.get("name"),
             business_number_id=q.get("business_number_id"),
             api=version,
+            facets=version == 2,
         )
         urls = _urls(request)
         data = [
             render.organization(self.store, urls, self.store.organizations[i]) for i in result.ids
         ]
-        return JSONResponse(_envelope(request, data, page, page_size, result.total))
+        return JSONResponse(_search_envelope(request, data, page, page_size, result))
 
     async def organizations_search_v2(self, request: Request) -> Response:
         return self._search_organizations(request, 2)

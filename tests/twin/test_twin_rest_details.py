@@ -161,3 +161,94 @@ def test_aggregation_exceptions_and_the_403_bodies(
         assert response.json() == too_long
         # Three rows fit under the limit.
         _get(http, f"{base}{export}?type__exact=entier")
+
+
+# ---------------------------------------------------------------------- search facets
+
+DINUM = "5ddbec709a16693d488dfe98|Direction interministérielle du numérique (DINUM)"
+
+
+def test_v2_dataservice_search_has_udata_search_services_facets(
+    live_twin: TwinUrls, http: httpx.Client
+) -> None:
+    page = _get(http, f"{live_twin.datagouv_api}2/dataservices/search/").json()
+    assert list(page) == [
+        "data",
+        "page",
+        "page_size",
+        "total",
+        "next_page",
+        "previous_page",
+        "facets",
+    ]
+    # 15 dataservices in dataservices.yaml, one archived (the old api-adresse).
+    assert page["total"] == 14
+    facets = page["facets"]
+    assert list(facets) == [
+        "access_type",
+        "producer_type",
+        "organization_id_with_name",
+        "tag",
+        "badge",
+        "last_update",
+    ]
+    everything = {"name": "all", "count": 14}
+    assert facets["access_type"] == [
+        everything,
+        {"name": "open", "count": 8},
+        {"name": "open_with_account", "count": 5},
+        {"name": "restricted", "count": 1},
+    ]
+    # Every producer is a public service but the Carif-Oref network, an association.
+    assert facets["producer_type"] == [
+        everything,
+        {"name": "public-service", "count": 13},
+        {"name": "association", "count": 1},
+    ]
+    orgs = facets["organization_id_with_name"]
+    assert orgs[:2] == [everything, {"name": DINUM, "count": 3}]
+    assert [b["count"] for b in orgs[2:]] == [2, 2] + [1] * 7
+    assert facets["tag"][:9] == [
+        everything,
+        {"name": "entreprises", "count": 3},
+        {"name": "communes", "count": 2},
+        {"name": "education", "count": 2},
+        {"name": "geographie", "count": 2},
+        {"name": "recherche", "count": 2},
+        {"name": "siren", "count": 2},
+        {"name": "sirene", "count": 2},
+        {"name": "siret", "count": 2},
+    ]
+    # The search index's dataservice documents have no badges.
+    assert facets["badge"] == [everything]
+    # Snapshot "now" is 2026-06-12; the newest metadata_modified_at is 2026-04-02, and four
+    # are older than 2025-06-12 (2025-06-10, 2025-05-14, 2025-03-03, 2024-07-12).
+    assert facets["last_update"] == [
+        everything,
+        {"name": "last_30_days", "count": 0},
+        {"name": "last_12_months", "count": 10},
+        {"name": "last_3_years", "count": 14},
+    ]
+    assert "facets" not in _get(http, f"{live_twin.datagouv_api}1/dataservices/").json()
+
+
+def test_v2_organization_search_facets_ignore_the_filters(
+    live_twin: TwinUrls, http: httpx.Client, store: CatalogStore
+) -> None:
+    filtered = _get(
+        http, f"{live_twin.datagouv_api}2/organizations/search/?badge=public-service"
+    ).json()
+    assert list(filtered)[-1] == "facets"
+    assert list(filtered["facets"]) == ["producer_type"]
+    # 29 organizations carry the public-service badge; the facet counts every organization
+    # (Elasticsearch's post_filter does not narrow aggregations), and "certified" is not a
+    # producer type.
+    assert filtered["total"] == 29
+    assert filtered["facets"]["producer_type"] == [
+        {"name": "all", "count": len(store.organizations)},
+        {"name": "public-service", "count": 29},
+        {"name": "local-authority", "count": 2},
+        {"name": "association", "count": 1},
+        {"name": "company", "count": 1},
+    ]
+    assert "facets" not in _get(http, f"{live_twin.datagouv_api}1/organizations/").json()
