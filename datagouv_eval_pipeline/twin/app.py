@@ -24,7 +24,7 @@ import io
 import json
 import zipfile
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -46,7 +46,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from datagouv_eval_pipeline.production import SERVICE_HOSTS
-from datagouv_eval_pipeline.twin import render, tabular
+from datagouv_eval_pipeline.twin import mask, render, tabular
 from datagouv_eval_pipeline.twin.catalog import CatalogStore, SearchPage
 from datagouv_eval_pipeline.twin.hosts import PUBLIC_PATH_KEY, HostRouting, served_hosts
 from datagouv_eval_pipeline.twin.mcp.server import mount_mcp
@@ -197,17 +197,25 @@ class _Handlers:
         )
         self._rendered_bytes = 0
 
-    def _dataset_json(self, version: int, urls: TwinUrls, record: Mapping[str, Any]) -> bytes:
-        """Return a dataset rendered for ``urls`` and encoded as JSONResponse encodes it."""
-        key = (version, urls.site, record["id"])
+    def _dataset_json(
+        self, version: int, urls: TwinUrls, record: Mapping[str, Any], masked: bool = False
+    ) -> bytes:
+        """Return a dataset rendered for ``urls`` and encoded as JSONResponse encodes it.
+
+        ``masked``: the request has an ``X-Fields`` header, which replaces udata's default
+        mask, so the rendering is the whole model (:func:`_marshalled` applies the header).
+        """
+        full = masked and version == 1  # the v2 default mask is the whole v2 model
+        key = (version * 10 + full, urls.site, record["id"])
         cached = self._rendered.get(key)
         if cached is not None and cached[0] is record:
             self._rendered.move_to_end(key)
             return cached[1]
-        renderer: Callable[[CatalogStore, TwinUrls, Mapping[str, Any]], dict[str, Any]] = (
-            render.dataset_v1 if version == 1 else render.dataset_v2
-        )
-        encoded = _JSON.render(renderer(self.store, urls, record))
+        if version == 1:
+            payload = render.dataset_v1(self.store, urls, record, default_mask=not full)
+        else:
+            payload = render.dataset_v2(self.store, urls, record)
+        encoded = _JSON.render(payload)
         if len(encoded) <= RENDER_CACHE_BYTES // 16:
             if cached is not None:
                 self._rendered_bytes -= len(cached[1])
@@ -252,7 +260,8 @@ class _Handlers:
             facets=version == 2,
         )
         urls = _urls(request)
-        data = [self._dataset_json(version, urls, self._found(i)) for i in result.ids]
+        masked = _has_mask(request)
+        data = [self._dataset_json(version, urls, self._found(i), masked) for i in result.ids]
         extra = {"facets": result.facets} if result.facets is not None else None
         return _envelope_json(request, data, page, page_size, result.total, extra)
 
@@ -270,7 +279,10 @@ class _Handlers:
         record = self._dataset_or_error(request.path_params["dataset"])
         if isinstance(record, Response):
             return record
-        return Response(self._dataset_json(1, _urls(request), record), media_type=_JSON.media_type)
+        return Response(
+            self._dataset_json(1, _urls(request), record, _has_mask(request)),
+            media_type=_JSON.media_type,
+        )
 
     async def dataset_resources_v1(self, request: Request) -> Response:
         record = self._dataset_or_error(request.path_params["dataset"])
@@ -318,7 +330,8 @@ class _Handlers:
             None, page=page, page_size=page_size, organization=record["id"], api=1
         )
         urls = _urls(request)
-        data = [self._dataset_json(1, urls, self._found(i)) for i in result.ids]
+        masked = _has_mask(request)
+        data = [self._dataset_json(1, urls, self._found(i), masked) for i in result.ids]
         return _envelope_json(request, data, page, page_size, result.total)
 
     async def site(self, request: Request) -> Response:
@@ -728,6 +741,35 @@ class _Handlers:
         return HTMLResponse(_page(record["name"], body))
 
 
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _has_mask(request: Request) -> bool:
+    return bool(request.headers.get(mask.HEADER, "").strip())
+
+
+def _marshalled(handler: Handler) -> Handler:
+    """Give a udata endpoint flask-restx's ``X-Fields`` header (:mod:`~.mask`).
+
+    As with ``marshal_with``, the mask is read only when the endpoint answers 200 (errors are
+    raised before marshalling), and a header replaces the endpoint's default mask, which the
+    renderings already apply.
+    """
+
+    async def masked(request: Request) -> Response:
+        response = await handler(request)
+        if not _has_mask(request) or response.status_code != 200:
+            return response
+        try:
+            header = request.headers[mask.HEADER]
+            body = mask.apply(mask.parse(header), json.loads(bytes(response.body)))
+        except mask.MaskError as error:
+            return _udata_error(400, error.message)
+        return JSONResponse(body)
+
+    return masked
+
+
 def _validation_error(error: _BadParam) -> JSONResponse:
     return JSONResponse(
         {"errors": {error.name: error.detail}, "message": "Input payload validation failed"},
@@ -887,24 +929,24 @@ def create_app(
     routes = [
         Route("/_twin/health", h.twin_health),
         # main API v1
-        Route("/api/1/site/", h.site),
-        Route("/api/1/datasets/", h.datasets_v1),
+        Route("/api/1/site/", _marshalled(h.site)),
+        Route("/api/1/datasets/", _marshalled(h.datasets_v1)),
         Route("/api/1/datasets/r/{rid}", h.resource_redirect),
-        Route("/api/1/datasets/{dataset}/", h.dataset_v1),
-        Route("/api/1/datasets/{dataset}/resources/", h.dataset_resources_v1),
-        Route("/api/1/datasets/{dataset}/resources/{rid}/", h.dataset_resource_v1),
-        Route("/api/1/dataservices/", h.dataservices_v1),
-        Route("/api/1/dataservices/{dataservice}/", h.dataservice),
-        Route("/api/1/organizations/", h.organizations_v1),
-        Route("/api/1/organizations/{org}/", h.organization),
-        Route("/api/1/organizations/{org}/datasets/", h.organization_datasets),
+        Route("/api/1/datasets/{dataset}/", _marshalled(h.dataset_v1)),
+        Route("/api/1/datasets/{dataset}/resources/", _marshalled(h.dataset_resources_v1)),
+        Route("/api/1/datasets/{dataset}/resources/{rid}/", _marshalled(h.dataset_resource_v1)),
+        Route("/api/1/dataservices/", _marshalled(h.dataservices_v1)),
+        Route("/api/1/dataservices/{dataservice}/", _marshalled(h.dataservice)),
+        Route("/api/1/organizations/", _marshalled(h.organizations_v1)),
+        Route("/api/1/organizations/{org}/", _marshalled(h.organization)),
+        Route("/api/1/organizations/{org}/datasets/", _marshalled(h.organization_datasets)),
         # main API v2
-        Route("/api/2/datasets/search/", h.datasets_search_v2),
-        Route("/api/2/datasets/resources/{rid}/", h.resource_v2),
-        Route("/api/2/datasets/{dataset}/", h.dataset_v2),
-        Route("/api/2/datasets/{dataset}/resources/", h.dataset_resources_v2),
-        Route("/api/2/dataservices/search/", h.dataservices_search_v2),
-        Route("/api/2/organizations/search/", h.organizations_search_v2),
+        Route("/api/2/datasets/search/", _marshalled(h.datasets_search_v2)),
+        Route("/api/2/datasets/resources/{rid}/", _marshalled(h.resource_v2)),
+        Route("/api/2/datasets/{dataset}/", _marshalled(h.dataset_v2)),
+        Route("/api/2/datasets/{dataset}/resources/", _marshalled(h.dataset_resources_v2)),
+        Route("/api/2/dataservices/search/", _marshalled(h.dataservices_search_v2)),
+        Route("/api/2/organizations/search/", _marshalled(h.organizations_search_v2)),
         # Tabular API
         Route("/tabular/health/", h.tabular_health),
         Route("/tabular/api/resources/{rid}/", h.tabular_resource),

@@ -252,3 +252,92 @@ def test_v2_organization_search_facets_ignore_the_filters(
         {"name": "company", "count": 1},
     ]
     assert "facets" not in _get(http, f"{live_twin.datagouv_api}1/organizations/").json()
+
+
+# ---------------------------------------------------------------------- X-Fields masks
+
+TRANSPORTS = "55e4129788ee386899a46ec1"  # "Transports", by Insee: a CSV and an HTML page
+CATALOGUE = "5d13a8b6634f41070a43dff3"  # data.gouv.fr's catalogue, 8 resources
+API_GEO = "672ce8b0a154951aac73f508"
+INSEE = "Institut national de la statistique et des études économiques (Insee)"
+
+
+def _masked(client: httpx.Client, url: str, mask: str, status: int = 200) -> Any:
+    return _get(client, url, status, headers={"X-Fields": mask}).json()
+
+
+def test_x_fields_masks_udata_endpoints(live_twin: TwinUrls, http: httpx.Client) -> None:
+    api = live_twin.datagouv_api
+    dataset = f"{api}1/datasets/{TRANSPORTS}/"
+    expected = {"id": TRANSPORTS, "title": "Transports", "organization": {"name": INSEE}}
+    assert _masked(http, dataset, "id,title,organization{name}") == expected
+    # Outer braces are optional and characters outside the syntax are dropped.
+    assert _masked(http, dataset, "{id, title, organization{ name }}") == expected
+    # "*" keeps the rest; a name the model lacks is skipped.
+    starred = _masked(http, dataset, "*,organization{acronym},no_such_field")
+    assert starred["organization"] == {"acronym": "Insee"}
+    assert starred["title"] == "Transports" and "no_such_field" not in starred
+    assert _masked(http, dataset, "no_such_field") == {}
+    # A list endpoint masks its envelope: the items are reached through data{…}.
+    page = _masked(http, f"{api}1/datasets/?q=transports&page_size=2", "data{id},total")
+    assert page == {
+        "data": [{"id": "65c2cb9b63ecd614c2e5f9fe"}, {"id": "67377996ccdbbd2d61c40a95"}],
+        "total": 265,
+    }
+    assert _masked(http, f"{api}1/datasets/?q=transports", "id,title") == {}
+    # v2: nested masks reach the link objects (Raw fields holding objects).
+    v2 = _masked(http, f"{api}2/datasets/{CATALOGUE}/", "id,resources{total}")
+    assert v2 == {"id": CATALOGUE, "resources": {"total": 8}}
+    search = _masked(http, f"{api}2/datasets/search/?q=transports&page_size=1", "page_size")
+    assert search == {"page_size": 1}
+    service = _masked(http, f"{api}1/dataservices/{API_GEO}/", "title,organization{acronym}")
+    assert service == {"title": "API Géo", "organization": {"acronym": "DINUM"}}
+    orgs = _masked(
+        http, f"{api}2/organizations/search/?badge=association", "data{name},facets{zzz}"
+    )
+    # The one association; facets is an object whose keys the nested mask does not name.
+    assert orgs == {"data": [{"name": "Réseau des Carif-Oref"}], "facets": {}}
+    resources = _masked(http, f"{api}1/datasets/{TRANSPORTS}/resources/", "format")
+    assert resources == [{"format": "csv"}, {"format": "html"}]
+
+
+def test_x_fields_errors_are_udatas(live_twin: TwinUrls, http: httpx.Client) -> None:
+    dataset = f"{live_twin.datagouv_api}1/datasets/{TRANSPORTS}/"
+    for mask, reason in (
+        ("id,,title", "Unexpected comma"),
+        (",id", "Unexpected comma"),
+        ("{id,title", "Missing closing bracket"),
+        ("id{title", "Missing closing bracket"),
+        ("id}", "Unexpected closing bracket"),
+        ("id,{title}", "Unexpected opening bracket"),
+    ):
+        assert _masked(http, dataset, mask, 400) == {"message": f"Mask parse error: {reason}"}
+    assert _masked(http, dataset, "title{x}", 400) == {
+        "message": "Mask error: Mask is inconsistent with model"
+    }
+    # Errors come before marshalling: an unknown dataset is still a 404.
+    missing = f"{live_twin.datagouv_api}1/datasets/000000000000000000000000/"
+    assert _masked(http, missing, "id,,title", 404)["message"].startswith("The requested URL")
+
+
+def test_default_masks_and_the_header_replacing_them(
+    live_twin: TwinUrls, http: httpx.Client
+) -> None:
+    api = live_twin.datagouv_api
+    v1 = _get(http, f"{api}1/datasets/{TRANSPORTS}/").json()
+    # udata's v1 DEFAULT_MASK leaves community_resources out and keeps the dataset schema.
+    assert "community_resources" not in v1 and v1["schema"] is None
+    listed = _get(http, f"{api}1/datasets/?q=transports&page_size=1").json()["data"][0]
+    assert "community_resources" not in listed
+    # A header replaces the default mask: the v1 model has community_resources.
+    assert _masked(http, f"{api}1/datasets/{TRANSPORTS}/", "community_resources") == {
+        "community_resources": []
+    }
+    assert set(_masked(http, f"{api}1/datasets/{TRANSPORTS}/", "*")) == set(v1) | {
+        "community_resources"
+    }
+    # The v2 model (and so its DEFAULT_MASK_APIV2) has no dataset-level schema.
+    v2 = _get(http, f"{api}2/datasets/{TRANSPORTS}/").json()
+    assert "schema" not in v2
+    assert v2["community_resources"]["total"] == 0
+    assert set(_masked(http, f"{api}2/datasets/{TRANSPORTS}/", "*")) == set(v2)
