@@ -57,7 +57,11 @@ NOT_FOUND_MESSAGE = (
     "check your spelling and try again."
 )
 TABULAR_VERSION = "0.3.3.dev0"
+# Served files smaller than the real ones say so (docs/decisions.md, "Twin"): the header is
+# "sample" for an extract of the real rows, "true" for a stand-in, and X-Twin-Filesize gives
+# the size in the metadata, which stays the real file's.
 PLACEHOLDER_HEADER = "X-Twin-Placeholder"
+FILESIZE_HEADER = "X-Twin-Filesize"
 METRIC_MODELS = ("datasets", "resources", "organizations", "dataservices")
 
 
@@ -459,18 +463,23 @@ class _Handlers:
         dataset, resource = found
         table = self.store.table(resource["id"])
         if table is not None:
+            content = table.source_text.encode("utf-8")
+            headers = {"Content-Disposition": f'attachment; filename="{_file_name(resource)}"'}
+            # The rows the snapshot keeps (the Tabular API's), usually fewer than the real
+            # file's, whose size the metadata keeps.
             return Response(
-                table.source_text.encode("utf-8"),
+                content,
                 media_type="text/csv; charset=utf-8",
-                headers={"Content-Disposition": f'attachment; filename="{_file_name(resource)}"'},
+                headers=headers | _size_headers(resource, content, "sample"),
             )
         sample = self.store.downloads.get(resource["id"])
         if sample is not None:
             # An extract of a file too large for the snapshot: say so, as for placeholders.
+            content = sample.encode("utf-8")
             return Response(
-                sample.encode("utf-8"),
+                content,
                 media_type="text/csv; charset=utf-8",
-                headers={PLACEHOLDER_HEADER: "sample"},
+                headers=_size_headers(resource, content, "sample"),
             )
         return _placeholder(dataset, resource)
 
@@ -802,6 +811,22 @@ _MINIMAL_PDF = (
 )
 
 
+def _size_headers(resource: Mapping[str, Any], content: bytes, kind: str) -> dict[str, str]:
+    """Mark served bytes that are not the whole file the metadata describes.
+
+    Nothing when the bytes are the file (their length is the metadata's ``filesize``, or the
+    metadata has no size); otherwise ``X-Twin-Placeholder: <kind>`` and, when known,
+    ``X-Twin-Filesize: <the metadata's filesize>``.
+    """
+    size = resource.get("filesize")
+    if kind == "sample" and (not size or int(size) == len(content)):
+        return {}
+    headers = {PLACEHOLDER_HEADER: kind}
+    if size:
+        headers[FILESIZE_HEADER] = str(int(size))
+    return headers
+
+
 def _placeholder(dataset: dict[str, Any], resource: dict[str, Any]) -> Response:
     """Serve a small stand-in for a file the snapshot does not contain."""
     note = (
@@ -810,7 +835,7 @@ def _placeholder(dataset: dict[str, Any], resource: dict[str, Any]) -> Response:
         + (f" ({resource['filesize']} bytes)" if resource.get("filesize") else "")
         + " is not part of the snapshot.\n"
     )
-    headers = {PLACEHOLDER_HEADER: "true"}
+    headers = _size_headers(resource, b"", "true")
     fmt = str(resource.get("format") or "").lower()
     if fmt == "csv":
         header = resource.get("_twin", {}).get("sample_header")

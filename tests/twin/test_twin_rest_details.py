@@ -341,3 +341,31 @@ def test_default_masks_and_the_header_replacing_them(
     assert "schema" not in v2
     assert v2["community_resources"]["total"] == 0
     assert set(_masked(http, f"{api}2/datasets/{TRANSPORTS}/", "*")) == set(v2)
+
+
+# ---------------------------------------------------------------------- file sizes
+
+SPORTS = "ea4f5879-af40-4e3e-949d-812d6eeb5e02"  # equipements sportifs: 304 MiB in production
+RNCP_ZIP = "42824627-145d-4f68-bd56-0b0aa04df392"  # 46 MiB zip, not in the snapshot
+
+
+def test_served_files_smaller_than_their_metadata_say_so(
+    live_twin: TwinUrls, http: httpx.Client
+) -> None:
+    api = live_twin.datagouv_api
+    resource = _get(http, f"{api}2/datasets/resources/{SPORTS}/").json()["resource"]
+    # The metadata keeps the real size: 304 × 2^20 bytes.
+    assert resource["filesize"] == 304 * 1024 * 1024 == 318767104
+    served = _get(http, f"{live_twin.site}datasets/r/{SPORTS}", follow_redirects=True)
+    # The snapshot keeps 1,723 rows of it (the Tabular API's), about half a megabyte.
+    assert served.content.count(b"\n") == 1723 + 1
+    assert int(served.headers["content-length"]) == len(served.content) < 600_000
+    assert served.headers["x-twin-placeholder"] == "sample"
+    assert served.headers["x-twin-filesize"] == "318767104"
+    # A stand-in for a file the snapshot lacks says the same, with "true".
+    zipped = _get(http, f"{live_twin.site}datasets/r/{RNCP_ZIP}", follow_redirects=True)
+    assert zipped.headers["x-twin-placeholder"] == "true"
+    assert zipped.headers["x-twin-filesize"] == "48234496"  # 46 MiB
+    # HEAD, which clients use to size a download before fetching it, carries them too.
+    head = http.head(f"{live_twin.site}datasets/r/{SPORTS}", follow_redirects=True)
+    assert head.status_code == 200 and head.headers["x-twin-filesize"] == "318767104"
