@@ -62,7 +62,7 @@ TABULAR_VERSION = "0.3.3.dev0"
 # the size in the metadata, which stays the real file's.
 PLACEHOLDER_HEADER = "X-Twin-Placeholder"
 FILESIZE_HEADER = "X-Twin-Filesize"
-METRIC_MODELS = ("datasets", "resources", "organizations", "dataservices")
+METRIC_MODELS = ("datasets", "resources", "organizations", "dataservices", "site")
 
 
 @dataclass(frozen=True)

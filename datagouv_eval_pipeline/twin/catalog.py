@@ -277,12 +277,14 @@ class CatalogStore:
                 for rid, schema in schemas.get("tabular", {}).items()
             }
         )
-        metrics = tabular.LazyTables(
-            parsers={
-                model: _table_parser(info.directory, model, schema, files)
-                for model, schema in schemas.get("metrics", {}).items()
-            }
-        )
+        metric_parsers = {
+            model: _table_parser(info.directory, model, schema, files)
+            for model, schema in schemas.get("metrics", {}).items()
+        }
+        if "organizations" in metric_parsers and "site" not in metric_parsers:
+            # Derived from the organizations model on first use (``metrics`` is bound by then).
+            metric_parsers["site"] = lambda: site_metrics(metrics["organizations"])
+        metrics = tabular.LazyTables(parsers=metric_parsers)
         downloads: dict[str, str] = {}
         for rid, schema in schemas.get("downloads", {}).items():
             name = str(schema.get("file"))
@@ -1125,6 +1127,40 @@ def _read_records(path: Path, content: bytes, required: Iterable[str]) -> list[d
         seen.add(str(ident))
         records.append(record)
     return records
+
+
+SITE_METRIC_COLUMNS = ("monthly_visit_dataset", "monthly_download_resource")
+
+
+def site_metrics(organizations: tabular.Table) -> tabular.Table:
+    """Build the Metrics API's ``site`` model: the site's monthly totals, oldest month first.
+
+    Its columns are those udata reads from ``site/data/`` (``core/site/models.py``:
+    ``metric_month``, ``monthly_visit_dataset``, ``monthly_download_resource``); each month is
+    the sum of the organizations model's values (nulls skipped, as SQL's ``SUM`` does), so the
+    site agrees with the twin's other models.
+
+    Raises:
+        ValueError: ``organizations`` lacks ``metric_month`` or a summed column.
+    """
+    month = organizations.position("metric_month")
+    summed = [organizations.position(name) for name in SITE_METRIC_COLUMNS]
+    if month is None or None in summed:
+        raise ValueError(f"organizations metrics lack {['metric_month', *SITE_METRIC_COLUMNS]}")
+    totals: dict[str, list[int]] = {}
+    for row in organizations.rows:
+        sums = totals.setdefault(str(row[month]), [0] * len(summed))
+        for i, position in enumerate(summed):
+            assert position is not None
+            if row[position] is not None:
+                sums[i] += int(row[position])
+    columns = [tabular.Column("metric_month", "string")] + [
+        tabular.Column(name, "int") for name in SITE_METRIC_COLUMNS
+    ]
+    lines = [",".join(c.name for c in columns)]
+    lines += [",".join([m, *map(str, totals[m])]) for m in sorted(totals)]
+    text = "\n".join(lines) + "\n"
+    return tabular.Table.from_csv("site", text, columns, ",", origin="site metrics")
 
 
 def _table_parser(

@@ -369,3 +369,39 @@ def test_served_files_smaller_than_their_metadata_say_so(
     # HEAD, which clients use to size a download before fetching it, carries them too.
     head = http.head(f"{live_twin.site}datasets/r/{SPORTS}", follow_redirects=True)
     assert head.status_code == 200 and head.headers["x-twin-filesize"] == "318767104"
+
+
+# ---------------------------------------------------------------------- Metrics API site
+
+
+def test_metrics_site_model_is_the_sum_of_the_organizations(
+    live_twin: TwinUrls, http: httpx.Client
+) -> None:
+    metrics = live_twin.metrics_api
+    # udata's own call (core/metrics/helpers.py): newest month first.
+    page = _get(http, f"{metrics}site/data/?metric_month__sort=desc&page_size=50").json()
+    # One row a month, 2023-06 to 2026-05 as the other models: 36 months.
+    assert page["meta"] == {"page": 1, "page_size": 50, "total": 36}
+    assert page["links"] == {"next": None, "prev": None}
+    newest = page["data"][0]
+    assert list(newest) == [
+        "__id",
+        "metric_month",
+        "monthly_visit_dataset",
+        "monthly_download_resource",
+    ]
+    assert newest["__id"] == 36 and newest["metric_month"] == "2026-05"
+    assert page["data"][-1]["metric_month"] == "2023-06"
+    # The same month summed over the organizations model, fetched on its own.
+    orgs = _get(
+        http, f"{metrics}organizations/data/?metric_month__exact=2026-05&page_size=50"
+    ).json()
+    assert orgs["meta"]["total"] == len(orgs["data"]) == 31
+    for column in ("monthly_visit_dataset", "monthly_download_resource"):
+        assert newest[column] == sum(row[column] or 0 for row in orgs["data"])
+    exported = _get(http, f"{metrics}site/data/csv/?metric_month__exact=2026-05")
+    assert exported.headers["content-disposition"] == 'attachment; filename="site.csv"'
+    assert exported.text == (
+        "__id,metric_month,monthly_visit_dataset,monthly_download_resource\n"
+        f"36,2026-05,{newest['monthly_visit_dataset']},{newest['monthly_download_resource']}\n"
+    )
