@@ -24,7 +24,7 @@ import io
 import json
 import zipfile
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -40,13 +40,14 @@ from starlette.responses import (
     PlainTextResponse,
     RedirectResponse,
     Response,
+    StreamingResponse,
 )
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from datagouv_eval_pipeline.production import SERVICE_HOSTS
-from datagouv_eval_pipeline.twin import render, tabular
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
+from datagouv_eval_pipeline.twin import mask, render, tabular
+from datagouv_eval_pipeline.twin.catalog import CatalogStore, SearchPage
 from datagouv_eval_pipeline.twin.hosts import PUBLIC_PATH_KEY, HostRouting, served_hosts
 from datagouv_eval_pipeline.twin.mcp.server import mount_mcp
 from datagouv_eval_pipeline.twin.urls import TwinUrls
@@ -56,8 +57,12 @@ NOT_FOUND_MESSAGE = (
     "check your spelling and try again."
 )
 TABULAR_VERSION = "0.3.3.dev0"
+# Served files smaller than the real ones say so (docs/decisions.md, "Twin"): the header is
+# "sample" for an extract of the real rows, "true" for a stand-in, and X-Twin-Filesize gives
+# the size in the metadata, which stays the real file's.
 PLACEHOLDER_HEADER = "X-Twin-Placeholder"
-METRIC_MODELS = ("datasets", "resources", "organizations", "dataservices")
+FILESIZE_HEADER = "X-Twin-Filesize"
+METRIC_MODELS = ("datasets", "resources", "organizations", "dataservices", "site")
 
 
 @dataclass(frozen=True)
@@ -152,6 +157,16 @@ def _envelope(
     }
 
 
+def _search_envelope(
+    request: Request, data: list[Any], page: int, page_size: int, result: SearchPage
+) -> dict[str, Any]:
+    """The :func:`_envelope`, ending with the v2 search's ``facets`` when there are some."""
+    body = _envelope(request, data, page, page_size, result.total)
+    if result.facets is not None:
+        body["facets"] = result.facets
+    return body
+
+
 def _envelope_json(
     request: Request,
     data: list[bytes],
@@ -186,17 +201,25 @@ class _Handlers:
         )
         self._rendered_bytes = 0
 
-    def _dataset_json(self, version: int, urls: TwinUrls, record: Mapping[str, Any]) -> bytes:
-        """Return a dataset rendered for ``urls`` and encoded as JSONResponse encodes it."""
-        key = (version, urls.site, record["id"])
+    def _dataset_json(
+        self, version: int, urls: TwinUrls, record: Mapping[str, Any], masked: bool = False
+    ) -> bytes:
+        """Return a dataset rendered for ``urls`` and encoded as JSONResponse encodes it.
+
+        ``masked``: the request has an ``X-Fields`` header, which replaces udata's default
+        mask, so the rendering is the whole model (:func:`_marshalled` applies the header).
+        """
+        full = masked and version == 1  # the v2 default mask is the whole v2 model
+        key = (version * 10 + full, urls.site, record["id"])
         cached = self._rendered.get(key)
         if cached is not None and cached[0] is record:
             self._rendered.move_to_end(key)
             return cached[1]
-        renderer: Callable[[CatalogStore, TwinUrls, Mapping[str, Any]], dict[str, Any]] = (
-            render.dataset_v1 if version == 1 else render.dataset_v2
-        )
-        encoded = _JSON.render(renderer(self.store, urls, record))
+        if version == 1:
+            payload = render.dataset_v1(self.store, urls, record, default_mask=not full)
+        else:
+            payload = render.dataset_v2(self.store, urls, record)
+        encoded = _JSON.render(payload)
         if len(encoded) <= RENDER_CACHE_BYTES // 16:
             if cached is not None:
                 self._rendered_bytes -= len(cached[1])
@@ -241,7 +264,8 @@ class _Handlers:
             facets=version == 2,
         )
         urls = _urls(request)
-        data = [self._dataset_json(version, urls, self._found(i)) for i in result.ids]
+        masked = _has_mask(request)
+        data = [self._dataset_json(version, urls, self._found(i), masked) for i in result.ids]
         extra = {"facets": result.facets} if result.facets is not None else None
         return _envelope_json(request, data, page, page_size, result.total, extra)
 
@@ -259,7 +283,10 @@ class _Handlers:
         record = self._dataset_or_error(request.path_params["dataset"])
         if isinstance(record, Response):
             return record
-        return Response(self._dataset_json(1, _urls(request), record), media_type=_JSON.media_type)
+        return Response(
+            self._dataset_json(1, _urls(request), record, _has_mask(request)),
+            media_type=_JSON.media_type,
+        )
 
     async def dataset_resources_v1(self, request: Request) -> Response:
         record = self._dataset_or_error(request.path_params["dataset"])
@@ -307,7 +334,8 @@ class _Handlers:
             None, page=page, page_size=page_size, organization=record["id"], api=1
         )
         urls = _urls(request)
-        data = [self._dataset_json(1, urls, self._found(i)) for i in result.ids]
+        masked = _has_mask(request)
+        data = [self._dataset_json(1, urls, self._found(i), masked) for i in result.ids]
         return _envelope_json(request, data, page, page_size, result.total)
 
     async def site(self, request: Request) -> Response:
@@ -368,13 +396,17 @@ class _Handlers:
         except _BadParam as error:
             return _validation_error(error)
         result = self.store.search_dataservices(
-            request.query_params.get("q"), page=page, page_size=page_size, api=version
+            request.query_params.get("q"),
+            page=page,
+            page_size=page_size,
+            api=version,
+            facets=version == 2,
         )
         urls = _urls(request)
         data = [
             render.dataservice(self.store, urls, self.store.dataservices[i]) for i in result.ids
         ]
-        return JSONResponse(_envelope(request, data, page, page_size, result.total))
+        return JSONResponse(_search_envelope(request, data, page, page_size, result))
 
     async def dataservices_search_v2(self, request: Request) -> Response:
         return self._search_dataservices(request, 2)
@@ -394,12 +426,13 @@ class _Handlers:
             name=q.get("name"),
             business_number_id=q.get("business_number_id"),
             api=version,
+            facets=version == 2,
         )
         urls = _urls(request)
         data = [
             render.organization(self.store, urls, self.store.organizations[i]) for i in result.ids
         ]
-        return JSONResponse(_envelope(request, data, page, page_size, result.total))
+        return JSONResponse(_search_envelope(request, data, page, page_size, result))
 
     async def organizations_search_v2(self, request: Request) -> Response:
         return self._search_organizations(request, 2)
@@ -430,18 +463,23 @@ class _Handlers:
         dataset, resource = found
         table = self.store.table(resource["id"])
         if table is not None:
+            content = table.source_text.encode("utf-8")
+            headers = {"Content-Disposition": f'attachment; filename="{_file_name(resource)}"'}
+            # The rows the snapshot keeps (the Tabular API's), usually fewer than the real
+            # file's, whose size the metadata keeps.
             return Response(
-                table.source_text.encode("utf-8"),
+                content,
                 media_type="text/csv; charset=utf-8",
-                headers={"Content-Disposition": f'attachment; filename="{_file_name(resource)}"'},
+                headers=headers | _size_headers(resource, content, "sample"),
             )
         sample = self.store.downloads.get(resource["id"])
         if sample is not None:
             # An extract of a file too large for the snapshot: say so, as for placeholders.
+            content = sample.encode("utf-8")
             return Response(
-                sample.encode("utf-8"),
+                content,
                 media_type="text/csv; charset=utf-8",
-                headers={PLACEHOLDER_HEADER: "sample"},
+                headers=_size_headers(resource, content, "sample"),
             )
         return _placeholder(dataset, resource)
 
@@ -543,29 +581,60 @@ class _Handlers:
         links: dict[str, Any] = {"profile": f"{base}profile/", "swagger": f"{base}swagger/"}
         return self._data_response(request, table, query, links)
 
-    def _csv_export(self, request: Request, table: tabular.Table, max_size: int) -> Response:
+    def _export_rows(
+        self, request: Request, table: tabular.Table, max_size: int
+    ) -> tuple[list[int], tuple[int, ...]] | Response:
+        """The rows (in query order) and columns of a whole-result export, or its error."""
         query = self._query(request, table, max_size, max_size)
         if isinstance(query, Response):
             return query
         indices = tabular.ordered_indices(table, query)
         if len(indices) > self.config.csv_export_max_rows:
-            return PlainTextResponse("Output is too long", status_code=403)
-        buffer = io.StringIO()
-        buffer.write("__id" + table.separator)
-        body = table.to_csv(indices, query.positions)
-        lines = body.splitlines(keepends=True)
-        buffer.write(lines[0])
-        for index, line in zip(indices, lines[1:], strict=True):
-            buffer.write(f"{index + 1}{table.separator}{line}")
-        return Response(buffer.getvalue(), media_type="text/csv; charset=utf-8")
+            error = tabular.QueryError.too_long(self.config.csv_export_max_rows)
+            return JSONResponse(error.body, status_code=error.status)
+        positions = table.served_positions() if query.positions is None else query.positions
+        return indices, positions
+
+    def _csv_export(
+        self, request: Request, table: tabular.Table, max_size: int, name: str
+    ) -> Response:
+        found = self._export_rows(request, table, max_size)
+        if isinstance(found, Response):
+            return found
+        indices, positions = found
+        return Response(
+            table.to_csv(indices, positions),
+            media_type="text/csv; charset=utf-8",
+            headers={"Content-Disposition": f'attachment; filename="{name}.csv"'},
+        )
 
     async def tabular_csv(self, request: Request) -> Response:
         found = self._tabular_table(request)
         if isinstance(found, Response):
             return found
-        _, table = found
+        rid, table = found
         # The CSV export is not paginated; page_size is only validated.
-        return self._csv_export(request, table, self.config.tabular_page_size_max)
+        return self._csv_export(request, table, self.config.tabular_page_size_max, rid)
+
+    async def tabular_json(self, request: Request) -> Response:
+        found = self._tabular_table(request)
+        if isinstance(found, Response):
+            return found
+        rid, table = found
+        rows = self._export_rows(request, table, self.config.tabular_page_size_max)
+        if isinstance(rows, Response):
+            return rows
+        indices, positions = rows
+        return StreamingResponse(
+            _json_rows(table, indices, positions),
+            media_type="application/json",
+            headers={"Content-Disposition": f'attachment; filename="{rid}.json"'},
+        )
+
+    async def tabular_aggregation_exceptions(self, request: Request) -> Response:
+        # api-tabular's configuration: aggregation off, except for the listed resources. The
+        # twin computes no aggregation, so its list is empty (and every aggregation is a 403).
+        return JSONResponse({"allowed": False, "exceptions": []})
 
     async def tabular_swagger(self, request: Request) -> Response:
         found = self._tabular_table(request)
@@ -605,7 +674,9 @@ class _Handlers:
         table = self._metrics_table(request)
         if isinstance(table, Response):
             return table
-        return self._csv_export(request, table, self.config.metrics_page_size_max)
+        return self._csv_export(
+            request, table, self.config.metrics_page_size_max, request.path_params["model"]
+        )
 
     # ------------------------------------------------------------------ crawler and twin
 
@@ -679,6 +750,35 @@ class _Handlers:
         return HTMLResponse(_page(record["name"], body))
 
 
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _has_mask(request: Request) -> bool:
+    return bool(request.headers.get(mask.HEADER, "").strip())
+
+
+def _marshalled(handler: Handler) -> Handler:
+    """Give a udata endpoint flask-restx's ``X-Fields`` header (:mod:`~.mask`).
+
+    As with ``marshal_with``, the mask is read only when the endpoint answers 200 (errors are
+    raised before marshalling), and a header replaces the endpoint's default mask, which the
+    renderings already apply.
+    """
+
+    async def masked(request: Request) -> Response:
+        response = await handler(request)
+        if not _has_mask(request) or response.status_code != 200:
+            return response
+        try:
+            header = request.headers[mask.HEADER]
+            body = mask.apply(mask.parse(header), json.loads(bytes(response.body)))
+        except mask.MaskError as error:
+            return _udata_error(400, error.message)
+        return JSONResponse(body)
+
+    return masked
+
+
 def _validation_error(error: _BadParam) -> JSONResponse:
     return JSONResponse(
         {"errors": {error.name: error.detail}, "message": "Input payload validation failed"},
@@ -711,6 +811,22 @@ _MINIMAL_PDF = (
 )
 
 
+def _size_headers(resource: Mapping[str, Any], content: bytes, kind: str) -> dict[str, str]:
+    """Mark served bytes that are not the whole file the metadata describes.
+
+    Nothing when the bytes are the file (their length is the metadata's ``filesize``, or the
+    metadata has no size); otherwise ``X-Twin-Placeholder: <kind>`` and, when known,
+    ``X-Twin-Filesize: <the metadata's filesize>``.
+    """
+    size = resource.get("filesize")
+    if kind == "sample" and (not size or int(size) == len(content)):
+        return {}
+    headers = {PLACEHOLDER_HEADER: kind}
+    if size:
+        headers[FILESIZE_HEADER] = str(int(size))
+    return headers
+
+
 def _placeholder(dataset: dict[str, Any], resource: dict[str, Any]) -> Response:
     """Serve a small stand-in for a file the snapshot does not contain."""
     note = (
@@ -719,7 +835,7 @@ def _placeholder(dataset: dict[str, Any], resource: dict[str, Any]) -> Response:
         + (f" ({resource['filesize']} bytes)" if resource.get("filesize") else "")
         + " is not part of the snapshot.\n"
     )
-    headers = {PLACEHOLDER_HEADER: "true"}
+    headers = _size_headers(resource, b"", "true")
     fmt = str(resource.get("format") or "").lower()
     if fmt == "csv":
         header = resource.get("_twin", {}).get("sample_header")
@@ -737,6 +853,28 @@ def _placeholder(dataset: dict[str, Any], resource: dict[str, Any]) -> Response:
         content = json.dumps({"twin_placeholder": True, "note": note.strip()}, ensure_ascii=False)
         return Response(content, media_type="application/json", headers=headers)
     return PlainTextResponse(note, headers=headers)
+
+
+def _json_rows(
+    table: tabular.Table, indices: Sequence[int], positions: Sequence[int]
+) -> Iterator[bytes]:
+    """Yield a JSON export in chunks, laid out as api-tabular streams PostgREST's body.
+
+    PostgREST aggregates the rows with PostgreSQL's ``json_agg`` (a comma, a newline and a
+    space between rows), and api-tabular writes a newline after the body.
+    """
+    yield b"["
+    chunk: list[str] = []
+    for number, index in enumerate(indices):
+        row = json.dumps(
+            table.row_dict(index, positions), ensure_ascii=False, separators=(",", ":")
+        )
+        chunk.append(row if number == 0 else ", \n " + row)
+        if len(chunk) >= 500:
+            yield "".join(chunk).encode("utf-8")
+            chunk = []
+    chunk.append("]\n")
+    yield "".join(chunk).encode("utf-8")
 
 
 def _resource_swagger(urls: TwinUrls, rid: str, table: tabular.Table) -> dict[str, Any]:
@@ -816,30 +954,32 @@ def create_app(
     routes = [
         Route("/_twin/health", h.twin_health),
         # main API v1
-        Route("/api/1/site/", h.site),
-        Route("/api/1/datasets/", h.datasets_v1),
+        Route("/api/1/site/", _marshalled(h.site)),
+        Route("/api/1/datasets/", _marshalled(h.datasets_v1)),
         Route("/api/1/datasets/r/{rid}", h.resource_redirect),
-        Route("/api/1/datasets/{dataset}/", h.dataset_v1),
-        Route("/api/1/datasets/{dataset}/resources/", h.dataset_resources_v1),
-        Route("/api/1/datasets/{dataset}/resources/{rid}/", h.dataset_resource_v1),
-        Route("/api/1/dataservices/", h.dataservices_v1),
-        Route("/api/1/dataservices/{dataservice}/", h.dataservice),
-        Route("/api/1/organizations/", h.organizations_v1),
-        Route("/api/1/organizations/{org}/", h.organization),
-        Route("/api/1/organizations/{org}/datasets/", h.organization_datasets),
+        Route("/api/1/datasets/{dataset}/", _marshalled(h.dataset_v1)),
+        Route("/api/1/datasets/{dataset}/resources/", _marshalled(h.dataset_resources_v1)),
+        Route("/api/1/datasets/{dataset}/resources/{rid}/", _marshalled(h.dataset_resource_v1)),
+        Route("/api/1/dataservices/", _marshalled(h.dataservices_v1)),
+        Route("/api/1/dataservices/{dataservice}/", _marshalled(h.dataservice)),
+        Route("/api/1/organizations/", _marshalled(h.organizations_v1)),
+        Route("/api/1/organizations/{org}/", _marshalled(h.organization)),
+        Route("/api/1/organizations/{org}/datasets/", _marshalled(h.organization_datasets)),
         # main API v2
-        Route("/api/2/datasets/search/", h.datasets_search_v2),
-        Route("/api/2/datasets/resources/{rid}/", h.resource_v2),
-        Route("/api/2/datasets/{dataset}/", h.dataset_v2),
-        Route("/api/2/datasets/{dataset}/resources/", h.dataset_resources_v2),
-        Route("/api/2/dataservices/search/", h.dataservices_search_v2),
-        Route("/api/2/organizations/search/", h.organizations_search_v2),
+        Route("/api/2/datasets/search/", _marshalled(h.datasets_search_v2)),
+        Route("/api/2/datasets/resources/{rid}/", _marshalled(h.resource_v2)),
+        Route("/api/2/datasets/{dataset}/", _marshalled(h.dataset_v2)),
+        Route("/api/2/datasets/{dataset}/resources/", _marshalled(h.dataset_resources_v2)),
+        Route("/api/2/dataservices/search/", _marshalled(h.dataservices_search_v2)),
+        Route("/api/2/organizations/search/", _marshalled(h.organizations_search_v2)),
         # Tabular API
         Route("/tabular/health/", h.tabular_health),
         Route("/tabular/api/resources/{rid}/", h.tabular_resource),
         Route("/tabular/api/resources/{rid}/profile/", h.tabular_profile),
         Route("/tabular/api/resources/{rid}/data/", h.tabular_data),
         Route("/tabular/api/resources/{rid}/data/csv/", h.tabular_csv),
+        Route("/tabular/api/resources/{rid}/data/json/", h.tabular_json),
+        Route("/tabular/api/aggregation-exceptions/", h.tabular_aggregation_exceptions),
         Route("/tabular/api/resources/{rid}/swagger/", h.tabular_swagger),
         # Metrics API
         Route("/metrics/api/{model}/data/", h.metrics_data),

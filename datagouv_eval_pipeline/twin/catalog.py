@@ -20,7 +20,7 @@ import json
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -52,6 +52,17 @@ _FACETS = (
     "badge",
     "topics",
 )
+# The v2 dataservice search's facets, in udata_search_service's order.
+_DATASERVICE_FACETS = (
+    "access_type",
+    "producer_type",
+    "organization_id_with_name",
+    "tag",
+    "badge",
+    "last_update",
+)
+# Organization badges that are producer types (udata's PRODUCER_BADGE_TYPES).
+PRODUCER_BADGES = frozenset({"public-service", "association", "company", "local-authority"})
 DATASET_FIELDS = ("title", "acronym", "organization", "tags", "description", "resources")
 DATASERVICE_FIELDS = ("title", "organization", "description")
 ORGANIZATION_FIELDS = ("title", "acronym", "description")
@@ -267,12 +278,14 @@ class CatalogStore:
                 for rid, schema in schemas.get("tabular", {}).items()
             }
         )
-        metrics = tabular.LazyTables(
-            parsers={
-                model: _table_parser(info.directory, model, schema, files)
-                for model, schema in schemas.get("metrics", {}).items()
-            }
-        )
+        metric_parsers = {
+            model: _table_parser(info.directory, model, schema, files)
+            for model, schema in schemas.get("metrics", {}).items()
+        }
+        if "organizations" in metric_parsers and "site" not in metric_parsers:
+            # Derived from the organizations model on first use (``metrics`` is bound by then).
+            metric_parsers["site"] = lambda: site_metrics(metrics["organizations"])
+        metrics = tabular.LazyTables(parsers=metric_parsers)
         downloads: dict[str, str] = {}
         for rid, schema in schemas.get("downloads", {}).items():
             name = str(schema.get("file"))
@@ -726,11 +739,18 @@ class CatalogStore:
         return masks
 
     def search_dataservices(
-        self, query: str | None, *, page: int = 1, page_size: int = 20, api: int = 2
+        self,
+        query: str | None,
+        *,
+        page: int = 1,
+        page_size: int = 20,
+        api: int = 2,
+        facets: bool = False,
     ) -> SearchPage:
         """Search dataservices (not archived or deleted): v1 title words, v2 Elasticsearch-like.
 
-        Without ``q``: v1 newest first, v2 by the popularity boost.
+        Without ``q``: v1 newest first, v2 by the popularity boost. ``facets=True`` adds the
+        v2 search's ``facets`` (:meth:`_dataservice_facets`).
         """
         segments = self._segments.get("dataservice")
         records = list(self.dataservices.values())
@@ -776,7 +796,44 @@ class CatalogStore:
             if api == 1:
                 keys = [np.array([_sortable(d.get("created_at", "")) for d in records])]
         seg, rows = search.order(matches, keys)
-        return self._page("dataservice", seg, rows, page, page_size)
+        result = self._page("dataservice", seg, rows, page, page_size)
+        if facets:
+            found = [records[r] for m in matches for r in m.rows.tolist()]
+            result = replace(result, facets=self._dataservice_facets(found))
+        return result
+
+    def _producer_types(self, owned: Mapping[str, Any]) -> list[str]:
+        """Udata's ``get_producer_type``: the organization's producer badges, or a default."""
+        ref = owned.get("organization")
+        if ref:
+            org = self.organizations.get(ref["id"]) or ref
+            kinds = [b["kind"] for b in org.get("badges", []) if b["kind"] in PRODUCER_BADGES]
+            return kinds or ["not-specified"]
+        return ["user"] if owned.get("owner") else []
+
+    def _dataservice_facets(
+        self, found: Sequence[Mapping[str, Any]]
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Return udata-search-service's dataservice facets over the matched dataservices.
+
+        ``access_type``, ``producer_type``, ``organization_id_with_name``, ``tag``, ``badge``
+        then ``last_update`` (on ``metadata_modified_at``). ``badge`` holds only ``all``: the
+        search index's dataservice documents carry no badges.
+        """
+        counters: dict[str, Counter[str]] = {name: Counter() for name in _DATASERVICE_FACETS}
+        ranges = {k: self.now - v for k, v in LAST_UPDATE_RANGES.items()}
+        for d in found:
+            counters["access_type"][d.get("access_type") or "open"] += 1
+            counters["producer_type"].update(self._producer_types(d))
+            org = d.get("organization")
+            if org:
+                counters["organization_id_with_name"][f"{org['id']}|{org['name']}"] += 1
+            counters["tag"].update(d.get("tags", []))
+            modified = datetime.fromisoformat(d["metadata_modified_at"])
+            for name, since in ranges.items():
+                if modified >= since:
+                    counters["last_update"][name] += 1
+        return _facet_buckets(_DATASERVICE_FACETS, counters, len(found))
 
     def search_organizations(
         self,
@@ -789,11 +846,15 @@ class CatalogStore:
         name: str | None = None,
         business_number_id: str | None = None,
         api: int = 2,
+        facets: bool = False,
     ) -> SearchPage:
         """Search organizations by name, acronym and description, with the MCP's filters.
 
         v1: every word of ``q`` in the name (MongoDB text index on ``name``); v2: every term
         across name, acronym and description, boosted by public service, followers and views.
+        ``facets=True`` adds the v2 search's ``facets``: ``producer_type`` only, counted over
+        what ``q`` matches before the filters (udata-search-service filters organizations
+        with an Elasticsearch ``post_filter``, which aggregations do not see).
         """
         segments = self._segments.get("organization")
         records = list(self.organizations.values())
@@ -849,7 +910,48 @@ class CatalogStore:
             keys = [_rank_key([getter(o) for o in records])]
             descending = sort.startswith("-")
         seg, rows = search.order(matches, keys, descending=descending)
-        return self._page("organization", seg, rows, page, page_size)
+        result = self._page("organization", seg, rows, page, page_size)
+        if facets:
+            indexed = [np.array([not o.get("deleted") for o in records], dtype=bool)]
+            if query and query.strip():
+                if api == 1:
+                    unfiltered = search.match_v1(segments, query, indexed)
+                else:
+                    unfiltered = search.match_v2(
+                        segments, query, search.ORGANIZATION_MODEL, indexed
+                    )
+            else:
+                unfiltered = search.browse(segments, indexed, by_boost=api != 1)
+            found = [records[r] for m in unfiltered for r in m.rows.tolist()]
+            counters: dict[str, Counter[str]] = {"producer_type": Counter()}
+            for o in found:
+                counters["producer_type"].update(
+                    b["kind"] for b in o.get("badges", []) if b["kind"] in PRODUCER_BADGES
+                )
+            result = replace(
+                result, facets=_facet_buckets(("producer_type",), counters, len(found))
+            )
+        return result
+
+
+def _facet_buckets(
+    names: Sequence[str], counters: Mapping[str, Counter[str]], total: int
+) -> dict[str, list[dict[str, Any]]]:
+    """Lay counters out as udata-search-service does: ``all``, then the 50 largest buckets.
+
+    Terms buckets come by count, then name (Elasticsearch's order); ``last_update`` keeps
+    its three ranges in the twin's order, as in the dataset facets.
+    """
+    out: dict[str, list[dict[str, Any]]] = {}
+    for name in names:
+        if name == "last_update":
+            buckets = [(k, counters[name][k]) for k in LAST_UPDATE_RANGES]
+        else:
+            buckets = sorted(counters[name].items(), key=lambda kv: (-kv[1], kv[0]))[:50]
+        out[name] = [{"name": "all", "count": total}] + [
+            {"name": k, "count": v} for k, v in buckets
+        ]
+    return out
 
 
 # Facet, catalogue column, whether the column holds comma-separated lists.
@@ -1026,6 +1128,40 @@ def _read_records(path: Path, content: bytes, required: Iterable[str]) -> list[d
         seen.add(str(ident))
         records.append(record)
     return records
+
+
+SITE_METRIC_COLUMNS = ("monthly_visit_dataset", "monthly_download_resource")
+
+
+def site_metrics(organizations: tabular.Table) -> tabular.Table:
+    """Build the Metrics API's ``site`` model: the site's monthly totals, oldest month first.
+
+    Its columns are those udata reads from ``site/data/`` (``core/site/models.py``:
+    ``metric_month``, ``monthly_visit_dataset``, ``monthly_download_resource``); each month is
+    the sum of the organizations model's values (nulls skipped, as SQL's ``SUM`` does), so the
+    site agrees with the twin's other models.
+
+    Raises:
+        ValueError: ``organizations`` lacks ``metric_month`` or a summed column.
+    """
+    month = organizations.position("metric_month")
+    summed = [organizations.position(name) for name in SITE_METRIC_COLUMNS]
+    if month is None or None in summed:
+        raise ValueError(f"organizations metrics lack {['metric_month', *SITE_METRIC_COLUMNS]}")
+    totals: dict[str, list[int]] = {}
+    for row in organizations.rows:
+        sums = totals.setdefault(str(row[month]), [0] * len(summed))
+        for i, position in enumerate(summed):
+            assert position is not None
+            if row[position] is not None:
+                sums[i] += int(row[position])
+    columns = [tabular.Column("metric_month", "string")] + [
+        tabular.Column(name, "int") for name in SITE_METRIC_COLUMNS
+    ]
+    lines = [",".join(c.name for c in columns)]
+    lines += [",".join([m, *map(str, totals[m])]) for m in sorted(totals)]
+    text = "\n".join(lines) + "\n"
+    return tabular.Table.from_csv("site", text, columns, ",", origin="site metrics")
 
 
 def _table_parser(

@@ -11,12 +11,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from datagouv_eval_pipeline.twin import mask
 from datagouv_eval_pipeline.twin.catalog import CatalogStore
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 
 _REAL_API = "https://www.data.gouv.fr/api/"
 _REAL_SITE = "https://www.data.gouv.fr/"
 V2_RESOURCES_PAGE_SIZE = 50
+
+# Udata marshals datasets through a default mask when no X-Fields header is sent (v1:
+# DEFAULT_MASK in core/dataset/api_fields.py, which leaves the model's ``community_resources``
+# out; v2: DEFAULT_MASK_APIV2 in core/dataset/apiv2.py, every field of the v2 model, which has
+# no ``schema``). The list endpoints use ``data{<mask>},*``, the same on each item. A header
+# replaces the default mask, so ``X-Fields: *`` brings v1's community resources back, while
+# nothing brings a v2 ``schema``: the model has none.
+_DATASET_FIELDS_BOTH = (
+    "id,title,acronym,slug,description,description_short,created_at,last_modified,deleted,"
+    "private,tags,badges,resources,frequency,frequency_date,extras,harvest,metrics,"
+    "organization,owner,temporal_coverage,spatial,license,access_type,access_audiences,"
+    "authorization_request_url,access_type_reason_category,access_type_reason,uri,page,"
+    "last_update,archived,quality,internal,contact_points,featured,permissions"
+)
+DATASET_DEFAULT_MASK_V1 = mask.parse(_DATASET_FIELDS_BOTH + ",schema")
+DATASET_DEFAULT_MASK_V2 = mask.parse(_DATASET_FIELDS_BOTH + ",community_resources")
 
 
 def rewrite(value: Any, urls: TwinUrls) -> Any:
@@ -99,11 +116,28 @@ def resource(store: CatalogStore, urls: TwinUrls, record: Mapping[str, Any]) -> 
     return payload
 
 
-def dataset_v1(store: CatalogStore, urls: TwinUrls, record: Mapping[str, Any]) -> dict[str, Any]:
-    """Return a v1 dataset: ``resources`` is the full list of resource objects."""
+def dataset_v1(
+    store: CatalogStore,
+    urls: TwinUrls,
+    record: Mapping[str, Any],
+    *,
+    default_mask: bool = True,
+) -> dict[str, Any]:
+    """Return a v1 dataset: ``resources`` is the full list of resource objects.
+
+    Args:
+        store: The catalog the resources' files are looked up in.
+        urls: The base URLs links are rendered with.
+        record: The snapshot's dataset record.
+        default_mask: Apply udata's v1 default mask (no ``community_resources``), as
+            production does unless the request has an ``X-Fields`` header.
+    """
     payload: dict[str, Any] = rewrite(record, urls)
     payload["resources"] = [resource(store, urls, r) for r in record["resources"]]
-    return payload
+    if not default_mask:
+        return payload
+    masked: dict[str, Any] = mask.apply(DATASET_DEFAULT_MASK_V1, payload)
+    return masked
 
 
 def _link(urls: TwinUrls, href: str, total: int) -> dict[str, Any]:
@@ -111,7 +145,10 @@ def _link(urls: TwinUrls, href: str, total: int) -> dict[str, Any]:
 
 
 def dataset_v2(store: CatalogStore, urls: TwinUrls, record: Mapping[str, Any]) -> dict[str, Any]:
-    """Return a v2 dataset: ``resources`` and ``community_resources`` are link objects."""
+    """Return a v2 dataset: ``resources`` and ``community_resources`` are link objects.
+
+    Only the v2 model's fields (udata's v2 default mask lists them all): no ``schema``.
+    """
     payload: dict[str, Any] = rewrite({k: v for k, v in record.items() if k != "resources"}, urls)
     base = f"{urls.datagouv_api}2/datasets/{record['id']}"
     ordered: dict[str, Any] = {}
@@ -130,7 +167,8 @@ def dataset_v2(store: CatalogStore, urls: TwinUrls, record: Mapping[str, Any]) -
             )
         else:
             ordered[key] = value
-    return ordered
+    masked: dict[str, Any] = mask.apply(DATASET_DEFAULT_MASK_V2, ordered)
+    return masked
 
 
 def organization(store: CatalogStore, urls: TwinUrls, record: Mapping[str, Any]) -> dict[str, Any]:

@@ -64,6 +64,10 @@ _DEFAULT_FORMATS: dict[ColumnType, str] = {
 _TRUE = {"true", "t", "1", "oui", "vrai", "yes"}
 _FALSE = {"false", "f", "0", "non", "faux", "no"}
 
+ID_COLUMN = "__id"
+# ``__id`` among a query's column positions: api-tabular's row number, not a column of the file.
+ID_POSITION = -1
+
 
 @dataclass(frozen=True)
 class Column:
@@ -227,24 +231,42 @@ class Table:
         """Return the column names in order."""
         return [c.name for c in self.columns]
 
+    def served_positions(self) -> tuple[int, ...]:
+        """Return the positions api-tabular serves without ``columns=``: ``__id``, then all."""
+        return (ID_POSITION, *range(len(self.columns)))
+
+    def _name(self, position: int) -> str:
+        return ID_COLUMN if position == ID_POSITION else self.columns[position].name
+
     def row_dict(self, index: int, positions: Sequence[int] | None = None) -> dict[str, Any]:
-        """Return row ``index`` (0-based) as a JSON-ready dict with a leading ``__id``."""
+        """Return row ``index`` (0-based) as a JSON-ready dict.
+
+        Args:
+            index: The row, 0-based.
+            positions: The columns to keep, in order (:data:`ID_POSITION` is ``__id``);
+                ``None`` is ``__id`` then every column, as api-tabular serves a row.
+        """
         row = self.rows[index]
-        wanted = range(len(self.columns)) if positions is None else positions
-        result: dict[str, Any] = {"__id": index + 1}
-        for position in wanted:
-            result[self.columns[position].name] = json_value(row[position])
-        return result
+        wanted = self.served_positions() if positions is None else positions
+        return {
+            self._name(p): index + 1 if p == ID_POSITION else json_value(row[p]) for p in wanted
+        }
 
     def to_csv(self, indices: Iterable[int], positions: Sequence[int] | None = None) -> str:
-        """Render the selected rows (0-based indices) as CSV text with a header."""
+        """Render the selected rows (0-based indices) as CSV text with a header.
+
+        ``positions`` as for :meth:`row_dict`, except that ``None`` is the file's own columns
+        (no ``__id``): the text the table was loaded from.
+        """
         wanted = list(range(len(self.columns))) if positions is None else list(positions)
         buffer = io.StringIO()
         writer = csv.writer(buffer, delimiter=self.separator, lineterminator="\n")
-        writer.writerow([self.columns[p].name for p in wanted])
+        writer.writerow([self._name(p) for p in wanted])
         for index in indices:
             row = self.rows[index]
-            writer.writerow([text_value(row[p]) for p in wanted])
+            writer.writerow(
+                [str(index + 1) if p == ID_POSITION else text_value(row[p]) for p in wanted]
+            )
         return buffer.getvalue()
 
 
@@ -349,6 +371,17 @@ class QueryError(Exception):
         """Build api-tabular's own 400 "Invalid query string" error."""
         return cls(
             400, {"errors": [{"code": None, "title": "Invalid query string", "detail": detail}]}
+        )
+
+    @classmethod
+    def too_long(cls, max_rows: int) -> QueryError:
+        """Build api-tabular's 403 for a CSV/JSON export of more than ``max_rows`` rows."""
+        detail = (
+            f"The output has more than {max_rows} rows, please consider downloading the "
+            "source file directly"
+        )
+        return cls(
+            403, {"errors": [{"code": None, "title": "Output is too long", "detail": detail}]}
         )
 
     @classmethod
@@ -602,9 +635,15 @@ def parse_query(
             if page_size > page_size_max:
                 raise QueryError.invalid(f"Page size exceeds allowed maximum: {page_size_max}")
         elif key == "columns":
+            # api-tabular turns this into PostgREST's select=: exactly the named columns, in
+            # that order, ``__id`` only when named; a double quote is refused before that.
+            if '"' in raw:
+                raise QueryError.invalid(
+                    'Malformed query: Forbidden character `"` in a column name'
+                )
             wanted: list[int] = []
             for name in raw.split(","):
-                position = table.position(name)
+                position = ID_POSITION if name == ID_COLUMN else table.position(name)
                 if position is None:
                     raise _missing_column(table, name)
                 wanted.append(position)

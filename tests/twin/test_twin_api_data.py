@@ -135,7 +135,7 @@ def test_csv_export(client: TestClient) -> None:
     )
     assert response.status_code == 200
     lines = response.text.splitlines()
-    assert lines[0] == "__id,equip_numero,dep_code"
+    assert lines[0] == "equip_numero,dep_code"  # columns= selects exactly these
     assert len(lines) == 1 + 1023
     assert all(line.endswith(",32") for line in lines[1:])
 
