@@ -52,9 +52,32 @@ def code_version() -> CodeVersion:
     return CodeVersion(package=package, git_sha=sha)
 
 
-def _read_git_sha(git_dir: Path) -> str | None:
+def _git_dirs(dot_git: Path) -> tuple[Path, Path]:
+    """Return the checkout's own git directory (HEAD) and the common one (refs).
+
+    In a linked worktree (``git worktree add``) ``.git`` is a file naming the worktree's git
+    directory, whose ``commondir`` names the main repository's, where branches live.
+    """
+    if not dot_git.is_file():
+        return dot_git, dot_git
     try:
-        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+        pointer = dot_git.read_text(encoding="utf-8").strip()
+    except OSError:
+        return dot_git, dot_git
+    own = Path(pointer.removeprefix("gitdir:").strip())
+    if not own.is_absolute():
+        own = dot_git.parent / own
+    try:
+        common = Path((own / "commondir").read_text(encoding="utf-8").strip())
+    except OSError:
+        return own, own
+    return own, common if common.is_absolute() else own / common
+
+
+def _read_git_sha(dot_git: Path) -> str | None:
+    own_dir, git_dir = _git_dirs(dot_git)
+    try:
+        head = (own_dir / "HEAD").read_text(encoding="utf-8").strip()
     except OSError:
         return None
     if not head.startswith("ref:"):

@@ -1,8 +1,10 @@
-"""The code version outside a checkout: the package version, no commit, dirtiness unknown."""
+"""The code version: in a checkout or a linked worktree the commit; outside, the package alone."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -34,3 +36,34 @@ def test_outside_a_checkout_the_variable_still_names_the_commit(
 ) -> None:
     monkeypatch.setenv(CODE_VERSION_ENV, "abc123")
     assert provenance.code_version().git_sha == "abc123"
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def test_the_commit_is_read_in_a_checkout_and_in_a_linked_worktree(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "f.txt").write_text("one\n", encoding="utf-8")
+    _git(repo, "add", "f.txt")
+    _git(repo, "commit", "-q", "-m", "one")
+    first = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "worktree", "add", "-q", "-b", "side", str(tmp_path / "side"))
+    (tmp_path / "side" / "f.txt").write_text("two\n", encoding="utf-8")
+    _git(tmp_path / "side", "commit", "-q", "-am", "two")
+    second = _git(tmp_path / "side", "rev-parse", "HEAD")
+    # Packed refs too: where `git gc` leaves branches.
+    _git(repo, "pack-refs", "--all")
+
+    assert provenance._read_git_sha(repo / ".git") == first
+    # The worktree's .git is a file; its branch lives in the main repository's refs.
+    assert (tmp_path / "side" / ".git").is_file()
+    assert provenance._read_git_sha(tmp_path / "side" / ".git") == second != first
