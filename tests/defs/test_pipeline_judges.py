@@ -4,7 +4,6 @@ The judge server is a real HTTP server on 127.0.0.1 reached through the real Ope
 the agents are the offline baselines against the twin. One MCP cell, one task.
 """
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +30,10 @@ TASK = "task_0002"
 
 
 @pytest.fixture(autouse=True)
-def allow_requests(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def allow_requests(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MISTRAL_API_KEY", "test-key-for-a-local-server")
-    pydantic_ai.models.ALLOW_MODEL_REQUESTS = True
-    yield
-    pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
+    # Restored after the test (the default is True): a leaked False fails later tests' requests.
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)
 
 
 def _resources(paths: Paths, judge: JudgeResource) -> dict[str, Any]:
