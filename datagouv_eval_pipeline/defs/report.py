@@ -19,7 +19,12 @@ from datagouv_eval_pipeline.report import build_report, default_report_dir, read
 from datagouv_eval_pipeline.report.build import BuiltReport
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.warehouse.loader import connect
-from datagouv_eval_pipeline.warehouse.schema import JUDGE_CALIBRATION, SCHEMA, STATISTICS_TABLES
+from datagouv_eval_pipeline.warehouse.schema import (
+    JUDGE_CALIBRATION,
+    SCHEMA,
+    STATISTICS_TABLES,
+    TASK_FEATURES,
+)
 
 SUMMARY_MODEL = "experiment_summary"
 _COLUMNS = (
@@ -136,6 +141,7 @@ REPORT_DEPS = [
     dg.AssetKey(["metrics", SUMMARY_MODEL]),
     *(dg.AssetKey([SCHEMA, table.name]) for table in STATISTICS_TABLES),
     dg.AssetKey([SCHEMA, JUDGE_CALIBRATION.name]),
+    dg.AssetKey([SCHEMA, TASK_FEATURES.name]),
 ]
-"""What the report reads: the dbt models (their last one), the statistics tables and the judge's
-calibration."""
+"""What the report reads: the dbt models (their last one), the statistics tables, the judge's
+calibration and the tasks' features (the by-feature section)."""

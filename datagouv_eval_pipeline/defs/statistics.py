@@ -2,8 +2,9 @@
 
 After each load, in the same step and writer (DuckDB allows one writer, and one step keeps dbt
 to one invocation after it): error bars and paired comparisons of the latest run of each cell
-(``eval.metric_estimates``, ``eval.comparisons``), then the gate of the experiment just loaded
-against each cell's previous run (``eval.gate_results``). The ``no_regression`` check on that
+(``eval.metric_estimates``, ``eval.comparisons``, and per toolset feature
+``eval.feature_estimates``, ``eval.feature_comparisons``), then the gate of the experiment just
+loaded against each cell's previous run (``eval.gate_results``). The ``no_regression`` check on that
 table fails on a significant drop; the thresholds are the warehouse asset's ``GateConfig`` (the
 launchpad and CI can tighten them); ``datagouv-eval gate`` prints the same verdict.
 """
@@ -29,6 +30,8 @@ from datagouv_eval_pipeline.warehouse.gate import (
 from datagouv_eval_pipeline.warehouse.loader import connect
 from datagouv_eval_pipeline.warehouse.schema import (
     COMPARISONS,
+    FEATURE_COMPARISONS,
+    FEATURE_ESTIMATES,
     GATE_RESULTS,
     METRIC_ESTIMATES,
     SCHEMA,
@@ -96,6 +99,8 @@ def run_statistics(
             "dagster/row_count": result.comparisons,
             "significant_pairs": result.significant,
         },
+        FEATURE_ESTIMATES.name: {"dagster/row_count": result.feature_estimates},
+        FEATURE_COMPARISONS.name: {"dagster/row_count": result.feature_comparisons},
         GATE_RESULTS.name: gate,
     }
 

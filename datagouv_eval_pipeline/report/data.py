@@ -17,7 +17,12 @@ from typing import Any
 import duckdb
 
 from datagouv_eval_pipeline.warehouse.calibration import latest_calibration
-from datagouv_eval_pipeline.warehouse.schema import JUDGE_CALIBRATION, SCHEMA
+from datagouv_eval_pipeline.warehouse.schema import (
+    FEATURE_COMPARISONS,
+    JUDGE_CALIBRATION,
+    SCHEMA,
+    TASK_FEATURES,
+)
 
 Row = dict[str, Any]
 """One row of a query, by column name."""
@@ -121,6 +126,10 @@ class ReportData:
         language_estimates: ``eval.metric_estimates`` rows of scope ``cell_language`` by
             (cell, task language, tier, metric); empty when the statistics stage has not run.
         calibration: The latest ``eval.judge_calibration`` row per judge and verdict kind.
+        features: Toolset feature -> the tasks whose latest spec version exercises it
+            (``eval.task_features``), sorted; empty without the table.
+        feature_tests: ``eval.feature_comparisons`` rows of MCP version pairs (both orders);
+            empty when the statistics stage has not run.
     """
 
     db_path: Path
@@ -140,6 +149,8 @@ class ReportData:
     sources: ReportSources = field(default_factory=ReportSources)
     language_estimates: dict[tuple[str, str, str, str], Row] = field(default_factory=dict)
     calibration: list[Row] = field(default_factory=list)
+    features: dict[str, list[str]] = field(default_factory=dict)
+    feature_tests: list[Row] = field(default_factory=list)
 
     def summary(self, cell_key: str, metric: str, tier: str = HEADLINE_TIER) -> Row | None:
         """The ``experiment_metrics`` row of one cell, tier and metric."""
@@ -287,6 +298,14 @@ def load_report_data(db_path: Path, sources: ReportSources | None = None) -> Rep
                 f"SELECT * FROM {SCHEMA}.comparisons ORDER BY dimension, metric, tier, cell_a",
             )
         calibration = latest_calibration(conn) if JUDGE_CALIBRATION_TABLE in tables else []
+        features = _features(conn) if TASK_FEATURES.qualified in tables else {}
+        feature_tests: list[Row] = []
+        if tables >= STATISTICS_TABLES | {FEATURE_COMPARISONS.qualified}:
+            feature_tests = _rows(
+                conn,
+                f"SELECT * FROM {FEATURE_COMPARISONS.qualified} WHERE dimension = 'mcp_version' "
+                "ORDER BY feature, metric, tier, cell_a, cell_b",
+            )
     return ReportData(
         db_path=db_path,
         cells=cells,
@@ -305,4 +324,25 @@ def load_report_data(db_path: Path, sources: ReportSources | None = None) -> Rep
         sources=sources or ReportSources(),
         language_estimates=language_estimates,
         calibration=calibration,
+        features=features,
+        feature_tests=feature_tests,
     )
+
+
+def _features(conn: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
+    """Feature -> the tasks exercising it in their latest spec version (as ``tasks`` lists)."""
+    found = conn.execute(
+        f"""
+        SELECT f.feature, f.task_id
+        FROM {TASK_FEATURES.qualified} AS f
+        JOIN (
+            SELECT task_id, spec_hash FROM {SCHEMA}.tasks
+            QUALIFY row_number() OVER (PARTITION BY task_id ORDER BY task_version DESC) = 1
+        ) AS latest USING (task_id, spec_hash)
+        ORDER BY f.feature, f.task_id
+        """
+    ).fetchall()
+    out: dict[str, list[str]] = {}
+    for feature, task in found:
+        out.setdefault(str(feature), []).append(str(task))
+    return out

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from datagouv_eval_pipeline.report.views import POWER_TARGET, Estimate, Power, ReportView
+from datagouv_eval_pipeline.report.views import (
+    POWER_TARGET,
+    Estimate,
+    FeatureComparison,
+    Power,
+    ReportView,
+)
 
 MAX_COMPARISONS = 40
 """Comparison rows shown in Markdown (the page has them all)."""
@@ -51,6 +57,67 @@ def _language_lines(view: ReportView) -> list[str]:
             f"| {_escape(view.labels[row.cell_key])} | {row.language} | {row.tasks} | "
             f"{_estimate([row.accuracy])} | {_estimate([row.action_f1])} |"
         )
+    return lines
+
+
+MAX_FEATURE_ROWS = 80
+"""By-feature rows shown in Markdown (the page has them all)."""
+
+
+def _feature_cells(f: FeatureComparison) -> list[str]:
+    """The figures of one by-feature row (``—`` where the feature is not exercised)."""
+    interval = "—" if f.low is None or f.high is None else f"[{f.low:+.2f}, {f.high:+.2f}]"
+    return [
+        "—" if f.difference is None else f"{f.difference:+.2f}",
+        interval,
+        _num(f.p_adjusted, 3),
+        f.verdict or "—",
+        str(f.tasks),
+    ]
+
+
+def _feature_lines(view: ReportView) -> list[str]:
+    """The by-feature section: each feature's MCP version comparison on its own tasks.
+
+    Features some version pair exercises get a row per pair (the pairs that do not exercise
+    them say so); features no pair exercises are listed in one sentence.
+    """
+    lines = ["", "## By feature (accuracy, minimal tier)", ""]
+    if not view.features:
+        lines.append(
+            "Absent: needs the statistics tables, task features (`meta.exercises`) and cells "
+            "that differ only in the MCP version."
+        )
+        return lines
+    exercised = {f.feature for f in view.features if f.exercised}
+    rows = [f for f in view.features if f.feature in exercised]
+    lines += [
+        "Per toolset feature (`meta.exercises`), the paired accuracy difference B − A between "
+        "two MCP versions on the tasks exercising it; p Holm-adjusted within the feature.",
+        "",
+        "| feature | tasks | cells | versions | Δ | 95 % CI | p (Holm) | verdict | paired tasks "
+        "| note |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for f in rows[:MAX_FEATURE_ROWS]:
+        cells = [
+            f.feature,
+            str(f.feature_tasks),
+            _escape(f.model),
+            f"{f.version_a} → {f.version_b}",
+            *_feature_cells(f),
+            _escape(f.note or ""),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    if len(rows) > MAX_FEATURE_ROWS:
+        lines.append(f"\n{len(rows) - MAX_FEATURE_ROWS} more rows in the HTML page.")
+    never = sorted({f.feature for f in view.features} - exercised)
+    if never:
+        lines += [
+            "",
+            "No difference expected / not exercised by any version pair (no task of the feature "
+            f"is scored in both cells): {', '.join(never)}.",
+        ]
     return lines
 
 
@@ -120,6 +187,7 @@ def render_markdown(view: ReportView, *, html_path: str | None = None) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     if len(view.comparisons) > MAX_COMPARISONS:
         lines.append(f"\n{len(view.comparisons) - MAX_COMPARISONS} more pairs in the HTML page.")
+    lines += _feature_lines(view)
     lines += ["", "## Not scored", ""]
     if view.problems:
         lines += ["| kind | cell or task | runs | reason |", "|---|---|---|---|"]

@@ -240,6 +240,7 @@ def render_site(view: ReportView, *, generated: datetime | None = None) -> Site:
         currency=currencies[0] if len(currencies) == 1 else "",
         problem_kinds=_distinct(p.kind for p in view.problems),
         dimensions=_distinct(c.dimension for c in view.comparisons),
+        feature_areas=_distinct(f.area for f in view.features),
         metrics=_distinct(c.metric for c in view.comparisons),
         judges=_distinct(r["judge_id"] for r in data.runs),
         power_sentence=power_sentence(view.power),

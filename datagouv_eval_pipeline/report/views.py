@@ -8,6 +8,7 @@ them falls back to the dbt marts' means and deltas, and the pages say so.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -161,6 +162,61 @@ class Comparison:
     note: str | None = None
 
 
+FEATURE_METRIC = "accuracy"
+"""The metric the by-feature section compares (the headline, minimal tier)."""
+
+NOT_EXERCISED = (
+    "no difference expected / not exercised: no task of the feature is scored in both cells"
+)
+"""The note of a feature no paired task exercises: the versions cannot differ on it here."""
+
+
+@dataclass(frozen=True)
+class FeatureComparison:
+    """One toolset feature × one pair of cells that differ only in the MCP version.
+
+    Attributes:
+        feature: The feature (``area.feature``).
+        feature_tasks: Tasks of the suite whose latest version exercises it.
+        cell_a: The cell with the older version.
+        cell_b: The cell with the newer version.
+        model: Model and capability set the two cells share.
+        version_a: MCP version of A.
+        version_b: MCP version of B.
+        exercised: Some task of the feature is scored in both cells.
+        tasks: Paired tasks of the feature (scored in both cells).
+        difference: Mean paired accuracy difference B - A on them.
+        low: Lower bound of its 95 % interval.
+        high: Upper bound.
+        p_adjusted: Holm-adjusted p-value (within the feature × dimension × metric × tier).
+        verdict: better / worse / no detectable difference (B against A).
+        mde: Minimum detectable difference at 80 % power on those tasks.
+        note: :data:`NOT_EXERCISED`, or why a figure is missing.
+    """
+
+    feature: str
+    feature_tasks: int
+    cell_a: str
+    cell_b: str
+    model: str
+    version_a: str
+    version_b: str
+    exercised: bool
+    tasks: int = 0
+    difference: float | None = None
+    low: float | None = None
+    high: float | None = None
+    p_adjusted: float | None = None
+    verdict: str | None = None
+    mde: float | None = None
+    note: str | None = None
+
+    @property
+    def area(self) -> str:
+        """The part of the feature before the dot (search, tabular, ...)."""
+        return self.feature.split(".", 1)[0]
+
+
 POWER_TARGET = 0.15
 """The paired accuracy difference the suite aims to detect at 80 % power (issue 14)."""
 
@@ -288,6 +344,8 @@ class ReportView:
         languages: Per cell and task language, the headline means (empty without the
             statistics tables).
         language_tasks: Tasks run per language, in language order.
+        features: Per toolset feature and MCP version pair, the paired accuracy comparison on
+            the feature's tasks (empty without the statistics tables or task features).
     """
 
     data: ReportData
@@ -307,6 +365,7 @@ class ReportView:
     totals: dict[str, int] = field(default_factory=dict)
     languages: list[LanguageRow] = field(default_factory=list)
     language_tasks: dict[str, int] = field(default_factory=dict)
+    features: list[FeatureComparison] = field(default_factory=list)
 
     @property
     def power(self) -> Power:
@@ -481,6 +540,82 @@ def tested_comparisons(data: ReportData) -> list[Comparison]:
             )
         )
     return sorted(out, key=lambda c: (c.paired_tasks == 0, c.dimension, c.metric))
+
+
+def _version_pairs(data: ReportData) -> list[Row]:
+    """The ``eval.comparisons`` rows of cells differing only in the MCP version, once each.
+
+    A is the older version; ordered by model and capability set, then by the versions.
+    """
+    pairs = []
+    for row in data.tests:
+        if (row["dimension"], row["tier"], row["metric"]) != (
+            "mcp_version",
+            HEADLINE_TIER,
+            FEATURE_METRIC,
+        ):
+            continue
+        key_a = _order_key("mcp_version", str(row["value_a"]))
+        key_b = _order_key("mcp_version", str(row["value_b"]))
+        if (key_a, row["cell_a"]) < (key_b, row["cell_b"]):
+            pairs.append(row)
+    return sorted(
+        pairs,
+        key=lambda r: (
+            _row_name(data.cells[r["cell_a"]]),
+            _order_key("mcp_version", str(r["value_a"])),
+            _order_key("mcp_version", str(r["value_b"])),
+        ),
+    )
+
+
+def feature_comparisons(data: ReportData) -> list[FeatureComparison]:
+    """Every feature × MCP version pair: the paired accuracy test on the feature's tasks.
+
+    A pair without a row in ``eval.feature_comparisons``, or with no task of the feature scored
+    in both cells, is listed too, with :data:`NOT_EXERCISED`: an absent row must not read as
+    "no difference found".
+    """
+    found = {
+        (row["feature"], row["cell_a"], row["cell_b"]): row
+        for row in data.feature_tests
+        if row["tier"] == HEADLINE_TIER and row["metric"] == FEATURE_METRIC
+    }
+    names = sorted(set(data.features) | {feature for feature, _, _ in found})
+    out = []
+    for pair in _version_pairs(data):
+        model, capability_set = _row_name(data.cells[pair["cell_a"]])
+        for feature in names:
+            row = found.get((feature, pair["cell_a"], pair["cell_b"]))
+            unexercised = FeatureComparison(
+                feature=feature,
+                feature_tasks=len(data.features.get(feature, [])),
+                cell_a=str(pair["cell_a"]),
+                cell_b=str(pair["cell_b"]),
+                model=f"{model} · {capability_set}",
+                version_a=str(pair["value_a"]),
+                version_b=str(pair["value_b"]),
+                exercised=False,
+                note=NOT_EXERCISED,
+            )
+            if row is None or not row["tasks"]:
+                out.append(unexercised)
+                continue
+            out.append(
+                dataclasses.replace(
+                    unexercised,
+                    exercised=True,
+                    tasks=int(row["tasks"]),
+                    difference=row["mean_difference"],
+                    low=row["ci_low"],
+                    high=row["ci_high"],
+                    p_adjusted=row["p_adjusted"],
+                    verdict=row["verdict"],
+                    mde=row["mde"],
+                    note=row["reason"],
+                )
+            )
+    return sorted(out, key=lambda f: f.feature)
 
 
 def comparisons(data: ReportData) -> list[Comparison]:
@@ -692,4 +827,5 @@ def build_view(data: ReportData) -> ReportView:
         totals=totals,
         languages=language_rows(data),
         language_tasks=language_task_counts(data),
+        features=feature_comparisons(data) if data.has_statistics else [],
     )

@@ -8,7 +8,11 @@ languages) and writes, in one transaction, replacing the previous figures:
   model × capability set × MCP version × language (the groupings of the dbt marts);
 * ``eval.comparisons``: every pair of cells that differ in exactly one dimension, paired by
   (task, repeat), with the test, the Holm-adjusted p-value within the family
-  (dimension × metric × tier), the verdict and the minimum detectable effect.
+  (dimension × metric × tier), the verdict and the minimum detectable effect;
+* ``eval.feature_estimates`` and ``eval.feature_comparisons``: the same two, restricted for each
+  toolset feature (``eval.task_features``, the tasks' ``meta.exercises``) to the runs of the
+  tasks exercising it, so that a version comparison can be read feature by feature (Holm within
+  feature × dimension × metric × tier).
 
 The arithmetic lives in :mod:`datagouv_eval_pipeline.metrics.statistics`.
 """
@@ -17,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -25,7 +29,14 @@ import duckdb
 import pandas as pd  # type: ignore[import-untyped]
 
 from datagouv_eval_pipeline.metrics import statistics as st
-from datagouv_eval_pipeline.warehouse.schema import COMPARISONS, METRIC_ESTIMATES, SCHEMA, Table
+from datagouv_eval_pipeline.warehouse.schema import (
+    COMPARISONS,
+    FEATURE_COMPARISONS,
+    FEATURE_ESTIMATES,
+    METRIC_ESTIMATES,
+    SCHEMA,
+    Table,
+)
 
 DIMENSIONS = ("model", "capability_set", "mcp_version", "skills_version", "system_prompt")
 """The coordinates of a cell a comparison may differ in (one at a time)."""
@@ -48,6 +59,33 @@ def language_sql(runs: str) -> str:
             ORDER BY (t.spec_hash = r.spec_hash) DESC NULLS LAST, t.task_version DESC NULLS LAST
         ) = 1
     """
+
+
+def _task_version_sql(runs: str) -> str:
+    """SQL giving ``cell_key, task_id, repeat_index, spec_hash`` of the task row of each run.
+
+    The same rule as :func:`language_sql`: the run's spec hash, else the task's latest version.
+    """
+    return f"""
+        SELECT r.cell_key, r.task_id, r.repeat_index, t.spec_hash
+        FROM {runs} AS r
+        JOIN {SCHEMA}.tasks AS t ON t.task_id = r.task_id
+        QUALIFY row_number() OVER (
+            PARTITION BY r.run_id
+            ORDER BY (t.spec_hash = r.spec_hash) DESC NULLS LAST, t.task_version DESC NULLS LAST
+        ) = 1
+    """
+
+
+_FEATURES_SQL = f"""
+SELECT v.cell_key, v.task_id, v.repeat_index, f.feature
+FROM ({_task_version_sql(f"{SCHEMA}.runs")}) AS v
+JOIN {SCHEMA}.task_features AS f USING (task_id, spec_hash)
+ORDER BY f.feature
+"""
+
+RunKey = tuple[str, str, int]
+"""(cell key, task id, repeat index) of one run."""
 
 
 class _Value(NamedTuple):
@@ -86,11 +124,15 @@ class StatisticsResult:
         estimates: Rows of ``eval.metric_estimates``.
         comparisons: Rows of ``eval.comparisons`` (both orders of each pair).
         significant: Comparisons (one order) whose verdict is better or worse.
+        feature_estimates: Rows of ``eval.feature_estimates``.
+        feature_comparisons: Rows of ``eval.feature_comparisons`` (both orders of each pair).
     """
 
     estimates: int
     comparisons: int
     significant: int
+    feature_estimates: int = 0
+    feature_comparisons: int = 0
 
 
 def _scopes(v: _Value) -> Iterator[tuple[str, tuple[Any, ...]]]:
@@ -144,21 +186,97 @@ def estimate_rows(values: Sequence[_Value]) -> list[dict[str, Any]]:
                 "language": language,
                 "tier": tier,
                 "metric": metric,
-                "runs": result.runs,
-                "n": result.n,
-                "tasks": result.tasks,
-                "coverage": result.coverage,
-                "mean": result.mean,
-                "std_error": result.std_error,
-                "ci_low": result.ci_low,
-                "ci_high": result.ci_high,
-                "interval_method": result.method,
-                "binary_outcome": result.binary,
-                "clustered": result.clustered,
-                "bounded": bounded,
-                "reason": result.reason,
+                **_estimate_columns(result, bounded),
             }
         )
+    return rows
+
+
+def _estimate_columns(result: st.Estimate, bounded: bool) -> dict[str, Any]:
+    """The columns every estimate table shares (n, mean, SE, interval...) of one estimate."""
+    return {
+        "runs": result.runs,
+        "n": result.n,
+        "tasks": result.tasks,
+        "coverage": result.coverage,
+        "mean": result.mean,
+        "std_error": result.std_error,
+        "ci_low": result.ci_low,
+        "ci_high": result.ci_high,
+        "interval_method": result.method,
+        "binary_outcome": result.binary,
+        "clustered": result.clustered,
+        "bounded": bounded,
+        "reason": result.reason,
+    }
+
+
+def _by_feature(
+    values: Sequence[_Value], features: Mapping[RunKey, Sequence[str]]
+) -> dict[str, list[_Value]]:
+    """The values of the runs of the tasks exercising each feature, by feature (sorted)."""
+    out: dict[str, list[_Value]] = {}
+    for v in values:
+        for feature in features.get((v.cell_key, v.task_id, v.repeat_index), ()):
+            out.setdefault(feature, []).append(v)
+    return dict(sorted(out.items()))
+
+
+def feature_estimate_rows(
+    values: Sequence[_Value], features: Mapping[RunKey, Sequence[str]]
+) -> list[dict[str, Any]]:
+    """``eval.feature_estimates`` rows: per cell × feature × tier × metric (pure).
+
+    Args:
+        values: Per-run metric values (:func:`read_values`).
+        features: The features of each run's task (:func:`read_features`); a run whose task
+            exercises no feature counts in no row.
+
+    Returns:
+        One row per group, the estimate of :func:`metrics.statistics.estimate`.
+    """
+    rows = []
+    for feature, subset in _by_feature(values, features).items():
+        groups: dict[tuple[str, str, str], list[_Value]] = {}
+        for v in subset:
+            groups.setdefault((v.cell_key, v.tier, v.metric), []).append(v)
+        for (cell, tier, metric), members in groups.items():
+            bounded = all(m.bounded for m in members)
+            result = st.estimate(
+                [m.value for m in members], [m.task_id for m in members], bounded=bounded
+            )
+            first = members[0]
+            rows.append(
+                {
+                    "cell_key": cell,
+                    "feature": feature,
+                    "model_provider": first.model_provider,
+                    "model_name": first.model_name,
+                    "capability_set": first.capability_set,
+                    "mcp_version": first.mcp_version,
+                    "tier": tier,
+                    "metric": metric,
+                    **_estimate_columns(result, bounded),
+                }
+            )
+    return rows
+
+
+def feature_comparison_rows(
+    values: Sequence[_Value],
+    features: Mapping[RunKey, Sequence[str]],
+    *,
+    alpha: float = st.ALPHA,
+) -> list[dict[str, Any]]:
+    """``eval.feature_comparisons`` rows: :func:`comparison_rows` on each feature's runs (pure).
+
+    Each feature is its own set of families (feature × dimension × metric × tier) for the Holm
+    adjustment: a reader looks at one feature's comparisons at a time. A pair of cells of which
+    one never ran a task of the feature has no row (nothing to pair).
+    """
+    rows = []
+    for feature, subset in _by_feature(values, features).items():
+        rows += [{"feature": feature, **row} for row in comparison_rows(subset, alpha=alpha)]
     return rows
 
 
@@ -282,6 +400,14 @@ def read_values(conn: duckdb.DuckDBPyConnection) -> list[_Value]:
     return [_Value(*row) for row in conn.execute(_VALUES_SQL).fetchall()]
 
 
+def read_features(conn: duckdb.DuckDBPyConnection) -> dict[RunKey, list[str]]:
+    """The features (``eval.task_features``) of each run's task version, sorted, by run."""
+    out: dict[RunKey, list[str]] = {}
+    for cell, task, repeat, feature in conn.execute(_FEATURES_SQL).fetchall():
+        out.setdefault((cell, task, repeat), []).append(feature)
+    return out
+
+
 def replace_rows(
     conn: duckdb.DuckDBPyConnection,
     table: Table,
@@ -303,21 +429,32 @@ def replace_rows(
 
 
 def compute_statistics(conn: duckdb.DuckDBPyConnection) -> StatisticsResult:
-    """Recompute ``eval.metric_estimates`` and ``eval.comparisons`` in one transaction."""
+    """Recompute the estimates and comparisons, overall and per feature, in one transaction."""
     values = read_values(conn)
+    features = read_features(conn)
     with warnings.catch_warnings():
         # scipy warns that exact Wilcoxon p-values are unavailable with ties and falls back to
         # the normal approximation: the documented behaviour, not news for every pair.
         warnings.simplefilter("ignore", UserWarning)
         estimates = estimate_rows(values)
         comparisons = comparison_rows(values)
+        by_feature = feature_estimate_rows(values, features)
+        feature_comparisons = feature_comparison_rows(values, features)
     conn.begin()
     try:
         replace_rows(conn, METRIC_ESTIMATES, estimates)
         replace_rows(conn, COMPARISONS, comparisons)
+        replace_rows(conn, FEATURE_ESTIMATES, by_feature)
+        replace_rows(conn, FEATURE_COMPARISONS, feature_comparisons)
         conn.commit()
     except BaseException:
         conn.rollback()
         raise
     significant = sum(1 for row in comparisons[::2] if row["verdict"] in (st.BETTER, st.WORSE))
-    return StatisticsResult(len(estimates), len(comparisons), significant)
+    return StatisticsResult(
+        len(estimates),
+        len(comparisons),
+        significant,
+        feature_estimates=len(by_feature),
+        feature_comparisons=len(feature_comparisons),
+    )

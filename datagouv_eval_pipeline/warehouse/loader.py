@@ -29,6 +29,7 @@ from datagouv_eval_pipeline.warehouse.rows import (
     as_json,
     build_cell_rows,
     parse_cell_record,
+    task_feature_rows,
     task_row,
 )
 from datagouv_eval_pipeline.warehouse.schema import (
@@ -235,28 +236,43 @@ def _replace_cells(
 
 
 def load_tasks(db: DbTarget, specs: Iterable[Any]) -> int:
-    """Upsert ``eval.tasks`` rows (task id × spec hash) from ``TaskSpec`` objects.
+    """Upsert ``eval.tasks`` rows (task id × spec hash) and their ``eval.task_features``.
 
     Returns:
-        The number of rows written.
+        The number of ``eval.tasks`` rows written.
     """
+    specs = list(specs)
     rows = [task_row(spec) for spec in specs]
     with _connection(db) as conn:
-        _upsert_tasks(conn, rows)
+        _upsert_tasks(conn, rows, _feature_rows(specs))
     return len(rows)
 
 
-def _upsert_tasks(conn: duckdb.DuckDBPyConnection, rows: list[Row]) -> None:
+def _feature_rows(specs: Iterable[Any]) -> list[Row]:
+    return [row for spec in specs for row in task_feature_rows(spec)]
+
+
+def _upsert_tasks(
+    conn: duckdb.DuckDBPyConnection, rows: list[Row], features: list[Row] | None = None
+) -> None:
+    """Replace the given task versions' rows and their features, in one transaction.
+
+    The features are keyed like the task version (``meta.exercises`` is part of the spec hash,
+    so an edited list is a new version): re-loading a version replaces its features, never
+    duplicates them.
+    """
     if not rows:
         return
     conn.begin()
     try:
         for row in rows:
-            conn.execute(
-                f"DELETE FROM {SCHEMA}.tasks WHERE task_id = ? AND spec_hash = ?",
-                [row["task_id"], row["spec_hash"]],
-            )
+            for table in ("task_features", "tasks"):
+                conn.execute(
+                    f"DELETE FROM {SCHEMA}.{table} WHERE task_id = ? AND spec_hash = ?",
+                    [row["task_id"], row["spec_hash"]],
+                )
         _insert(conn, "tasks", rows)
+        _insert(conn, "task_features", features or [])
         conn.commit()
     except BaseException:
         conn.rollback()
@@ -354,7 +370,8 @@ def load_experiment(
             failures[key] = str(error)
     results: list[CellLoadResult] = []
     with _connection(db) as conn:
-        _upsert_tasks(conn, [task_row(spec) for spec in tasks])
+        specs = list(tasks)
+        _upsert_tasks(conn, [task_row(spec) for spec in specs], _feature_rows(specs))
         experiment_id = experiment.experiment_id if experiment is not None else None
         try:
             deleted = _replace_cells(conn, prepared, experiment_id)

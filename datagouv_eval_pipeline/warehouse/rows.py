@@ -732,3 +732,23 @@ def task_row(spec: Any) -> Row:
     }
     _check_row(TABLES_BY_NAME["tasks"], row)
     return row
+
+
+def task_feature_rows(spec: Any) -> list[Row]:
+    """The ``eval.task_features`` rows of a ``TaskSpec``: one per feature in ``meta.exercises``.
+
+    A feature listed twice is one row (the key is task × spec hash × feature).
+    """
+    spec_hash = spec.spec_hash()
+    rows: list[Row] = []
+    for feature in dict.fromkeys(spec.meta.exercises):
+        row: Row = {
+            "task_id": spec.task_id,
+            "spec_hash": spec_hash,
+            "task_version": spec.version,
+            "feature": feature,
+            "area": feature.split(".", 1)[0],
+        }
+        _check_row(TABLES_BY_NAME["task_features"], row)
+        rows.append(row)
+    return rows

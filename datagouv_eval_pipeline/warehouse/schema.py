@@ -150,6 +150,19 @@ TASKS = Table(
     ),
 )
 
+TASK_FEATURES = Table(
+    name="task_features",
+    grain="one row per task spec version × toolset feature it exercises (meta.exercises)",
+    primary_key=("task_id", "spec_hash", "feature"),
+    columns=(
+        _c("task_id", "VARCHAR", "Task id.", False),
+        _c("spec_hash", "VARCHAR", "spec_hash of the version listing the feature.", False),
+        _c("task_version", "INTEGER", "The spec's version field.", False),
+        _c("feature", "VARCHAR", "As area.feature, e.g. search.and_semantics.", False),
+        _c("area", "VARCHAR", "The part before the dot (search, tabular, dataservice...).", False),
+    ),
+)
+
 RUNS = Table(
     name="runs",
     grain="one row per cell × task × repeat (one agent run)",
@@ -396,6 +409,7 @@ HISTORY_TABLES: dict[str, Table] = {"runs": RUNS_HISTORY, "metrics": METRICS_HIS
 TABLES: tuple[Table, ...] = (
     CELLS,
     TASKS,
+    TASK_FEATURES,
     RUNS,
     TOOL_CALLS,
     ACTION_INSTANCES,
@@ -511,6 +525,49 @@ COMPARISONS = Table(
     ),
 )
 
+FEATURE_ESTIMATES = Table(
+    name="feature_estimates",
+    grain=(
+        "one row per cell × toolset feature × tier × averaged metric, over the runs of the "
+        "tasks exercising the feature (latest run of each cell)"
+    ),
+    primary_key=("cell_key", "feature", "tier", "metric"),
+    columns=(
+        _c("cell_key", "VARCHAR", "Cell.", False),
+        _c("feature", "VARCHAR", "The feature (eval.task_features).", False),
+        _c("model_provider", "VARCHAR", "Model provider.", False),
+        _c("model_name", "VARCHAR", "Model id.", False),
+        _c("capability_set", "VARCHAR", "Capability set.", False),
+        _c("mcp_version", "VARCHAR", "MCP version; NULL without mcp."),
+        _c("tier", "VARCHAR", _TIER_DOC, False),
+        _c("metric", "VARCHAR", "Metric name (aggregation avg only).", False),
+        *_ESTIMATE_COLUMNS,
+    ),
+)
+
+FEATURE_COMPARISONS = Table(
+    name="feature_comparisons",
+    grain=(
+        "one row per toolset feature × ordered pair of cells differing in one dimension × tier "
+        "× averaged metric, paired on the tasks exercising the feature"
+    ),
+    primary_key=("feature", "cell_a", "cell_b", "tier", "metric"),
+    columns=(
+        _c("feature", "VARCHAR", "The feature (eval.task_features).", False),
+        *(
+            column
+            if column.name != "family_size"
+            else _c(
+                "family_size",
+                "INTEGER",
+                "Comparisons in the family (feature × dimension × metric × tier).",
+                False,
+            )
+            for column in COMPARISONS.columns
+        ),
+    ),
+)
+
 GATE_RESULTS = Table(
     name="gate_results",
     grain="one row per experiment × cell × tier × headline metric × language (all, fr, ...)",
@@ -541,7 +598,13 @@ GATE_RESULTS = Table(
     ),
 )
 
-STATISTICS_TABLES: tuple[Table, ...] = (METRIC_ESTIMATES, COMPARISONS, GATE_RESULTS)
+STATISTICS_TABLES: tuple[Table, ...] = (
+    METRIC_ESTIMATES,
+    COMPARISONS,
+    FEATURE_ESTIMATES,
+    FEATURE_COMPARISONS,
+    GATE_RESULTS,
+)
 """Tables the statistics stage writes from the loaded ones (recomputed on every run)."""
 
 JUDGE_CALIBRATION = Table(

@@ -172,3 +172,45 @@ def test_a_planted_out_of_range_score_fails_the_range_test(
     assert not result.success
     failed = sorted(name for name, _, status in _nodes(result) if status == "fail")
     assert failed == RANGE_TESTS
+
+
+def test_results_by_feature(built: tuple[Path, dbtRunnerResult]) -> None:
+    db, _ = built
+    # task_0002 (search.platform_catalogue, tabular.filters, tabular.count) ran twice in each
+    # MCP cell: accuracy 1.0 then 0.0, so 0.5 over one task (no interval with one cluster).
+    assert _rows(
+        db,
+        "SELECT feature_tasks, runs, scored, avg_value, tasks, ci_low FROM main.feature_metrics "
+        "WHERE cell_key = ? AND feature = 'tabular.filters' AND tier = 'minimal' "
+        "AND metric = 'accuracy'",
+        [MCP_19],
+    ) == [(1, 2, 2, 0.5, 1, None)]
+    # 0.2.26's only search.and_semantics task (task_0003) failed: one run, none scored
+    assert _rows(
+        db,
+        "SELECT runs, scored, avg_value FROM main.feature_metrics WHERE cell_key = ? "
+        "AND feature = 'search.and_semantics' AND tier = 'minimal' AND metric = 'accuracy'",
+        [MCP_26],
+    ) == [(1, 0, None)]
+    versions = _rows(
+        db,
+        "SELECT feature, exercised, pairs, tasks, mean_difference, verdict "
+        "FROM main.feature_version_comparison WHERE cell_a = ? AND cell_b = ? "
+        "AND tier = 'minimal' AND metric = 'accuracy' ORDER BY exercised DESC, feature",
+        [MCP_19, MCP_26],
+    )
+    # every feature of the tasks' latest versions is listed for the version pair
+    features = _rows(
+        db, "SELECT count(DISTINCT feature) FROM main.stg_task_features WHERE is_latest_version"
+    )
+    assert [(len(versions),)] == features
+    # the features of task_0002 (two repeat pairs, same outcomes) and task_0011 (one pair) are
+    # exercised; search.and_semantics is not (task_0003 is scored in neither cell)
+    assert versions[:4] == [
+        ("decline.personal_data", True, 1, 1, 0.0, "no detectable difference"),
+        ("search.platform_catalogue", True, 2, 1, 0.0, "no detectable difference"),
+        ("tabular.count", True, 2, 1, 0.0, "no detectable difference"),
+        ("tabular.filters", True, 2, 1, 0.0, "no detectable difference"),
+    ]
+    assert ("search.and_semantics", False, 0, 0, None, None) in versions[4:]
+    assert all(not exercised for _, exercised, *_ in versions[4:])

@@ -32,6 +32,8 @@ MODELS = [
     "experiment_metrics",
     "experiment_summary",
     "failure_mode_counts",
+    "feature_metrics",
+    "feature_version_comparison",
     "headline_ranking",
     "metrics_by_capability",
     "metrics_by_language",
@@ -40,6 +42,7 @@ MODELS = [
     "regression_gate",
     "stg_metrics",
     "stg_runs",
+    "stg_task_features",
     "stg_verdicts",
     "tool_usage",
 ]

@@ -56,6 +56,9 @@ def test_the_asset_depends_on_the_marts_and_the_statistics() -> None:
         "metrics/experiment_summary",
         "eval/metric_estimates",
         "eval/comparisons",
+        "eval/feature_estimates",
+        "eval/feature_comparisons",
         "eval/gate_results",
         "eval/judge_calibration",
+        "eval/task_features",
     }
