@@ -167,3 +167,25 @@ def test_feature_comparisons_pair_the_versions_on_the_features_tasks(
         "AND metric = 'accuracy' AND cell_a = ?",
         OLD,
     ) == [(pytest.approx(2 / 6),)]
+
+
+def test_feature_comparisons_compare_toolset_changes_only(tmp_path: Path) -> None:
+    # A third cell differs from OLD in its model: eval.comparisons pairs it, the by-feature
+    # comparisons (read against toolset changes) do not.
+    other_model = "hand~model-b__mcp@0.2.19__p"
+    accuracy_b = [1, 0, 1, 0, 1, 0]
+    tasks = list(EXERCISES)
+    cell = CellLoad(
+        hand_record(other_model, model="model-b")
+        | {"capabilities": ["mcp"], "mcp_version": "0.2.19"},
+        [hand_trace(task) for task in tasks],
+        None,
+        [hand_score(task, 1.0, 1) for task in tasks],
+        [hand_judgement(t, [a == 1]) for t, a in zip(tasks, accuracy_b, strict=True)],
+    )
+    conn = connect(tmp_path / "w.duckdb")
+    load_experiment(conn, [version_cell(OLD), version_cell(NEW), cell], tasks=feature_specs())
+    compute_statistics(conn)
+    overall = "SELECT DISTINCT dimension FROM eval.{} WHERE cell_a = ? ORDER BY 1"
+    assert rows(conn, overall.format("comparisons"), OLD) == [("mcp_version",), ("model",)]
+    assert rows(conn, overall.format("feature_comparisons"), OLD) == [("mcp_version",)]
