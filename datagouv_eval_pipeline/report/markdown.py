@@ -62,6 +62,8 @@ def _language_lines(view: ReportView) -> list[str]:
 
 MAX_FEATURE_ROWS = 80
 """By-feature rows shown in Markdown (the page has them all)."""
+_NO_DIFFERENCE = 1e-9
+"""A mean paired difference this small is floating-point noise around zero."""
 
 
 def _feature_cells(f: FeatureComparison) -> list[str]:
@@ -77,10 +79,12 @@ def _feature_cells(f: FeatureComparison) -> list[str]:
 
 
 def _feature_lines(view: ReportView) -> list[str]:
-    """The by-feature section: each feature's MCP version comparison on its own tasks.
+    """The by-feature section: each feature's MCP version comparisons that show a difference.
 
-    Features some version pair exercises get a row per pair (the pairs that do not exercise
-    them say so); features no pair exercises are listed in one sentence.
+    The default experiment has about 60 features × 9 version pairs, mostly without a difference
+    or not exercised in both cells: Markdown lists the pairs with a measured difference (most
+    significant first) and counts the others, which the HTML page lists with filters; features
+    no pair exercises are named in one sentence.
     """
     lines = ["", "## By feature (accuracy, minimal tier)", ""]
     if not view.features:
@@ -90,16 +94,21 @@ def _feature_lines(view: ReportView) -> list[str]:
         )
         return lines
     exercised = {f.feature for f in view.features if f.exercised}
-    rows = [f for f in view.features if f.feature in exercised]
+    pairs = [f for f in view.features if f.feature in exercised]
+    differing = sorted(
+        (f for f in pairs if f.difference is not None and abs(f.difference) > _NO_DIFFERENCE),
+        key=lambda f: (1.0 if f.p_adjusted is None else f.p_adjusted, f.feature),
+    )
     lines += [
         "Per toolset feature (`meta.exercises`), the paired accuracy difference B − A between "
-        "two MCP versions on the tasks exercising it; p Holm-adjusted within the feature.",
+        "two MCP versions on the tasks exercising it, where there is one (smallest p first); "
+        "p Holm-adjusted within the feature.",
         "",
         "| feature | tasks | cells | versions | Δ | 95 % CI | p (Holm) | verdict | paired tasks "
         "| note |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for f in rows[:MAX_FEATURE_ROWS]:
+    for f in differing[:MAX_FEATURE_ROWS]:
         cells = [
             f.feature,
             str(f.feature_tasks),
@@ -109,8 +118,16 @@ def _feature_lines(view: ReportView) -> list[str]:
             _escape(f.note or ""),
         ]
         lines.append("| " + " | ".join(cells) + " |")
-    if len(rows) > MAX_FEATURE_ROWS:
-        lines.append(f"\n{len(rows) - MAX_FEATURE_ROWS} more rows in the HTML page.")
+    if len(differing) > MAX_FEATURE_ROWS:
+        lines.append(f"\n{len(differing) - MAX_FEATURE_ROWS} more rows in the HTML page.")
+    same = sum(1 for f in pairs if f.exercised and f not in differing)
+    unpaired = sum(1 for f in pairs if not f.exercised)
+    lines += [
+        "",
+        f"Not listed (each on the HTML page): {same} feature × version pair(s) with no "
+        f"difference on their paired tasks, {unpaired} in which no task of the feature is scored "
+        "in both cells (no difference expected / not exercised).",
+    ]
     never = sorted({f.feature for f in view.features} - exercised)
     if never:
         lines += [

@@ -212,11 +212,17 @@ def test_the_markdown_shows_the_comparisons_and_the_not_exercised_features() -> 
         "| tabular.filters | 6 | model-b · mcp | 0.2.19 → 0.2.26 | -1.00 | [-1.00, -1.00] "
         "| 0.031 | worse | 6 |  |"
     ) in section
+    # the significant difference first
+    assert section.index("| tabular.filters | 6 | model-b") < section.index(
+        "| search.and_semantics | 3 | model-a"
+    )
+    # the two pairs without a paired task are counted, not listed (the HTML page lists them)
+    assert "| search.and_semantics | 3 | model-b" not in section
+    assert "| tabular.filters | 6 | model-a" not in section
     assert (
-        f"| search.and_semantics | 3 | model-b · mcp | 0.2.19 → 0.2.26 | — | — | — | — | 0 "
-        f"| {NOT_EXERCISED} |"
+        "Not listed (each on the HTML page): 0 feature × version pair(s) with no difference on "
+        "their paired tasks, 2 in which no task of the feature is scored in both cells"
     ) in section
-    assert "| tabular.filters | 6 | model-a · mcp | 0.2.19 → 0.2.26 | — | — | — | — | 0 " in section
     # a feature no pair exercises is one sentence, not a row per pair
     assert "| metrics.null_values |" not in section
     assert (
