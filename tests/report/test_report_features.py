@@ -277,3 +277,12 @@ def test_chromium_renders_the_rows_and_filters_the_exercised_ones(tmp_path: Path
     assert rows[0][4:] == ["—", "—", "—", "—", "0", NOT_EXERCISED]
     assert verdict_class == "bad"
     assert shown == ["2 shown", ["search.and_semantics", "tabular.filters"]]
+
+
+def test_statistics_without_runs_render_the_page() -> None:
+    # The statistics stage ran but no run is loaded (every run skipped, say): the language
+    # section says there is nothing to split instead of failing on the missing first language.
+    data = _data()
+    data.runs.clear()
+    page = render_site(build_view(data)).pages["index.html"]
+    assert "Every task run is in no language: there is nothing to split." in page
