@@ -34,12 +34,6 @@ from typing import Any
 
 import pydantic_ai.models
 
-from datagouv_eval_pipeline.agents.replay import (
-    ProviderSimulation,
-    ReplayConfig,
-    ReplayServer,
-    tool_call_completion,
-)
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.experiment.stages import map_actions
 from datagouv_eval_pipeline.judges.cache import JudgeCache
@@ -51,6 +45,12 @@ from datagouv_eval_pipeline.judges.runner import judge_trace
 from datagouv_eval_pipeline.judges.verdict import judge_spend
 from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
 from datagouv_eval_pipeline.providers.retry import RetryPolicy
+from datagouv_eval_pipeline.replay import (
+    ProviderSimulation,
+    ReplayConfig,
+    ReplayServer,
+    tool_call_completion,
+)
 from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.traces import Trace, load_trace
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import datagouv_eval_pipeline
 from datagouv_eval_pipeline.agents.capabilities import CLI_MODULE
-from datagouv_eval_pipeline.agents.sandbox.local import LocalSandbox
+from datagouv_eval_pipeline.sandbox.local import LocalSandbox
 
 
 def _sandbox(warm: bool) -> LocalSandbox:

@@ -1,7 +1,7 @@
 """Serve an ASGI app with uvicorn on a loopback port, in a daemon thread or the foreground.
 
 The twin (``twin.server.TwinServer``) and the LLM replay server
-(``agents.replay.server.ReplayServer``) share this plumbing: refuse non-loopback hosts, bind
+(``replay.server.ReplayServer``) share this plumbing: refuse non-loopback hosts, bind
 the socket first (so port 0 gives a free port known before uvicorn starts), run uvicorn in a
 daemon thread, wait until a health path answers 200, and stop cleanly.
 

@@ -37,12 +37,6 @@ from datagouv_eval_pipeline.agents.recording import (
     RecordingToolset,
     RunRecorder,
 )
-from datagouv_eval_pipeline.agents.sandbox.base import (
-    ExecResult,
-    SandboxBackend,
-    SandboxLimits,
-    SandboxSession,
-)
 from datagouv_eval_pipeline.agents.skills import SkillsInjection, skills_strategy
 from datagouv_eval_pipeline.agents.web import (
     CapabilityUnavailableError,
@@ -54,6 +48,12 @@ from datagouv_eval_pipeline.agents.web import (
 )
 from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.front import ServedHosts
+from datagouv_eval_pipeline.sandbox.base import (
+    ExecResult,
+    SandboxBackend,
+    SandboxLimits,
+    SandboxSession,
+)
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 
 MCP = "mcp"
@@ -70,7 +70,7 @@ EXECUTE_CLI = "execute_cli"
 WEB_SEARCH_TOOL = "web_search"
 HTTP_FETCH_TOOL = "http_fetch"
 
-CLI_MODULE = "datagouv_eval_pipeline.agents.datagouv_cli"
+CLI_MODULE = "datagouv_eval_pipeline.datagouv_cli"
 LIVE_CATALOG_HOSTS = (
     "www.data.gouv.fr",
     "data.gouv.fr",
@@ -164,8 +164,8 @@ class CatalogTarget:
 
 def default_sandbox() -> SandboxBackend:
     """The local sandbox backend with the emulated ``datagouv`` command on its PATH."""
-    from datagouv_eval_pipeline.agents.sandbox.library import sandbox_library
-    from datagouv_eval_pipeline.agents.sandbox.local import LocalSandbox
+    from datagouv_eval_pipeline.sandbox.library import sandbox_library
+    from datagouv_eval_pipeline.sandbox.local import LocalSandbox
 
     # Only the emulated CLI: the rest of the package (the twin, its snapshot generator, the
     # task loaders) would show agent code the expected answers.

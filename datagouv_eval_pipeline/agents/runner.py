@@ -76,11 +76,6 @@ from datagouv_eval_pipeline.agents.recording import (
     RunRecorder,
     result_text,
 )
-from datagouv_eval_pipeline.agents.sandbox.base import (
-    SandboxBackend,
-    SandboxLimits,
-    SandboxUnavailableError,
-)
 from datagouv_eval_pipeline.agents.skills import skills_strategy
 from datagouv_eval_pipeline.agents.web import CapabilityUnavailableError
 from datagouv_eval_pipeline.benchmark.cells import Cell, CellModel
@@ -94,6 +89,11 @@ from datagouv_eval_pipeline.providers.limits import (
     process_rate_limiters,
 )
 from datagouv_eval_pipeline.providers.retry import RetryPolicy
+from datagouv_eval_pipeline.sandbox.base import (
+    SandboxBackend,
+    SandboxLimits,
+    SandboxUnavailableError,
+)
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
 from datagouv_eval_pipeline.traces import (
     ModelTurn,

@@ -72,7 +72,7 @@ def serve(
     repeat_exhausted: bool,
 ) -> None:
     """Serve on 127.0.0.1 until Ctrl-C; in replay mode, exit 1 if any request missed."""
-    from datagouv_eval_pipeline.agents.replay import (
+    from datagouv_eval_pipeline.replay import (
         CassetteError,
         ProviderSimulation,
         ReplayConfig,
@@ -118,7 +118,7 @@ def serve(
 @click.argument("cassettes_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
 def check(cassettes_dir: Path) -> None:
     """Validate every cassette in CASSETTES_DIR and look for leaked credentials (exit 1 if any)."""
-    from datagouv_eval_pipeline.agents.replay.cassette import (
+    from datagouv_eval_pipeline.replay.cassette import (
         audit_cassette,
         cassette_path,
         list_cassettes,

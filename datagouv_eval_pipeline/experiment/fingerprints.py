@@ -29,15 +29,17 @@ _PACKAGE = project_files.PACKAGE_DIR
 _SUFFIXES = frozenset({".py", ".yml", ".yaml", ".md", ".json"})
 
 # Relative to the package; a directory stands for its source files, minus the excluded ones.
-_SHARED = ("agents", "benchmark", "traces.py")
-_SHARED_EXCLUDED = ("agents/sandbox", "agents/datagouv_cli", "agents/web.py")
+# replay/ was shared while it lived under agents/: the provider stand-in a replayed run talks
+# to, so an edit to it still reruns every cell.
+_SHARED = ("agents", "replay", "benchmark", "traces.py")
+_SHARED_EXCLUDED = ("agents/web.py",)
 _CATALOGUE = ("twin", "front")
 _CATALOGUE_EXCLUDED = ("twin/mcp",)
 _MCP_SHARED = ("twin/mcp",)
 _MCP_PER_VERSION = ("twin/mcp/versions.py", "twin/mcp/descriptions.py")
 _TOOLSETS: dict[str, tuple[str, ...]] = {
-    "code": ("agents/sandbox",),
-    "datagouv-cli": ("agents/datagouv_cli",),
+    "code": ("sandbox",),
+    "datagouv-cli": ("datagouv_cli",),
     "web_search": ("agents/web.py",),
 }
 

@@ -17,7 +17,6 @@ from datagouv_eval_pipeline.agents.capabilities import (
     runner_program,
 )
 from datagouv_eval_pipeline.agents.recording import result_text, truncate
-from datagouv_eval_pipeline.agents.sandbox.base import ExecResult
 from datagouv_eval_pipeline.agents.skills import AppendSkills, PrependSkills, skills_strategy
 from datagouv_eval_pipeline.agents.web import (
     CapabilityUnavailableError,
@@ -28,6 +27,7 @@ from datagouv_eval_pipeline.agents.web import (
     html_to_text,
 )
 from datagouv_eval_pipeline.front import CertificateAuthority, ServedHosts
+from datagouv_eval_pipeline.sandbox.base import ExecResult
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 
 TWIN = TwinUrls.for_port(8765)

@@ -22,7 +22,6 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
 from datagouv_eval_pipeline.agents.output import FINAL_ANSWER_TOOL
-from datagouv_eval_pipeline.agents.replay import tool_call_completion
 from datagouv_eval_pipeline.benchmark.cells import Cell, CellModel
 from datagouv_eval_pipeline.benchmark.config import ModelRateLimit, ProviderKind
 from datagouv_eval_pipeline.defs.agent_runs import run_agent_cells
@@ -35,6 +34,7 @@ from datagouv_eval_pipeline.defs.resources import (
 )
 from datagouv_eval_pipeline.experiment.lanes import pool_name
 from datagouv_eval_pipeline.experiment.store import RunStore
+from datagouv_eval_pipeline.replay import tool_call_completion
 from datagouv_eval_pipeline.serving import BackgroundUvicorn
 
 TASKS = ["task_0002", "task_0003", "task_0004", "task_0005", "task_0006", "task_0007"]

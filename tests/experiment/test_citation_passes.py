@@ -18,14 +18,14 @@ import pytest
 
 from datagouv_eval_pipeline.agents.capabilities import default_sandbox
 from datagouv_eval_pipeline.agents.runner import run_cell
-from datagouv_eval_pipeline.agents.sandbox.base import SandboxUnavailableError
-from datagouv_eval_pipeline.agents.sandbox.local import LocalSandbox
 from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.experiment.catalog import twin_catalog_lookup
 from datagouv_eval_pipeline.experiment.stages import judge_cell, map_actions
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
 from datagouv_eval_pipeline.metrics.checks import extract_urls
+from datagouv_eval_pipeline.sandbox.base import SandboxUnavailableError
+from datagouv_eval_pipeline.sandbox.local import LocalSandbox
 from datagouv_eval_pipeline.semantic.aliases import UrlAliases
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.tasks.spec import SourceType, TaskSpec

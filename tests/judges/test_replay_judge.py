@@ -10,18 +10,18 @@ from typing import Any
 import pydantic_ai.models
 import pytest
 
-from datagouv_eval_pipeline.agents.replay import (
-    ReplayConfig,
-    ReplayServer,
-    load_cassette,
-    tool_call_completion,
-)
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.judges.config import resolve_model
 from datagouv_eval_pipeline.judges.llm import LLMJudge
 from datagouv_eval_pipeline.judges.protocol import tool_evidence
 from datagouv_eval_pipeline.judges.verdict import Verdict, outcome
 from datagouv_eval_pipeline.providers.retry import RetryPolicy
+from datagouv_eval_pipeline.replay import (
+    ReplayConfig,
+    ReplayServer,
+    load_cassette,
+    tool_call_completion,
+)
 from tests.judges.judges_factories import example_trace, real_tasks
 
 MODEL = "mistral/mistral-small-2603"

@@ -15,12 +15,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from datagouv_eval_pipeline.agents.replay import ReplayConfig, ReplayServer, tool_call_completion
 from datagouv_eval_pipeline.agents.runner import run_cell
 from datagouv_eval_pipeline.benchmark.cells import Cell, CellModel, expand_cells
 from datagouv_eval_pipeline.benchmark.config import ProviderKind
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
+from datagouv_eval_pipeline.replay import ReplayConfig, ReplayServer, tool_call_completion
 from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.traces import Trace
 from datagouv_eval_pipeline.twin.server import TwinServer

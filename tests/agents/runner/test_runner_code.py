@@ -7,9 +7,9 @@ import pytest
 from datagouv_eval_pipeline.agents.capabilities import default_sandbox
 from datagouv_eval_pipeline.agents.output import FinalAnswer
 from datagouv_eval_pipeline.agents.runner import run_cell
-from datagouv_eval_pipeline.agents.sandbox.base import SandboxUnavailableError
-from datagouv_eval_pipeline.agents.sandbox.local import LocalSandbox
 from datagouv_eval_pipeline.benchmark.cells import Cell
+from datagouv_eval_pipeline.sandbox.base import SandboxUnavailableError
+from datagouv_eval_pipeline.sandbox.local import LocalSandbox
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
 from datagouv_eval_pipeline.twin.server import TwinServer
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.agents.replay import ReplayConfig, ReplayServer
+from datagouv_eval_pipeline.replay import ReplayConfig, ReplayServer
 from datagouv_eval_pipeline.twin.server import TwinServer
 
 from .fresh_replay import KEY_ENV, Script, run_cells, summary
