@@ -642,16 +642,7 @@ class CatalogStore:
                     for name, since in ranges.items():
                         if stamp >= since:
                             counters["last_update"][name] += 1
-        out: dict[str, list[dict[str, Any]]] = {}
-        for name in _FACETS:
-            if name == "last_update":
-                buckets = [(k, counters[name][k]) for k in LAST_UPDATE_RANGES]
-            else:
-                buckets = sorted(counters[name].items(), key=lambda kv: (-kv[1], kv[0]))[:50]
-            out[name] = [{"name": "all", "count": total}] + [
-                {"name": k, "count": v} for k, v in buckets
-            ]
-        return out
+        return _facet_buckets(_FACETS, counters, total)
 
     def _page(
         self,
