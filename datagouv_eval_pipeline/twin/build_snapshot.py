@@ -28,8 +28,8 @@ from typing import Any
 import yaml
 
 from datagouv_eval_pipeline import project_files
+from datagouv_eval_pipeline.text import fold
 from datagouv_eval_pipeline.twin import facts, synth
-from datagouv_eval_pipeline.twin.search import fold
 
 SNAPSHOT_ID = "twin-2026-06-12"
 _DESCRIPTION_NOTES = {

@@ -30,8 +30,9 @@ import numpy as np
 import numpy.typing as npt
 
 from datagouv_eval_pipeline import project_files
+from datagouv_eval_pipeline.text import fold
 from datagouv_eval_pipeline.twin import facts, search, tabular
-from datagouv_eval_pipeline.twin.search import FieldIndex, Segment, fold
+from datagouv_eval_pipeline.twin.search import FieldIndex, Segment
 from datagouv_eval_pipeline.twin.urls import external_key
 
 SNAPSHOTS_ENV = "DATAGOUV_EVAL_SNAPSHOTS"

@@ -35,7 +35,6 @@ import math
 import os
 import re
 import tempfile
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from datagouv_eval_pipeline.cache_home import project_cache_dir
+from datagouv_eval_pipeline.text import fold
 
 # Common French function words: they carry no topic, and the real analyser drops them too.
 FRENCH_FUNCTION_WORDS: frozenset[str] = frozenset(
@@ -143,13 +143,6 @@ FRENCH_FUNCTION_WORDS: frozenset[str] = frozenset(
 
 
 _TOKEN_RE = re.compile(r"[a-z0-9]+")
-_LIGATURES = str.maketrans({"œ": "oe", "æ": "ae", "Œ": "oe", "Æ": "ae", "’": "'"})
-
-
-def fold(text: str) -> str:
-    """Lower-case ``text`` and strip its accents (``"Élus"`` → ``"elus"``)."""
-    decomposed = unicodedata.normalize("NFKD", text.translate(_LIGATURES).lower())
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
 STOP_WORDS: frozenset[str] = frozenset(fold(w) for w in FRENCH_FUNCTION_WORDS)

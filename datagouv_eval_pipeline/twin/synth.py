@@ -1488,7 +1488,7 @@ def _naive(iso: str) -> datetime:
 
 
 def _slugify(text: str) -> str:
-    from datagouv_eval_pipeline.twin.search import fold
+    from datagouv_eval_pipeline.text import fold
 
     out = []
     for ch in fold(text):

@@ -14,13 +14,13 @@ import math
 import numpy as np
 import pytest
 
+from datagouv_eval_pipeline.text import fold
 from datagouv_eval_pipeline.twin.catalog import CatalogStore
 from datagouv_eval_pipeline.twin.search import (
     DATASET_MODEL,
     FieldIndex,
     Segment,
     edit_distance,
-    fold,
     fuzzy_distance,
     light_stem,
     match_v1,

@@ -23,8 +23,8 @@ from datagouv_eval_pipeline.tasks.spec import (
     TaskSpec,
     TaskStatus,
 )
+from datagouv_eval_pipeline.text import fold
 from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.search import fold
 
 
 def active_specs() -> list[TaskSpec]:

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from datagouv_eval_pipeline.agents.baselines.text import date_bound, fold, place
+from datagouv_eval_pipeline.agents.baselines.text import date_bound, place
+from datagouv_eval_pipeline.text import fold_cached as fold
 
 HEX_ID = r"[0-9a-f]{24}"
 """A catalog object id (dataset, organization, dataservice)."""

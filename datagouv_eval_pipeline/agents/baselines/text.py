@@ -9,19 +9,14 @@ checks that rewordings of every task lead to the same actions.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
 import stopwordsiso
 
-
-@lru_cache(maxsize=4096)
-def fold(text: str) -> str:
-    """Lower case without accents (``Écoles`` → ``ecoles``)."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
-
+# The project's one fold (œ → oe, typographic apostrophes), memoised: the policies fold the same
+# titles and words over and over.
+from datagouv_eval_pipeline.text import fold_cached as fold
 
 _REQUEST_TEXT = """
     bonjour hello merci svp please thanks thank aimerais aimerions voudrais voudrions souhaite
