@@ -879,16 +879,16 @@ class ActionRegistry:
             semantic = names.get(literal)
             if semantic is None or value is None or semantic in result:
                 continue
-            if isinstance(value, str):  # normalise_value, inlined (a hot loop)
+            if isinstance(value, str):  # blank_to_none, inlined (a hot loop)
                 value = value.strip()
                 if not value:
                     continue
             result[semantic] = value
         if framework == "mcp" and "filter_column" in arguments:
-            column = normalise_value(arguments.get("filter_column"))
-            value = normalise_value(arguments.get("filter_value"))
+            column = blank_to_none(arguments.get("filter_column"))
+            value = blank_to_none(arguments.get("filter_value"))
             if column is not None and value is not None:
-                operator = normalise_value(arguments.get("filter_operator")) or "exact"
+                operator = blank_to_none(arguments.get("filter_operator")) or "exact"
                 result["filters"] = f"{column}__{str(operator).lower()}={value}"
         return result
 
@@ -983,7 +983,7 @@ class ActionRegistry:
                 continue
             semantic = names.get(key)
             if semantic is not None:
-                normalised = normalise_value(value)
+                normalised = blank_to_none(value)
                 if normalised is not None and SENTINEL not in str(normalised):
                     result.setdefault(semantic, _maybe_int(normalised))
                 continue
@@ -1025,7 +1025,7 @@ class ActionRegistry:
             positional = tokens[len(command_words) :]
             args: dict[str, Any] = {}
             for name, value in zip(arg_names, positional, strict=False):
-                normalised = normalise_value(value)
+                normalised = blank_to_none(value)
                 if name is not None and normalised is not None and SENTINEL not in str(normalised):
                     args[name] = normalised
             actions.append((action, args))
@@ -1062,8 +1062,8 @@ class ActionRegistry:
 # Values.
 
 
-def normalise_value(value: Any) -> Any:
-    """Normalise an argument value: strip strings; empty strings and ``None`` become ``None``."""
+def blank_to_none(value: Any) -> Any:
+    """Strip a string argument value; an empty string and ``None`` become ``None``."""
     if value is None:
         return None
     if isinstance(value, str):

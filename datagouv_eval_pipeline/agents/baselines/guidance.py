@@ -43,9 +43,10 @@ advice                 recognised in the instructions               effect
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
+
+from datagouv_eval_pipeline.text import fold_fast
 
 _FILTER = re.compile(r"`[^`]*?\{col(?:umn)?\}([^`{}=\s]+)\{op(?:erator)?\}=[^`]*`")
 _OPERATORS = re.compile(
@@ -96,15 +97,12 @@ _TOPICS: dict[str, tuple[Concept, ...]] = {
 }
 
 
-def _fold(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
-
-
 def _sentences(text: str) -> list[str]:
     """The document's sentences and list items, folded, with code spans kept."""
     flat = " ".join(text.split())
-    return [_fold(part) for part in re.split(r"(?<=[.!?])\s+|\s+[-*]\s+|\s*\|\s*", flat) if part]
+    return [
+        fold_fast(part) for part in re.split(r"(?<=[.!?])\s+|\s+[-*]\s+|\s*\|\s*", flat) if part
+    ]
 
 
 def _names(sentence: str, concept: Concept) -> bool:
