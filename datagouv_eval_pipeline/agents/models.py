@@ -21,7 +21,6 @@ from typing import Any
 
 from openai import AsyncOpenAI
 from openai.types import chat
-from pydantic_ai.exceptions import ModelAPIError, ModelHTTPError
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.openai import OpenAIChatModel
@@ -232,10 +231,3 @@ class ManagedModel(WrapperModel):
         if self.limiter is not None:
             self.limiter.settle(estimated, usage.input_tokens + usage.output_tokens)
         return response
-
-
-def describe_model_error(error: ModelAPIError) -> str:
-    """A one-line reason for a failed model request (no headers, no request body)."""
-    if isinstance(error, ModelHTTPError):
-        return f"model request failed: HTTP {error.status_code} from {error.model_name}"
-    return f"model request failed: {type(error).__name__}: {error.message}"

@@ -7,13 +7,12 @@ top-level key. Committed as ``task_specs/benchmark/benchmark.schema.json``; rege
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from pydantic.json_schema import models_json_schema
 
 from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR, CONFIG_FILES
-from datagouv_eval_pipeline.tasks.schema import JSON_SCHEMA_DIALECT, render_schema
+from datagouv_eval_pipeline.tasks.schema import JSON_SCHEMA_DIALECT
 
 BENCHMARK_SCHEMA_PATH = BENCHMARK_CONFIG_DIR / "benchmark.schema.json"
 """Where the generated benchmark configuration schema is committed."""
@@ -38,10 +37,3 @@ def benchmark_json_schema() -> dict[str, Any]:
         "anyOf": branches,
         "$defs": definitions["$defs"],
     }
-
-
-def write_benchmark_schema(path: Path = BENCHMARK_SCHEMA_PATH) -> Path:
-    """Write the benchmark configuration schema and return its path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_schema(benchmark_json_schema()), encoding="utf-8")
-    return path

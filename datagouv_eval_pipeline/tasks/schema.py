@@ -8,7 +8,6 @@ Regenerate it with ``datagouv-eval schema``; a test fails when it is stale.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -50,9 +49,3 @@ def task_spec_json_schema() -> dict[str, Any]:
 def render_schema(schema: dict[str, Any]) -> str:
     """Serialise a schema the way it is committed (stable, diff-friendly, final newline)."""
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
-
-
-def write_task_spec_schema(path: Path = TASK_SPEC_SCHEMA_PATH) -> Path:
-    """Write the task specification schema and return its path."""
-    path.write_text(render_schema(task_spec_json_schema()), encoding="utf-8")
-    return path

@@ -352,11 +352,6 @@ class LazyTables(MutableMapping[str, Table]):
         """Return whether table ``name`` has been parsed already."""
         return self._cells[name].parsed
 
-    def parse_all(self) -> None:
-        """Parse every table now (raises the first parse error)."""
-        for cell in self._cells.values():
-            cell.get()
-
 
 class QueryError(Exception):
     """A Tabular/Metrics query the real API would reject; carries the real error body."""
