@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -384,19 +384,24 @@ def _version_key(version: str) -> tuple[int, ...]:
         return (10**6,)
 
 
+def _stored_estimate(cell_key: str, stats: Mapping[str, Any]) -> Estimate:
+    """An estimate from its ``eval.metric_estimates`` row (the reason only when no interval)."""
+    return Estimate(
+        cell_key,
+        stats["mean"],
+        int(stats["n"]),
+        int(stats["runs"]),
+        stats["coverage"],
+        stats["ci_low"],
+        stats["ci_high"],
+        stats["reason"] if stats["ci_low"] is None else None,
+    )
+
+
 def _estimate(data: ReportData, cell_key: str, metric: str) -> Estimate:
     stats = data.estimate(cell_key, metric)
     if stats is not None:
-        return Estimate(
-            cell_key,
-            stats["mean"],
-            int(stats["n"]),
-            int(stats["runs"]),
-            stats["coverage"],
-            stats["ci_low"],
-            stats["ci_high"],
-            stats["reason"] if stats["ci_low"] is None else None,
-        )
+        return _stored_estimate(cell_key, stats)
     row = data.summary(cell_key, metric)
     runs = len(data.runs_of(cell_key))
     if row is None:
@@ -432,16 +437,7 @@ def _language_estimate(
     stats = data.language_estimate(cell_key, language, metric)
     if stats is None:
         return Estimate(cell_key, None, 0, runs, None)
-    return Estimate(
-        cell_key,
-        stats["mean"],
-        int(stats["n"]),
-        int(stats["runs"]),
-        stats["coverage"],
-        stats["ci_low"],
-        stats["ci_high"],
-        stats["reason"] if stats["ci_low"] is None else None,
-    )
+    return _stored_estimate(cell_key, stats)
 
 
 def language_rows(data: ReportData) -> list[LanguageRow]:
