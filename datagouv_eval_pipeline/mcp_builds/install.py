@@ -248,6 +248,7 @@ def _install_into(build: McpBuild, root: Path, uv: list[str]) -> dict[str, Any]:
             if not source.is_dir():
                 raise BuildError(f"build {build.spec}: no such directory {source}")
         _install_dependencies(source, python, build, root, uv)
+        _install_project_metadata(source, python, build, uv)
         server_dir = source
     if not (server_dir / ENTRY_SCRIPT).is_file():
         raise BuildError(
@@ -295,6 +296,18 @@ def _install_dependencies(
             requirements,
         ],
         build,
+    )
+
+
+def _install_project_metadata(source: Path, python: Path, build: McpBuild, uv: list[str]) -> None:
+    # Releases from 0.2.19 on read their own version from the installed distribution
+    # (`importlib.metadata.version("datagouv-mcp")` for the User-Agent), as `uv sync` provides
+    # in the official repository. The code still runs in place from the checkout: `main.py`'s
+    # directory comes first on sys.path.
+    _run(
+        [*uv, "pip", "install", "--quiet", "--no-deps", "--python", str(python), str(source)],
+        build,
+        "install the project of",
     )
 
 

@@ -63,6 +63,11 @@ def test_a_branch_checkout_runs_in_place_and_an_edit_counts_at_the_next_start(
     build = McpBuild(path=str(checkout))
     first = install_build(build, tmp_path)
     assert first.installed and first.server_dir == checkout
+    # The project's own distribution is installed too: releases from 0.2.19 on read their
+    # version from it for the User-Agent (`importlib.metadata.version("datagouv-mcp")`).
+    probe = "import importlib.metadata as m; print(m.version('datagouv-mcp'))"
+    version = subprocess.run([str(first.python), "-c", probe], capture_output=True, text=True)
+    assert version.stdout.strip() == "0.2.14", version.stderr
     with BuildServer(first, {}) as server:
         before = tool_descriptions(server.url)
     assert "search_datasets" in before
