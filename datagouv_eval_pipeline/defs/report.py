@@ -3,7 +3,7 @@
 The pure :mod:`datagouv_eval_pipeline.report` package builds everything into ``report/`` next to
 the DuckDB file (``index.html`` and ``browser/``). ``experiment_report.md`` next to the DuckDB
 file holds its Markdown followed by the table of every cell × tier of the dbt model
-``experiment_summary`` (:func:`render_report`); both, the plots and links to the pages show in
+``experiment_summary`` (:func:`render_summary_table`); both, the plots and links to the pages show in
 the asset's metadata.
 """
 
@@ -47,7 +47,7 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def render_report(rows: Sequence[dict[str, Any]], db_path: Path) -> str:
+def render_summary_table(rows: Sequence[dict[str, Any]], db_path: Path) -> str:
     """The report as Markdown (``—`` marks a value that is not scored, never a zero).
 
     "criteria decided" is criterion coverage: decided criteria / criteria asked, per tier.
@@ -128,7 +128,7 @@ def experiment_report_asset(deps: Sequence[dg.AssetKey]) -> dg.AssetsDefinition:
             cells=CELLS,
         )
         built = build_report(db, default_report_dir(db), sources)
-        text = built.markdown + "\n" + render_report(summary_rows(db), db)
+        text = built.markdown + "\n" + render_summary_table(summary_rows(db), db)
         path = db.with_name("experiment_report.md")
         path.write_text(text, encoding="utf-8")
         context.log.info("report written to %s (results browser: %s)", built.page, built.browser)

@@ -1,4 +1,4 @@
-"""One retry policy for every model call, agents and judges alike.
+"""One retry policy for every model call (agents and judges) and the pre-flight's requests.
 
 The SDKs' own retries are off (the OpenAI client gets ``max_retries=0``): a request is retried
 here only, so a server that always fails sees exactly ``1 + retries`` requests per model call,

@@ -18,24 +18,22 @@ from urllib.parse import urlencode
 import httpx
 import tenacity
 
+from datagouv_eval_pipeline.providers.retry import RetryPolicy
+
 USER_AGENT = "datagouv-eval-preflight"
 TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
 """Statuses worth asking again: a rate limit or a gateway that lost its upstream for a moment."""
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How the pre-flight retries a transient failure (exponential backoff with jitter).
-
-    Attributes:
-        attempts: Requests at most, the first included (1: never retry).
-        initial_wait: Seconds before the first retry; doubles at each, plus up to as much jitter.
-        max_wait: Longest wait between two attempts.
-    """
-
-    attempts: int = 3
-    initial_wait: float = 0.5
-    max_wait: float = 8.0
+PREFLIGHT_RETRY = RetryPolicy(
+    retries=2,
+    base_delay_s=0.5,
+    max_delay_s=8.0,
+    min_delay_s=0.0,
+    jitter_s=0.5,
+    retry_statuses=TRANSIENT_STATUSES,
+)
+"""The pre-flight's retries: three requests at most, 0.5 s then 1 s plus up to 0.5 s jitter."""
 
 
 # Statuses some servers give to HEAD while GET works; the download check retries with GET then.
@@ -94,10 +92,10 @@ class Fetcher:
             client: The HTTP client (its timeout applies to every request).
             limit: Maximum number of requests in flight.
             retry: Retries of transport errors and transient statuses (429, 502–504): one
-                passing 502 must not quarantine a task. Default: 3 attempts.
+                passing 502 must not quarantine a task. Default: ``PREFLIGHT_RETRY``.
         """
         self._client = client
-        self._retry = retry or RetryPolicy()
+        self._retry = retry or PREFLIGHT_RETRY
         self._semaphore = asyncio.Semaphore(max(1, limit))
         self._cache: dict[tuple[str, str, bool], asyncio.Task[Fetched]] = {}
 
@@ -120,11 +118,11 @@ class Fetcher:
     async def _send(self, method: str, url: str, follow: bool) -> Fetched:
         policy = self._retry
         retrying = tenacity.AsyncRetrying(
-            stop=tenacity.stop_after_attempt(max(1, policy.attempts)),
-            wait=tenacity.wait_exponential_jitter(
-                multiplier=policy.initial_wait, max=policy.max_wait, jitter=policy.initial_wait
+            stop=tenacity.stop_after_attempt(policy.max_attempts),
+            wait=lambda state: policy.backoff(state.attempt_number),
+            retry=tenacity.retry_if_result(
+                lambda fetched: fetched.status is None or fetched.status in policy.retry_statuses
             ),
-            retry=tenacity.retry_if_result(_transient),
             # The last answer is the result, whatever it is: errors stay values.
             retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
         )
@@ -158,10 +156,6 @@ class Fetcher:
             except (json.JSONDecodeError, UnicodeDecodeError):
                 body = None
         return Fetched(method, url, response.status_code, str(response.url), body, text, None)
-
-
-def _transient(fetched: Fetched) -> bool:
-    return fetched.status is None or fetched.status in TRANSIENT_STATUSES
 
 
 def _error_text(error: httpx.HTTPError) -> str:

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from datagouv_eval_pipeline.providers.retry import RetryPolicy
 from datagouv_eval_pipeline.tasks.check_params import ParamsError, parse_params
 from datagouv_eval_pipeline.tasks.spec import CheckFn, SourceType, TaskSpec, TaskStatus
 from datagouv_eval_pipeline.twin.urls import TwinUrls
@@ -46,7 +47,7 @@ from datagouv_eval_pipeline.validation.checks import (
     capture,
     values_for,
 )
-from datagouv_eval_pipeline.validation.http import USER_AGENT, Fetched, Fetcher, RetryPolicy
+from datagouv_eval_pipeline.validation.http import USER_AGENT, Fetched, Fetcher
 from datagouv_eval_pipeline.validation.models import (
     CheckResult,
     DiffEntry,
@@ -211,6 +212,12 @@ async def avalidate(
     )
 
 
+# The probe asks twice: a catalogue that does not answer must stop the run quickly.
+_PROBE_RETRY = RetryPolicy(
+    retries=1, base_delay_s=0.2, max_delay_s=1.0, min_delay_s=0.0, jitter_s=0.2
+)
+
+
 def probe(config: ValidatorConfig) -> tuple[bool, str]:
     """Ask the catalog's main API whether it answers at all (``GET {api}1/site/``).
 
@@ -223,7 +230,13 @@ def probe(config: ValidatorConfig) -> tuple[bool, str]:
 
     async def ask() -> Fetched:
         async with _client(config) as client:
-            fetcher = Fetcher(client, 1, RetryPolicy(attempts=2, initial_wait=0.2, max_wait=1.0))
+            fetcher = Fetcher(
+                client,
+                1,
+                RetryPolicy(
+                    retries=1, base_delay_s=0.2, max_delay_s=1.0, min_delay_s=0.0, jitter_s=0.2
+                ),
+            )
             return await fetcher.get(f"{config.urls.datagouv_api}1/site/")
 
     fetched = asyncio.run(ask())

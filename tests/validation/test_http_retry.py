@@ -11,9 +11,17 @@ from typing import ClassVar
 import httpx
 import pytest
 
-from datagouv_eval_pipeline.validation.http import Fetched, Fetcher, RetryPolicy
+from datagouv_eval_pipeline.providers.retry import RetryPolicy
+from datagouv_eval_pipeline.validation.http import TRANSIENT_STATUSES, Fetched, Fetcher
 
-FAST = RetryPolicy(attempts=3, initial_wait=0.01, max_wait=0.05)
+FAST = RetryPolicy(
+    retries=2,
+    base_delay_s=0.01,
+    max_delay_s=0.05,
+    min_delay_s=0.0,
+    jitter_s=0.0,
+    retry_statuses=TRANSIENT_STATUSES,
+)
 
 
 class _Flaky(BaseHTTPRequestHandler):
@@ -76,6 +84,9 @@ def test_a_404_is_an_answer_not_retried(server: str) -> None:
 
 
 def test_an_unreachable_host_ends_as_an_error_value_after_the_retries() -> None:
-    fetched = _get("http://127.0.0.1:9/", RetryPolicy(attempts=2, initial_wait=0.01))
+    fetched = _get(
+        "http://127.0.0.1:9/",
+        RetryPolicy(retries=1, base_delay_s=0.01, min_delay_s=0.0, jitter_s=0.0),
+    )
     assert fetched.status is None and fetched.error is not None
     assert fetched.error.startswith("ConnectError")
