@@ -41,7 +41,7 @@ from datagouv_eval_pipeline.agents.skills import SkillsInjection, skills_strateg
 from datagouv_eval_pipeline.agents.web import (
     CapabilityUnavailableError,
     DdgsSearch,
-    Fetcher,
+    HttpFetchTool,
     SearchBackend,
     TwinCatalogSearch,
     format_hits,
@@ -589,7 +589,7 @@ class WebTools:
         "text; links are shown as <url>)."
     )
 
-    def fetcher(self) -> Fetcher:
+    def fetcher(self) -> HttpFetchTool:
         """The fetcher for the target (offline: through the front, which serves the catalog)."""
         served = self.target.served
         if self.target.offline:
@@ -597,12 +597,12 @@ class WebTools:
                 raise CapabilityUnavailableError(
                     "offline http_fetch needs the hostname front before the twin (no proxy_url)"
                 )
-            return Fetcher(
+            return HttpFetchTool(
                 proxy=self.target.proxy_url,
                 ca_bundle=str(served.authority.bundle_path),
                 offline=True,
             )
-        return Fetcher()
+        return HttpFetchTool()
 
     async def web_search(self, query: str) -> str:
         """Search for ``query``."""

@@ -163,7 +163,7 @@ def html_to_text(html: str, base_url: str) -> str:
 
 
 @dataclass(frozen=True)
-class Fetcher:
+class HttpFetchTool:
     """The ``http_fetch`` tool's implementation.
 
     Attributes:

@@ -130,7 +130,7 @@ def import_command(
         draft_tasks,
         label_rows,
         read_review,
-        write_calibration,
+        write_calibration_file,
     )
     from datagouv_eval_pipeline.warehouse.schema import SchemaVersionError
 
@@ -166,7 +166,7 @@ def import_command(
             path.unlink(missing_ok=True)
         raise click.ClickException(f"the draft tasks do not validate: {error}") from error
     if document is not None:
-        write_calibration(document, calibration_path, source=review_path.name)
+        write_calibration_file(document, calibration_path, source=review_path.name)
         try:
             load_calibration([calibration_path], _tasks(task_dir))
         except CalibrationError as error:

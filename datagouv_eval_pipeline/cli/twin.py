@@ -154,15 +154,12 @@ def env(home: Path | None) -> None:
 )
 def build_snapshot(snapshots_dir: Path | None, catalogue_export: Path | None) -> None:
     """Regenerate the snapshot deterministically from twin/source/, the catalogue and generators."""
-    from datagouv_eval_pipeline.twin.build_snapshot import (
-        SourceError,
-        default_snapshots_dir,
-        write_snapshot,
-    )
+    from datagouv_eval_pipeline import project_files
+    from datagouv_eval_pipeline.twin.build_snapshot import SourceError, write_snapshot
 
     try:
         entry = write_snapshot(
-            snapshots_dir or default_snapshots_dir(), catalogue_export=catalogue_export
+            snapshots_dir or project_files.snapshots_dir(), catalogue_export=catalogue_export
         )
     except SourceError as error:
         raise click.ClickException(str(error)) from error

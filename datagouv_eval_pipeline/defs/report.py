@@ -3,8 +3,8 @@
 The pure :mod:`datagouv_eval_pipeline.report` package builds everything into ``report/`` next to
 the DuckDB file (``index.html`` and ``browser/``). ``experiment_report.md`` next to the DuckDB
 file holds its Markdown followed by the table of every cell × tier of the dbt model
-``experiment_summary`` (:func:`render_summary_table`); both, the plots and links to the pages show in
-the asset's metadata.
+``experiment_summary`` (:func:`render_summary_table`); both, the plots and links to the pages
+show in the asset's metadata.
 """
 
 from collections.abc import Sequence

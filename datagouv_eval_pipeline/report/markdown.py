@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 from datagouv_eval_pipeline.report.views import (
     POWER_TARGET,
-    Estimate,
     FeatureComparison,
     Power,
+    ReportedMean,
     ReportView,
 )
 
@@ -24,7 +24,7 @@ def _num(value: float | None, digits: int = 2) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def _estimate(estimates: Sequence[Estimate]) -> str:
+def _estimate(estimates: Sequence[ReportedMean]) -> str:
     if not estimates:
         return "·"
     parts = []

@@ -41,7 +41,7 @@ def cell_label(cell: Row) -> str:
 
 
 @dataclass(frozen=True)
-class Estimate:
+class ReportedMean:
     """One mean as the report prints it.
 
     Attributes:
@@ -78,7 +78,7 @@ class PivotRow:
 
     model: str
     capability_set: str
-    slots: list[list[Estimate]]
+    slots: list[list[ReportedMean]]
 
 
 @dataclass(frozen=True)
@@ -113,8 +113,8 @@ class LanguageRow:
     cell_key: str
     language: str
     tasks: int
-    accuracy: Estimate
-    action_f1: Estimate
+    accuracy: ReportedMean
+    action_f1: ReportedMean
 
 
 @dataclass(frozen=True)
@@ -384,9 +384,9 @@ def _version_key(version: str) -> tuple[int, ...]:
         return (10**6,)
 
 
-def _stored_estimate(cell_key: str, stats: Mapping[str, Any]) -> Estimate:
+def _stored_estimate(cell_key: str, stats: Mapping[str, Any]) -> ReportedMean:
     """An estimate from its ``eval.metric_estimates`` row (the reason only when no interval)."""
-    return Estimate(
+    return ReportedMean(
         cell_key,
         stats["mean"],
         int(stats["n"]),
@@ -398,16 +398,16 @@ def _stored_estimate(cell_key: str, stats: Mapping[str, Any]) -> Estimate:
     )
 
 
-def _estimate(data: ReportData, cell_key: str, metric: str) -> Estimate:
+def _estimate(data: ReportData, cell_key: str, metric: str) -> ReportedMean:
     stats = data.estimate(cell_key, metric)
     if stats is not None:
         return _stored_estimate(cell_key, stats)
     row = data.summary(cell_key, metric)
     runs = len(data.runs_of(cell_key))
     if row is None:
-        return Estimate(cell_key, None, 0, runs, None)
+        return ReportedMean(cell_key, None, 0, runs, None)
     mean = row.get("avg_value")
-    return Estimate(
+    return ReportedMean(
         cell_key,
         None if mean is None else float(mean),
         int(row["scored"]),
@@ -433,10 +433,10 @@ def language_task_counts(data: ReportData) -> dict[str, int]:
 
 def _language_estimate(
     data: ReportData, cell_key: str, language: str, metric: str, runs: int
-) -> Estimate:
+) -> ReportedMean:
     stats = data.language_estimate(cell_key, language, metric)
     if stats is None:
-        return Estimate(cell_key, None, 0, runs, None)
+        return ReportedMean(cell_key, None, 0, runs, None)
     return _stored_estimate(cell_key, stats)
 
 
@@ -483,7 +483,7 @@ def pivots(data: ReportData) -> list[Pivot]:
     versions = [*_versions(data), NO_VERSION]
     out = []
     for metric, title in PIVOT_METRICS:
-        grouped: dict[tuple[str, str], list[list[Estimate]]] = {}
+        grouped: dict[tuple[str, str], list[list[ReportedMean]]] = {}
         for key, cell in data.cells.items():
             slots = grouped.setdefault(_row_name(cell), [[] for _ in versions])
             column = versions.index(str(cell["mcp_version"]) if cell.get("mcp_version") else "—")

@@ -1031,7 +1031,7 @@ def catalogue_source(
         return read_catalogue_export(export), given
     if not (snapshots_dir / snapshot_id / facts.FILE_NAME).is_file():
         # Writing elsewhere (a review copy, a test): derive from the repository's snapshot.
-        snapshots_dir = default_snapshots_dir()
+        snapshots_dir = project_files.snapshots_dir()
     manifest_path = snapshots_dir / "manifest.json"
     source: dict[str, Any] = {}
     if manifest_path.is_file():
@@ -1182,11 +1182,6 @@ def write_snapshot(
     return entry
 
 
-def default_snapshots_dir() -> Path:
-    """Return the ``snapshots/`` directory (the checkout's, else the wheel's)."""
-    return project_files.snapshots_dir()
-
-
 if __name__ == "__main__":  # pragma: no cover - thin entry point
-    written = write_snapshot(default_snapshots_dir())
+    written = write_snapshot(project_files.snapshots_dir())
     print(f"wrote snapshot {written['snapshot_id']}: {json.dumps(written['counts'])}")

@@ -113,7 +113,7 @@ class SetRowCount(_Change):
     rows: int = Field(ge=0)
 
 
-class RowFilter(_Change):
+class RowFilterChange(_Change):
     """One Tabular condition (``column__operator=value``)."""
 
     column: str
@@ -126,7 +126,7 @@ class DropRows(_Change):
 
     op: Literal["drop_rows"]
     resource_id: str
-    filters: list[RowFilter] = Field(min_length=1)
+    filters: list[RowFilterChange] = Field(min_length=1)
     limit: int | None = Field(default=None, ge=1)
 
 

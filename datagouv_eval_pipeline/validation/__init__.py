@@ -11,8 +11,8 @@ from datagouv_eval_pipeline.validation.baselines import (
     default_baselines_dir,
 )
 from datagouv_eval_pipeline.validation.models import (
-    CheckResult,
     DiffEntry,
+    PreflightCheckResult,
     TaskReport,
     ValidationReport,
 )
@@ -32,8 +32,8 @@ __all__ = [
     "BaselineChange",
     "BaselineError",
     "BaselineStore",
-    "CheckResult",
     "DiffEntry",
+    "PreflightCheckResult",
     "RefreshPlan",
     "TaskReport",
     "ValidationReport",

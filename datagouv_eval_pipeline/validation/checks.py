@@ -70,7 +70,7 @@ class Context:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class PreflightVerdict:
     """The outcome of one check, before it is placed in the report."""
 
     outcome: Outcome
@@ -202,7 +202,7 @@ async def read_total(ctx: Context, resource_id: str, filters: Sequence[tuple[str
     return total
 
 
-async def read_values(
+async def read_column_values(
     ctx: Context, resource_id: str, filters: Sequence[tuple[str, str]], column: str
 ) -> list[Any]:
     """Page through the matching rows and return one column's values (NULLs included).
@@ -263,7 +263,9 @@ async def recompute(ctx: Context, spec: Recompute) -> float | None:
         return float(await read_total(ctx, spec.resource_id, filters))
     assert spec.column is not None  # Recompute requires a column for every other aggregate
     values = [
-        v for v in await read_values(ctx, spec.resource_id, filters, spec.column) if v is not None
+        v
+        for v in await read_column_values(ctx, spec.resource_id, filters, spec.column)
+        if v is not None
     ]
     if spec.aggregate == "count_distinct":
         return float(len({repr(v) for v in values}))
@@ -302,17 +304,17 @@ async def capture(ctx: Context, target: Target, fields: frozenset[BaselineField]
 # ----------------------------------------------------------------------------- the checks
 
 
-def _need_baseline(check: CheckInput, *names: BaselineField) -> Baseline | Verdict:
+def _need_baseline(check: CheckInput, *names: BaselineField) -> Baseline | PreflightVerdict:
     """Return the baseline, or an error verdict when it (or one of its fields) is missing."""
     baseline = check.baseline
     if baseline is None:
-        return Verdict(
+        return PreflightVerdict(
             "error",
             f"no baseline for {check.spec.task_id} {check.target.label}; {REFRESH_HINT}",
         )
     missing = [n for n in names if getattr(baseline, n) is None]
     if missing:
-        return Verdict(
+        return PreflightVerdict(
             "error",
             f"the baseline of {check.spec.task_id} {check.target.label} has no "
             f"{', '.join(missing)}; {REFRESH_HINT}",
@@ -320,15 +322,15 @@ def _need_baseline(check: CheckInput, *names: BaselineField) -> Baseline | Verdi
     return baseline
 
 
-async def same_title_description(ctx: Context, check: CheckInput) -> Verdict:
+async def same_title_description(ctx: Context, check: CheckInput) -> PreflightVerdict:
     """The title and the description equal the baseline's (exact text)."""
     baseline = _need_baseline(check, "title", "description")
-    if isinstance(baseline, Verdict):
+    if isinstance(baseline, PreflightVerdict):
         return baseline
     try:
         title, description = title_and_description(await read_metadata(ctx, check.target))
     except Unavailable as error:
-        return Verdict("failed", str(error))
+        return PreflightVerdict("failed", str(error))
     diffs = [
         DiffEntry(field=name, baseline=before, current=after)
         for name, before, after in (
@@ -340,52 +342,56 @@ async def same_title_description(ctx: Context, check: CheckInput) -> Verdict:
     if diffs:
         changed = " and ".join(d.field for d in diffs)
         verb = "differs" if len(diffs) == 1 else "differ"
-        return Verdict("failed", f"{changed} {verb} from the baseline", tuple(diffs))
-    return Verdict("passed", "title and description match the baseline")
+        return PreflightVerdict("failed", f"{changed} {verb} from the baseline", tuple(diffs))
+    return PreflightVerdict("passed", "title and description match the baseline")
 
 
-async def download_url_reachable(ctx: Context, check: CheckInput) -> Verdict:
+async def download_url_reachable(ctx: Context, check: CheckInput) -> PreflightVerdict:
     """The stable download URL ``datasets/r/{rid}`` answers 2xx after redirects."""
     url = f"{ctx.urls.datagouv_api}1/datasets/r/{_q(check.target.id)}"
     fetched = await ctx.fetcher.head(url)
     if fetched.status in HEAD_REFUSED:
         fetched = await ctx.fetcher.get(url, follow=True)
     if fetched.ok:
-        return Verdict("passed", fetched.describe())
+        return PreflightVerdict("passed", fetched.describe())
     diff = DiffEntry(
         field="download", baseline="reachable", current=f"HTTP {fetched.status or fetched.error}"
     )
-    return Verdict("failed", f"download URL not reachable: {_api_error(fetched)}", (diff,))
+    return PreflightVerdict("failed", f"download URL not reachable: {_api_error(fetched)}", (diff,))
 
 
 async def _tabular_status(ctx: Context, resource_id: str) -> Fetched:
     return await ctx.fetcher.get(tabular_url(ctx.urls, resource_id))
 
 
-async def tabular_api_available(ctx: Context, check: CheckInput) -> Verdict:
+async def tabular_api_available(ctx: Context, check: CheckInput) -> PreflightVerdict:
     """The resource is served by the Tabular API (its ``resources/{rid}/`` answers 2xx)."""
     fetched = await _tabular_status(ctx, check.target.id)
     if fetched.ok:
-        return Verdict("passed", fetched.describe())
+        return PreflightVerdict("passed", fetched.describe())
     current = f"HTTP {fetched.status}" if fetched.status is not None else fetched.error
     diff = DiffEntry(field="tabular_api", baseline="available", current=current)
-    return Verdict("failed", f"not available in the Tabular API: {_api_error(fetched)}", (diff,))
+    return PreflightVerdict(
+        "failed", f"not available in the Tabular API: {_api_error(fetched)}", (diff,)
+    )
 
 
-async def tabular_api_unavailable(ctx: Context, check: CheckInput) -> Verdict:
+async def tabular_api_unavailable(ctx: Context, check: CheckInput) -> PreflightVerdict:
     """The resource is not in the Tabular API (404/410), as a download-only task assumes."""
     fetched = await _tabular_status(ctx, check.target.id)
     if fetched.status in (404, 410):
-        return Verdict("passed", f"not in the Tabular API, as expected ({fetched.describe()})")
+        return PreflightVerdict(
+            "passed", f"not in the Tabular API, as expected ({fetched.describe()})"
+        )
     if fetched.ok:
         diff = DiffEntry(field="tabular_api", baseline="unavailable", current="available")
-        return Verdict(
+        return PreflightVerdict(
             "failed",
             f"the resource is now in the Tabular API ({fetched.describe()}): the task assumes "
             "it must be downloaded",
             (diff,),
         )
-    return Verdict(
+    return PreflightVerdict(
         "failed", f"could not tell whether it is in the Tabular API: {_api_error(fetched)}"
     )
 
@@ -403,54 +409,56 @@ def _modified(record: dict[str, Any], name: str) -> Any:
     )
 
 
-async def update_date_more_recent_than(ctx: Context, check: CheckInput) -> Verdict:
+async def update_date_more_recent_than(ctx: Context, check: CheckInput) -> PreflightVerdict:
     """The object's modification date is at or after an absolute or relative threshold."""
     params: UpdateDateParams = check.params
     threshold = params.threshold(ctx.now)
     try:
         record = await read_metadata(ctx, check.target)
     except Unavailable as error:
-        return Verdict("failed", str(error))
+        return PreflightVerdict("failed", str(error))
     raw = _modified(record, params.field)
     if not isinstance(raw, str):
-        return Verdict("failed", f"{check.target.label} has no {params.field} date")
+        return PreflightVerdict("failed", f"{check.target.label} has no {params.field} date")
     try:
         when = parse_when(raw)
     except ValueError as error:
-        return Verdict("failed", f"{params.field} of {check.target.label}: {error}")
+        return PreflightVerdict("failed", f"{params.field} of {check.target.label}: {error}")
     wanted = (
         f">= {params.value}"
         if params.type == "absolute"
         else f">= {threshold.isoformat()} ({params.value} before {ctx.now.isoformat()})"
     )
     if when >= threshold:
-        return Verdict("passed", f"{params.field} {raw} {wanted}")
+        return PreflightVerdict("passed", f"{params.field} {raw} {wanted}")
     diff = DiffEntry(field=params.field, baseline=wanted, current=raw)
-    return Verdict("failed", f"{params.field} {raw} is older than required ({wanted})", (diff,))
+    return PreflightVerdict(
+        "failed", f"{params.field} {raw} is older than required ({wanted})", (diff,)
+    )
 
 
-async def schema_unchanged(ctx: Context, check: CheckInput) -> Verdict:
+async def schema_unchanged(ctx: Context, check: CheckInput) -> PreflightVerdict:
     """The Tabular columns and their types equal the baseline's (optionally a subset)."""
     params: SchemaParams = check.params
     baseline = _need_baseline(check, "columns")
-    if isinstance(baseline, Verdict):
+    if isinstance(baseline, PreflightVerdict):
         return baseline
     try:
         current = await read_columns(ctx, check.target.id)
     except Unavailable as error:
-        return Verdict("failed", str(error))
+        return PreflightVerdict("failed", str(error))
     before = [c.model_dump() for c in baseline.columns or []]
     diffs = diff_columns(before, current, params.columns)
     if diffs:
         names = ", ".join(d.field.removeprefix("columns.") for d in diffs)
-        return Verdict("failed", f"columns changed: {names}", tuple(diffs))
+        return PreflightVerdict("failed", f"columns changed: {names}", tuple(diffs))
     scope = (
         f"{len(params.columns)} checked columns" if params.columns else f"{len(current)} columns"
     )
-    return Verdict("passed", f"{scope} unchanged")
+    return PreflightVerdict("passed", f"{scope} unchanged")
 
 
-async def row_count_within(ctx: Context, check: CheckInput) -> Verdict:
+async def row_count_within(ctx: Context, check: CheckInput) -> PreflightVerdict:
     """The Tabular row count (``meta.total``) lies within bounds or the baseline's tolerance."""
     params: RowCountParams = check.params
     low: float = params.min if params.min is not None else -math.inf
@@ -458,7 +466,7 @@ async def row_count_within(ctx: Context, check: CheckInput) -> Verdict:
     expected: Any = None
     if params.needs_baseline:
         baseline = _need_baseline(check, "row_count")
-        if isinstance(baseline, Verdict):
+        if isinstance(baseline, PreflightVerdict):
             return baseline
         count = baseline.row_count or 0
         tolerance = params.tolerance or 0.0
@@ -472,11 +480,11 @@ async def row_count_within(ctx: Context, check: CheckInput) -> Verdict:
     try:
         total = await read_total(ctx, check.target.id, [])
     except Unavailable as error:
-        return Verdict("failed", f"row count unreadable: {error}")
+        return PreflightVerdict("failed", f"row count unreadable: {error}")
     if low <= total <= high:
-        return Verdict("passed", f"{total} rows (expected {expected})")
+        return PreflightVerdict("passed", f"{total} rows (expected {expected})")
     diff = DiffEntry(field="row_count", baseline=expected, current=total)
-    return Verdict("failed", f"{total} rows, expected {expected}", (diff,))
+    return PreflightVerdict("failed", f"{total} rows, expected {expected}", (diff,))
 
 
 def _bounds(low: float, high: float) -> str:
@@ -504,7 +512,7 @@ def values_for(spec: TaskSpec, resource_id: str) -> list[ExpectedValue]:
     ]
 
 
-async def expected_values_hold(ctx: Context, check: CheckInput) -> Verdict:
+async def expected_values_hold(ctx: Context, check: CheckInput) -> PreflightVerdict:
     """Every expected value recomputed from this resource can still be computed.
 
     A value that can be computed but moved is not drift of the task's premise: the verdict
@@ -517,14 +525,14 @@ async def expected_values_hold(ctx: Context, check: CheckInput) -> Verdict:
     if params.names is not None:
         unknown = sorted(set(params.names) - {v.name for v in values})
         if unknown:
-            return Verdict(
+            return PreflightVerdict(
                 "error",
                 f"no expected value named {', '.join(unknown)} is recomputed from resource "
                 f"{check.target.id}",
             )
         values = [v for v in values if v.name in params.names]
     if not values:
-        return Verdict(
+        return PreflightVerdict(
             "error", f"no expected value of {check.spec.task_id} is recomputed from this resource"
         )
     diffs: list[DiffEntry] = []
@@ -567,17 +575,17 @@ async def expected_values_hold(ctx: Context, check: CheckInput) -> Verdict:
             followed.append(f"{expected.name} {wanted} -> {_clean(value)}")
             diffs.append(DiffEntry(field=name, baseline=wanted, current=_clean(value)))
     if problems:
-        return Verdict("failed", "; ".join(problems), tuple(diffs), tuple(references))
+        return PreflightVerdict("failed", "; ".join(problems), tuple(diffs), tuple(references))
     names = ", ".join(v.name for v in values)
     if followed:
-        return Verdict(
+        return PreflightVerdict(
             "passed",
             f"{len(values)} expected value(s) recomputed; changed and followed: "
             + "; ".join(followed),
             tuple(diffs),
             tuple(references),
         )
-    return Verdict(
+    return PreflightVerdict(
         "passed", f"{len(values)} expected value(s) hold: {names}", (), tuple(references)
     )
 
@@ -586,7 +594,7 @@ def _clean(value: float) -> float | int:
     return int(value) if value.is_integer() else value
 
 
-CheckFunction = Callable[[Context, CheckInput], Awaitable[Verdict]]
+CheckFunction = Callable[[Context, CheckInput], Awaitable[PreflightVerdict]]
 
 CHECKS: dict[CheckFn, CheckFunction] = {
     CheckFn.SAME_TITLE_DESCRIPTION: same_title_description,

@@ -40,7 +40,7 @@ class DiffEntry(_Frozen):
         return f"{self.field}: {before} → {after}"
 
 
-class CheckResult(_Frozen):
+class PreflightCheckResult(_Frozen):
     """The outcome of one check on one catalog object for one task."""
 
     fn: str
@@ -78,7 +78,7 @@ class TaskReport(_Frozen):
     task_version: int
     spec_hash: str
     status: TaskStatus
-    checks: list[CheckResult]
+    checks: list[PreflightCheckResult]
 
     @property
     def references(self) -> list[Reference]:
@@ -86,7 +86,7 @@ class TaskReport(_Frozen):
         return [ref for check in self.checks for ref in check.references]
 
     @property
-    def failing(self) -> list[CheckResult]:
+    def failing(self) -> list[PreflightCheckResult]:
         """Return the checks that did not pass, in order."""
         return [c for c in self.checks if not c.passed]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datagouv_eval_pipeline.validation.models import CheckResult, ValidationReport
+from datagouv_eval_pipeline.validation.models import PreflightCheckResult, ValidationReport
 from datagouv_eval_pipeline.validation.validator import RefreshPlan
 
 _MARK = {"passed": "ok", "failed": "FAIL", "error": "ERROR"}
@@ -53,7 +53,7 @@ def render_report(report: ValidationReport, *, verbose: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _check_lines(check: CheckResult) -> str:
+def _check_lines(check: PreflightCheckResult) -> str:
     implicit = " (implicit)" if check.implicit else ""
     head = f"  [{_MARK[check.outcome]}] {check.label}{implicit}: {check.reason}"
     details = [f"      {diff.summary()}" for diff in check.diffs]

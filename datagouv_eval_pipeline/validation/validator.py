@@ -40,17 +40,17 @@ from datagouv_eval_pipeline.validation.checks import (
     CHECKS,
     CheckInput,
     Context,
+    PreflightVerdict,
     Target,
     Unavailable,
-    Verdict,
     baseline_fields,
     capture,
     values_for,
 )
 from datagouv_eval_pipeline.validation.http import USER_AGENT, Fetched, Fetcher
 from datagouv_eval_pipeline.validation.models import (
-    CheckResult,
     DiffEntry,
+    PreflightCheckResult,
     TaskReport,
     ValidationReport,
 )
@@ -288,18 +288,18 @@ async def _run_task(ctx: Context, store: BaselineStore, task: PlannedTask) -> Ta
 
 async def _run_check(
     ctx: Context, spec: TaskSpec, check: PlannedCheck, baseline: Baseline | str | None
-) -> CheckResult:
+) -> PreflightCheckResult:
     if check.params_error is not None:
-        verdict = Verdict("error", check.params_error)
+        verdict = PreflightVerdict("error", check.params_error)
     elif isinstance(baseline, str):
-        verdict = Verdict("error", baseline)
+        verdict = PreflightVerdict("error", baseline)
     else:
         given = CheckInput(check.fn, check.target, check.params, spec, baseline, check.fields)
         try:
             verdict = await CHECKS[check.fn](ctx, given)
         except Exception as error:  # one broken check must not stop the run
-            verdict = Verdict("error", f"internal error in {check.fn.value}: {error!r}")
-    return CheckResult(
+            verdict = PreflightVerdict("error", f"internal error in {check.fn.value}: {error!r}")
+    return PreflightCheckResult(
         fn=check.fn.value,
         object_type=check.target.type.value,
         object_id=check.target.id,

@@ -674,7 +674,7 @@ def calibration_document(review: ReviewFile, origin: str) -> CalibrationFile | N
         raise CalibrationError([f"{origin}: {error}"]) from error
 
 
-def write_calibration(document: CalibrationFile, path: Path, *, source: str) -> None:
+def write_calibration_file(document: CalibrationFile, path: Path, *, source: str) -> None:
     """Write a calibration file with a header saying where it came from."""
     header = (
         f"# Calibration set: labels imported from the human review {source}\n"

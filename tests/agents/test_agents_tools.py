@@ -21,8 +21,8 @@ from datagouv_eval_pipeline.agents.skills import AppendSkills, PrependSkills, sk
 from datagouv_eval_pipeline.agents.web import (
     CapabilityUnavailableError,
     DdgsSearch,
-    Fetcher,
     FetchRefusedError,
+    HttpFetchTool,
     check_url,
     html_to_text,
 )
@@ -136,7 +136,7 @@ def test_url_checks() -> None:
 
 
 def test_fetcher_refuses_private_hosts_even_offline() -> None:
-    fetcher = Fetcher(offline=True)
+    fetcher = HttpFetchTool(offline=True)
     with pytest.raises(FetchRefusedError, match="non-public"):
         asyncio.run(fetcher.fetch("http://192.168.1.1/"))
     with pytest.raises(FetchRefusedError, match="offline mode"):

@@ -20,7 +20,11 @@ from datagouv_eval_pipeline.experiment.live import (
     offline_only,
     preflight_problem,
 )
-from datagouv_eval_pipeline.validation.models import CheckResult, TaskReport, ValidationReport
+from datagouv_eval_pipeline.validation.models import (
+    PreflightCheckResult,
+    TaskReport,
+    ValidationReport,
+)
 
 SECRET = "sk-test-not-a-real-key-0123456789"
 
@@ -98,8 +102,8 @@ def test_the_twins_emulations_cannot_run_live(cells: list[Cell]) -> None:
     assert offline_only(deployed) is None
 
 
-def _check(outcome: str, reason: str) -> CheckResult:
-    return CheckResult.model_validate(
+def _check(outcome: str, reason: str) -> PreflightCheckResult:
+    return PreflightCheckResult.model_validate(
         {"fn": "same_title_description", "object_type": "dataset", "object_id": "d1"}
         | {"outcome": outcome, "reason": reason}
     )

@@ -11,7 +11,12 @@ from pathlib import Path
 
 from datagouv_eval_pipeline.twin.catalog import CatalogStore
 from datagouv_eval_pipeline.twin.urls import TwinUrls
-from datagouv_eval_pipeline.validation import CheckResult, DiffEntry, ValidationReport, validate
+from datagouv_eval_pipeline.validation import (
+    DiffEntry,
+    PreflightCheckResult,
+    ValidationReport,
+    validate,
+)
 
 from .factories import (
     CULTURE_API,
@@ -33,7 +38,7 @@ from .factories import (
 )
 
 
-def checks_of(report: ValidationReport, task_id: str) -> list[CheckResult]:
+def checks_of(report: ValidationReport, task_id: str) -> list[PreflightCheckResult]:
     return report.task(task_id).checks
 
 
