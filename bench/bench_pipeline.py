@@ -6,7 +6,8 @@ instance (temporary directories), so nothing is cached between them:
 1. ``pipeline``: ``datagouv-eval experiment`` (the README's main command): one Dagster run of every
    asset over every cell, dbt and the report included;
 2. ``plain loop``: the same work calling the same functions (``experiment.stages``) in a loop:
-   start the twin, pre-flight, run + map + judge each cell, load DuckDB, ``dbt build``;
+   start the twin, pre-flight, the cells on the same lanes as the pipeline, map + judge each
+   cell, load DuckDB, the statistics, ``dbt build``, the report;
 3. ``incremental``: after (1), one task spec's prompt is edited and the pipeline runs again on the
    same store; the number of agent task runs executed should equal the number of cells.
 
@@ -72,11 +73,29 @@ with TwinServer() as urls:
     report = validate(active(specs), ValidatorConfig(urls=urls, now=store.now))
     ok = [t for t in tasks if t.task_id not in set(report.quarantined)]
     phases["specs, twin, pre-flight"] = time.perf_counter() - mark
-    agents = later = 0.0
+    # The agent stage on the same lanes as the pipeline's (a second lane in a worker process),
+    # so the ratio compares orchestration, not parallelism.
+    from datagouv_eval_pipeline.benchmark.config import ProviderKind
+    from datagouv_eval_pipeline.experiment.lanes import plan_lanes, provider_slots, running_lanes
+    mark = time.perf_counter()
+    slots = provider_slots(load_benchmark_config())
+    offline = {c.model.provider for c in cells if c.model.kind == ProviderKind.OFFLINE}
+    plans = {
+        name: plan_lanes(name, slots[name], max_per_cell=8, offline=name in offline)
+        for name in dict.fromkeys(c.model.provider for c in cells)
+    }
+    arguments = {"tasks": ok, "twin_urls": urls, "snapshot_id": store.snapshot_id}
+
+    def here(cell, settings, cancel):
+        return stages.run_agents(cell, settings=settings, cancel=cancel, **arguments)
+
+    with running_lanes(cells, plans, here, lambda cell: arguments,
+                       needs_parent=lambda cell: cell.mcp_build is not None) as futures:
+        results = {key: future.result() for key, future in futures.items()}
+    agents = time.perf_counter() - mark
+    later = 0.0
     for cell in cells:
-        mark = time.perf_counter()
-        runs = stages.run_agents(cell, ok, twin_urls=urls, snapshot_id=store.snapshot_id).document
-        agents += time.perf_counter() - mark
+        runs = results[cell.key].document
         mark = time.perf_counter()
         mappings = stages.map_actions(runs, registry)
         scores = stages.judge_cell(runs, mappings, by_id, judge)
@@ -89,10 +108,20 @@ db = os.environ["DATAGOUV_EVAL_DUCKDB"]
 load_experiment(db, loads, [c.key for c in cells], tasks=specs)
 phases["warehouse load"] = time.perf_counter() - mark
 mark = time.perf_counter()
+from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
+from datagouv_eval_pipeline.warehouse.loader import connect
+with connect(db) as conn:
+    compute_statistics(conn)
+phases["statistics"] = time.perf_counter() - mark
+mark = time.perf_counter()
 dbt = str(Path(sys.executable).parent / "dbt")
 subprocess.run([dbt, "build", "--quiet", "--project-dir", "dbt_metrics",
                 "--profiles-dir", "dbt_metrics"], check=True, cwd=os.getcwd())
 phases["dbt build"] = time.perf_counter() - mark
+mark = time.perf_counter()
+from datagouv_eval_pipeline.report import build_report
+build_report(Path(db))
+phases["report"] = time.perf_counter() - mark
 print("task runs", sum(len(l.traces) for l in loads))
 print("phases: " + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()))
 """
