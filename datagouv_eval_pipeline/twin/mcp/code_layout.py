@@ -2,7 +2,7 @@
 
 The layouts in ``tools.py`` and ``data_tools.py`` are reconstructed from the reference; the ones
 here are those of the release's code (v0.2.14), and a conformance test compares them call by
-call with a real build reading the same twin (``tests/mcp_builds/test_conformance_0_2_14.py``).
+call with a real build reading the same twin (``tests/mcp_builds/test_conformance.py``).
 Byte-identical output means more than the happy path: the same upstream requests (so httpx's
 error texts name the same URLs), the same fallbacks when a field is missing or null (``None``
 printed where the release printed it), the same Python error messages where the release let

@@ -201,7 +201,7 @@ class Behaviour:
         layout: ``reference`` (the layouts reconstructed from reference §1.4, shared by the
             releases without a real build to check them) or ``code`` (the layouts of the
             release's own code, in ``code_layout.py``, checked call by call against a real
-            build by ``tests/mcp_builds/test_conformance_0_2_14.py``).
+            build by ``tests/mcp_builds/test_conformance.py``).
     """
 
     search_api: Literal["v1", "v2"]
