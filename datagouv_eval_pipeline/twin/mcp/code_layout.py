@@ -1,8 +1,11 @@
 """Tool outputs of the releases whose layouts follow their own code (``Behaviour.layout="code"``).
 
 The layouts in ``tools.py`` and ``data_tools.py`` are reconstructed from the reference; the ones
-here are those of the release's code (v0.2.14), and a conformance test compares them call by
-call with a real build reading the same twin (``tests/mcp_builds/test_conformance_0_2_14.py``).
+here are those of the releases' code (v0.2.14, v0.2.19, v0.2.26: one family, the differences
+read from :class:`~datagouv_eval_pipeline.twin.mcp.versions.Behaviour` flags), and a
+conformance test compares them call by call with a real build of each tag reading the same twin
+(``tests/mcp_builds/test_conformance.py``). Where a later release's tool is the reference
+layout unchanged (its search tools, its v1 resource list), the reference implementation is used.
 Byte-identical output means more than the happy path: the same upstream requests (so httpx's
 error texts name the same URLs), the same fallbacks when a field is missing or null (``None``
 printed where the release printed it), the same Python error messages where the release let
@@ -22,7 +25,15 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import httpx
+import yaml
 
+from datagouv_eval_pipeline.twin.mcp import tools
+from datagouv_eval_pipeline.twin.mcp.data_tools import (
+    TABULAR_404_HINT,
+    TABULAR_MISSING_COLUMN_HINT,
+    TABULAR_REJECTED_HINT,
+    TABULAR_UNAVAILABLE_HINT,
+)
 from datagouv_eval_pipeline.twin.mcp.text import clean_query, human_size
 from datagouv_eval_pipeline.twin.mcp.tools import (
     TIMEOUT_METRICS,
@@ -34,7 +45,8 @@ from datagouv_eval_pipeline.twin.mcp.tools import (
 
 SEARCH_PAGE_SIZE_MAX: Final = 100
 QUERY_PAGE_SIZE_MAX: Final = 200
-METRICS_LIMIT_MAX: Final = 100
+ORIGINAL_MESSAGE_MAX: Final = 2000
+OPENAPI_TIMEOUT: Final = 15.0
 DOWNLOAD_TIMEOUT: Final = 300.0
 DOWNLOAD_CHUNK: Final = 8192
 LARGE_TABLE_ROWS: Final = 1000
@@ -108,6 +120,8 @@ def _tag_names(record: Mapping[str, Any]) -> list[Any]:
 
 async def search_datasets(env: ToolEnv, args: Mapping[str, Any]) -> str:
     """``search_datasets``: v1 search with stop-word cleaning; upstream errors escape."""
+    if env.behaviour.search_api == "v2":
+        return await tools.search_datasets(env, args)
     query: str = args["query"]
     page: int = args["page"]
     urls = env.upstream.urls
@@ -217,9 +231,42 @@ def _detail_lines(resource: Mapping[str, Any], indent: str) -> list[str]:
     return lines
 
 
+async def _v1_resource_list(env: ToolEnv, dataset_id: str) -> str:
+    """The v0.2.19 on list: the v1 dataset's own resources; every failure is ``Error: …``."""
+    try:
+        data = await _dataset(env, dataset_id)
+        resources = data.get("resources", [])
+        if not data.get("id"):
+            return f"Error: Dataset with ID '{dataset_id}' not found."
+        lines = [
+            f"Resources in dataset: {data.get('title', 'Unknown')}",
+            f"Dataset ID: {dataset_id}",
+            f"Total resources: {len(resources)}",
+            "",
+        ]
+        if not resources:
+            lines.append("This dataset has no resources.")
+            return "\n".join(lines)
+        # Numbered by position in the list: a resource without id leaves a gap.
+        for index, resource in enumerate(resources, 1):
+            if not resource.get("id"):
+                continue
+            lines.append(f"{index}. {_title_or_name(resource) or 'Untitled'}")
+            lines.append(f"   Resource ID: {resource['id']}")
+            lines += _detail_lines(resource, "   ")
+            if resource.get("url"):
+                lines.append(f"   URL: {resource['url']}")
+            lines.append("")
+        return "\n".join(lines)
+    except Exception as error:  # the release reports every failure as text
+        return f"Error: {error}"
+
+
 async def list_dataset_resources(env: ToolEnv, args: Mapping[str, Any]) -> str:
     """``list_dataset_resources``: titles from v1, details from each resource's v2 record."""
     dataset_id: str = args["dataset_id"]
+    if env.behaviour.resource_list == "v1":
+        return await _v1_resource_list(env, dataset_id)
     try:
         # The release reads the dataset twice (its metadata, then its resources); both are the
         # same GET, so one read gives the same text and the same failures.
@@ -331,15 +378,61 @@ def _rows_lines(rows: list[Any]) -> list[str]:
     return lines
 
 
+def _rejected_text(response: httpx.Response) -> str:
+    """The v0.2.24+ text of a Tabular error other than 404 (raises where the release does)."""
+    status = response.status_code
+    if status >= 500 or status in (408, 429):
+        return TABULAR_UNAVAILABLE_HINT
+    if status in (401, 403):
+        return (
+            f"⚠️  The Tabular API returned HTTP {status} (access or permission). "
+            "If the problem persists, try again in about one minute."
+        )
+    try:
+        payload: Any = json.loads(response.text)
+    except json.JSONDecodeError:
+        payload = None
+    messages: list[str] = []
+    hint = False
+    if isinstance(payload, dict):
+        # Every error is assumed to carry detail.message as a string: anything else raises
+        # (KeyError, TypeError, AttributeError), and the caller shows that error instead.
+        for error in payload["errors"]:
+            message = error["detail"]["message"].strip()
+            if message:
+                messages.append(message)
+        first = payload["errors"][0] if payload["errors"] else None
+        detail = first.get("detail") if isinstance(first, dict) else None
+        text = detail.get("message") if isinstance(detail, dict) else None
+        hint = isinstance(text, str) and "does not exist" in text.lower()
+    line = TABULAR_REJECTED_HINT + (TABULAR_MISSING_COLUMN_HINT if hint else "")
+    if messages:
+        joined = ", ".join(messages)
+        if len(joined) > ORIGINAL_MESSAGE_MAX:
+            joined = joined[: ORIGINAL_MESSAGE_MAX - 3] + "..."
+        line += f" - Original error message: {joined}"
+    return line
+
+
 async def _table_page(
     env: ToolEnv, resource_id: str, params: dict[str, Any], lines: list[str], page: int
 ) -> None:
     """Append one page of Tabular rows (or the release's text for its failure) to ``lines``."""
     url = f"{env.upstream.urls.tabular_api}resources/{resource_id}/data/"
     try:
-        response = await env.upstream.get(url, params=params, timeout=TIMEOUT_TABULAR)
+        response = await env.upstream.get(
+            url, params=params, timeout=TIMEOUT_TABULAR, headers=env.headers
+        )
+        hints = env.behaviour.tabular_error_hints
         if response.status_code == 404:
-            lines.append(f"⚠️  Resource {resource_id} not available via Tabular API")
+            lines.append(
+                TABULAR_404_HINT
+                if hints
+                else f"⚠️  Resource {resource_id} not available via Tabular API"
+            )
+            return
+        if hints and response.status_code >= 400:
+            lines.append(_rejected_text(response))
             return
         response.raise_for_status()
         body = response.json()
@@ -358,7 +451,17 @@ async def _table_page(
         lines += _rows_lines(rows)
         if body.get("links", {}).get("next"):
             lines.append("")
-            if total and total > LARGE_TABLE_ROWS:
+            if (
+                total
+                and total > LARGE_TABLE_ROWS
+                and not env.spec.tool("download_and_parse_resource")
+            ):
+                lines.append(
+                    f"⚠️ Large dataset ({total} rows). To get all data, paginate using "
+                    f"page={page + 1} or use get_resource_info to retrieve the raw file URL "
+                    "and fetch it directly."
+                )
+            elif total and total > LARGE_TABLE_ROWS:
                 lines.append(
                     f"⚠️ Large dataset ({total} rows). For comprehensive analysis, consider "
                     "using download_and_parse_resource instead of paginating through many pages."
@@ -384,6 +487,15 @@ async def query_resource_data(env: ToolEnv, args: Mapping[str, Any]) -> str:
     column, value = args.get("filter_column"), args.get("filter_value")
     operator: str = args["filter_operator"]
     sort_column, direction = args.get("sort_column"), args["sort_direction"]
+    filtering = bool(column) and value is not None
+    if env.behaviour.query_validation:
+        operator, direction = operator.lower(), direction.lower()
+        if filtering and operator not in OPERATORS:
+            return (
+                f"Error: invalid filter_operator. Supported values: {', '.join(sorted(OPERATORS))}."
+            )
+        if sort_column and direction not in ("asc", "desc"):
+            return "Error: invalid sort_direction. Supported values: asc, desc."
     try:
         try:
             title, dataset_id = await _resource_summary(env, resource_id)
@@ -396,8 +508,9 @@ async def query_resource_data(env: ToolEnv, args: Mapping[str, Any]) -> str:
         lines = [f"Querying resource: {title}", f"Resource ID: {resource_id}"]
         if dataset_id:
             lines.append(f"Dataset: {parent} (ID: {dataset_id})")
-        lines += [f"Question: {args['question']}", ""]
-        filtering = bool(column) and value is not None
+        if "question" in args:
+            lines.append(f"Question: {args['question']}")
+        lines.append("")
         if filtering:
             lines.append(f"Filter: {column} {operator} {value}")
         if sort_column:
@@ -489,7 +602,8 @@ def _csv_rows(content: bytes, gzipped: bool) -> list[Any]:
     return list(csv.DictReader(io.StringIO(text), delimiter=delimiter))
 
 
-def _json_rows(content: bytes, gzipped: bool) -> list[Any]:
+def _json_rows(content: bytes, gzipped: bool, line_cap: int | None = None) -> list[Any]:
+    """Rows of a JSON array or object, else of JSON Lines (at most ``line_cap`` of them)."""
     text = (gzip.decompress(content) if gzipped else content).decode("utf-8")
     try:
         data = json.loads(text)
@@ -501,8 +615,10 @@ def _json_rows(content: bytes, gzipped: bool) -> list[Any]:
         if isinstance(data, dict):
             return [data]
     # Not one array or object: JSON Lines, skipping the lines that do not parse.
-    rows = []
+    rows: list[Any] = []
     for line in text.strip().split("\n"):
+        if line_cap is not None and len(rows) >= line_cap:
+            break
         if line.strip():
             try:
                 rows.append(json.loads(line))
@@ -543,10 +659,27 @@ def _parsed_lines(rows: list[Any], max_rows: int) -> list[str]:
     return lines
 
 
+def _capped_lines(rows: list[Any], max_rows: int) -> list[str]:
+    """The v0.2.19 layout: the file was parsed up to the row cap, every parsed row is shown."""
+    lines = [
+        "",
+        f"Total rows parsed (up to limit): {len(rows)}",
+        f"Returning: {len(rows)} row(s)",
+        *_rows_lines(rows),
+    ]
+    if len(rows) == max_rows:
+        lines += ["", f"⚠️  Row limit reached ({max_rows}). The file may contain more rows."]
+    return lines
+
+
 async def download_and_parse_resource(env: ToolEnv, args: Mapping[str, Any]) -> str:
     """``download_and_parse_resource``: download the file, parse CSV or JSON, show rows."""
     resource_id: str = args["resource_id"]
     max_rows: int = args["max_rows"]
+    caps = env.behaviour.download_caps
+    if caps is not None:
+        max_rows = min(max(max_rows, 1), caps[1])
+    max_size_mb: int = caps[0] if caps is not None else args["max_size_mb"]
     try:
         resource: dict[str, Any] = (await _resource(env, resource_id)).get("resource", {})
         if not resource.get("id"):
@@ -561,9 +694,7 @@ async def download_and_parse_resource(env: ToolEnv, args: Mapping[str, Any]) -> 
             "",
         ]
         try:
-            content, name, content_type = await _download(
-                env, url, args["max_size_mb"] * 1024 * 1024
-            )
+            content, name, content_type = await _download(env, url, max_size_mb * 1024 * 1024)
         except ValueError as error:
             return f"Error: {error}"
         except Exception as error:  # a failed download is reported as text
@@ -582,9 +713,11 @@ async def download_and_parse_resource(env: ToolEnv, args: Mapping[str, Any]) -> 
             if kind == "csv" or (kind == "gzip" and "csv" in name.lower()):
                 lines.append("Format: CSV")
                 rows = _csv_rows(content, gzipped)
+                if caps is not None:
+                    rows = rows[:max_rows]
             elif kind == "json":
                 lines.append("Format: JSON/JSONL")
-                rows = _json_rows(content, gzipped)
+                rows = _json_rows(content, gzipped, max_rows if caps is not None else None)
             else:
                 lines += _UNPARSED.get(
                     kind, (f"Format: {kind}", "⚠️  Format not supported for parsing.")
@@ -595,6 +728,8 @@ async def download_and_parse_resource(env: ToolEnv, args: Mapping[str, Any]) -> 
         if not rows:
             lines += ["", "⚠️  No data rows found in file."]
             return "\n".join(lines)
+        if caps is not None:
+            return "\n".join(lines + _capped_lines(rows, max_rows))
         return "\n".join(lines + _parsed_lines(rows, max_rows))
     except httpx.HTTPStatusError as error:
         return f"Error: HTTP {error.response.status_code} - {error}"
@@ -605,7 +740,9 @@ async def download_and_parse_resource(env: ToolEnv, args: Mapping[str, Any]) -> 
 # --------------------------------------------------------------------------------- get_metrics
 
 
-def _metric_table(rows: list[dict[str, Any]], lines: list[str], with_visits: bool) -> None:
+def _metric_table(
+    rows: list[dict[str, Any]], lines: list[str], with_visits: bool, none_safe: bool
+) -> None:
     """Append the monthly table; a bad row raises after the rows before it were appended."""
     rule = "-" * (60 if with_visits else 40)
     lines += ["Monthly Statistics:", rule]
@@ -615,8 +752,12 @@ def _metric_table(rows: list[dict[str, Any]], lines: list[str], with_visits: boo
     for row in rows:
         month = row.get("metric_month", "Unknown")
         downloads = row.get("monthly_download_resource", 0)
+        if none_safe:
+            downloads = downloads or 0
         if with_visits:
             visits = row.get("monthly_visit", 0)
+            if none_safe:
+                visits = visits or 0
             visits_total += visits
             downloads_total += downloads
             lines.append(f"{month:<12} {visits:<15,} {downloads:<15,}")
@@ -658,7 +799,7 @@ async def _metrics_section(
         if not rows:
             lines.append(f"No metrics available for this {kind}.")
         else:
-            _metric_table(rows, lines, with_visits=kind == "dataset")
+            _metric_table(rows, lines, kind == "dataset", none_safe=env.behaviour.metrics_none_safe)
     except Exception as error:  # the release shows a failed section as a line
         lines.append(f"Error fetching {kind} metrics: {error}")
 
@@ -669,7 +810,7 @@ async def get_metrics(env: ToolEnv, args: Mapping[str, Any]) -> str:
     resource_id: str | None = args.get("resource_id")
     if not dataset_id and not resource_id:
         return "Error: At least one of dataset_id or resource_id must be provided."
-    limit = max(1, min(args["limit"], METRICS_LIMIT_MAX))
+    limit = max(1, min(args["limit"], env.behaviour.metrics_limit_max))
     lines: list[str] = []
     try:
         if dataset_id:
@@ -689,8 +830,180 @@ async def get_metrics(env: ToolEnv, args: Mapping[str, Any]) -> str:
         return f"Error: {error}"
 
 
+# --------------------------------------------------------------------------- dataservice tools
+
+
+def _dataservice_not_found(env: ToolEnv, dataservice_id: str) -> str:
+    if env.behaviour.wording == "dataservice":
+        return f"Error: Dataservice with ID '{dataservice_id}' not found."
+    return f"Error: Third-party API not found (dataservice_id='{dataservice_id}')."
+
+
+async def _dataservice(env: ToolEnv, dataservice_id: str) -> dict[str, Any]:
+    """The v1 dataservice record; HTTP errors propagate."""
+    result: dict[str, Any] = await env.get_json(
+        f"{env.upstream.urls.datagouv_api}1/dataservices/{dataservice_id}/"
+    )
+    return result
+
+
+def _dataservice_lines(env: ToolEnv, data: Mapping[str, Any]) -> list[str]:
+    heading = (
+        "Dataservice Information"
+        if env.behaviour.wording == "dataservice"
+        else "Third-party API information"
+    )
+    lines = [f"{heading}: {data.get('title', 'Unknown')}", ""]
+    if data.get("id"):
+        lines.append(f"ID: {data['id']}")
+    lines.append(f"URL: {env.upstream.urls.site}dataservices/{data.get('id', '')}/")
+    if data.get("description"):
+        lines += ["", f"Description: {data['description'][:500]}..."]
+    lines.append("")
+    if data.get("base_api_url"):
+        lines.append(f"Base API URL: {data['base_api_url']}")
+    if data.get("machine_documentation_url"):
+        lines.append(f"OpenAPI/Swagger spec: {data['machine_documentation_url']}")
+    organization = data.get("organization")
+    if organization and isinstance(organization, dict):
+        lines += ["", f"Organization: {organization.get('name', 'Unknown')}"]
+        if organization.get("id"):
+            lines.append(f"  Organization ID: {organization['id']}")
+    tags = [
+        tag if isinstance(tag, str) else tag.get("name", "")
+        for tag in data.get("tags") or []
+        if isinstance(tag, str) or (isinstance(tag, dict) and tag.get("name", ""))
+    ]
+    if tags:
+        lines += ["", f"Tags: {', '.join(tags[:10])}"]
+    if data.get("created_at"):
+        lines += ["", f"Created: {data['created_at']}"]
+    if data.get("last_update"):
+        lines.append(f"Last updated: {data['last_update']}")
+    if data.get("license"):
+        lines += ["", f"License: {data['license']}"]
+    datasets = data.get("datasets", {})
+    if isinstance(datasets, dict) and datasets.get("total"):
+        lines += ["", f"Related datasets: {datasets['total']}"]
+    return lines
+
+
+async def get_dataservice_info(env: ToolEnv, args: Mapping[str, Any]) -> str:
+    """``get_dataservice_info``: every failure becomes text (404 has its own)."""
+    dataservice_id: str = args["dataservice_id"]
+    try:
+        return "\n".join(_dataservice_lines(env, await _dataservice(env, dataservice_id)))
+    except httpx.HTTPStatusError as error:
+        if error.response.status_code == 404:
+            return _dataservice_not_found(env, dataservice_id)
+        return f"Error: HTTP {error.response.status_code} - {error}"
+    except Exception as error:  # the release reports any other failure as text
+        return f"Error: {error}"
+
+
+async def _openapi_document(env: ToolEnv, url: str) -> Any:
+    """The spec at ``url``, read as JSON, else YAML (any YAML value, as the release takes it)."""
+    response = await env.upstream.get(
+        url, timeout=OPENAPI_TIMEOUT, headers=env.headers, follow_redirects=True
+    )
+    response.raise_for_status()
+    text = response.text
+    with contextlib.suppress(ValueError):
+        return json.loads(text)
+    with contextlib.suppress(yaml.YAMLError):
+        return yaml.safe_load(text)
+    raise ValueError(f"Could not parse OpenAPI spec from {url} as JSON or YAML")
+
+
+def _parameter_lines(parameters: list[Any]) -> list[str]:
+    lines = []
+    for parameter in parameters:
+        required = " (required)" if parameter.get("required", False) else ""
+        kind = parameter.get("schema", {}).get("type", "")
+        lines.append(
+            f"      - {parameter.get('name', '?')} [{parameter.get('in', '')}, {kind}]{required}"
+        )
+    return lines
+
+
+def _spec_summary(spec: Any) -> str:
+    """Info, servers, base URL and endpoints of a spec (a non-object raises, as in the release)."""
+    lines: list[str] = []
+    info = spec.get("info", {})
+    if info.get("title"):
+        lines.append(f"API: {info['title']}")
+    if info.get("version"):
+        lines.append(f"Version: {info['version']}")
+    if info.get("description"):
+        lines.append(f"Description: {info['description'][:300]}...")
+    servers = spec.get("servers", [])
+    if servers:
+        lines += ["", "Servers:"]
+        for server in servers[:3]:
+            note = server.get("description", "")
+            lines.append(f"  - {server.get('url', '')}" + (f" ({note})" if note else ""))
+    if spec.get("host"):
+        scheme = (spec.get("schemes") or ["https"])[0]
+        lines.append(f"\nBase URL: {scheme}://{spec['host']}{spec.get('basePath', '')}")
+    paths = spec.get("paths", {})
+    if paths:
+        lines += ["", f"Endpoints ({len(paths)} paths):"]
+        for path, methods in paths.items():
+            if not isinstance(methods, dict):
+                continue
+            for method, details in methods.items():
+                if method.startswith("x-") or method == "parameters":
+                    continue
+                if not isinstance(details, dict):
+                    continue
+                summary = details.get("summary", details.get("description", ""))
+                lines.append(f"  {method.upper()} {path}")
+                if summary:
+                    lines.append(f"    {summary.split(chr(10))[0][:120]}")
+                if details.get("parameters", []):
+                    lines.append("\n".join(_parameter_lines(details["parameters"])))
+    return "\n".join(lines)
+
+
+async def get_dataservice_openapi_spec(env: ToolEnv, args: Mapping[str, Any]) -> str:
+    """``get_dataservice_openapi_spec``: the record, then a summary of its spec."""
+    dataservice_id: str = args["dataservice_id"]
+    try:
+        data = await _dataservice(env, dataservice_id)
+        doc_url = data.get("machine_documentation_url")
+        base = data.get("base_api_url")
+        title = data.get("title", "Unknown")
+        if not doc_url:
+            if env.behaviour.wording == "dataservice":
+                text = f"Dataservice '{title}' has no machine_documentation_url."
+            else:
+                text = (
+                    f"Third-party API '{title}' has no machine_documentation_url "
+                    "(dataservice catalog entry)."
+                )
+            if base:
+                text += f" Base API URL is: {base}"
+            return text
+        summary = _spec_summary(await _openapi_document(env, doc_url))
+        lines = [f"OpenAPI spec for: {title}", f"Source: {doc_url}"]
+        if base:
+            lines.append(f"Base API URL: {base}")
+        return "\n".join([*lines, "", summary])
+    except httpx.HTTPStatusError as error:
+        # Also a spec URL that answers 404: the release names the dataservice as not found.
+        if error.response.status_code == 404:
+            return _dataservice_not_found(env, dataservice_id)
+        return f"Error: HTTP {error.response.status_code} - {error}"
+    except Exception as error:  # the release reports any other failure as text
+        return f"Error fetching OpenAPI spec: {error}"
+
+
 IMPLEMENTATIONS: Final[Mapping[str, ToolImpl]] = {
     "search_datasets": search_datasets,
+    "search_organizations": tools.search_organizations,
+    "search_dataservices": tools.search_dataservices,
+    "get_dataservice_info": get_dataservice_info,
+    "get_dataservice_openapi_spec": get_dataservice_openapi_spec,
     "get_dataset_info": get_dataset_info,
     "list_dataset_resources": list_dataset_resources,
     "get_resource_info": get_resource_info,
@@ -698,4 +1011,4 @@ IMPLEMENTATIONS: Final[Mapping[str, ToolImpl]] = {
     "download_and_parse_resource": download_and_parse_resource,
     "get_metrics": get_metrics,
 }
-"""The ``code`` layout of each tool of v0.2.14."""
+"""The ``code`` layout of each tool of v0.2.14, v0.2.19 and v0.2.26."""

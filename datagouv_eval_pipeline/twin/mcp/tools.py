@@ -160,11 +160,21 @@ async def search_organizations(env: ToolEnv, args: Mapping[str, Any]) -> str:
         if args.get(key):
             params[key] = args[key]
     url = urls.datagouv_api + "2/organizations/search/"
-    if query.strip():
-        result, _ = await _search(env, url, query, params)
-    else:
-        result = await env.get_json(url, params)
-    described = [f"query '{query}'"] if query.strip() else []
+
+    async def search(text: str) -> dict[str, Any]:
+        # The release sends page and page_size first, then q, then the filters.
+        ordered: dict[str, Any] = {"page": params["page"], "page_size": params["page_size"]}
+        if text:
+            ordered["q"] = text
+        ordered.update((key, params[key]) for key in filters if key in params)
+        found: dict[str, Any] = await env.get_json(url, ordered)
+        return found
+
+    cleaned = clean_query(query) if query else ""
+    result = await search(cleaned)
+    if not result.get("data") and query and cleaned != query:
+        result = await search(query)
+    described = [f"query '{query}'"] if query else []
     described += [
         f"{key}={args[key]}"
         for key in ("badge", "name", "business_number_id", "sort")
@@ -173,7 +183,7 @@ async def search_organizations(env: ToolEnv, args: Mapping[str, Any]) -> str:
     description = ", ".join(described) or "browse (no text query)"
     organizations = result.get("data") or []
     if not organizations:
-        if query.strip():
+        if query:
             return f"No organizations found for query '{query}'"
         return "No organizations found for current filters"
     parts = [
@@ -182,14 +192,16 @@ async def search_organizations(env: ToolEnv, args: Mapping[str, Any]) -> str:
         "",
     ]
     for index, org in enumerate(organizations, 1):
-        name = org.get("name") or "Unnamed"
+        name = org.get("name") or "Untitled"
         acronym = f" ({org['acronym']})" if org.get("acronym") else ""
         url_org = f"{urls.site}organizations/{org.get('slug') or org.get('id')}"
         parts.append(f"{index}. {name}{acronym}")
         parts.append(f"   ID: {org.get('id')}")
         if org.get("slug"):
             parts.append(f"   Slug: {org['slug']}")
-        badges = [b.get("kind") for b in org.get("badges") or [] if isinstance(b, dict)]
+        badges = [
+            b["kind"] for b in org.get("badges") or [] if isinstance(b, dict) and b.get("kind")
+        ]
         if badges:
             parts.append(f"   Badges: {', '.join(str(b) for b in badges)}")
         metrics = org.get("metrics") or {}

@@ -198,10 +198,15 @@ class Behaviour:
             (v0.2.19), or None when the caller's ``max_size_mb`` applies.
         user_agent: Send ``User-Agent: datagouv-mcp/<version>`` upstream (v0.2.19 on).
         query_page_size_max: Upper clamp of ``query_resource_data``'s ``page_size``.
+        query_validation: ``query_resource_data`` lower-cases the operator and direction and
+            refuses unknown ones with a text (v0.2.19 on); before, an unknown operator was
+            sent as ``exact`` and the caller's spelling echoed.
+        resource_list: ``list_dataset_resources`` reads each resource's v2 record
+            (``v2_each``, v0.2.14) or shows the v1 dataset's own resource list (``v1``).
         layout: ``reference`` (the layouts reconstructed from reference §1.4, shared by the
             releases without a real build to check them) or ``code`` (the layouts of the
             release's own code, in ``code_layout.py``, checked call by call against a real
-            build by ``tests/mcp_builds/test_conformance_0_2_14.py``).
+            build by ``tests/mcp_builds/test_conformance.py``).
     """
 
     search_api: Literal["v1", "v2"]
@@ -214,6 +219,8 @@ class Behaviour:
     download_caps: tuple[int, int] | None
     user_agent: bool
     query_page_size_max: int = 200
+    query_validation: bool = False
+    resource_list: Literal["v2_each", "v1"] = "v1"
     layout: Literal["reference", "code"] = "reference"
 
 
@@ -313,6 +320,7 @@ VERSIONS: Final[Mapping[str, VersionSpec]] = {
                 tabular_error_hints=False,
                 download_caps=None,
                 user_agent=False,
+                resource_list="v2_each",
                 layout="code",
             ),
             # The release listed "localhost" and "127.0.0.1" without a port, so it refused any
@@ -346,6 +354,8 @@ VERSIONS: Final[Mapping[str, VersionSpec]] = {
                 tabular_error_hints=False,
                 download_caps=(50, 500),
                 user_agent=True,
+                query_validation=True,
+                layout="code",
             ),
             allowed_hosts=ALLOWED_HOSTS_0_2_19,
             health="timestamp_version",
@@ -375,6 +385,8 @@ VERSIONS: Final[Mapping[str, VersionSpec]] = {
                 tabular_error_hints=True,
                 download_caps=None,
                 user_agent=True,
+                query_validation=True,
+                layout="code",
             ),
             titles=TITLES_0_2_25,
             annotations=True,

@@ -59,23 +59,31 @@ def test_get_dataset_info_layout(live_twin: TwinUrls, version: str) -> None:
     full = (
         short + " consommation de carburants et trafic. Chaque série est identifiée par son idBank."
     )
-    assert text.split("\n") == [
-        "Dataset Information: Transports",
-        "",
-        f"ID: {TRANSPORTS}",
-        "Slug: transports",
-        f"URL: {LIVE.site}datasets/transports/",
-        f"Description: {short}",
-        f"Full description: {full}...",
-        "Organization: Institut national de la statistique et des études économiques (Insee)",
-        "  Organization ID: 534fff81a3a7292c64a77e5c",
-        "Tags: automobiles, carburant, immatriculations, transports, voitures",
-        "Resources: 2 file(s)",
-        "Created: 2015-08-31T10:39:19+00:00",
-        "Last updated: 2026-05-29T12:00:00+00:00",
-        "License: fr-lo",
-        "Update frequency: monthly",
+    title = "Dataset Information: Transports"
+    sections = [
+        [
+            f"ID: {TRANSPORTS}",
+            "Slug: transports",
+            f"URL: {LIVE.site}datasets/transports/",
+        ],
+        [f"Description: {short}"],
+        [f"Full description: {full}..."],
+        [
+            "Organization: Institut national de la statistique et des études économiques (Insee)",
+            "  Organization ID: 534fff81a3a7292c64a77e5c",
+        ],
+        ["Tags: automobiles, carburant, immatriculations, transports, voitures"],
+        ["Resources: 2 file(s)"],
+        ["Created: 2015-08-31T10:39:19+00:00", "Last updated: 2026-05-29T12:00:00+00:00"],
+        ["License: fr-lo", "Update frequency: monthly"],
     ]
+    if version == "0.2.5":
+        # The reconstructed layout: no blank lines between sections.
+        assert text.split("\n") == [title, "", *(line for section in sections for line in section)]
+    else:
+        # The releases' code (checked against it by tests/mcp_builds/test_conformance.py):
+        # a blank line between sections.
+        assert text.split("\n\n") == [title, *("\n".join(section) for section in sections)]
 
 
 def test_search_datasets_layout_and_fallback(live_twin: TwinUrls) -> None:
@@ -165,7 +173,7 @@ def test_dataservice_wording_per_release(live_twin: TwinUrls) -> None:
         f"Error: Third-party API not found (dataservice_id='{NO_DATASET}')."
     )
     assert call_text(live_twin, "0.2.19", "get_dataservice_info", missing) == (
-        f"Error: Dataservice not found (dataservice_id='{NO_DATASET}')."
+        f"Error: Dataservice with ID '{NO_DATASET}' not found."
     )
     assert call_text(live_twin, "0.2.26", "search_dataservices", {"query": "zzqxw"}) == (
         "No third-party APIs found for query: 'zzqxw'"
@@ -182,17 +190,24 @@ def test_get_dataservice_info_layout(live_twin: TwinUrls) -> None:
         f"ID: {BAN}",
         f"URL: {LIVE.site}dataservices/{BAN}/",
     ]
-    assert lines[4].startswith("Description: L'API Adresse") and lines[4].endswith("...")
-    assert len(lines[4]) == len("Description: ") + 500 + 3
-    assert lines[5:] == [
+    assert lines[4] == ""
+    assert lines[5].startswith("Description: L'API Adresse") and lines[5].endswith("...")
+    assert len(lines[5]) == len("Description: ") + 500 + 3
+    assert lines[6:] == [
+        "",
         "Base API URL: https://data.geopf.fr/geocodage/",
         "OpenAPI/Swagger spec: https://data.geopf.fr/geocodage/openapi.yaml",
+        "",
         "Organization: Institut national de l'information géographique et forestière",
         "  Organization ID: 534fff80a3a7292c64a77e41",
+        "",
         "Tags: adresse, geocodage, ban, geographie",
+        "",
         "Created: 2024-11-07T16:21:44+00:00",
         "Last updated: 2026-03-18T10:00:00+00:00",
+        "",
         "License: lov2",
+        "",
         "Related datasets: 1",
     ]
 
@@ -312,12 +327,12 @@ def test_get_metrics_tables(live_twin: TwinUrls) -> None:
         "",
         "Monthly Statistics:",
         rule60,
-        "Month        | Visits          | Downloads      ",
+        "Month        Visits          Downloads      ",
         rule60,
-        "2026-05      | 349             | 232            ",
-        "2026-04      | 301             | 370            ",
+        "2026-05      349             232            ",
+        "2026-04      301             370            ",
         rule60,
-        "Total        | 650             | 602            ",
+        "Total        650             602            ",
         "",
         "",
         "Resource Metrics: Séries mensuelles transports (BDM).csv",
@@ -325,12 +340,12 @@ def test_get_metrics_tables(live_twin: TwinUrls) -> None:
         "",
         "Monthly Statistics:",
         rule40,
-        "Month        | Downloads      ",
+        "Month        Downloads      ",
         rule40,
-        "2026-05      | 120            ",
-        "2026-04      | 192            ",
+        "2026-05      120            ",
+        "2026-04      192            ",
         rule40,
-        "Total        | 312            ",
+        "Total        312            ",
     ]
 
 
@@ -341,7 +356,8 @@ def test_get_metrics_checks_clamps_and_nulls_per_release(live_twin: TwinUrls) ->
     assert call_text(live_twin, "0.2.26", "get_metrics", {"dataset_id": "  "}) == (
         "Error: dataset_id cannot be empty."
     )
-    # 0.2.26 clamps limit to 50 (the Metrics API maximum); 0.2.19 still sends 100 and fails.
+    # 0.2.26 clamps limit to 50 (the Metrics API maximum); 0.2.19 still sends 100 and fails,
+    # a line under the section's header.
     clamped = call_text(
         live_twin, "0.2.26", "get_metrics", {"dataset_id": TRANSPORTS, "limit": 100}
     )
@@ -349,14 +365,14 @@ def test_get_metrics_checks_clamps_and_nulls_per_release(live_twin: TwinUrls) ->
     too_many = call_text(
         live_twin, "0.2.19", "get_metrics", {"dataset_id": TRANSPORTS, "limit": 100}
     )
-    assert too_many.startswith(
+    assert too_many.split("\n")[3].startswith(
         "Error fetching dataset metrics: Client error '400 Bad Request' for url "
         f"'{LIVE.metrics_api}datasets/data/?dataset_id__exact={TRANSPORTS}"
         "&metric_month__sort=desc&page_size=100'"
     )
     # A null monthly value: counted as 0 from 0.2.22, a formatting crash before.
     safe = call_text(live_twin, "0.2.26", "get_metrics", {"dataset_id": BUDGET_2012})
-    assert "\n2025-09      | " in safe
+    assert "\n2025-09      " in safe
     assert call_text(live_twin, "0.2.5", "get_metrics", {"dataset_id": BUDGET_2012}) == (
         "Error fetching dataset metrics: unsupported format string passed to NoneType.__format__"
     )

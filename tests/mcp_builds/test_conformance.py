@@ -1,11 +1,16 @@
-"""The twin's emulation of 0.2.14 against the real 0.2.14 build, call by call.
+"""The twin's emulation of each release against the release's real code, call by call.
 
-One twin serves both: the real server (the package carrying the official v0.2.14 ``tools/``
-and ``helpers/``) reads it through the hostname front, the emulation in-process. Several
-hundred calls, generated deterministically from the snapshot and the task specs, go to both
-over MCP streamable HTTP; every answer must be identical in its ``content[].text`` and its
-``isError``. Descriptions are not compared (the twin writes its own); the rest of
-``tools/list`` is.
+One twin serves both sides: the real server (a build of the release's own ``tools/`` and
+``helpers/``, see docs/mcp-builds.md) reads it through the hostname front, the emulation
+in-process. Several hundred calls, generated deterministically from the snapshot, the task specs
+and the release's own tool signatures, go to both over MCP streamable HTTP; every answer must
+be identical in its ``content[].text`` and its ``isError``. Descriptions are not compared (the
+twin writes its own); the rest of ``tools/list`` is.
+
+0.2.14 runs from its PyPI package, always. The releases built from a git tag (0.2.19, 0.2.26)
+need the repository's URL in ``DATAGOUV_MCP_GIT`` (a ``file://`` mirror or
+``https://github.com/datagouv/datagouv-mcp``) and a Python 3.13 on the PATH; without them they
+skip, saying which is missing. A release is one row of :data:`RELEASES`.
 """
 
 from __future__ import annotations
@@ -13,10 +18,12 @@ from __future__ import annotations
 import asyncio
 import difflib
 import json
+import os
+import shutil
 import time
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -29,17 +36,72 @@ from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.tasks.spec import SourceType
 from datagouv_eval_pipeline.twin.catalog import CatalogStore
 from datagouv_eval_pipeline.twin.mcp.server import mcp_url
-from datagouv_eval_pipeline.twin.mcp.versions import get_version
+from datagouv_eval_pipeline.twin.mcp.versions import VersionSpec, get_version
 from datagouv_eval_pipeline.twin.server import TwinServer
 
-BUILD = McpBuild(package="iflow-mcp-datagouv-datagouv-mcp==0.2.14")
-VERSION = "0.2.14"
 MIN_CALLS = 300
 UNKNOWN_DATASET = "000000000000000000000000"
 UNKNOWN_RESOURCE = "00000000-0000-0000-0000-000000000000"
-# Calls the emulation is known to answer differently, by kind, with the reason. Strict: a
-# kind listed here that has become identical fails the test, so the list cannot go stale.
-KNOWN_DIFFERENCES: dict[str, str] = {}
+GIT_ENV = "DATAGOUV_MCP_GIT"
+
+
+def _package(requirement: str) -> Callable[[], McpBuild | str]:
+    def build() -> McpBuild | str:
+        return McpBuild(package=requirement)
+
+    return build
+
+
+def _git_tag(tag: str, python: str) -> Callable[[], McpBuild | str]:
+    """A build of ``tag`` from ``$DATAGOUV_MCP_GIT``, or why it cannot be made here."""
+
+    def build() -> McpBuild | str:
+        missing = []
+        repository = os.environ.get(GIT_ENV)
+        if not repository:
+            missing.append(
+                f"{GIT_ENV} (the URL of the datagouv-mcp repository, e.g. "
+                "https://github.com/datagouv/datagouv-mcp or a file:// mirror)"
+            )
+        if shutil.which(f"python{python}") is None:
+            missing.append(f"a python{python} on the PATH")
+        if missing:
+            return f"the real {tag} needs " + " and ".join(missing)
+        return McpBuild(git=f"{repository}@{tag}", python=python)
+
+    return build
+
+
+@dataclass(frozen=True)
+class Release:
+    """One release compared with its real code.
+
+    Attributes:
+        version: The twin's release (a row of the version table).
+        build: The real code's build, or the reason it cannot be built on this machine.
+        known_differences: Call kinds the emulation is known to answer differently, with the
+            reason. Strict: a listed kind that has become identical fails the test, so the
+            list cannot go stale.
+    """
+
+    version: str
+    build: Callable[[], McpBuild | str]
+    known_differences: Mapping[str, str] = field(default_factory=dict)
+
+
+# The real git builds install the tag's uv.lock, whose pydantic (2.12 at 0.2.19, 2.13 at 0.2.26)
+# links its own docs version in validation errors; the twin's texts carry the twin's pydantic.
+_PYDANTIC_DOCS: Mapping[str, str] = {
+    kind: "pydantic's validation errors link the docs of the installed pydantic version"
+    for kind in ("arguments.missing", "arguments.null", "arguments.type")
+}
+
+
+RELEASES: tuple[Release, ...] = (
+    Release("0.2.14", _package("iflow-mcp-datagouv-datagouv-mcp==0.2.14")),
+    Release("0.2.19", _git_tag("v0.2.19", "3.13"), _PYDANTIC_DOCS),
+    Release("0.2.26", _git_tag("v0.2.26", "3.13"), _PYDANTIC_DOCS),
+)
 
 
 @dataclass(frozen=True)
@@ -72,7 +134,15 @@ def _task_ids() -> dict[SourceType, list[str]]:
     return ids
 
 
-def _search_calls(store: CatalogStore, ids: dict[SourceType, list[str]]) -> Iterator[Call]:
+def _params(spec: VersionSpec, tool: str) -> tuple[str, ...]:
+    """The argument names of ``tool`` in the release (none when it lacks the tool)."""
+    signature = spec.tool(tool)
+    return signature.param_names() if signature else ()
+
+
+def _search_calls(
+    store: CatalogStore, ids: dict[SourceType, list[str]], spec: VersionSpec
+) -> Iterator[Call]:
     titles = [str(store.datasets[i]["title"]) for i in sorted(store.datasets)]
     for n, title in enumerate(titles):
         words = 2 + n % 2
@@ -117,6 +187,103 @@ def _search_calls(store: CatalogStore, ids: dict[SourceType, list[str]]) -> Iter
         yield Call(
             "search.edge", "search_datasets", {"query": query, "page": page, "page_size": size}
         )
+    if "sort" in _params(spec, "search_datasets"):
+        for n, sort in enumerate(("-created", "created", "-last_update", "-reuses", "bogus")):
+            yield Call(
+                "search.sort",
+                "search_datasets",
+                {"query": _query_words(titles[n], 1), "sort": sort},
+            )
+    if "last_update_range" in _params(spec, "search_datasets"):
+        for n, span in enumerate(("last_30_days", "last_12_months", "last_3_years", "decade")):
+            yield Call(
+                "search.last_update_range",
+                "search_datasets",
+                {"query": _query_words(titles[n + 5], 1), "last_update_range": span},
+            )
+        yield Call(
+            "search.sort_and_range",
+            "search_datasets",
+            {"query": "", "sort": "-created", "last_update_range": "last_3_years", "page_size": 3},
+        )
+
+
+def _organization_calls(store: CatalogStore, spec: VersionSpec) -> Iterator[Call]:
+    if not spec.tool("search_organizations"):
+        return
+    organizations = sorted(
+        {str((d.get("organization") or {}).get("id")) for d in store.datasets.values()}
+    )
+    for n, org_id in enumerate(organizations[:12]):
+        org = store.organization(org_id)
+        if not org:
+            continue
+        name = str(org["name"])
+        yield Call("organizations.search", "search_organizations", {"query": name})
+        yield Call("organizations.words", "search_organizations", {"query": _query_words(name, 1)})
+        if n % 3 == 0:
+            yield Call("organizations.name", "search_organizations", {"name": name})
+        if n % 4 == 1:
+            yield Call(
+                "organizations.page",
+                "search_organizations",
+                {"query": _query_words(name, 1), "page": 2, "page_size": 2},
+            )
+    for arguments in (
+        {},
+        {"query": "zzzqqq introuvable"},
+        {"query": "", "page_size": 3, "sort": "-datasets"},
+        {"badge": "public-service", "page_size": 4},
+        {"badge": "certified", "sort": "-followers", "page_size": 2},
+        {"business_number_id": "13002526500013"},
+        {"query": "ministère", "page": 500},
+        {"query": "mairie", "page_size": 150},
+        {"query": "mairie", "page": 0},
+    ):
+        yield Call("organizations.edge", "search_organizations", arguments)
+
+
+def _dataservice_calls(
+    store: CatalogStore, ids: dict[SourceType, list[str]], spec: VersionSpec
+) -> Iterator[Call]:
+    if not spec.tool("search_dataservices"):
+        return
+    services = [*ids[SourceType.DATASERVICE]]
+    services += [s for s in sorted(store.dataservices) if s not in services][:20]
+    for n, service_id in enumerate(services):
+        service = store.dataservices.get(service_id)
+        if service:
+            query = _query_words(str(service["title"]), 1 + n % 2)
+            yield Call("dataservices.search", "search_dataservices", {"query": query})
+            if n % 4 == 0:
+                yield Call(
+                    "dataservices.page",
+                    "search_dataservices",
+                    {"query": query, "page": 2, "page_size": 1},
+                )
+        yield Call("dataservices.info", "get_dataservice_info", {"dataservice_id": service_id})
+        yield Call(
+            "dataservices.openapi", "get_dataservice_openapi_spec", {"dataservice_id": service_id}
+        )
+    dataset_id = ids[SourceType.DATASET][0]
+    for tool in ("get_dataservice_info", "get_dataservice_openapi_spec"):
+        yield Call("dataservices.unknown", tool, {"dataservice_id": UNKNOWN_DATASET})
+        yield Call("dataservices.dataset_id", tool, {"dataservice_id": dataset_id})
+        yield Call("dataservices.bad_id", tool, {"dataservice_id": "not a/valid id"})
+    for query, page, size in (
+        ("zzzqqq introuvable", 1, 20),
+        ("api", 1, 20),
+        ("données api", 1, 5),
+        ("", 1, 5),
+        ("api", 30, 20),
+        ("api", 1, 150),
+        ("api", 0, 5),
+    ):
+        yield Call(
+            "dataservices.edge",
+            "search_dataservices",
+            {"query": query, "page": page, "page_size": size},
+        )
 
 
 def _dataset_calls(store: CatalogStore, ids: dict[SourceType, list[str]]) -> Iterator[Call]:
@@ -133,25 +300,26 @@ def _dataset_calls(store: CatalogStore, ids: dict[SourceType, list[str]]) -> Ite
         yield Call("dataset.dataservice_id", "get_dataset_info", {"dataset_id": service_id})
 
 
-def _resource_calls(store: CatalogStore, ids: dict[SourceType, list[str]]) -> Iterator[Call]:
+def _resource_calls(
+    store: CatalogStore, ids: dict[SourceType, list[str]], spec: VersionSpec
+) -> Iterator[Call]:
     resources = list(ids[SourceType.RESOURCE])
     resources += [t for t in sorted(store.tables) if t not in resources]
     for resource_id in resources:
         yield Call("resource.info", "get_resource_info", {"resource_id": resource_id})
+    yield Call("resource.unknown", "get_resource_info", {"resource_id": UNKNOWN_RESOURCE})
+    download = _params(spec, "download_and_parse_resource")
+    if not download:
+        return
     for resource_id in ids[SourceType.RESOURCE]:
         yield Call(
             "download", "download_and_parse_resource", {"resource_id": resource_id, "max_rows": 3}
         )
     for n, resource_id in enumerate(sorted(store.tables)[:6]):
-        yield Call(
-            "download.limits",
-            "download_and_parse_resource",
-            {
-                "resource_id": resource_id,
-                "max_rows": (0, 1, -1, 500, 2, 20)[n],
-                "max_size_mb": (500, 0, 1)[n % 3],
-            },
-        )
+        limits = {"resource_id": resource_id, "max_rows": (0, 1, -1, 500, 2, 20)[n]}
+        if "max_size_mb" in download:
+            limits["max_size_mb"] = (500, 0, 1)[n % 3]
+        yield Call("download.limits", "download_and_parse_resource", limits)
     # One file of each (format, host) pair of the snapshot: the parsers and refusals of every
     # format, and hosts the twin does not serve.
     kinds: dict[tuple[str, str], str] = {}
@@ -165,14 +333,20 @@ def _resource_calls(store: CatalogStore, ids: dict[SourceType, list[str]]) -> It
             "download_and_parse_resource",
             {"resource_id": resource_id, "max_rows": 2},
         )
-    yield Call("resource.unknown", "get_resource_info", {"resource_id": UNKNOWN_RESOURCE})
     yield Call("resource.unknown", "download_and_parse_resource", {"resource_id": UNKNOWN_RESOURCE})
 
 
-def _table_calls(store: CatalogStore) -> Iterator[Call]:
+def _question(spec: VersionSpec) -> dict[str, str]:
+    """The ``question`` argument, in the releases whose ``query_resource_data`` has one."""
+    if "question" in _params(spec, "query_resource_data"):
+        return {"question": "Quelles sont les valeurs ?"}
+    return {}
+
+
+def _table_calls(store: CatalogStore, spec: VersionSpec) -> Iterator[Call]:
     for n, resource_id in enumerate(sorted(store.tables)):
         table = store.tables[resource_id]
-        base = {"question": "Quelles sont les valeurs ?", "resource_id": resource_id}
+        base: dict[str, Any] = {**_question(spec), "resource_id": resource_id}
         yield Call("table.page", "query_resource_data", {**base, "page_size": 5})
         yield Call("table.page", "query_resource_data", {**base, "page": 2, "page_size": 5})
         column = table.columns[n % len(table.columns)]
@@ -251,7 +425,9 @@ def _table_calls(store: CatalogStore) -> Iterator[Call]:
                 "table.page_zero", "query_resource_data", {**base, "page": 0, "page_size": 0}
             )
     yield Call(
-        "table.unknown", "query_resource_data", {"question": "?", "resource_id": UNKNOWN_RESOURCE}
+        "table.unknown",
+        "query_resource_data",
+        {**_question(spec), "resource_id": UNKNOWN_RESOURCE},
     )
 
 
@@ -279,28 +455,35 @@ def _metrics_calls(store: CatalogStore, ids: dict[SourceType, list[str]]) -> Ite
         yield Call("metrics.edge", "get_metrics", arguments)
 
 
-def _argument_errors(ids: dict[SourceType, list[str]]) -> Iterator[Call]:
+def _argument_errors(ids: dict[SourceType, list[str]], spec: VersionSpec) -> Iterator[Call]:
     dataset_id = ids[SourceType.DATASET][0]
     yield Call("arguments.missing", "get_dataset_info", {})
-    yield Call("arguments.missing", "query_resource_data", {"resource_id": UNKNOWN_RESOURCE})
+    # Without its first required argument (the question where there is one).
+    missing = {"resource_id": UNKNOWN_RESOURCE} if _question(spec) else {}
+    yield Call("arguments.missing", "query_resource_data", missing)
     yield Call("arguments.type", "search_datasets", {"query": "eau", "page": "deux"})
     yield Call("arguments.type", "get_metrics", {"dataset_id": dataset_id, "limit": "beaucoup"})
     yield Call("arguments.coerced", "search_datasets", {"query": "eau", "page": "2"})
     yield Call("arguments.null", "get_dataset_info", {"dataset_id": None})
     yield Call("arguments.extra", "get_dataset_info", {"dataset_id": dataset_id, "verbose": True})
-    yield Call("arguments.unknown_tool", "search_dataservices", {"query": "adresse"})
+    yield Call("arguments.unknown_tool", "search_everything", {"query": "adresse"})
 
 
-def conformance_calls(store: CatalogStore) -> list[Call]:
-    """The calls of the comparison, in a fixed order (a pure function of snapshot and tasks)."""
+def conformance_calls(store: CatalogStore, spec: VersionSpec) -> list[Call]:
+    """The calls of one release, in a fixed order (a pure function of snapshot, tasks, release).
+
+    Only the release's tools, with its own argument names.
+    """
     ids = _task_ids()
     return [
-        *_search_calls(store, ids),
+        *_search_calls(store, ids, spec),
+        *_organization_calls(store, spec),
+        *_dataservice_calls(store, ids, spec),
         *_dataset_calls(store, ids),
-        *_resource_calls(store, ids),
-        *_table_calls(store),
+        *_resource_calls(store, ids, spec),
+        *_table_calls(store, spec),
         *_metrics_calls(store, ids),
-        *_argument_errors(ids),
+        *_argument_errors(ids, spec),
     ]
 
 
@@ -333,51 +516,69 @@ async def _both(real: str, twin: str, calls: list[Call]) -> tuple[list[Answer], 
     return got[0], got[1]
 
 
-def _diff(call: Call, real: Answer, twin: Answer) -> str:
+def _diff(call: Call, real: Answer, twin: Answer, version: str) -> str:
     def lines(answer: Answer) -> list[str]:
         return [f"isError: {answer[0]}", *"\n---\n".join(answer[1]).splitlines()]
 
-    body = difflib.unified_diff(lines(real), lines(twin), "real 0.2.14", "twin 0.2.14", lineterm="")
+    body = difflib.unified_diff(
+        lines(real), lines(twin), f"real {version}", f"twin {version}", lineterm=""
+    )
     return call.label() + "\n" + "\n".join(body)
 
 
 @dataclass
 class Endpoints:
+    release: Release
+    spec: VersionSpec
     store: CatalogStore
     real: str
     twin: str
 
 
-@pytest.fixture(scope="module")
-def endpoints() -> Iterator[Endpoints]:
-    server = TwinServer(mcp_versions=[VERSION])
+@pytest.fixture(scope="module", params=RELEASES, ids=lambda release: release.version)
+def endpoints(request: pytest.FixtureRequest) -> Iterator[Endpoints]:
+    release: Release = request.param
+    build = release.build()
+    if isinstance(build, str):
+        pytest.skip(build)
+    server = TwinServer(mcp_versions=[release.version])
     with server as urls, BuildServers(twin=server) as builds:
-        yield Endpoints(server.store, builds.start(BUILD).url, mcp_url(urls.site, VERSION))
+        yield Endpoints(
+            release,
+            get_version(release.version),
+            server.store,
+            builds.start(build).url,
+            mcp_url(urls.site, release.version),
+        )
 
 
 def test_the_tool_list_is_the_real_one_descriptions_aside(endpoints: Endpoints) -> None:
     real = asyncio.run(_tools(endpoints.real))
     twin = asyncio.run(_tools(endpoints.twin))
-    assert [t["name"] for t in twin] == list(get_version(VERSION).tool_names())
+    assert [t["name"] for t in twin] == list(endpoints.spec.tool_names())
     assert twin == real
 
 
 def test_every_call_answers_as_the_real_server(endpoints: Endpoints) -> None:
-    calls = conformance_calls(endpoints.store)
+    spec, known = endpoints.spec, endpoints.release.known_differences
+    calls = conformance_calls(endpoints.store, spec)
     assert len(calls) >= MIN_CALLS
-    assert {c.tool for c in calls} >= set(get_version(VERSION).tool_names())
+    assert {c.tool for c in calls} >= set(spec.tool_names())
     started = time.monotonic()
     real, twin = asyncio.run(_both(endpoints.real, endpoints.twin, calls))
     seconds = time.monotonic() - started
     differing = [n for n, pair in enumerate(zip(real, twin, strict=True)) if pair[0] != pair[1]]
-    unexpected = [n for n in differing if calls[n].kind not in KNOWN_DIFFERENCES]
+    unexpected = [n for n in differing if calls[n].kind not in known]
     by_tool = Counter(c.tool for c in calls)
     same_by_tool = Counter(calls[n].tool for n in range(len(calls)) if n not in differing)
-    print(f"\n{len(calls)} calls in {seconds:.1f} s, {len(calls) - len(differing)} identical")
+    print(
+        f"\n{spec.version}: {len(calls)} calls in {seconds:.1f} s, "
+        f"{len(calls) - len(differing)} identical"
+    )
     for tool, count in sorted(by_tool.items()):
         print(f"  {tool}: {same_by_tool[tool]}/{count}")
-    report = "\n\n".join(_diff(calls[n], real[n], twin[n]) for n in unexpected[:8])
+    report = "\n\n".join(_diff(calls[n], real[n], twin[n], spec.version) for n in unexpected[:8])
     assert not unexpected, f"{len(unexpected)} calls differ; the first ones:\n{report}"
     # Strict known differences: each listed kind must still differ somewhere.
     still = {calls[n].kind for n in differing}
-    assert set(KNOWN_DIFFERENCES) <= still, set(KNOWN_DIFFERENCES) - still
+    assert set(known) <= still, set(known) - still
