@@ -28,13 +28,12 @@ import httpx
 import yaml
 
 from datagouv_eval_pipeline.twin.mcp import tools
-from datagouv_eval_pipeline.twin.mcp.data_tools import (
-    TABULAR_404_HINT,
-    TABULAR_MISSING_COLUMN_HINT,
-    TABULAR_REJECTED_HINT,
-    TABULAR_UNAVAILABLE_HINT,
+from datagouv_eval_pipeline.twin.mcp.text import (
+    FILTER_OPERATORS,
+    SORT_DIRECTIONS,
+    clean_query,
+    human_size,
 )
-from datagouv_eval_pipeline.twin.mcp.text import clean_query, human_size
 from datagouv_eval_pipeline.twin.mcp.tools import (
     TIMEOUT_METRICS,
     TIMEOUT_PROBE,
@@ -50,10 +49,29 @@ OPENAPI_TIMEOUT: Final = 15.0
 DOWNLOAD_TIMEOUT: Final = 300.0
 DOWNLOAD_CHUNK: Final = 8192
 LARGE_TABLE_ROWS: Final = 1000
-# The operators the release maps one to one; any other falls back to "exact" upstream while
-# the header still shows what the caller wrote.
-OPERATORS: Final = frozenset(
-    {"exact", "contains", "less", "greater", "strictly_less", "strictly_greater"}
+INVALID_OPERATOR: Final = (
+    f"Error: invalid filter_operator. Supported values: {', '.join(FILTER_OPERATORS)}."
+)
+INVALID_DIRECTION: Final = (
+    f"Error: invalid sort_direction. Supported values: {', '.join(SORT_DIRECTIONS)}."
+)
+# The Tabular hints of v0.2.24 on (``Behaviour.tabular_error_hints``).
+TABULAR_404_HINT = (
+    "⚠️  This resource ID was not found in the Tabular API. Use search_datasets to find a "
+    "dataset, then list_dataset_resources to obtain the correct resource ID."
+)
+TABULAR_UNAVAILABLE_HINT = (
+    "⚠️  The Tabular API is temporarily unavailable or returned a server error. "
+    "Please try again in about one minute."
+)
+TABULAR_REJECTED_HINT = (
+    "⚠️  The Tabular API rejected the request (invalid filter, sort column, or parameter). "
+    "Call again without sort or filter to preview rows and confirm column names, or align "
+    "filter_column and sort_column with the resource schema."
+)
+TABULAR_MISSING_COLUMN_HINT = (
+    " A column or parameter in the request does not exist in this resource; remove "
+    "sort/filter or use exact names from a preview."
 )
 SNIFF_DELIMITERS: Final = ",;\t|"
 
@@ -490,12 +508,12 @@ async def query_resource_data(env: ToolEnv, args: Mapping[str, Any]) -> str:
     filtering = bool(column) and value is not None
     if env.behaviour.query_validation:
         operator, direction = operator.lower(), direction.lower()
-        if filtering and operator not in OPERATORS:
+        if filtering and operator not in FILTER_OPERATORS:
             return (
-                f"Error: invalid filter_operator. Supported values: {', '.join(sorted(OPERATORS))}."
+                f"Error: invalid filter_operator. Supported values: {', '.join(FILTER_OPERATORS)}."
             )
-        if sort_column and direction not in ("asc", "desc"):
-            return "Error: invalid sort_direction. Supported values: asc, desc."
+        if sort_column and direction not in SORT_DIRECTIONS:
+            return INVALID_DIRECTION
     try:
         try:
             title, dataset_id = await _resource_summary(env, resource_id)
@@ -522,7 +540,9 @@ async def query_resource_data(env: ToolEnv, args: Mapping[str, Any]) -> str:
             "page_size": max(1, min(args["page_size"], QUERY_PAGE_SIZE_MAX)),
         }
         if filtering:
-            params[f"{column}__{operator if operator in OPERATORS else 'exact'}"] = value
+            # The release maps these operators one to one; any other goes upstream as "exact"
+            # while the header above still shows what the caller wrote.
+            params[f"{column}__{operator if operator in FILTER_OPERATORS else 'exact'}"] = value
         if sort_column:
             params[f"{sort_column}__sort"] = "desc" if direction.lower() == "desc" else "asc"
         await _table_page(env, resource_id, params, lines, page)

@@ -1,12 +1,9 @@
-"""The data tools: Tabular queries and file downloads.
+"""The data tools of 0.2.5, the one release still on the reference layouts.
 
-``query_resource_data`` exists from v0.2.6, ``query_dataset_data`` up to v0.2.5 and
-``download_and_parse_resource`` up to v0.2.19.
-
-``query_resource_data`` follows reference §1.4 to the letter (validation texts, clamps, header,
-row layout, pagination hints, the v0.2.24 Tabular error hints and their latent TypeError).
-The two older tools are reconstructions: the reference gives their signatures, not their text
-layouts; docs/twin.md lists what is reconstructed.
+``query_dataset_data`` (up to v0.2.5) and 0.2.5's ``download_and_parse_resource`` are
+reconstructions: the reference gives their signatures, not their text layouts; docs/twin.md
+lists what is reconstructed. The releases from 0.2.14 on have their data tools in
+``code_layout.py``.
 """
 
 from __future__ import annotations
@@ -15,15 +12,12 @@ import csv
 import gzip
 import io
 import json
-import math
 from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
 from datagouv_eval_pipeline.twin.mcp.text import (
-    FILTER_OPERATORS,
-    SORT_DIRECTIONS,
     cut,
     human_size,
     is_int,
@@ -31,58 +25,12 @@ from datagouv_eval_pipeline.twin.mcp.text import (
 from datagouv_eval_pipeline.twin.mcp.tools import (
     TIMEOUT_TABULAR,
     ToolEnv,
-    dataset_title,
     title_of,
 )
 
-TABULAR_404_HINT = (
-    "⚠️  This resource ID was not found in the Tabular API. Use search_datasets to find a "
-    "dataset, then list_dataset_resources to obtain the correct resource ID."
-)
-TABULAR_UNAVAILABLE_HINT = (
-    "⚠️  The Tabular API is temporarily unavailable or returned a server error. "
-    "Please try again in about one minute."
-)
-TABULAR_REJECTED_HINT = (
-    "⚠️  The Tabular API rejected the request (invalid filter, sort column, or parameter). "
-    "Call again without sort or filter to preview rows and confirm column names, or align "
-    "filter_column and sort_column with the resource schema."
-)
-TABULAR_MISSING_COLUMN_HINT = (
-    " A column or parameter in the request does not exist in this resource; remove "
-    "sort/filter or use exact names from a preview."
-)
-INVALID_OPERATOR = (
-    "Error: invalid filter_operator. Supported values: " + ", ".join(FILTER_OPERATORS) + "."
-)
-INVALID_DIRECTION = (
-    "Error: invalid sort_direction. Supported values: " + ", ".join(SORT_DIRECTIONS) + "."
-)
 # api-tabular's documented PAGE_SIZE_MAX; the reconstructed query_dataset_data pages by it.
 TABULAR_PAGE = 50
 DOWNLOAD_TIMEOUT = 60.0
-
-
-def _tabular_error_text(response: httpx.Response) -> str:
-    """The v0.2.24+ hint for a Tabular error response (may raise, as the real parser does)."""
-    status = response.status_code
-    if status == 404:
-        return TABULAR_404_HINT
-    if status >= 500 or status in (408, 429):
-        return TABULAR_UNAVAILABLE_HINT
-    if status in (401, 403):
-        return (
-            f"⚠️  The Tabular API returned HTTP {status} (access or permission). "
-            "If the problem persists, try again in about one minute."
-        )
-    # The real parser assumes every errors[*].detail is an object with "message": a string
-    # detail raises TypeError, a body without "errors" raises KeyError (reference §1.4).
-    errors = response.json()["errors"]
-    messages = [str(error["detail"]["message"]) for error in errors]
-    text = TABULAR_REJECTED_HINT
-    if messages and "does not exist" in messages[0]:
-        text += TABULAR_MISSING_COLUMN_HINT
-    return text + f" - Original error message: {'; '.join(messages)[:2000]}"
 
 
 def _row_lines(rows: list[dict[str, Any]], indent: str) -> list[str]:
@@ -91,89 +39,6 @@ def _row_lines(rows: list[dict[str, Any]], indent: str) -> list[str]:
         lines.append(f"{indent}Row {index}:")
         lines.extend(f"{indent}  {key}: {cut(value)}" for key, value in row.items())
     return lines
-
-
-async def query_resource_data(env: ToolEnv, args: Mapping[str, Any]) -> str:
-    """``query_resource_data``: one page of Tabular rows with an optional filter and sort."""
-    resource_id: str = args["resource_id"]
-    page = max(int(args["page"]), 1)
-    page_size = max(1, min(int(args["page_size"]), env.behaviour.query_page_size_max))
-    column, value = args.get("filter_column"), args.get("filter_value")
-    operator = str(args.get("filter_operator") or "exact").lower()
-    sort_column = args.get("sort_column")
-    direction = str(args.get("sort_direction") or "asc").lower()
-    filtering = bool(column) and value is not None
-    if filtering and operator not in FILTER_OPERATORS:
-        return INVALID_OPERATOR
-    if sort_column and direction not in SORT_DIRECTIONS:
-        return INVALID_DIRECTION
-    urls = env.upstream.urls
-    try:
-        title, dataset_id, parent_title = "Unknown", None, "Unknown"
-        try:
-            payload = await env.get_json(f"{urls.datagouv_api}2/datasets/resources/{resource_id}/")
-            title = title_of(payload.get("resource") or {}, "Unknown")
-            dataset_id = payload.get("dataset_id")
-        except Exception:  # metadata is decoration: failures leave "Unknown"
-            pass
-        if dataset_id:
-            parent_title = await dataset_title(env, dataset_id)
-        parts = [
-            f"Querying resource: {title}",
-            f"Resource ID: {resource_id}",
-            f"Dataset: {parent_title} (ID: {dataset_id or 'Unknown'})",
-            "",
-        ]
-        params: dict[str, Any] = {"page": page, "page_size": page_size}
-        if filtering:
-            params[f"{column}__{operator}"] = value
-            parts.append(f"Filter: {column} {operator} {value}")
-        if sort_column:
-            params[f"{sort_column}__sort"] = direction
-            parts.append(f"Sort: {sort_column} ({direction})")
-        response = await env.upstream.get(
-            f"{urls.tabular_api}resources/{resource_id}/data/",
-            params=params,
-            timeout=TIMEOUT_TABULAR,
-            headers=env.headers,
-        )
-        if response.status_code >= 400:
-            if not env.behaviour.tabular_error_hints:
-                response.raise_for_status()
-            parts.append(_tabular_error_text(response))
-            return "\n".join(parts)
-        body = response.json()
-        rows: list[dict[str, Any]] = body.get("data") or []
-        meta = body.get("meta") or {}
-        links = body.get("links") or {}
-        total = int(meta.get("total") or 0)
-        shown_size = int(meta.get("page_size") or page_size)
-        parts.append(f"Total rows (Tabular API): {meta.get('total')}")
-        parts.append(
-            f"Total pages: {math.ceil(total / shown_size) if shown_size else 0} "
-            f"(page size: {shown_size})"
-        )
-        if not rows:
-            parts.append("⚠️  No rows available (resource may be empty or filtered).")
-            return "\n".join(parts)
-        parts.append(f"Retrieved: {len(rows)} row(s) from page {meta.get('page', page)}")
-        parts.append(f"Columns: {', '.join(rows[0].keys())}")
-        parts.append("")
-        parts.append(f"Data ({len(rows)} rows):")
-        parts.extend(_row_lines(rows, "  "))
-        if links.get("next"):
-            parts.append("")
-            if total > 1000:
-                parts.append(
-                    f"⚠️ Large dataset ({total} rows). To get all data, paginate using "
-                    f"page={page + 1} or use get_resource_info to retrieve the raw file URL "
-                    "and fetch it directly."
-                )
-            else:
-                parts.append(f"📄 More data available. Use page={page + 1} to see the next page.")
-        return "\n".join(parts)
-    except Exception as error:  # the real tool's outer handler
-        return f"❌ Error querying resource: {error}"
 
 
 # ------------------------------------------------------------- query_dataset_data (≤0.2.5)

@@ -59,17 +59,13 @@ from datagouv_eval_pipeline.twin.mcp.versions import (
 TOOL_LOGGER = logging.getLogger("mcp.tools")
 MCP_PATH: Final = "/mcp"
 
+# The reference layouts, which only 0.2.5 still uses (the later releases: code_layout.py).
 IMPLEMENTATIONS: Final[Mapping[str, tools.ToolImpl]] = {
     "search_datasets": tools.search_datasets,
-    "search_organizations": tools.search_organizations,
-    "search_dataservices": tools.search_dataservices,
-    "get_dataservice_info": tools.get_dataservice_info,
-    "get_dataservice_openapi_spec": tools.get_dataservice_openapi_spec,
     "get_dataset_info": tools.get_dataset_info,
     "list_dataset_resources": tools.list_dataset_resources,
     "get_resource_info": tools.get_resource_info,
     "get_metrics": tools.get_metrics,
-    "query_resource_data": data_tools.query_resource_data,
     "query_dataset_data": data_tools.query_dataset_data,
     "download_and_parse_resource": data_tools.download_and_parse_resource,
 }

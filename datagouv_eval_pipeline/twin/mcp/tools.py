@@ -1,4 +1,4 @@
-"""The catalog tools: search, dataset/resource/dataservice metadata, OpenAPI specs, metrics.
+"""The catalog tools of the reference layouts: search (every release), metadata and metrics (0.2.5).
 
 Each tool makes the upstream GET requests of the real server (reference §1.4 table) through an
 :class:`~datagouv_eval_pipeline.twin.mcp.upstream.Upstream` and formats the answer with the text
@@ -18,7 +18,6 @@ from typing import Any
 
 import httpx
 
-from datagouv_eval_pipeline.twin.mcp import openapi
 from datagouv_eval_pipeline.twin.mcp.text import (
     clean_query,
     human_size,
@@ -67,12 +66,6 @@ class ToolEnv:
     def api_word(self) -> str:
         """Return how the release names a dataservice (``dataservice``/``third-party API``)."""
         return self.behaviour.wording
-
-    @property
-    def api_word_capitalised(self) -> str:
-        """Return :attr:`api_word` with a capital first letter."""
-        word = self.behaviour.wording
-        return word[0].upper() + word[1:]
 
 
 ToolImpl = Callable[[ToolEnv, Mapping[str, Any]], Awaitable[str]]
@@ -254,88 +247,6 @@ async def search_dataservices(env: ToolEnv, args: Mapping[str, Any]) -> str:
             parts.append(f"   Tags: {', '.join(tags[:5])}")
         parts.append(f"   URL: {urls.site}dataservices/{service.get('id')}")
         parts.append("")
-    return "\n".join(parts)
-
-
-def _not_found_dataservice(env: ToolEnv, dataservice_id: str) -> str:
-    return f"Error: {env.api_word_capitalised} not found (dataservice_id='{dataservice_id}')."
-
-
-async def get_dataservice_info(env: ToolEnv, args: Mapping[str, Any]) -> str:
-    """``get_dataservice_info``: errors are caught and returned as text."""
-    dataservice_id: str = args["dataservice_id"]
-    urls = env.upstream.urls
-    try:
-        service = await env.get_json(f"{urls.datagouv_api}1/dataservices/{dataservice_id}/")
-    except httpx.HTTPStatusError as error:
-        if error.response.status_code == 404:
-            return _not_found_dataservice(env, dataservice_id)
-        return f"Error: HTTP {error.response.status_code} - {error}"
-    except Exception as error:  # the real tool reports any other failure as text
-        return f"Error: {error}"
-    parts = [f"{env.api_word_capitalised} information: {title_of(service)}", ""]
-    parts.append(f"ID: {service.get('id')}")
-    parts.append(f"URL: {urls.site}dataservices/{service.get('id')}/")
-    if service.get("description"):
-        parts.append(f"Description: {str(service['description'])[:500]}...")
-    if service.get("base_api_url"):
-        parts.append(f"Base API URL: {service['base_api_url']}")
-    if service.get("machine_documentation_url"):
-        parts.append(f"OpenAPI/Swagger spec: {service['machine_documentation_url']}")
-    organization = service.get("organization")
-    if isinstance(organization, dict) and organization.get("name"):
-        parts.append(f"Organization: {organization['name']}")
-        if organization.get("id"):
-            parts.append(f"  Organization ID: {organization['id']}")
-    tags = string_tags(service)
-    if tags:
-        parts.append(f"Tags: {', '.join(tags[:10])}")
-    if service.get("created_at"):
-        parts.append(f"Created: {service['created_at']}")
-    if service.get("last_update"):
-        parts.append(f"Last updated: {service['last_update']}")
-    if service.get("license"):
-        parts.append(f"License: {service['license']}")
-    datasets = service.get("datasets")
-    if isinstance(datasets, dict) and "total" in datasets:
-        parts.append(f"Related datasets: {datasets['total']}")
-    return "\n".join(parts)
-
-
-async def get_dataservice_openapi_spec(env: ToolEnv, args: Mapping[str, Any]) -> str:
-    """``get_dataservice_openapi_spec``: fetch the record, then its spec (any host)."""
-    dataservice_id: str = args["dataservice_id"]
-    urls = env.upstream.urls
-    try:
-        service = await env.get_json(f"{urls.datagouv_api}1/dataservices/{dataservice_id}/")
-    except httpx.HTTPStatusError as error:
-        if error.response.status_code == 404:
-            return _not_found_dataservice(env, dataservice_id)
-        return f"Error fetching OpenAPI spec: {error}"
-    except Exception as error:  # the real tool reports any other failure as text
-        return f"Error fetching OpenAPI spec: {error}"
-    title = title_of(service)
-    spec_url = service.get("machine_documentation_url")
-    base = service.get("base_api_url")
-    if not spec_url:
-        text = f"{env.api_word_capitalised} '{title}' has no machine_documentation_url"
-        text += " (dataservice catalog entry)."
-        if base:
-            text += f" Base API URL is: {base}"
-        return text
-    try:
-        response = await env.upstream.get(
-            spec_url, timeout=TIMEOUT_TABULAR, headers=env.headers, follow_redirects=True
-        )
-        response.raise_for_status()
-        spec = openapi.parse_spec(response.text, spec_url)
-    except Exception as error:  # fetch and parse errors are reported as text
-        return f"Error fetching OpenAPI spec: {error}"
-    parts = [f"OpenAPI spec for: {title}", f"Source: {spec_url}"]
-    if base:
-        parts.append(f"Base API URL: {base}")
-    parts.append("")
-    parts.extend(openapi.summarise(spec))
     return "\n".join(parts)
 
 
