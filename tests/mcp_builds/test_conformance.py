@@ -7,7 +7,7 @@ and the release's own tool signatures, go to both over MCP streamable HTTP; ever
 be identical in its ``content[].text`` and its ``isError``. Descriptions are not compared (the
 twin writes its own); the rest of ``tools/list`` is.
 
-0.2.14 runs from its PyPI package, always. The releases built from a git tag (0.2.19, 0.2.26)
+0.2.14 runs from its PyPI package, always. The releases built from a git tag (0.2.5, 0.2.19, 0.2.26)
 need the repository's URL in ``DATAGOUV_MCP_GIT`` (a ``file://`` mirror or
 ``https://github.com/datagouv/datagouv-mcp``) and a Python 3.13 on the PATH; without them they
 skip, saying which is missing. A release is one row of :data:`RELEASES`.
@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import pytest
 from mcp import Client
 from mcp_types import CallToolResult, TextContent
@@ -89,18 +90,11 @@ class Release:
     known_differences: Mapping[str, str] = field(default_factory=dict)
 
 
-# The real git builds install the tag's uv.lock, whose pydantic (2.12 at 0.2.19, 2.13 at 0.2.26)
-# links its own docs version in validation errors; the twin's texts carry the twin's pydantic.
-_PYDANTIC_DOCS: Mapping[str, str] = {
-    kind: "pydantic's validation errors link the docs of the installed pydantic version"
-    for kind in ("arguments.missing", "arguments.null", "arguments.type")
-}
-
-
 RELEASES: tuple[Release, ...] = (
+    Release("0.2.5", _git_tag("v0.2.5", "3.13")),
     Release("0.2.14", _package("iflow-mcp-datagouv-datagouv-mcp==0.2.14")),
-    Release("0.2.19", _git_tag("v0.2.19", "3.13"), _PYDANTIC_DOCS),
-    Release("0.2.26", _git_tag("v0.2.26", "3.13"), _PYDANTIC_DOCS),
+    Release("0.2.19", _git_tag("v0.2.19", "3.13")),
+    Release("0.2.26", _git_tag("v0.2.26", "3.13")),
 )
 
 
@@ -344,6 +338,8 @@ def _question(spec: VersionSpec) -> dict[str, str]:
 
 
 def _table_calls(store: CatalogStore, spec: VersionSpec) -> Iterator[Call]:
+    if not spec.tool("query_resource_data"):
+        return
     for n, resource_id in enumerate(sorted(store.tables)):
         table = store.tables[resource_id]
         base: dict[str, Any] = {**_question(spec), "resource_id": resource_id}
@@ -431,6 +427,51 @@ def _table_calls(store: CatalogStore, spec: VersionSpec) -> Iterator[Call]:
     )
 
 
+def _dataset_query_calls(store: CatalogStore, spec: VersionSpec) -> Iterator[Call]:
+    """``query_dataset_data`` (up to 0.2.5): by id, by search, limits, errors."""
+    if not spec.tool("query_dataset_data"):
+        return
+    question = {"question": "Quelles sont les valeurs ?"}
+    with_tables = sorted(
+        {
+            str(d["id"])
+            for d in store.datasets.values()
+            for r in d.get("resources") or []
+            if str(r["id"]) in store.tables
+        }
+    )
+    without_tables = [i for i in sorted(store.datasets) if i not in with_tables]
+    for n, dataset_id in enumerate(with_tables):
+        limit = (3, 1, 100, 0, 250, 4)[n % 6]
+        yield Call(
+            "dataset_query.id",
+            "query_dataset_data",
+            {**question, "dataset_id": dataset_id, "limit_per_resource": limit},
+        )
+        title = str(store.datasets[dataset_id]["title"])
+        yield Call(
+            "dataset_query.search",
+            "query_dataset_data",
+            {**question, "dataset_query": _query_words(title, 2), "limit_per_resource": 2},
+        )
+    for dataset_id in without_tables[:8]:
+        yield Call(
+            "dataset_query.not_tabular",
+            "query_dataset_data",
+            {**question, "dataset_id": dataset_id, "limit_per_resource": 2},
+        )
+    for arguments in (
+        {},
+        {"dataset_id": "", "dataset_query": ""},
+        {"dataset_id": UNKNOWN_DATASET},
+        {"dataset_id": "not a/valid id"},
+        {"dataset_query": "zzzqqq introuvable"},
+        {"dataset_id": with_tables[0], "dataset_query": "zzzqqq introuvable"},
+        {"dataset_id": None, "dataset_query": "population", "limit_per_resource": 5},
+    ):
+        yield Call("dataset_query.edge", "query_dataset_data", {**question, **arguments})
+
+
 def _metrics_calls(store: CatalogStore, ids: dict[SourceType, list[str]]) -> Iterator[Call]:
     for n, dataset_id in enumerate(ids[SourceType.DATASET][:20]):
         yield Call(
@@ -459,8 +500,11 @@ def _argument_errors(ids: dict[SourceType, list[str]], spec: VersionSpec) -> Ite
     dataset_id = ids[SourceType.DATASET][0]
     yield Call("arguments.missing", "get_dataset_info", {})
     # Without its first required argument (the question where there is one).
-    missing = {"resource_id": UNKNOWN_RESOURCE} if _question(spec) else {}
-    yield Call("arguments.missing", "query_resource_data", missing)
+    if spec.tool("query_dataset_data"):
+        yield Call("arguments.missing", "query_dataset_data", {"dataset_id": dataset_id})
+    else:
+        missing = {"resource_id": UNKNOWN_RESOURCE} if _question(spec) else {}
+        yield Call("arguments.missing", "query_resource_data", missing)
     yield Call("arguments.type", "search_datasets", {"query": "eau", "page": "deux"})
     yield Call("arguments.type", "get_metrics", {"dataset_id": dataset_id, "limit": "beaucoup"})
     yield Call("arguments.coerced", "search_datasets", {"query": "eau", "page": "2"})
@@ -482,6 +526,7 @@ def conformance_calls(store: CatalogStore, spec: VersionSpec) -> list[Call]:
         *_dataset_calls(store, ids),
         *_resource_calls(store, ids, spec),
         *_table_calls(store, spec),
+        *_dataset_query_calls(store, spec),
         *_metrics_calls(store, ids),
         *_argument_errors(ids, spec),
     ]
@@ -550,6 +595,61 @@ def endpoints(request: pytest.FixtureRequest) -> Iterator[Endpoints]:
             builds.start(build).url,
             mcp_url(urls.site, release.version),
         )
+
+
+SSE_OR_JSON = {"Accept": "application/json, text/event-stream"}
+# Every handshake-era protocol version a client may ask for.
+ASKED_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+
+
+def _message(response: httpx.Response) -> Any:
+    """The JSON-RPC message of an answer, framed as SSE or plain JSON."""
+    for line in response.text.splitlines():
+        if line.startswith("data:"):
+            return json.loads(line.removeprefix("data:"))
+    return response.json()
+
+
+def _handshake(url: str, asked: str) -> dict[str, Any]:
+    """What ``initialize`` answers a client asking for ``asked`` (serverInfo's version aside)."""
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": asked,
+            "capabilities": {},
+            "clientInfo": {"name": "conformance", "version": "1"},
+        },
+    }
+    response = httpx.post(url, json=request, headers=SSE_OR_JSON, timeout=30)
+    result = _message(response)["result"]
+    return {
+        "status": response.status_code,
+        "session": "mcp-session-id" in response.headers,
+        "protocolVersion": result["protocolVersion"],
+        "capabilities": result["capabilities"],
+        "serverInfo.name": result["serverInfo"]["name"],
+    }
+
+
+def _call_without_session(url: str) -> tuple[int, Any]:
+    """The status of a ``tools/call`` sent without ``initialize``, and its error if refused."""
+    request = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "search_datasets", "arguments": {"query": "eau"}},
+    }
+    response = httpx.post(url, json=request, headers=SSE_OR_JSON, timeout=30)
+    message = _message(response)
+    return response.status_code, message.get("error")
+
+
+def test_the_handshake_and_sessions_are_the_real_ones(endpoints: Endpoints) -> None:
+    for asked in ASKED_VERSIONS:
+        assert _handshake(endpoints.twin, asked) == _handshake(endpoints.real, asked), asked
+    assert _call_without_session(endpoints.twin) == _call_without_session(endpoints.real)
 
 
 def test_the_tool_list_is_the_real_one_descriptions_aside(endpoints: Endpoints) -> None:

@@ -1,11 +1,10 @@
-"""Tool outputs of the releases whose layouts follow their own code (``Behaviour.layout="code"``).
+"""Tool outputs of every release, as the release's own code lays them out.
 
-The layouts in ``tools.py`` and ``data_tools.py`` are reconstructed from the reference; the ones
-here are those of the releases' code (v0.2.14, v0.2.19, v0.2.26: one family, the differences
-read from :class:`~datagouv_eval_pipeline.twin.mcp.versions.Behaviour` flags), and a
-conformance test compares them call by call with a real build of each tag reading the same twin
-(``tests/mcp_builds/test_conformance.py``). Where a later release's tool is the reference
-layout unchanged (its search tools, its v1 resource list), the reference implementation is used.
+The releases' code (v0.2.5, v0.2.14, v0.2.19, v0.2.26) is one family; the differences are read
+from :class:`~datagouv_eval_pipeline.twin.mcp.versions.Behaviour` flags, and a conformance test
+compares each release call by call with a real build of its tag reading the same twin
+(``tests/mcp_builds/test_conformance.py``). The v2 search tools of v0.2.26 are in ``tools.py``.
+
 Byte-identical output means more than the happy path: the same upstream requests (so httpx's
 error texts name the same URLs), the same fallbacks when a field is missing or null (``None``
 printed where the release printed it), the same Python error messages where the release let
@@ -49,6 +48,8 @@ OPENAPI_TIMEOUT: Final = 15.0
 DOWNLOAD_TIMEOUT: Final = 300.0
 DOWNLOAD_CHUNK: Final = 8192
 LARGE_TABLE_ROWS: Final = 1000
+SAMPLE_ROWS: Final = 3
+DATASET_QUERY_PAGE_SIZE_MAX: Final = 200
 INVALID_OPERATOR: Final = (
     f"Error: invalid filter_operator. Supported values: {', '.join(FILTER_OPERATORS)}."
 )
@@ -150,7 +151,7 @@ async def search_datasets(env: ToolEnv, args: Mapping[str, Any]) -> str:
         found: list[dict[str, Any]] = body.get("data", [])
         return found, body.get("total", len(found))
 
-    cleaned = clean_query(query)
+    cleaned = clean_query(query) if env.behaviour.query_cleaning else query
     datasets, total = await search(cleaned)
     # The original query is retried whenever the cleaned one gives an empty page (also past
     # the last page), not only when it matches nothing.
@@ -330,7 +331,9 @@ async def list_dataset_resources(env: ToolEnv, args: Mapping[str, Any]) -> str:
 async def _availability(env: ToolEnv, resource_id: str) -> str:
     try:
         # The exceptions list is read first, then the profile, with a bare client.
-        exception = resource_id in await env.upstream.crawler_exception_ids()
+        exception = env.behaviour.large_file_exceptions and (
+            resource_id in await env.upstream.crawler_exception_ids()
+        )
         response = await env.upstream.get(
             f"{env.upstream.urls.tabular_api}resources/{resource_id}/profile/",
             timeout=TIMEOUT_PROBE,
@@ -368,7 +371,10 @@ async def get_resource_info(env: ToolEnv, args: Mapping[str, Any]) -> str:
                     lines.append(f"Dataset: {parent}")
             except Exception:  # the parent's title is decoration
                 pass
-        lines += ["", "Tabular API availability:", await _availability(env, resource_id)]
+        lines.append("")
+        if env.behaviour.large_file_exceptions:
+            lines.append("Tabular API availability:")
+        lines.append(await _availability(env, resource_id))
         return "\n".join(lines)
     except httpx.HTTPStatusError as error:
         return f"Error: HTTP {error.response.status_code} - {error}"
@@ -384,15 +390,24 @@ def _cell(value: Any) -> str:
     return text[:100] + "..." if len(text) > 100 else text
 
 
-def _rows_lines(rows: list[Any]) -> list[str]:
-    """Columns, then each row (the keys of the first row name the columns)."""
+def _columns(rows: list[Any]) -> str:
+    """The column names: the keys of the first row (None shown empty)."""
     # .keys(), not iteration: a non-object first row must fail with the release's message.
-    columns = [str(key) if key is not None else "" for key in rows[0].keys()]  # noqa: SIM118
-    lines = [f"Columns: {', '.join(columns)}", ""]
-    lines.append("Data (1 row):" if len(rows) == 1 else f"Data ({len(rows)} rows):")
+    return ", ".join(str(key) if key is not None else "" for key in rows[0].keys())  # noqa: SIM118
+
+
+def _row_block(rows: list[Any], indent: str, lines: list[str]) -> None:
+    """Append each row, its cells one per line (a non-object row raises after those before)."""
     for index, row in enumerate(rows, 1):
-        lines.append(f"  Row {index}:")
-        lines += [f"    {key}: {_cell(value)}" for key, value in row.items()]
+        lines.append(f"{indent}Row {index}:")
+        lines += [f"{indent}  {key}: {_cell(value)}" for key, value in row.items()]
+
+
+def _rows_lines(rows: list[Any]) -> list[str]:
+    """Columns, then each row."""
+    lines = [f"Columns: {_columns(rows)}", ""]
+    lines.append("Data (1 row):" if len(rows) == 1 else f"Data ({len(rows)} rows):")
+    _row_block(rows, "  ", lines)
     return lines
 
 
@@ -553,6 +568,138 @@ async def query_resource_data(env: ToolEnv, args: Mapping[str, Any]) -> str:
         return f"Error: {error}"
 
 
+# ----------------------------------------------------------- query_dataset_data (up to v0.2.5)
+
+
+class _NotTabular(Exception):
+    """A resource the Tabular API answers 404 for (its message is shown after ``⚠️``)."""
+
+
+async def _dataset_and_resources(
+    env: ToolEnv, dataset_id: str
+) -> tuple[dict[str, Any], list[tuple[Any, Any]]]:
+    """The release's dataset summary (id, title) and its (id, title) resource pairs.
+
+    The release reads the v1 record twice, once for each; one read gives the same text and
+    the same failures.
+    """
+    data = await _dataset(env, dataset_id)
+    summary = {"id": data.get("id"), "title": _title_or_name(data)}
+    resources = [
+        (resource.get("id"), resource.get("title", "") or resource.get("name", ""))
+        for resource in data.get("resources", [])
+        if resource.get("id")
+    ]
+    return summary, resources
+
+
+async def _first_hit(env: ToolEnv, query: str) -> list[Any]:
+    """The id of the first v1 search hit for ``query`` in a list, empty when nothing matches."""
+    body = await env.get_json(
+        f"{env.upstream.urls.datagouv_api}1/datasets/", {"q": query, "page": 1, "page_size": 1}
+    )
+    hits: list[dict[str, Any]] = body.get("data", [])
+    return [hit.get("id") for hit in hits[:1]]
+
+
+async def _explore_table(env: ToolEnv, resource_id: Any, page_size: int, lines: list[str]) -> bool:
+    """Append the first page of a resource's rows; return whether it had any.
+
+    A failure leaves the lines appended before it and adds its own line.
+    """
+    had_rows = False
+    try:
+        response = await env.upstream.get(
+            f"{env.upstream.urls.tabular_api}resources/{resource_id}/data/",
+            params={"page": 1, "page_size": page_size},
+            timeout=TIMEOUT_TABULAR,
+            headers=env.headers,
+        )
+        if response.status_code == 404:
+            raise _NotTabular(f"Resource {resource_id} not available via Tabular API")
+        response.raise_for_status()
+        body = response.json()
+        rows = body.get("data", [])
+        meta = body.get("meta", {})
+        if not rows:
+            lines.append("  ⚠️  No rows available (resource may be empty or filtered).")
+            return False
+        had_rows = True
+        if meta.get("total") is not None:
+            lines.append(f"  Total rows (Tabular API): {meta['total']}")
+        lines.append(f"  Retrieved: {len(rows)} row(s)")
+        if meta.get("page") is not None and meta.get("page_size") is not None:
+            lines.append(f"  Page info: page {meta['page']} (page size {meta['page_size']})")
+        lines.append(f"  Columns: {_columns(rows)}")
+        lines.append("\n  Sample data (first 3 rows):")
+        _row_block(rows[:SAMPLE_ROWS], "    ", lines)
+        if len(rows) > SAMPLE_ROWS:
+            lines.append(f"    ... ({len(rows) - SAMPLE_ROWS} more row(s) available)")
+        if body.get("links", {}).get("next"):
+            lines.append("  More data available via Tabular API (next page link provided).")
+    except _NotTabular as error:
+        lines.append(f"  ⚠️  {error}")
+    except httpx.HTTPStatusError as error:
+        lines.append(
+            f"  ❌ Tabular API error (HTTP {error.response.status_code}: {error} - "
+            f"URL: {error.request.url})"
+        )
+    except Exception as error:  # one failing resource must not hide the others
+        lines.append(f"  ❌ Error exploring table: {error}")
+    return had_rows
+
+
+async def query_dataset_data(env: ToolEnv, args: Mapping[str, Any]) -> str:
+    """``query_dataset_data``: the first rows of every resource of one dataset."""
+    question: str = args["question"]
+    dataset_id: Any = args.get("dataset_id")
+    dataset_query: str | None = args.get("dataset_query")
+    try:
+        if dataset_id:
+            dataset, resources = await _dataset_and_resources(env, dataset_id)
+            if not dataset["id"]:
+                return f"Error: Dataset with ID '{dataset_id}' not found."
+        elif dataset_query:
+            hit = await _first_hit(env, dataset_query)
+            if not hit:
+                return f"Error: No dataset found for query '{dataset_query}'."
+            dataset_id = hit[0]
+            dataset, resources = await _dataset_and_resources(env, dataset_id)
+        else:
+            return (
+                "Error: Either 'dataset_id' or 'dataset_query' must be provided.\n"
+                "Use dataset_id if you know the exact dataset ID, or dataset_query to search "
+                "for a dataset."
+            )
+        title, dataset_id = dataset["title"], dataset["id"]
+        if not resources:
+            return (
+                f"Dataset '{title}' (ID: {dataset_id}) has no resources.\n"
+                "No data tables are available to explore."
+            )
+        lines = [
+            f"Exploring dataset: {title}",
+            f"Dataset ID: {dataset_id}",
+            f"Question: {question}",
+            f"Found {len(resources)} resource(s) to explore\n",
+        ]
+        page_size = max(1, min(args["limit_per_resource"], DATASET_QUERY_PAGE_SIZE_MAX))
+        found = False
+        for resource_id, resource_title in resources:
+            lines.append(f"--- Resource: {resource_title or 'Untitled'} (ID: {resource_id}) ---")
+            found = await _explore_table(env, resource_id, page_size, lines) or found
+            lines.append("")
+        if not found:
+            lines.append(
+                "⚠️  No data tables were found or accessible for the resources in this dataset."
+            )
+        return "\n".join(lines)
+    except httpx.HTTPStatusError as error:
+        return f"Error: HTTP {error.response.status_code} - {error}"
+    except Exception as error:  # the release reports any other failure as text
+        return f"Error: {error}"
+
+
 # ----------------------------------------------------------------- download_and_parse_resource
 
 
@@ -679,6 +826,26 @@ def _parsed_lines(rows: list[Any], max_rows: int) -> list[str]:
     return lines
 
 
+def _sampled_lines(rows: list[Any], max_rows: int) -> list[str]:
+    """The v0.2.5 layout: the returned rows counted, the first 3 of them shown."""
+    total = len(rows)
+    shown = rows[:max_rows]
+    lines = ["", f"Total rows in file: {total}", f"Returning: {len(shown)} row(s)"]
+    if shown:
+        lines.append(f"Columns: {_columns(shown)}")
+    lines += ["", "Sample data (first 3 rows):"]
+    _row_block(shown[:SAMPLE_ROWS], "  ", lines)
+    if len(shown) > SAMPLE_ROWS:
+        lines.append(f"  ... ({len(shown) - SAMPLE_ROWS} more row(s) available)")
+    if total > max_rows:
+        lines += [
+            "",
+            f"⚠️  Note: File contains {total} rows, only showing first {max_rows}. "
+            "Increase max_rows parameter to see more.",
+        ]
+    return lines
+
+
 def _capped_lines(rows: list[Any], max_rows: int) -> list[str]:
     """The v0.2.19 layout: the file was parsed up to the row cap, every parsed row is shown."""
     lines = [
@@ -750,6 +917,8 @@ async def download_and_parse_resource(env: ToolEnv, args: Mapping[str, Any]) -> 
             return "\n".join(lines)
         if caps is not None:
             return "\n".join(lines + _capped_lines(rows, max_rows))
+        if env.behaviour.download_sample:
+            return "\n".join(lines + _sampled_lines(rows, max_rows))
         return "\n".join(lines + _parsed_lines(rows, max_rows))
     except httpx.HTTPStatusError as error:
         return f"Error: HTTP {error.response.status_code} - {error}"
@@ -1028,6 +1197,7 @@ IMPLEMENTATIONS: Final[Mapping[str, ToolImpl]] = {
     "list_dataset_resources": list_dataset_resources,
     "get_resource_info": get_resource_info,
     "query_resource_data": query_resource_data,
+    "query_dataset_data": query_dataset_data,
     "download_and_parse_resource": download_and_parse_resource,
     "get_metrics": get_metrics,
 }

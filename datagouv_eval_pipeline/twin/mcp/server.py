@@ -6,9 +6,9 @@ as the real server), its titles and annotations, and its ``serverInfo`` version.
 is the SDK's streamable HTTP app (stateless, SSE-framed replies), behind a small wrapper that
 keeps the wire behaviour of the real server's SDK generation (mcp 1.x):
 
-* a request carrying an MCP protocol version newer than the handshake era (``server/discover``
-  probes of 2026-era clients) gets the 400 an mcp 1.x server gives, so such clients fall back to
-  the ``initialize`` handshake the real server speaks;
+* a request carrying an MCP protocol version the release's SDK did not know (``server/discover``
+  probes of 2026-era clients; ``2025-11-25`` at 0.2.5) gets the 400 an mcp 1.x server gives, so
+  such clients fall back to the ``initialize`` handshake the real server speaks;
 * ``GET /mcp`` without ``text/event-stream`` in ``Accept`` gets 406;
 * the Host allow-list of the release (421 otherwise), or none for releases without one.
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -34,7 +34,6 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import TextContent, ToolAnnotations
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -42,8 +41,9 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from datagouv_eval_pipeline.twin.mcp import code_layout, data_tools, tools
+from datagouv_eval_pipeline.twin.mcp import code_layout, tools
 from datagouv_eval_pipeline.twin.mcp.descriptions import describe
+from datagouv_eval_pipeline.twin.mcp.release_sdk import ReleaseSdkMiddleware
 from datagouv_eval_pipeline.twin.mcp.stateless import StatelessPost
 from datagouv_eval_pipeline.twin.mcp.upstream import Upstream
 from datagouv_eval_pipeline.twin.mcp.versions import (
@@ -58,17 +58,6 @@ from datagouv_eval_pipeline.twin.mcp.versions import (
 # The real server logs each call on this logger (reference §1.1).
 TOOL_LOGGER = logging.getLogger("mcp.tools")
 MCP_PATH: Final = "/mcp"
-
-# The reference layouts, which only 0.2.5 still uses (the later releases: code_layout.py).
-IMPLEMENTATIONS: Final[Mapping[str, tools.ToolImpl]] = {
-    "search_datasets": tools.search_datasets,
-    "get_dataset_info": tools.get_dataset_info,
-    "list_dataset_resources": tools.list_dataset_resources,
-    "get_resource_info": tools.get_resource_info,
-    "get_metrics": tools.get_metrics,
-    "query_dataset_data": data_tools.query_dataset_data,
-    "download_and_parse_resource": data_tools.download_and_parse_resource,
-}
 
 READ_ONLY: Final = ToolAnnotations(
     readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=True
@@ -149,13 +138,11 @@ def build_server(spec: VersionSpec, upstream: Upstream) -> MCPServer[Any]:
     server.middleware[:] = [
         m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)
     ]
+    server.middleware.append(ReleaseSdkMiddleware(spec))
     env = tools.ToolEnv(spec, upstream)
-    implementations = (
-        code_layout.IMPLEMENTATIONS if spec.behaviour.layout == "code" else IMPLEMENTATIONS
-    )
     for signature in spec.tools:
         server.add_tool(
-            _tool_function(signature, implementations[signature.name], env),
+            _tool_function(signature, code_layout.IMPLEMENTATIONS[signature.name], env),
             name=signature.name,
             title=spec.titles.get(signature.name) if spec.titles else None,
             description=describe(signature, spec),
@@ -227,8 +214,8 @@ def _error(status: int, message: str) -> Response:
 class _Endpoint:
     """ASGI app of one release under ``/mcp/v{version}``: ``/mcp`` and ``/health``.
 
-    In front of the SDK's session manager it refuses 2026-era protocol versions and checks
-    ``Accept`` on ``GET``, as an mcp 1.x server does.
+    In front of the SDK's session manager it refuses protocol versions the release's SDK did not
+    know and checks ``Accept`` on ``GET``, as an mcp 1.x server does.
     """
 
     def __init__(
@@ -236,6 +223,7 @@ class _Endpoint:
     ) -> None:
         self._manager = server.session_manager
         self._health = _health_route(server, spec, started)
+        self._protocol_versions = spec.protocol_versions
         post = StatelessPost(self._manager)
         self._post = post if fast_post and post.enabled else None
 
@@ -263,8 +251,8 @@ class _Endpoint:
             await PlainTextResponse("Not Found", status_code=404)(scope, receive, send)
             return
         version = headers.get("mcp-protocol-version")
-        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            supported = ", ".join(HANDSHAKE_PROTOCOL_VERSIONS)
+        if version is not None and version not in self._protocol_versions:
+            supported = ", ".join(self._protocol_versions)
             response = _error(
                 400,
                 f"Bad Request: Unsupported protocol version: {version}. "

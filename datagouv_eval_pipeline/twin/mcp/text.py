@@ -32,7 +32,6 @@ FILTER_OPERATORS: Final = (
     "strictly_less",
 )
 SORT_DIRECTIONS: Final = ("asc", "desc")
-VALUE_CUT = 100
 
 
 def clean_query(query: str) -> str:
@@ -50,17 +49,6 @@ def human_size(size: int) -> str:
         if value < 1024 or unit == "GB":
             return f"{value:.1f} {unit}"
     raise AssertionError("unreachable")
-
-
-def is_int(value: Any) -> bool:
-    """Return whether ``value`` is an int (and not a bool)."""
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def cut(value: Any, limit: int = VALUE_CUT) -> str:
-    """Render a cell value, cut to ``limit`` characters plus ``...``."""
-    text = str(value)
-    return text[:limit] + "..." if len(text) > limit else text
 
 
 def org_name(record: dict[str, Any]) -> str | None:

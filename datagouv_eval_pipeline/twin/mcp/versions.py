@@ -177,6 +177,12 @@ ALLOWED_HOSTS_0_2_19: Final = (
 )
 
 
+# The handshake protocol versions an mcp 1.x server negotiates, oldest first: mcp 1.22 knew up
+# to 2025-06-18, mcp 1.23 on also 2025-11-25.
+PROTOCOL_VERSIONS_MCP_1_22: Final = ("2024-11-05", "2025-03-26", "2025-06-18")
+PROTOCOL_VERSIONS_MCP_1_23: Final = (*PROTOCOL_VERSIONS_MCP_1_22, "2025-11-25")
+
+
 @dataclass(frozen=True)
 class Behaviour:
     """Behaviour differences between releases, as flags the tool implementations read.
@@ -202,11 +208,12 @@ class Behaviour:
             refuses unknown ones with a text (v0.2.19 on); before, an unknown operator was
             sent as ``exact`` and the caller's spelling echoed.
         resource_list: ``list_dataset_resources`` reads each resource's v2 record
-            (``v2_each``, v0.2.14) or shows the v1 dataset's own resource list (``v1``).
-        layout: ``reference`` (the layouts reconstructed from reference §1.4, shared by the
-            releases without a real build to check them) or ``code`` (the layouts of the
-            release's own code, in ``code_layout.py``, checked call by call against a real
-            build by ``tests/mcp_builds/test_conformance.py``).
+            (``v2_each``, up to v0.2.14) or shows the v1 dataset's own resource list (``v1``).
+        large_file_exceptions: ``get_resource_info`` reads the crawler's list of large-file
+            exceptions and heads its last line ``Tabular API availability:`` (v0.2.14 on);
+            before, it only probed the Tabular profile.
+        download_sample: ``download_and_parse_resource`` shows the first 3 of the rows it
+            returns as a sample (v0.2.5); from v0.2.14 on, every returned row.
     """
 
     search_api: Literal["v1", "v2"]
@@ -221,7 +228,8 @@ class Behaviour:
     query_page_size_max: int = 200
     query_validation: bool = False
     resource_list: Literal["v2_each", "v1"] = "v1"
-    layout: Literal["reference", "code"] = "reference"
+    large_file_exceptions: bool = True
+    download_sample: bool = False
 
 
 HealthShape = Literal["timestamp", "timestamp_version", "uptime_deep"]
@@ -242,14 +250,21 @@ class VersionSpec:
             DNS-rebinding protection.
         health: Shape of ``GET /health``: ``timestamp`` (v0.2.5), ``timestamp_version``
             (v0.2.8 on) or ``uptime_deep`` (v0.2.20 fields plus the v0.2.24 deep probe).
-        stateless: Serve stateless (the real server was stateful up to v0.2.17; the twin
-            serves every version stateless by default, see docs/twin.md).
+        stateless: Stateless streamable HTTP (v0.2.18 on); before, the real server's SDK
+            kept a session per client: ``initialize`` opens one (``mcp-session-id``) and a
+            request without it is refused (400 ``Bad Request: Missing session ID``).
+        protocol_versions: The handshake protocol versions its mcp SDK negotiated, oldest
+            first (a client asking for another gets the last one).
+        pydantic_docs: The pydantic version (major.minor) whose docs its argument-validation
+            errors link: the pydantic of the release's ``uv.lock``.
     """
 
     version: str
     sdk_version: str
     tools: tuple[ToolSignature, ...]
     behaviour: Behaviour
+    protocol_versions: tuple[str, ...]
+    pydantic_docs: str
     titles: Mapping[str, str] | None = None
     annotations: bool = False
     allowed_hosts: tuple[str, ...] | None = None
@@ -274,6 +289,8 @@ VERSIONS: Final[Mapping[str, VersionSpec]] = {
         VersionSpec(
             version="0.2.5",
             sdk_version="1.22.0",
+            protocol_versions=PROTOCOL_VERSIONS_MCP_1_22,
+            pydantic_docs="2.12",
             tools=(
                 SEARCH_DATASETS_0_2_0,
                 QUERY_DATASET_DATA_0_2_0,
@@ -293,14 +310,23 @@ VERSIONS: Final[Mapping[str, VersionSpec]] = {
                 tabular_error_hints=False,
                 download_caps=None,
                 user_agent=False,
+                resource_list="v2_each",
+                large_file_exceptions=False,
+                download_sample=True,
             ),
             allowed_hosts=None,
             health="timestamp",
+            stateless=False,
         ),
         VersionSpec(
             version="0.2.14",
             # The mcp version of the release's uv.lock.
             sdk_version="1.26.0",
+            protocol_versions=PROTOCOL_VERSIONS_MCP_1_23,
+            # The lock pins pydantic 2.12.5, but the one real build of 0.2.14 (the PyPI
+            # repackaging, the conformance test's reference) installs the newest mcp<2 and
+            # pydantic, 2.14 today: the emulation links the docs that build links.
+            pydantic_docs="2.14",
             tools=(
                 SEARCH_DATASETS_0_2_0,
                 QUERY_RESOURCE_DATA_0_2_13,
@@ -321,17 +347,19 @@ VERSIONS: Final[Mapping[str, VersionSpec]] = {
                 download_caps=None,
                 user_agent=False,
                 resource_list="v2_each",
-                layout="code",
             ),
             # The release listed "localhost" and "127.0.0.1" without a port, so it refused any
             # local Host header carrying one (421); the twin, served on a loopback port, takes
             # the 0.2.19 list, which allows them with any port.
             allowed_hosts=ALLOWED_HOSTS_0_2_19,
             health="timestamp_version",
+            stateless=False,
         ),
         VersionSpec(
             version="0.2.19",
             sdk_version="1.26.0",
+            protocol_versions=PROTOCOL_VERSIONS_MCP_1_23,
+            pydantic_docs="2.12",
             tools=(
                 SEARCH_DATASETS_0_2_0,
                 SEARCH_DATASERVICES_0_2_15,
@@ -355,7 +383,6 @@ VERSIONS: Final[Mapping[str, VersionSpec]] = {
                 download_caps=(50, 500),
                 user_agent=True,
                 query_validation=True,
-                layout="code",
             ),
             allowed_hosts=ALLOWED_HOSTS_0_2_19,
             health="timestamp_version",
@@ -363,6 +390,8 @@ VERSIONS: Final[Mapping[str, VersionSpec]] = {
         VersionSpec(
             version="0.2.26",
             sdk_version="1.27.1",
+            protocol_versions=PROTOCOL_VERSIONS_MCP_1_23,
+            pydantic_docs="2.13",
             tools=(
                 SEARCH_DATASETS_0_2_26,
                 SEARCH_ORGANIZATIONS_0_2_25,
@@ -386,7 +415,6 @@ VERSIONS: Final[Mapping[str, VersionSpec]] = {
                 download_caps=None,
                 user_agent=True,
                 query_validation=True,
-                layout="code",
             ),
             titles=TITLES_0_2_25,
             annotations=True,

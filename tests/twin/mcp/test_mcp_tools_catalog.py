@@ -77,13 +77,9 @@ def test_get_dataset_info_layout(live_twin: TwinUrls, version: str) -> None:
         ["Created: 2015-08-31T10:39:19+00:00", "Last updated: 2026-05-29T12:00:00+00:00"],
         ["License: fr-lo", "Update frequency: monthly"],
     ]
-    if version == "0.2.5":
-        # The reconstructed layout: no blank lines between sections.
-        assert text.split("\n") == [title, "", *(line for section in sections for line in section)]
-    else:
-        # The releases' code (checked against it by tests/mcp_builds/test_conformance.py):
-        # a blank line between sections.
-        assert text.split("\n\n") == [title, *("\n".join(section) for section in sections)]
+    # The releases' code (checked against it by tests/mcp_builds/test_conformance.py): a blank
+    # line between sections, in every release.
+    assert text.split("\n\n") == [title, *("\n".join(section) for section in sections)]
 
 
 def test_search_datasets_layout_and_fallback(live_twin: TwinUrls) -> None:
@@ -373,6 +369,25 @@ def test_get_metrics_checks_clamps_and_nulls_per_release(live_twin: TwinUrls) ->
     # A null monthly value: counted as 0 from 0.2.22, a formatting crash before.
     safe = call_text(live_twin, "0.2.26", "get_metrics", {"dataset_id": BUDGET_2012})
     assert "\n2025-09      " in safe
-    assert call_text(live_twin, "0.2.5", "get_metrics", {"dataset_id": BUDGET_2012}) == (
-        "Error fetching dataset metrics: unsupported format string passed to NoneType.__format__"
+    # Before, the months above the null one are shown, then the sum fails on it.
+    crashed = call_text(live_twin, "0.2.5", "get_metrics", {"dataset_id": BUDGET_2012})
+    lines = crashed.split("\n")
+    assert lines[:4] == [
+        "Dataset Metrics: Budget de l'État - loi de finances initiale 2012",
+        f"Dataset ID: {BUDGET_2012}",
+        "",
+        "Monthly Statistics:",
+    ]
+    assert [line[:7] for line in lines[7:-1]] == [
+        "2026-05",
+        "2026-04",
+        "2026-03",
+        "2026-02",
+        "2026-01",
+        "2025-12",
+        "2025-11",
+        "2025-10",
+    ]
+    assert lines[-1] == (
+        "Error fetching dataset metrics: unsupported operand type(s) for +=: 'int' and 'NoneType'"
     )

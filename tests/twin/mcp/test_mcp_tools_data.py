@@ -185,49 +185,62 @@ def test_query_dataset_data_0_2_5(live_twin: TwinUrls) -> None:
         live_twin,
         "0.2.5",
         "query_dataset_data",
-        {"question": "Combien ?", "dataset_id": TRANSPORTS, "limit_per_resource": 1},
+        {"question": "Combien ?", "dataset_id": TRANSPORTS, "limit_per_resource": 4},
     )
+    sample_row = [
+        "      idBank: 010767832",
+        "      Libellé: Immatriculations de voitures particulières neuves - France",
+    ]
+    assert by_id.split("\n")[:13] == [
+        "Exploring dataset: Transports",
+        f"Dataset ID: {TRANSPORTS}",
+        "Question: Combien ?",
+        "Found 2 resource(s) to explore",
+        "",
+        f"--- Resource: Séries mensuelles transports (BDM).csv (ID: {TRANSPORTS_CSV}) ---",
+        "  Total rows (Tabular API): 144",
+        "  Retrieved: 4 row(s)",
+        "  Page info: page 1 (page size 4)",
+        "  Columns: __id, idBank, Libellé, Période, Valeur, Unité",
+        "",
+        "  Sample data (first 3 rows):",
+        "    Row 1:",
+    ]
+    # Three of the four rows retrieved are shown, then the resource that is not tabular.
+    assert "\n      __id: 1\n" + "\n".join(sample_row) in by_id
+    assert by_id.count("    Row ") == 3
+    assert by_id.endswith(
+        "    ... (1 more row(s) available)\n"
+        "  More data available via Tabular API (next page link provided).\n\n"
+        "--- Resource: Immatriculations de voitures particulières neuves - série 010767832 "
+        f"(ID: {NOT_TABULAR}) ---\n"
+        f"  ⚠️  Resource {NOT_TABULAR} not available via Tabular API\n"
+    )
+    # 0.2.5 takes the first hit of the v1 search: titles holding "transports", by MongoDB's
+    # text score, where a real catalogue dataset ties with "Transports" and comes first.
     by_query = call_text(
         live_twin,
         "0.2.5",
         "query_dataset_data",
         {"question": "Combien ?", "dataset_query": "transports", "limit_per_resource": 1},
     )
-    # 0.2.5 takes the first hit of the v1 search: titles holding "transports", by MongoDB's
-    # text score, where a real catalogue dataset ties with "Transports" and comes first.
-    assert by_query.split("\n")[:2] == [
-        "Dataset: Lignes de transport du réseau Transports du Pays Voironnais",
-        "Dataset ID: 65c2cb9b63ecd614c2e5f9fe",
-    ]
-    assert by_id.split("\n")[:8] == [
-        "Dataset: Transports",
-        f"Dataset ID: {TRANSPORTS}",
-        "Question: Combien ?",
-        "Resources: 2",
-        "",
-        "1. Séries mensuelles transports (BDM).csv",
-        f"   Resource ID: {TRANSPORTS_CSV}",
-        "   Format: csv",
-    ]
-    assert "   Total rows (Tabular API): 144\n" in by_id
-    assert "   Data (1 rows):\n     Row 1:\n       __id: 1\n" in by_id
-    assert by_id.endswith(
-        f"   Resource ID: {NOT_TABULAR}\n   Format: html\n"
-        "   ⚠️  Not available via Tabular API (may not be tabular data)\n"
+    assert by_query == (
+        "Dataset 'Lignes de transport du réseau Transports du Pays Voironnais' "
+        "(ID: 65c2cb9b63ecd614c2e5f9fe) has no resources.\n"
+        "No data tables are available to explore."
     )
-    # More rows than one Tabular page: fetched page by page.
-    many = call_text(
-        live_twin,
-        "0.2.5",
-        "query_dataset_data",
-        {"question": "?", "dataset_id": TRANSPORTS, "limit_per_resource": 120},
+    # The default 100 rows per resource is one page, over the twin's Tabular maximum of 50.
+    default = call_text(
+        live_twin, "0.2.5", "query_dataset_data", {"question": "?", "dataset_id": TRANSPORTS}
     )
-    assert "   Data (120 rows):\n" in many
-    assert [line for line in many.split("\n") if line.startswith("       __id: ")] == [
-        f"       __id: {i}" for i in range(1, 121)
-    ]
+    assert "  ❌ Tabular API error (HTTP 400: Client error '400 Bad Request' for url " in default
+    assert default.endswith(
+        "\n⚠️  No data tables were found or accessible for the resources in this dataset."
+    )
     assert call_text(live_twin, "0.2.5", "query_dataset_data", {"question": "?"}) == (
-        "Error: Either dataset_id or dataset_query must be provided."
+        "Error: Either 'dataset_id' or 'dataset_query' must be provided.\n"
+        "Use dataset_id if you know the exact dataset ID, or dataset_query to search for a "
+        "dataset."
     )
 
 
@@ -236,22 +249,33 @@ def test_download_and_parse_resource_per_release(live_twin: TwinUrls) -> None:
         live_twin,
         "0.2.5",
         "download_and_parse_resource",
-        {"resource_id": TRANSPORTS_CSV, "max_rows": 2},
+        {"resource_id": TRANSPORTS_CSV, "max_rows": 4},
     )
     lines = text.split("\n")
-    assert lines[:8] == [
-        "Resource: Séries mensuelles transports (BDM).csv",
+    assert lines[:13] == [
+        "Downloading and parsing resource: Séries mensuelles transports (BDM).csv",
         f"Resource ID: {TRANSPORTS_CSV}",
-        f"Dataset ID: {TRANSPORTS}",
-        "Format: csv",
-        lines[4],
-        "Total rows: 144",
+        lines[2],
+        "",
+        "Downloaded: 0.01 MB",
+        "Format: CSV",
+        "",
+        "Total rows in file: 144",
+        "Returning: 4 row(s)",
         "Columns: idBank, Libellé, Période, Valeur, Unité",
         "",
+        "Sample data (first 3 rows):",
+        "  Row 1:",
     ]
-    assert lines[4].startswith("File size: ") and lines[4].endswith(" KB")
-    assert lines[8:11] == ["Showing first 2 row(s):", "  Row 1:", "    idBank: 010767832"]
-    assert lines[-1] == "... 142 more row(s) not shown (max_rows=2)."
+    assert lines[2].startswith("URL: https://static.data.gouv.fr/resources/transports/")
+    # 0.2.5 shows 3 of the rows it returns as a sample.
+    assert text.count("  Row ") == 3
+    assert lines[-3:] == [
+        "  ... (1 more row(s) available)",
+        "",
+        "⚠️  Note: File contains 144 rows, only showing first 4. Increase max_rows parameter "
+        "to see more.",
+    ]
     # 0.2.19: hard caps of 500 rows and 50 MB whatever the caller asks; it parses up to the
     # row cap and shows every row it parsed.
     capped = call_text(
@@ -276,7 +300,11 @@ def test_download_and_parse_resource_per_release(live_twin: TwinUrls) -> None:
         "download_and_parse_resource",
         {"resource_id": DATA_ES, "max_rows": 1, "max_size_mb": 400},
     )
-    assert "Total rows: 1723\n" in allowed and "Showing first 1 row(s):" in allowed
+    assert "\nTotal rows in file: 1723\nReturning: 1 row(s)\n" in allowed
+    # The format comes from the file name, then the Content-Type: a page is not parsed.
     assert call_text(
         live_twin, "0.2.5", "download_and_parse_resource", {"resource_id": NOT_TABULAR}
-    ) == ("Error: Unsupported format 'html'. Supported formats: CSV, CSV.GZ, JSON, JSONL.")
+    ).endswith(
+        "\n\n⚠️  Unknown file format. Filename: 010767832, Content-Type: text/plain\n"
+        "Supported formats: CSV, CSV.GZ, JSON, JSONL, XLSX"
+    )

@@ -65,8 +65,52 @@ def test_initialize_echoes_the_protocol_and_names_the_server(live_twin: TwinUrls
     result = _sse_message(response)["result"]
     assert result["protocolVersion"] == "2025-06-18"
     assert result["serverInfo"] == {"name": "data.gouv.fr MCP server", "version": "1.26.0"}
-    assert set(result["capabilities"]) == {"tools", "prompts", "resources"}
+    # mcp 1.x announces an empty experimental capability too.
+    assert set(result["capabilities"]) == {"experimental", "tools", "prompts", "resources"}
+    assert result["capabilities"]["experimental"] == {}
     assert result["capabilities"]["tools"] == {"listChanged": False}
+    assert "mcp-session-id" not in response.headers
+
+
+def _initialize(live_twin: TwinUrls, version: str, asked: str, host: str | None = None) -> Any:
+    init = _rpc(
+        "initialize",
+        {"protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    )
+    headers = {**ACCEPT, "Host": host} if host else ACCEPT
+    return httpx.post(endpoint(live_twin, version), json=init, headers=headers, timeout=10)
+
+
+def test_0_2_5_negotiates_as_mcp_1_22_and_keeps_sessions(live_twin: TwinUrls) -> None:
+    # mcp 1.22 knew protocol versions up to 2025-06-18: a newer one gets its newest.
+    newer = _initialize(live_twin, "0.2.5", "2025-11-25")
+    assert _sse_message(newer)["result"]["protocolVersion"] == "2025-06-18"
+    older = _initialize(live_twin, "0.2.5", "2025-03-26")
+    assert _sse_message(older)["result"]["protocolVersion"] == "2025-03-26"
+    assert (
+        _sse_message(_initialize(live_twin, "0.2.14", "2025-11-25"))["result"]["protocolVersion"]
+        == "2025-11-25"
+    )
+    # Up to 0.2.17 the server keeps a session per client: initialize opens one, and a request
+    # without it is refused.
+    assert newer.headers["mcp-session-id"]
+    call = _rpc("tools/call", {"name": "get_dataset_info", "arguments": {"dataset_id": TRANSPORTS}})
+    for version in ("0.2.5", "0.2.14"):
+        refused = httpx.post(endpoint(live_twin, version), json=call, headers=ACCEPT, timeout=10)
+        assert refused.status_code == 400
+        assert refused.json()["error"]["message"] == "Bad Request: Missing session ID"
+    # A request carrying a protocol version mcp 1.22 did not know is refused.
+    header = {**ACCEPT, "mcp-protocol-version": "2025-11-25"}
+    unknown = httpx.post(endpoint(live_twin, "0.2.5"), json=call, headers=header, timeout=10)
+    assert unknown.status_code == 400
+    assert unknown.json()["error"]["message"] == (
+        "Bad Request: Unsupported protocol version: 2025-11-25. "
+        "Supported versions: 2024-11-05, 2025-03-26, 2025-06-18"
+    )
+    # 0.2.5 checks no Host header.
+    assert _initialize(live_twin, "0.2.5", "2025-06-18", host="datagouv-mcp:8000").status_code == (
+        200
+    )
 
 
 @pytest.mark.parametrize(
@@ -76,7 +120,6 @@ def test_initialize_echoes_the_protocol_and_names_the_server(live_twin: TwinUrls
         ("0.2.26", "localhost:8000", 200),
         ("0.2.26", "mcp.data.gouv.fr", 200),
         ("0.2.19", "example.org", 421),
-        ("0.2.5", "datagouv-mcp:8000", 200),
     ],
 )
 def test_host_allow_list_per_release(
