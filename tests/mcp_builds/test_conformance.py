@@ -5,10 +5,11 @@ One twin serves both sides: the real server (a build of the release's own ``tool
 in-process. Several hundred calls, generated deterministically from the snapshot, the task specs
 and the release's own tool signatures, go to both over MCP streamable HTTP; every answer must
 be identical in its ``content[].text`` and its ``isError``. Descriptions are not compared (the
-twin writes its own); the rest of ``tools/list`` is.
+twin writes its own); the rest of ``tools/list`` is, and so are the ``initialize`` answer to
+each handshake protocol version and what a call without a session gets.
 
-0.2.14 runs from its PyPI package, always. The releases built from a git tag (0.2.5, 0.2.19, 0.2.26)
-need the repository's URL in ``DATAGOUV_MCP_GIT`` (a ``file://`` mirror or
+0.2.14 runs from its PyPI package, always. The releases built from a git tag (0.2.5, 0.2.19,
+0.2.26) need the repository's URL in ``DATAGOUV_MCP_GIT`` (a ``file://`` mirror or
 ``https://github.com/datagouv/datagouv-mcp``) and a Python 3.13 on the PATH; without them they
 skip, saying which is missing. A release is one row of :data:`RELEASES`.
 """

@@ -87,7 +87,10 @@ async def _search(
 
 
 async def search_datasets(env: ToolEnv, args: Mapping[str, Any]) -> str:
-    """``search_datasets``: upstream errors escape (``isError`` true), as in the real tool."""
+    """``search_datasets`` on the v2 search (v0.2.21 on; the v1 one is in ``code_layout``).
+
+    Upstream errors escape (``isError`` true), as in the real tool.
+    """
     query: str = args["query"]
     page: int = args["page"]
     urls = env.upstream.urls
@@ -99,8 +102,7 @@ async def search_datasets(env: ToolEnv, args: Mapping[str, Any]) -> str:
         extra["sort"] = args["sort"]
     if args.get("last_update_range"):
         extra["last_update_range"] = args["last_update_range"]
-    endpoint = "2/datasets/search/" if env.behaviour.search_api == "v2" else "1/datasets/"
-    result, _ = await _search(env, urls.datagouv_api + endpoint, query, extra)
+    result, _ = await _search(env, urls.datagouv_api + "2/datasets/search/", query, extra)
     datasets = result.get("data") or []
     if not datasets:
         return f"No datasets found for query: '{query}'"

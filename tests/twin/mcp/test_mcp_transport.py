@@ -192,3 +192,18 @@ def test_a_pydantic_ai_agent_uses_the_twin(live_twin: TwinUrls) -> None:
     agent = Agent(FunctionModel(model), toolsets=[MCPToolset(endpoint(live_twin, "0.2.5"))])
     result = agent.run_sync("Quel est ce jeu de données ?")
     assert result.output == "Dataset Information: Transports"
+
+
+@pytest.mark.parametrize(("version", "pydantic_docs"), [("0.2.19", "2.12"), ("0.2.26", "2.13")])
+def test_argument_errors_link_the_pydantic_of_the_release(
+    live_twin: TwinUrls, version: str, pydantic_docs: str
+) -> None:
+    call = _rpc("tools/call", {"name": "get_dataset_info", "arguments": {}})
+    response = httpx.post(endpoint(live_twin, version), json=call, headers=ACCEPT, timeout=10)
+    result = _sse_message(response)["result"]
+    assert result["isError"] is True
+    (block,) = result["content"]
+    assert block["text"].startswith("Error executing tool get_dataset_info: 1 validation error")
+    assert block["text"].endswith(
+        f"For further information visit https://errors.pydantic.dev/{pydantic_docs}/v/missing"
+    )
