@@ -463,7 +463,7 @@ class _Handlers:
         dataset, resource = found
         table = self.store.table(resource["id"])
         if table is not None:
-            content = table.source_text.encode("utf-8")
+            content = table.source_bytes()
             headers = {"Content-Disposition": f'attachment; filename="{_file_name(resource)}"'}
             # The rows the snapshot keeps (the Tabular API's), usually fewer than the real
             # file's, whose size the metadata keeps.

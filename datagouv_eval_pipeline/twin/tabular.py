@@ -178,6 +178,8 @@ class Table:
     separator: str = ","
     source_text: str = field(default="", repr=False)
     """The CSV file the table was parsed from (served as the resource's download)."""
+    source_factory: Callable[[], bytes] | None = field(default=None, repr=False)
+    """Writes that file on demand, for a table too large to keep it (``source_text`` empty)."""
     _positions: dict[str, int] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -221,6 +223,12 @@ class Table:
         return cls(
             name=name, columns=tuple(columns), rows=rows, separator=separator, source_text=text
         )
+
+    def source_bytes(self) -> bytes:
+        """Return the CSV file the table was parsed from, as its download serves it."""
+        if self.source_factory is not None:
+            return self.source_factory()
+        return self.source_text.encode("utf-8")
 
     def position(self, column: str) -> int | None:
         """Return the index of ``column`` or ``None`` if the table has no such column."""
