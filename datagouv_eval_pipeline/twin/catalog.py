@@ -154,6 +154,9 @@ class CatalogStore:
     crawler_exceptions: list[dict[str, Any]]
     specs: dict[str, tuple[str, bytes]]
     catalogue: facts.CatalogueDatasets | None = None
+    tabular_deleted: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Resources deleted by their producer that api-tabular still indexes: resource id ->
+    (``deleted_at``, dataset id). Its routes answer 410 for them."""
     _slugs: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
     _resources: dict[str, tuple[str, int]] = field(default_factory=dict, repr=False)
     _external: dict[str, ExternalFile] = field(default_factory=dict, repr=False)
@@ -428,6 +431,20 @@ class CatalogStore:
         dataset_id, position = located
         dataset = self.datasets[dataset_id]
         return dataset, dataset["resources"][position]
+
+    def tabular_gone(self, rid: str) -> tuple[str, str] | None:
+        """Return (``deleted_at``, dataset id) if the Tabular API knows ``rid`` as deleted.
+
+        A resource removed from its dataset (a drift overlay), or a table of a deleted dataset.
+        """
+        if rid in self.tabular_deleted:
+            return self.tabular_deleted[rid]
+        if rid in self.tables and rid in self._resources:
+            dataset_id, _ = self._resources[rid]
+            deleted = self.datasets[dataset_id].get("deleted")
+            if deleted:
+                return str(deleted), dataset_id
+        return None
 
     def table(self, rid: str) -> tabular.Table | None:
         """Return the Tabular API table of a resource, or ``None`` if it is not in Tabular."""
