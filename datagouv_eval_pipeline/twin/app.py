@@ -46,7 +46,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from datagouv_eval_pipeline.production import SERVICE_HOSTS
-from datagouv_eval_pipeline.twin import mask, render, tabular
+from datagouv_eval_pipeline.twin import full_objects, mask, render, tabular
 from datagouv_eval_pipeline.twin.catalog import CatalogStore, SearchPage
 from datagouv_eval_pipeline.twin.hosts import PUBLIC_PATH_KEY, HostRouting, served_hosts
 from datagouv_eval_pipeline.twin.mcp.server import mount_mcp
@@ -784,6 +784,28 @@ def _has_mask(request: Request) -> bool:
     return bool(request.headers.get(mask.HEADER, "").strip())
 
 
+def _full_objects(handler: Handler, api: int, *, listing: bool) -> Handler:
+    """Give a dataset endpoint udata's ``X-Get-Datasets-Full-Objects`` header.
+
+    The rendering is udata's default (ids and strings); with the header, the 200 body's
+    dataset (or each of a list's ``data``) is rewritten by :mod:`~.full_objects` before any
+    ``X-Fields`` mask applies, as udata's field functions run inside marshalling.
+    """
+
+    async def full(request: Request) -> Response:
+        response = await handler(request)
+        if not full_objects.wanted(request.headers) or response.status_code != 200:
+            return response
+        body = json.loads(bytes(response.body))
+        if listing:
+            body["data"] = [full_objects.dataset(d, api) for d in body["data"]]
+        else:
+            body = full_objects.dataset(body, api)
+        return JSONResponse(body)
+
+    return full
+
+
 def _marshalled(handler: Handler) -> Handler:
     """Give a udata endpoint flask-restx's ``X-Fields`` header (:mod:`~.mask`).
 
@@ -982,20 +1004,32 @@ def create_app(
         Route("/_twin/health", h.twin_health),
         # main API v1
         Route("/api/1/site/", _marshalled(h.site)),
-        Route("/api/1/datasets/", _marshalled(h.datasets_v1)),
+        Route("/api/1/datasets/", _marshalled(_full_objects(h.datasets_v1, 1, listing=True))),
         Route("/api/1/datasets/r/{rid}", h.resource_redirect),
-        Route("/api/1/datasets/{dataset}/", _marshalled(h.dataset_v1)),
+        Route(
+            "/api/1/datasets/{dataset}/",
+            _marshalled(_full_objects(h.dataset_v1, 1, listing=False)),
+        ),
         Route("/api/1/datasets/{dataset}/resources/", h.dataset_resources_v1),
         Route("/api/1/datasets/{dataset}/resources/{rid}/", _marshalled(h.dataset_resource_v1)),
         Route("/api/1/dataservices/", _marshalled(h.dataservices_v1)),
         Route("/api/1/dataservices/{dataservice}/", _marshalled(h.dataservice)),
         Route("/api/1/organizations/", _marshalled(h.organizations_v1)),
         Route("/api/1/organizations/{org}/", _marshalled(h.organization)),
-        Route("/api/1/organizations/{org}/datasets/", _marshalled(h.organization_datasets)),
+        Route(
+            "/api/1/organizations/{org}/datasets/",
+            _marshalled(_full_objects(h.organization_datasets, 1, listing=True)),
+        ),
         # main API v2
-        Route("/api/2/datasets/search/", _marshalled(h.datasets_search_v2)),
+        Route(
+            "/api/2/datasets/search/",
+            _marshalled(_full_objects(h.datasets_search_v2, 2, listing=True)),
+        ),
         Route("/api/2/datasets/resources/{rid}/", _marshalled(h.resource_v2)),
-        Route("/api/2/datasets/{dataset}/", _marshalled(h.dataset_v2)),
+        Route(
+            "/api/2/datasets/{dataset}/",
+            _marshalled(_full_objects(h.dataset_v2, 2, listing=False)),
+        ),
         Route("/api/2/datasets/{dataset}/resources/", _marshalled(h.dataset_resources_v2)),
         Route("/api/2/dataservices/search/", _marshalled(h.dataservices_search_v2)),
         Route("/api/2/organizations/search/", _marshalled(h.organizations_search_v2)),
