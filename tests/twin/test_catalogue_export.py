@@ -86,7 +86,7 @@ def test_typed_rows_are_those_of_parsing_the_file(store: CatalogStore) -> None:
     built = catalogue_export.build_table("t", part, records)
     parsed = tabular.Table.from_csv(
         "t",
-        catalogue_export.export_csv(part, records),
+        catalogue_export.export_csv(part, records, chunk=700).decode("utf-8"),
         catalogue_export.COLUMNS,
         catalogue_export.SEPARATOR,
         origin="export",
