@@ -63,6 +63,17 @@ class TaskMeta(_Strict):
     paraphrases: list[str] = Field(default_factory=list)
     """Rewordings of the prompt, written by us, asking the same thing: the offline baselines must
     take the same actions on each of them (their decisions must not depend on exact wording)."""
+    history: list[str] = Field(default_factory=list)
+    """Dated notes on the edits that changed what is expected and why, oldest first
+    (``YYYY-MM-DD: …``), e.g. a figure recomputed when the twin's catalogue grew."""
+
+    @field_validator("history")
+    @classmethod
+    def _history_is_dated(cls, value: list[str]) -> list[str]:
+        for note in value:
+            if not re.match(r"\d{4}-\d{2}-\d{2}: \S", note):
+                raise ValueError(f"history note {note[:40]!r} does not start with 'YYYY-MM-DD: '")
+        return value
 
     @field_validator("exercises")
     @classmethod

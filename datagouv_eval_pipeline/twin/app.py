@@ -46,7 +46,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from datagouv_eval_pipeline.production import SERVICE_HOSTS
-from datagouv_eval_pipeline.twin import mask, render, tabular
+from datagouv_eval_pipeline.twin import full_objects, mask, render, tabular
 from datagouv_eval_pipeline.twin.catalog import CatalogStore, SearchPage
 from datagouv_eval_pipeline.twin.hosts import PUBLIC_PATH_KEY, HostRouting, served_hosts
 from datagouv_eval_pipeline.twin.mcp.server import mount_mcp
@@ -289,11 +289,15 @@ class _Handlers:
         )
 
     async def dataset_resources_v1(self, request: Request) -> Response:
-        record = self._dataset_or_error(request.path_params["dataset"])
-        if isinstance(record, Response):
-            return record
-        urls = _urls(request)
-        return JSONResponse([render.resource(self.store, urls, r) for r in record["resources"]])
+        # udata's v1 ``datasets/<dataset>/resources/`` takes only POST (create) and PUT
+        # (reorder), both authenticated: flask-restx answers any read with werkzeug's 405,
+        # before the dataset is looked up. Resource lists are read from the v1 dataset or
+        # ``api/2/datasets/<id>/resources/``.
+        return JSONResponse(
+            {"message": "The method is not allowed for the requested URL."},
+            status_code=405,
+            headers={"Allow": "OPTIONS, POST, PUT"},
+        )
 
     async def dataset_resource_v1(self, request: Request) -> Response:
         record = self._dataset_or_error(request.path_params["dataset"])
@@ -463,7 +467,7 @@ class _Handlers:
         dataset, resource = found
         table = self.store.table(resource["id"])
         if table is not None:
-            content = table.source_text.encode("utf-8")
+            content = table.source_bytes()
             headers = {"Content-Disposition": f'attachment; filename="{_file_name(resource)}"'}
             # The rows the snapshot keeps (the Tabular API's), usually fewer than the real
             # file's, whose size the metadata keeps.
@@ -487,6 +491,16 @@ class _Handlers:
 
     def _tabular_table(self, request: Request) -> tuple[str, tabular.Table] | Response:
         rid = request.path_params["rid"]
+        gone = self.store.tabular_gone(rid)
+        if gone is not None:
+            # api-tabular's get_resource: aiohttp's HTTPGone with a plain-text message.
+            deleted_at, dataset_id = gone
+            return PlainTextResponse(
+                f"Resource {rid} has been permanently deleted on {deleted_at} by its producer. "
+                "You can find more information about this resource at "
+                f"https://www.data.gouv.fr/datasets/{dataset_id}",
+                status_code=410,
+            )
         table = self.store.table(rid)
         if table is None:
             return PlainTextResponse("404: Not Found", status_code=404)
@@ -585,13 +599,27 @@ class _Handlers:
         self, request: Request, table: tabular.Table, max_size: int
     ) -> tuple[list[int], tuple[int, ...]] | Response:
         """The rows (in query order) and columns of a whole-result export, or its error."""
-        query = self._query(request, table, max_size, max_size)
-        if isinstance(query, Response):
-            return query
+        # api-tabular builds an export's query without pagination: `page` and `page_size`
+        # are skipped, whatever their value (core/query.py).
+        pairs = [
+            (key, value)
+            for key, value in tabular.query_pairs(request.url.query)
+            if key not in ("page", "page_size")
+        ]
+        try:
+            query = tabular.parse_query(
+                table,
+                pairs,
+                page_size_max=max_size,
+                page_size_default=max_size,
+                resource_id=str(request.path_params.get("rid", "")),
+            )
+        except tabular.QueryError as error:
+            return JSONResponse(error.body, status_code=error.status)
         indices = tabular.ordered_indices(table, query)
         if len(indices) > self.config.csv_export_max_rows:
-            error = tabular.QueryError.too_long(self.config.csv_export_max_rows)
-            return JSONResponse(error.body, status_code=error.status)
+            too_long = tabular.QueryError.too_long(self.config.csv_export_max_rows)
+            return JSONResponse(too_long.body, status_code=too_long.status)
         positions = table.served_positions() if query.positions is None else query.positions
         return indices, positions
 
@@ -603,7 +631,7 @@ class _Handlers:
             return found
         indices, positions = found
         return Response(
-            table.to_csv(indices, positions),
+            tabular.postgrest_csv(table, indices, positions),
             media_type="text/csv; charset=utf-8",
             headers={"Content-Disposition": f'attachment; filename="{name}.csv"'},
         )
@@ -613,7 +641,6 @@ class _Handlers:
         if isinstance(found, Response):
             return found
         rid, table = found
-        # The CSV export is not paginated; page_size is only validated.
         return self._csv_export(request, table, self.config.tabular_page_size_max, rid)
 
     async def tabular_json(self, request: Request) -> Response:
@@ -755,6 +782,28 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 def _has_mask(request: Request) -> bool:
     return bool(request.headers.get(mask.HEADER, "").strip())
+
+
+def _full_objects(handler: Handler, api: int, *, listing: bool) -> Handler:
+    """Give a dataset endpoint udata's ``X-Get-Datasets-Full-Objects`` header.
+
+    The rendering is udata's default (ids and strings); with the header, the 200 body's
+    dataset (or each of a list's ``data``) is rewritten by :mod:`~.full_objects` before any
+    ``X-Fields`` mask applies, as udata's field functions run inside marshalling.
+    """
+
+    async def full(request: Request) -> Response:
+        response = await handler(request)
+        if not full_objects.wanted(request.headers) or response.status_code != 200:
+            return response
+        body = json.loads(bytes(response.body))
+        if listing:
+            body["data"] = [full_objects.dataset(d, api) for d in body["data"]]
+        else:
+            body = full_objects.dataset(body, api)
+        return JSONResponse(body)
+
+    return full
 
 
 def _marshalled(handler: Handler) -> Handler:
@@ -955,20 +1004,32 @@ def create_app(
         Route("/_twin/health", h.twin_health),
         # main API v1
         Route("/api/1/site/", _marshalled(h.site)),
-        Route("/api/1/datasets/", _marshalled(h.datasets_v1)),
+        Route("/api/1/datasets/", _marshalled(_full_objects(h.datasets_v1, 1, listing=True))),
         Route("/api/1/datasets/r/{rid}", h.resource_redirect),
-        Route("/api/1/datasets/{dataset}/", _marshalled(h.dataset_v1)),
-        Route("/api/1/datasets/{dataset}/resources/", _marshalled(h.dataset_resources_v1)),
+        Route(
+            "/api/1/datasets/{dataset}/",
+            _marshalled(_full_objects(h.dataset_v1, 1, listing=False)),
+        ),
+        Route("/api/1/datasets/{dataset}/resources/", h.dataset_resources_v1),
         Route("/api/1/datasets/{dataset}/resources/{rid}/", _marshalled(h.dataset_resource_v1)),
         Route("/api/1/dataservices/", _marshalled(h.dataservices_v1)),
         Route("/api/1/dataservices/{dataservice}/", _marshalled(h.dataservice)),
         Route("/api/1/organizations/", _marshalled(h.organizations_v1)),
         Route("/api/1/organizations/{org}/", _marshalled(h.organization)),
-        Route("/api/1/organizations/{org}/datasets/", _marshalled(h.organization_datasets)),
+        Route(
+            "/api/1/organizations/{org}/datasets/",
+            _marshalled(_full_objects(h.organization_datasets, 1, listing=True)),
+        ),
         # main API v2
-        Route("/api/2/datasets/search/", _marshalled(h.datasets_search_v2)),
+        Route(
+            "/api/2/datasets/search/",
+            _marshalled(_full_objects(h.datasets_search_v2, 2, listing=True)),
+        ),
         Route("/api/2/datasets/resources/{rid}/", _marshalled(h.resource_v2)),
-        Route("/api/2/datasets/{dataset}/", _marshalled(h.dataset_v2)),
+        Route(
+            "/api/2/datasets/{dataset}/",
+            _marshalled(_full_objects(h.dataset_v2, 2, listing=False)),
+        ),
         Route("/api/2/datasets/{dataset}/resources/", _marshalled(h.dataset_resources_v2)),
         Route("/api/2/dataservices/search/", _marshalled(h.dataservices_search_v2)),
         Route("/api/2/organizations/search/", _marshalled(h.organizations_search_v2)),

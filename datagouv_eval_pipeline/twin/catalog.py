@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from datagouv_eval_pipeline import project_files
 from datagouv_eval_pipeline.text import fold
-from datagouv_eval_pipeline.twin import facts, search, tabular
+from datagouv_eval_pipeline.twin import catalogue_export, facts, search, tabular
 from datagouv_eval_pipeline.twin.search import FieldIndex, Segment
 from datagouv_eval_pipeline.twin.urls import external_key
 
@@ -154,6 +154,9 @@ class CatalogStore:
     crawler_exceptions: list[dict[str, Any]]
     specs: dict[str, tuple[str, bytes]]
     catalogue: facts.CatalogueDatasets | None = None
+    tabular_deleted: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Resources deleted by their producer that api-tabular still indexes: resource id ->
+    (``deleted_at``, dataset id). Its routes answer 410 for them."""
     _slugs: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
     _resources: dict[str, tuple[str, int]] = field(default_factory=dict, repr=False)
     _external: dict[str, ExternalFile] = field(default_factory=dict, repr=False)
@@ -269,16 +272,6 @@ class CatalogStore:
             schemas = json.loads(need("tables.json"))
         except json.JSONDecodeError as error:
             raise SnapshotError(f"{schemas_path}: invalid JSON: {error}") from error
-        # A tabular table is named like api-tabular's parsing table (md5 of the resource id).
-        # Parsed on first use (most of the load time otherwise); schemas are checked now.
-        tables = tabular.LazyTables(
-            parsers={
-                rid: _table_parser(
-                    info.directory, hashlib.md5(rid.encode()).hexdigest(), schema, files
-                )
-                for rid, schema in schemas.get("tabular", {}).items()
-            }
-        )
         metric_parsers = {
             model: _table_parser(info.directory, model, schema, files)
             for model, schema in schemas.get("metrics", {}).items()
@@ -315,6 +308,16 @@ class CatalogStore:
             except facts.FactsError as error:
                 raise SnapshotError(str(error)) from error
             catalogue = facts.CatalogueDatasets(columns, org_map)
+        # A tabular table is named like api-tabular's parsing table (md5 of the resource id).
+        # Parsed on first use (most of the load time otherwise); schemas are checked now.
+        parsers: dict[str, Callable[[], tabular.Table]] = {}
+        for rid, schema in schemas.get("tabular", {}).items():
+            name = hashlib.md5(rid.encode()).hexdigest()
+            if "derived" in schema:
+                parsers[rid] = _derived_parser(info.directory, name, schema, catalogue, datasets)
+            else:
+                parsers[rid] = _table_parser(info.directory, name, schema, files)
+        tables = tabular.LazyTables(parsers=parsers)
         store = cls(
             info=info,
             organizations=org_map,
@@ -428,6 +431,20 @@ class CatalogStore:
         dataset_id, position = located
         dataset = self.datasets[dataset_id]
         return dataset, dataset["resources"][position]
+
+    def tabular_gone(self, rid: str) -> tuple[str, str] | None:
+        """Return (``deleted_at``, dataset id) if the Tabular API knows ``rid`` as deleted.
+
+        A resource removed from its dataset (a drift overlay), or a table of a deleted dataset.
+        """
+        if rid in self.tabular_deleted:
+            return self.tabular_deleted[rid]
+        if rid in self.tables and rid in self._resources:
+            dataset_id, _ = self._resources[rid]
+            deleted = self.datasets[dataset_id].get("deleted")
+            if deleted:
+                return str(deleted), dataset_id
+        return None
 
     def table(self, rid: str) -> tabular.Table | None:
         """Return the Tabular API table of a resource, or ``None`` if it is not in Tabular."""
@@ -1154,6 +1171,40 @@ def site_metrics(organizations: tabular.Table) -> tabular.Table:
     lines += [",".join([m, *map(str, totals[m])]) for m in sorted(totals)]
     text = "\n".join(lines) + "\n"
     return tabular.Table.from_csv("site", text, columns, ",", origin="site metrics")
+
+
+def _derived_parser(
+    directory: Path,
+    name: str,
+    schema: Mapping[str, Any],
+    catalogue: facts.CatalogueDatasets | None,
+    datasets: Sequence[Mapping[str, Any]],
+) -> Callable[[], tabular.Table]:
+    """Check a derived table's entry now; return the function that builds it on first use.
+
+    Raises:
+        SnapshotError: an unknown derivation, or columns other than the code's (the snapshot
+            was built by another version: rebuild it).
+    """
+    path = directory / "tables.json"
+    if schema.get("derived") != catalogue_export.DERIVATION:
+        raise SnapshotError(
+            f"{path}: unknown derived table {schema.get('derived')!r} "
+            f"(known: {catalogue_export.DERIVATION!r})"
+        )
+    listed = [c.get("name") for c in schema.get("columns", []) if isinstance(c, Mapping)]
+    expected = [c.name for c in catalogue_export.COLUMNS]
+    if listed != expected:
+        raise SnapshotError(
+            f"{path}: the {catalogue_export.DERIVATION} columns {listed} differ from the "
+            f"code's {expected}; rebuild with `datagouv-eval twin build-snapshot`"
+        )
+    columns = catalogue.columns if catalogue is not None else None
+
+    def build() -> tabular.Table:
+        return catalogue_export.build_table(name, columns, datasets)
+
+    return build
 
 
 def _table_parser(

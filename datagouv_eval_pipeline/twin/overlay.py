@@ -213,6 +213,8 @@ class _Draft:
     tables: tabular.LazyTables
     downloads: dict[str, str]
     owned: set[tuple[str, str]]
+    tabular_deleted: dict[str, tuple[str, str]]
+    now: str
 
     @classmethod
     def of(cls, store: CatalogStore) -> _Draft:
@@ -223,6 +225,8 @@ class _Draft:
             store.tables.copy(),
             dict(store.downloads),
             set(),
+            dict(store.tabular_deleted),
+            store.now.isoformat(),
         )
 
     def record(self, kind: str, ident: str) -> dict[str, Any]:
@@ -266,6 +270,7 @@ class _Draft:
             crawler_exceptions=list(store.crawler_exceptions),
             specs=store.specs,
             catalogue=store.catalogue,
+            tabular_deleted=self.tabular_deleted,
         )
         # The store's own indexer (slugs, resources, external files, search) sees the drift.
         result._index(store.info.directory)
@@ -297,6 +302,8 @@ def _apply(draft: _Draft, change: Change) -> None:
         del dataset["resources"][position]
         if change.resource_id in draft.tables:  # not pop(): it would parse the table
             del draft.tables[change.resource_id]
+            # api-tabular keeps a deleted resource's index entry, dated: its routes say 410.
+            draft.tabular_deleted[change.resource_id] = (draft.now, dataset["id"])
         draft.downloads.pop(change.resource_id, None)
     elif isinstance(change, RemoveFromTabular):
         if change.resource_id not in draft.tables:

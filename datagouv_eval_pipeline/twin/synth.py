@@ -2,10 +2,10 @@
 
 Every table is generated from ``random.Random(f"{seed}:{name}")`` so it never changes unless
 this file does. Columns are the real ones of each resource where they are known (Data ES,
-Sitadel, RNE, the data.gouv.fr catalogue export); values are synthetic. Facts the tasks rely on
-are pinned here as constants and asserted by the tests: the catalogue has ``CATALOGUE_BEFORE_
-LAUNCH`` datasets created before 2012-06-28 and Data ES has ``GERS_EQUIPMENTS`` rows with
-``dep_code`` 32.
+Sitadel, RNE, the data.gouv.fr organizations and dataservices exports); values are synthetic.
+Facts the tasks rely on are pinned here as constants and asserted by the tests: Data ES has
+``GERS_EQUIPMENTS`` rows with ``dep_code`` 32. The datasets export is not generated here: the
+twin derives it from the real catalogue (:mod:`datagouv_eval_pipeline.twin.catalogue_export`).
 """
 
 from __future__ import annotations
@@ -19,13 +19,8 @@ from typing import Any
 from datagouv_eval_pipeline.twin.tabular import Column, ColumnType
 
 # Facts the task specs state; the snapshot tests recompute them.
-LAUNCH_CUTOFF = datetime(2012, 6, 28, tzinfo=UTC)
-MIGRATION = datetime(2014, 5, 7, 4, 0, tzinfo=UTC)
-CATALOGUE_BEFORE_LAUNCH = 2076
-CATALOGUE_AFTER_LAUNCH = 1000
 GERS_EQUIPMENTS = 1023
 OTHER_EQUIPMENTS = 700
-LAUNCH_DAY_DATASETS = 41  # created on 2012-06-28 itself: an off-by-one filter sees them
 TOURNEFEUILLE_HOUSING_PERMITS = 1146
 OTHER_HOUSING_PERMITS = 700
 TOURNEFEUILLE_NONRES_PERMITS = 11
@@ -1413,67 +1408,6 @@ def _months(y0: int, m0: int, y1: int, m1: int) -> list[tuple[int, int]]:
 # --------------------------------------------------------------------------------------------
 # data.gouv.fr catalogue exports
 
-_OLD_THEMES = (
-    "Effectifs de la fonction publique",
-    "Population par sexe et âge",
-    "Résultats des élections législatives",
-    "Budget primitif",
-    "Comptes des communes",
-    "Dépenses de santé",
-    "Accidents de la route",
-    "Logements sociaux",
-    "Prix de l'immobilier",
-    "Emplois salariés",
-    "Production agricole",
-    "Établissements scolaires",
-    "Effectifs des universités",
-    "Fréquentation des musées",
-    "Subventions aux associations",
-    "Aides à la presse",
-    "Crimes et délits constatés",
-    "Consommation d'énergie",
-    "Qualité de l'air",
-    "Trafic aérien",
-    "Marchés publics attribués",
-    "Demandeurs d'emploi",
-    "Naissances et décès",
-    "Licences sportives",
-    "Bibliothèques publiques",
-)
-_NEW_THEMES = (
-    "Horaires des transports en commun",
-    "Bornes de recharge",
-    "Arrêtés municipaux",
-    "Délibérations du conseil municipal",
-    "Subventions versées",
-    "Points d'apport volontaire",
-    "Équipements publics",
-    "Menus des cantines scolaires",
-    "Défibrillateurs",
-    "Stationnement",
-    "Pistes cyclables",
-    "Arbres d'alignement",
-    "Marchés publics",
-    "Budget",
-    "Qualité de l'eau",
-    "Comptages vélo",
-    "Aides aux entreprises",
-    "Inventaire des zones humides",
-    "Plan local d'urbanisme",
-    "Consommation électrique",
-    "Déchets collectés",
-    "Menus",
-    "Wifi public",
-    "Toilettes publiques",
-)
-_FREQUENCIES = ("annual", "punctual", "monthly", "irregular", "unknown", "quarterly", "daily")
-_LICENSES = ("lov2", "fr-lo", "odc-odbl", "notspecified", "cc-by")
-_FORMATS = ("csv", "xls", "xlsx", "pdf", "json", "zip", "shp", "geojson", "xml")
-
-
-def _object_id(rng: random.Random, when: datetime) -> str:
-    return f"{int(when.timestamp()):08x}{rng.getrandbits(64):016x}"
-
 
 def _iso_micro(when: datetime) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%S.%f")
@@ -1485,186 +1419,6 @@ def _naive(iso: str) -> datetime:
     if when.tzinfo is None:
         return when.replace(tzinfo=UTC)
     return when.astimezone(UTC)
-
-
-def _slugify(text: str) -> str:
-    from datagouv_eval_pipeline.text import fold
-
-    out = []
-    for ch in fold(text):
-        out.append(ch if ch.isalnum() else "-")
-    return "-".join(part for part in "".join(out).split("-") if part)
-
-
-CATALOGUE_COLUMNS = _cols(
-    [
-        ("id", "string"),
-        ("title", "string"),
-        ("slug", "string"),
-        ("acronym", "string"),
-        ("url", "string", "url"),
-        ("organization", "string"),
-        ("organization_id", "string"),
-        ("owner", "string"),
-        ("owner_id", "string"),
-        ("description", "string"),
-        ("frequency", "string"),
-        ("license", "string"),
-        ("temporal_coverage.start", "date"),
-        ("temporal_coverage.end", "date"),
-        ("spatial.granularity", "string"),
-        ("spatial.zones", "string"),
-        ("featured", "bool"),
-        ("created_at", "datetime"),
-        ("last_modified", "datetime"),
-        ("tags", "string"),
-        ("archived", "bool"),
-        ("resources_count", "int"),
-        ("main_resources_count", "int"),
-        ("resources_formats", "string"),
-        ("harvest.backend", "string"),
-        ("harvest.domain", "string"),
-        ("quality_score", "float"),
-        ("metric.discussions", "int"),
-        ("metric.reuses", "int"),
-        ("metric.followers", "int"),
-        ("metric.views", "int"),
-    ]
-)
-
-
-def _catalogue_row_from_record(record: dict[str, Any]) -> list[str]:
-    org = record.get("organization") or {}
-    resources = record["resources"]
-    formats = sorted({r["format"] for r in resources if r.get("format")})
-    metrics = record["metrics"]
-    spatial = record.get("spatial") or {}
-    temporal = record.get("temporal_coverage") or {}
-    return [
-        record["id"],
-        record["title"],
-        record["slug"],
-        record.get("acronym") or "",
-        record["page"],
-        org.get("name", ""),
-        org.get("id", ""),
-        "",
-        "",
-        record["description_short"],
-        record["frequency"],
-        record["license"],
-        (temporal.get("start") or "")[:10],
-        (temporal.get("end") or "")[:10],
-        spatial.get("granularity") or "",
-        ",".join(spatial.get("zones") or []),
-        "true" if record.get("featured") else "false",
-        _iso_micro(_naive(record["created_at"])),
-        _iso_micro(_naive(record["last_modified"])),
-        ",".join(record["tags"]),
-        "true" if record.get("archived") else "false",
-        str(len(resources)),
-        str(sum(1 for r in resources if r["type"] == "main")),
-        ",".join(formats),
-        "",
-        "",
-        _fmt_float(record["quality"]["score"], 2),
-        str(metrics["discussions"]),
-        str(metrics["reuses"]),
-        str(metrics["followers"]),
-        str(metrics["views"]),
-    ]
-
-
-def catalogue_datasets(rng: random.Random, view: CatalogView) -> GeneratedTable:
-    """The datasets export: the twin's datasets plus synthetic ones.
-
-    Exactly ``CATALOGUE_BEFORE_LAUNCH`` rows have ``created_at`` before 2012-06-28 (none on the
-    27th or the 28th, so ``less``/``strictly_less`` on either date give the same count).
-    """
-    visible = [d for d in view.datasets if not d.get("deleted") and not d.get("private")]
-    own_rows = [_catalogue_row_from_record(d) for d in visible]
-    own_before = sum(1 for d in visible if _naive(d["created_at"]) < LAUNCH_CUTOFF)
-    orgs = [o for o in view.organizations]
-    rows = list(own_rows)
-
-    def synthetic(created: datetime, themes: Sequence[str]) -> list[str]:
-        org = rng.choice(orgs)
-        theme = rng.choice(themes)
-        place = rng.choice(ALL_DEPARTEMENTS)
-        year = min(created.year - rng.randint(0, 3), created.year)
-        title = f"{theme} - {place.name} ({year})"
-        slug = _slugify(title) + f"-{rng.randint(1, 999)}"
-        modified = created + timedelta(days=rng.randint(0, 900), seconds=rng.randint(0, 86399))
-        modified = min(modified, datetime(2026, 6, 11, 23, 0, tzinfo=UTC))
-        n_res = rng.randint(1, 6)
-        # Datasets from before the 2014 move to udata got ids minted during the migration.
-        minted = (
-            created if created >= MIGRATION else MIGRATION + timedelta(seconds=rng.randrange(86400))
-        )
-        return [
-            _object_id(rng, minted),
-            title,
-            slug,
-            "",
-            f"https://www.data.gouv.fr/datasets/{slug}/",
-            org["name"],
-            org["id"],
-            "",
-            "",
-            f"{theme} pour le territoire {place.name}, année {year}.",
-            rng.choice(_FREQUENCIES),
-            rng.choice(_LICENSES),
-            f"{year}-01-01" if rng.random() < 0.5 else "",
-            f"{year}-12-31" if rng.random() < 0.4 else "",
-            rng.choice(["fr:departement", "fr:commune", "country", "other", ""]),
-            f"fr:departement:{place.code}" if rng.random() < 0.5 else "",
-            "false",
-            _iso_micro(created),
-            _iso_micro(modified),
-            ",".join(_slugify(w) for w in theme.split()[:2]),
-            "true" if rng.random() < 0.08 else "false",
-            str(n_res),
-            str(rng.randint(1, n_res)),
-            ",".join(sorted(rng.sample(_FORMATS, rng.randint(1, 3)))),
-            rng.choice(["", "", "", "dcat", "ckan"]),
-            "",
-            _fmt_float(rng.uniform(0.1, 0.95), 2),
-            str(rng.choice([0, 0, 0, 1, 2])),
-            str(rng.choice([0, 0, 0, 1, 3])),
-            str(rng.randint(0, 40)),
-            str(rng.randint(10, 20000)),
-        ]
-
-    # The platform opened on 2011-12-05; the last pre-launch row is on 2012-06-26.
-    first, last = datetime(2011, 12, 5, 8, 0, tzinfo=UTC), datetime(2012, 6, 26, 18, 0, tzinfo=UTC)
-    span = int((last - first).total_seconds())
-    for _ in range(CATALOGUE_BEFORE_LAUNCH - own_before):
-        created = first + timedelta(
-            seconds=rng.randrange(span), microseconds=rng.randrange(1000) * 1000
-        )
-        rows.append(synthetic(created, _OLD_THEMES))
-    for _ in range(LAUNCH_DAY_DATASETS):
-        created = datetime(2012, 6, 28, 7, 0, tzinfo=UTC) + timedelta(
-            seconds=rng.randrange(15 * 3600)
-        )
-        rows.append(synthetic(created, _OLD_THEMES))
-    after_first, after_last = (
-        datetime(2012, 6, 29, 8, 0, tzinfo=UTC),
-        datetime(2026, 6, 11, 18, 0, tzinfo=UTC),
-    )
-    span = int((after_last - after_first).total_seconds())
-    for _ in range(CATALOGUE_AFTER_LAUNCH):
-        created = after_first + timedelta(
-            seconds=rng.randrange(span), microseconds=rng.randrange(1000) * 1000
-        )
-        rows.append(synthetic(created, _NEW_THEMES))
-    rows.sort(key=lambda r: r[0])
-    return GeneratedTable(
-        list(CATALOGUE_COLUMNS),
-        rows,
-        ";",
-        {"rows_created_before_2012_06_28": CATALOGUE_BEFORE_LAUNCH, "rows": len(rows)},
-    )
 
 
 def catalogue_organizations(rng: random.Random, view: CatalogView) -> GeneratedTable:
@@ -1892,7 +1646,6 @@ GENERATORS: dict[str, TableGenerator] = {
     "rne_cons": rne_cons,
     "rne_afe": rne_afe,
     "insee_transports": insee_transports,
-    "catalogue_datasets": catalogue_datasets,
     "catalogue_organizations": catalogue_organizations,
     "catalogue_dataservices": catalogue_dataservices,
 }

@@ -178,6 +178,8 @@ class Table:
     separator: str = ","
     source_text: str = field(default="", repr=False)
     """The CSV file the table was parsed from (served as the resource's download)."""
+    source_factory: Callable[[], bytes] | None = field(default=None, repr=False)
+    """Writes that file on demand, for a table too large to keep it (``source_text`` empty)."""
     _positions: dict[str, int] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -221,6 +223,12 @@ class Table:
         return cls(
             name=name, columns=tuple(columns), rows=rows, separator=separator, source_text=text
         )
+
+    def source_bytes(self) -> bytes:
+        """Return the CSV file the table was parsed from, as its download serves it."""
+        if self.source_factory is not None:
+            return self.source_factory()
+        return self.source_text.encode("utf-8")
 
     def position(self, column: str) -> int | None:
         """Return the index of ``column`` or ``None`` if the table has no such column."""
@@ -268,6 +276,58 @@ class Table:
                 [str(index + 1) if p == ID_POSITION else text_value(row[p]) for p in wanted]
             )
         return buffer.getvalue()
+
+
+# Characters that make PostgreSQL quote a field of a record's text form (``record_out``).
+_RECORD_QUOTED = frozenset('"\\(),') | frozenset(" \t\n\r\v\f")
+
+
+def _record_field(value: Any) -> str:
+    """One cell as PostgreSQL prints it inside a row's text form (PostgREST's CSV body)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        text = "t" if value else "f"
+    elif isinstance(value, float):
+        # float8 output: shortest round-trip digits, no ".0" on whole numbers.
+        text = str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+    elif isinstance(value, datetime):
+        # PostgreSQL drops the fraction's trailing zeros (and the fraction when it is zero).
+        text = value.isoformat(sep=" ")
+        if value.microsecond:
+            text = text.rstrip("0")
+    elif isinstance(value, date):
+        text = value.isoformat()
+    else:
+        text = str(value)
+    if text == "" or any(char in _RECORD_QUOTED for char in text):
+        return '"' + text.replace("\\", "\\\\").replace('"', '""') + '"'
+    return text
+
+
+def postgrest_csv(table: Table, indices: Iterable[int], positions: Sequence[int]) -> str:
+    """Render rows as PostgREST's ``text/csv`` (api-tabular's ``data/csv/`` export).
+
+    PostgREST writes the column names joined by commas, then each row's PostgreSQL text form
+    without its parentheses: comma-separated whatever the source file's separator, NULL as
+    nothing, booleans ``t``/``f``, timestamps with a space, a field quoted only when it holds a
+    comma, quote, parenthesis, backslash or blank (or is empty). Rows are joined by newlines;
+    api-tabular adds the final one.
+
+    Args:
+        table: The table.
+        indices: The rows (0-based), in query order.
+        positions: The columns, in order (:data:`ID_POSITION` is ``__id``).
+    """
+    lines = [",".join(table._name(p) for p in positions)]
+    for index in indices:
+        row = table.rows[index]
+        lines.append(
+            ",".join(
+                str(index + 1) if p == ID_POSITION else _record_field(row[p]) for p in positions
+            )
+        )
+    return "\n".join(lines) + "\n"
 
 
 class _Cell:

@@ -69,7 +69,7 @@ out["next_page"] = page["next_page"]
 out["page2"] = httpx.get(page["next_page"]).json()["page"]
 out["resources"] = [
     r["id"] for r in requests.get(
-        "https://www.data.gouv.fr/api/1/datasets/{TRANSPORTS}/resources/").json()
+        "https://www.data.gouv.fr/api/2/datasets/{TRANSPORTS}/resources/").json()["data"]
 ]
 rows = []
 url = "{TABULAR}?page_size=50"

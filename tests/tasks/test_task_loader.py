@@ -120,7 +120,7 @@ def test_unknown_key_lists_the_allowed_keys(tmp_path: Path) -> None:
     assert error.field_path == "meta.x"
     assert error.message == (
         "unknown key 'x'; allowed keys: "
-        "difficulty, exercises, language, paraphrases, source, status"
+        "difficulty, exercises, history, language, paraphrases, source, status"
     )
 
 
@@ -455,3 +455,14 @@ def test_check_params_are_validated_by_the_check_model_at_load(tmp_path: Path) -
     assert error.field_path == "resources[0].checks[1].params"
     assert error.line is not None
     assert error.message.startswith("invalid params for row_count_within: maximum:")
+
+
+def test_history_notes_must_be_dated(tmp_path: Path) -> None:
+    meta = {"status": "active", "source": "forum", "history": ["2076 became 2066."]}
+    error = only_error(write(tmp_path, "task_0001.yml", spec(meta=meta)))
+    assert error.field_path.startswith("meta.history")
+    assert "does not start with 'YYYY-MM-DD: '" in error.message
+    meta["history"] = ["2026-12-06: 2076 became 2066."]
+    path = write(tmp_path, "task_0001.yml", spec(meta=meta))
+    (loaded,) = load_task_specs([path], known_actions=ACTIONS, known_args=ARGS)
+    assert loaded.meta.history == ["2026-12-06: 2076 became 2066."]

@@ -297,8 +297,18 @@ def test_x_fields_masks_udata_endpoints(live_twin: TwinUrls, http: httpx.Client)
     )
     # The one association; facets is an object whose keys the nested mask does not name.
     assert orgs == {"data": [{"name": "Réseau des Carif-Oref"}], "facets": {}}
-    resources = _masked(http, f"{api}1/datasets/{TRANSPORTS}/resources/", "format")
-    assert resources == [{"format": "csv"}, {"format": "html"}]
+    resources = _masked(http, f"{api}2/datasets/{TRANSPORTS}/resources/", "data{format}")
+    assert resources == {"data": [{"format": "csv"}, {"format": "html"}]}
+
+
+def test_v1_resource_list_is_not_readable(live_twin: TwinUrls, http: httpx.Client) -> None:
+    # udata serves POST and PUT there (create, reorder), not GET: werkzeug's 405, even for a
+    # dataset that does not exist (the method is refused before the lookup).
+    for dataset in (TRANSPORTS, "000000000000000000000000"):
+        response = http.get(f"{live_twin.datagouv_api}1/datasets/{dataset}/resources/")
+        assert response.status_code == 405
+        assert response.json() == {"message": "The method is not allowed for the requested URL."}
+        assert response.headers["allow"] == "OPTIONS, POST, PUT"
 
 
 def test_x_fields_errors_are_udatas(live_twin: TwinUrls, http: httpx.Client) -> None:

@@ -48,8 +48,10 @@ def test_smoke_over_a_real_socket(live_twin: TwinUrls) -> None:
         before = http.get(
             live_twin.tabular_api + "resources/f868cca6-8da1-4369-a78d-47463f19a9a3/data/",
             params={"created_at__strictly_less": "2012-06-28", "page_size": 1},
+            # The first read derives the 120,903-row export (about 1.5 s of CPU, more under load).
+            timeout=60,
         ).json()
-        assert before["meta"]["total"] == 2076
+        assert before["meta"]["total"] == 2066
         gers = http.get(
             live_twin.tabular_api + "resources/ea4f5879-af40-4e3e-949d-812d6eeb5e02/data/",
             params={"dep_code__exact": "32", "page_size": 1},

@@ -80,8 +80,9 @@ def test_a_removed_resource_fails_download_and_tabular(drift_report: ValidationR
     assert download.diffs == [DiffEntry(field="download", baseline="reachable", current="HTTP 404")]
     assert "HEAD " in download.reason and "/api/1/datasets/r/" in download.reason
     assert (tabular.fn, tabular.outcome) == ("tabular_api_available", "failed")
+    # api-tabular keeps a deleted resource's index entry: 410, not 404.
     assert tabular.diffs == [
-        DiffEntry(field="tabular_api", baseline="available", current="HTTP 404")
+        DiffEntry(field="tabular_api", baseline="available", current="HTTP 410")
     ]
 
 
