@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 
 from datagouv_eval_pipeline.judges.verdict import CallClassification, JudgeSpend, Verdict
 from datagouv_eval_pipeline.metrics.score_record import ValueRecord
@@ -34,8 +34,17 @@ def classification_to_json(classification: CallClassification) -> dict[str, Any]
     }
 
 
+def _without_model(data: Any) -> Any:
+    # ``model`` is derived from the verdict's judge id: not a field of the classification.
+    if isinstance(data, dict) and "model" in data:
+        return {key: value for key, value in data.items() if key != "model"}
+    return data
+
+
 StoredClassification = Annotated[
-    CallClassification, PlainSerializer(classification_to_json, return_type=dict[str, Any])
+    CallClassification,
+    BeforeValidator(_without_model),
+    PlainSerializer(classification_to_json, return_type=dict[str, Any]),
 ]
 """A classification as the documents store it (validated into the dataclass when read)."""
 

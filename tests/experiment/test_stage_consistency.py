@@ -142,6 +142,8 @@ def test_a_trace_without_task_id_names_the_file_and_the_field(cell: Cell, tmp_pa
         (JUDGE_SCORES, "judge", "scores", [{"task_id": "task_0002"}], "scores[0].minimal: Field"),
         (ACTION_MAPPINGS, "map", "unmapped_calls", "many", "unmapped_calls: Input should be"),
         (ACTION_MAPPINGS, "map", "agent_runs_digest", None, "agent_runs_digest: Input should"),
+        (ACTION_MAPPINGS, "map", "runs", [["task_0002"]], "runs[0][1]: Field required"),
+        (JUDGE_SCORES, "judge", "judgements", [{"task_id": 1}], "judgements[0].task_id: Input"),
     ],
 )
 def test_a_schema_invalid_later_document_names_the_file_and_the_field(
