@@ -34,7 +34,9 @@ from typing import Any
 
 import pydantic_ai.models
 
+from datagouv_eval_pipeline.benchmark.cells import expand_cells
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument
 from datagouv_eval_pipeline.experiment.stages import map_actions
 from datagouv_eval_pipeline.judges.cache import JudgeCache
 from datagouv_eval_pipeline.judges.config import resolve_model
@@ -170,7 +172,7 @@ def hybrid_throughput(count: int, concurrency: int) -> dict[str, Any]:
     }
 
 
-def _undecided_document(count: int) -> dict[str, Any]:
+def _undecided_document(count: int) -> AgentRunsDocument:
     """An ``agent_runs`` document of ``count`` runs, each with one call the rules cannot decide."""
     traces = [
         Trace.model_validate(
@@ -190,10 +192,11 @@ def _undecided_document(count: int) -> dict[str, Any]:
                     }
                 ],
             }
-        ).model_dump(mode="json")
+        )
         for i in range(count)
     ]
-    return {"cell": {"key": "bench"}, "traces": traces}
+    cell = next(c for c in expand_cells(load_benchmark_config()) if "code" in c.capabilities)
+    return AgentRunsDocument.of(cell.to_record(), traces)
 
 
 def mapping_classification(count: int, concurrency: int) -> dict[str, Any]:
@@ -217,13 +220,13 @@ def mapping_classification(count: int, concurrency: int) -> dict[str, Any]:
         warm_requests = server.state.stats()["requests"] - cold_requests
     return {
         "traces": count,
-        "undecided_calls": mapped["unmapped_calls"],
-        "classified_calls": mapped["classified_calls"],
-        "judge_calls": mapped["judge_spend"]["calls"],
+        "undecided_calls": mapped.unmapped_calls,
+        "classified_calls": mapped.classified_calls,
+        "judge_calls": mapped.judge_spend.calls if mapped.judge_spend else 0,
         "http_requests": cold_requests,
         "elapsed_s": round(elapsed, 2),
-        "calls_per_s": round(mapped["judge_spend"]["calls"] / elapsed, 1),
-        "rerun_judge_calls": again["judge_spend"]["calls"],
+        "calls_per_s": round((mapped.judge_spend.calls if mapped.judge_spend else 0) / elapsed, 1),
+        "rerun_judge_calls": again.judge_spend.calls if again.judge_spend else 0,
         "rerun_http_requests": warm_requests,
         "rerun_elapsed_s": round(warm_elapsed, 2),
     }

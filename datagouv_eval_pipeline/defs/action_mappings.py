@@ -23,6 +23,7 @@ from datagouv_eval_pipeline.defs.resources import (
     RunStoreResource,
 )
 from datagouv_eval_pipeline.experiment.cache import source_fingerprint
+from datagouv_eval_pipeline.experiment.documents import ActionMappingsDocument, AgentRunsDocument
 from datagouv_eval_pipeline.experiment.stages import ACTION_MAPPINGS, AGENT_RUNS, map_actions
 from datagouv_eval_pipeline.judges.config import (
     JUDGE_FILE,
@@ -74,23 +75,23 @@ def action_mappings(
     except (JudgeSpecError, JudgeModelError) as error:
         raise dg.Failure(description=f"cannot build the judge: {error}") from None
 
-    def work(key: str) -> tuple[dict[str, Any], dict[str, Any]] | str:
+    def work(key: str) -> tuple[ActionMappingsDocument, dict[str, Any]] | str:
         if (why := not_selected(key, experiment.evaluation_types)) is not None:
             return why
         # A cell whose agent runs just failed keeps its old mapping: never rebuilt from the
         # old traces as if they were this run's.
         require_current(store, key, AGENT_RUNS)
-        runs = store.read(AGENT_RUNS, key)
+        runs = store.read_document(AGENT_RUNS, key, AgentRunsDocument)
         if runs is None:
             return "no agent_runs document for this cell"
         document = map_actions(runs, registry, classifier=classifier)
-        calls = sum(len(m["calls"]) for m in document["mappings"])
+        calls = sum(len(m.calls) for m in document.mappings)
         return document, {
-            "traces": len(document["mappings"]),
+            "traces": len(document.mappings),
             "calls": calls,
-            "unmapped_calls": document["unmapped_calls"],
-            "classified_calls": document.get("classified_calls", 0),
-            "judge_calls": (document.get("judge_spend") or {}).get("calls", 0),
+            "unmapped_calls": document.unmapped_calls,
+            "classified_calls": document.classified_calls or 0,
+            "judge_calls": document.judge_spend.calls if document.judge_spend else 0,
         }
 
     outcomes = process_cells(context, store, ACTION_MAPPINGS, work)

@@ -34,6 +34,7 @@ from datagouv_eval_pipeline.defs.resources import (
 )
 from datagouv_eval_pipeline.defs.task_specs import task_specs
 from datagouv_eval_pipeline.defs.versions import cell_setups, task_spec_files
+from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument
 from datagouv_eval_pipeline.experiment.fingerprints import shared_run_code
 from datagouv_eval_pipeline.experiment.lanes import (
     plan_lanes,
@@ -45,7 +46,16 @@ from datagouv_eval_pipeline.experiment.live import offline_only
 from datagouv_eval_pipeline.experiment.plan import select_tasks
 from datagouv_eval_pipeline.experiment.quarantine import quarantined_tasks
 from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS, run_agents
+from datagouv_eval_pipeline.experiment.store import RunStore, RunStoreError
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
+
+
+def _previous(store: RunStore, cell_key: str) -> AgentRunsDocument | None:
+    """The cell's last document; an unreadable one is replaced by this run's (not kept from)."""
+    try:
+        return store.read_document(AGENT_RUNS, cell_key, AgentRunsDocument)
+    except RunStoreError:
+        return None
 
 
 @dg.asset(
@@ -132,7 +142,7 @@ def run_agent_cells(
             "repeats": experiment.repeats,
             "cache": cache,
             "reuse": not experiment.rerun,
-            "previous": store.read(AGENT_RUNS, cell.key),
+            "previous": _previous(store, cell.key),
             "keep_tasks": keep if experiment.task_ids else (),
         }
 
@@ -181,7 +191,7 @@ def run_agent_cells(
             cancel=stop,
         ) as futures:
 
-            def work(key: str) -> tuple[dict[str, Any], dict[str, Any]] | str:
+            def work(key: str) -> tuple[AgentRunsDocument, dict[str, Any]] | str:
                 cell = cells_by_key[key]
                 why = excluded(cell)
                 if why is not None:

@@ -6,7 +6,6 @@ a check once per run, not per partition).
 
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any
 
 import dagster as dg
 
@@ -18,6 +17,7 @@ from datagouv_eval_pipeline.defs.resources import (
     WarehouseResource,
 )
 from datagouv_eval_pipeline.defs.warehouse import WAREHOUSE_KEYS
+from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument
 from datagouv_eval_pipeline.experiment.plan import select_tasks
 from datagouv_eval_pipeline.experiment.quarantine import quarantined_tasks
 from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS
@@ -31,10 +31,10 @@ JUDGE_COVERAGE_THRESHOLD = 0.8
 """Below this share of scored verdicts the coverage check warns."""
 
 
-def _documents(store: RunStore) -> Iterator[tuple[str, dict[str, Any]]]:
+def _documents(store: RunStore) -> Iterator[tuple[str, AgentRunsDocument]]:
     for cell in CELLS:
         try:
-            document = store.read(AGENT_RUNS, cell.key)
+            document = store.read_document(AGENT_RUNS, cell.key, AgentRunsDocument)
         except RunStoreError:
             continue  # a corrupt document fails its cell, reported there and by the warehouse
         if document is not None:
@@ -59,7 +59,7 @@ def transcripts_present(
     ]
     problems = []
     for key, document in _documents(store):
-        seen = Counter(str(trace["task_id"]) for trace in document["traces"])
+        seen = Counter(trace.task_id for trace in document.traces)
         lacking = [t for t in tasks if seen[t] < experiment.repeats]
         if lacking:
             problems.append(f"{key}: no trace for {', '.join(lacking)}")
@@ -73,7 +73,7 @@ def no_duplicate_runs(run_store: RunStoreResource) -> dg.AssetCheckResult:
     """Each stored cell lists each (task, repeat) once."""
     problems = []
     for key, document in _documents(run_store.store()):
-        counts = Counter((t["task_id"], t.get("repeat", 0)) for t in document["traces"])
+        counts = Counter(document.runs())
         problems += [f"{key}: {t} repeat {r} ×{n}" for (t, r), n in counts.items() if n > 1]
     return dg.AssetCheckResult(passed=not problems, metadata={"duplicates": _md(problems)})
 
@@ -109,7 +109,7 @@ def runs_match_partitions(
     run_store: RunStoreResource, warehouse: WarehouseResource
 ) -> dg.AssetCheckResult:
     """The warehouse holds exactly the runs of the run store, once each."""
-    expected = {key: len(doc["traces"]) for key, doc in _documents(run_store.store())}
+    expected = {key: len(doc.traces) for key, doc in _documents(run_store.store())}
     with connect(warehouse.db_path(), read_only=True) as conn:
         found = queries.runs_per_cell(conn)
         duplicates = queries.duplicate_runs(conn)

@@ -25,6 +25,11 @@ from datagouv_eval_pipeline.defs.resources import (
     RunStoreResource,
 )
 from datagouv_eval_pipeline.experiment.cache import source_fingerprint
+from datagouv_eval_pipeline.experiment.documents import (
+    ActionMappingsDocument,
+    AgentRunsDocument,
+    JudgeScoresDocument,
+)
 from datagouv_eval_pipeline.experiment.stages import (
     ACTION_MAPPINGS,
     AGENT_RUNS,
@@ -78,20 +83,20 @@ def judge_scores(
     context.log.info("judge: %s", the_judge.judge_id)
     lookup = catalog.lookup()
 
-    def work(key: str) -> tuple[dict[str, Any], dict[str, Any]] | str:
+    def work(key: str) -> tuple[JudgeScoresDocument, dict[str, Any]] | str:
         if (why := not_selected(key, experiment.evaluation_types)) is not None:
             return why
         require_current(store, key, AGENT_RUNS, ACTION_MAPPINGS)
-        runs = store.read(AGENT_RUNS, key)
-        mappings = store.read(ACTION_MAPPINGS, key)
+        runs = store.read_document(AGENT_RUNS, key, AgentRunsDocument)
+        mappings = store.read_document(ACTION_MAPPINGS, key, ActionMappingsDocument)
         if runs is None or mappings is None:
             return "no agent_runs or action_mappings document for this cell"
-        references = references_for(store, runs.get("snapshot_id"))
+        references = references_for(store, runs.snapshot_id)
         document = judge_cell(
             runs, mappings, by_id, the_judge, references=references, catalog=lookup
         )
-        scored = sum(1 for s in document["scores"] if s is not None)
-        return document, {"runs": len(document["runs"]), "scored": scored}
+        scored = sum(1 for s in document.scores if s is not None)
+        return document, {"runs": len(document.runs), "scored": scored}
 
     outcomes = process_cells(context, store, JUDGE_SCORES, work)
     # HTTP requests the LLM judge sent (retries included; cache hits none); 0 for the rules.

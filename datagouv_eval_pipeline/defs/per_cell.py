@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
+from pydantic import BaseModel
 
 from datagouv_eval_pipeline.agents.cancel import CancelToken, RunCancelled
 from datagouv_eval_pipeline.benchmark.cells import Cell
@@ -104,7 +105,7 @@ def process_cells(
     context: dg.AssetExecutionContext,
     store: RunStore,
     stage: str,
-    work: Callable[[str], tuple[dict[str, Any], dict[str, Any]] | str],
+    work: Callable[[str], tuple[BaseModel, dict[str, Any]] | str],
     *,
     cancel: CancelToken | None = None,
     progress: Callable[[dict[str, Any]], str] | None = None,
@@ -162,7 +163,7 @@ def process_cells(
                 "[%d/%d] cell %s: %s, %.1f s", index, len(keys), key, progress(summary), elapsed
             )
         if len(keys) == 1:  # a data version is only recorded for a one-cell run (see result_of)
-            outcomes.digests[key] = content_digest(document)
+            outcomes.digests[key] = content_digest(document.model_dump(mode="json"))
     if cancel is not None and cancel.cancelled:
         raise dg.Failure(
             description=(

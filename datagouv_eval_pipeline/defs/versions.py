@@ -31,6 +31,7 @@ import yaml
 from datagouv_eval_pipeline.defs.partitions import CELLS, cell_partitions
 from datagouv_eval_pipeline.defs.resources import RunStoreResource
 from datagouv_eval_pipeline.experiment.cache import NOT_AN_INPUT
+from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument
 from datagouv_eval_pipeline.experiment.fingerprints import cell_code_fingerprint
 from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS
 from datagouv_eval_pipeline.experiment.staleness import stale_cells
@@ -152,7 +153,7 @@ def cells_current_result(store: RunStore) -> tuple[bool, dict[str, Any]]:
     documents = []
     for cell in CELLS:
         try:
-            document = store.read(AGENT_RUNS, cell.key)
+            document = store.read_document(AGENT_RUNS, cell.key, AgentRunsDocument)
         except RunStoreError:
             continue  # an unreadable document is the warehouse's to report
         if document is not None:

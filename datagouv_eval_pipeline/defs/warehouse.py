@@ -20,6 +20,11 @@ from datagouv_eval_pipeline.defs.judge_scores import judge_scores
 from datagouv_eval_pipeline.defs.partitions import ACTIVE_KEYS, CELLS
 from datagouv_eval_pipeline.defs.resources import RunStoreResource, WarehouseResource
 from datagouv_eval_pipeline.defs.statistics import GateConfig, run_statistics
+from datagouv_eval_pipeline.experiment.documents import (
+    ActionMappingsDocument,
+    AgentRunsDocument,
+    JudgeScoresDocument,
+)
 from datagouv_eval_pipeline.experiment.stages import (
     ACTION_MAPPINGS,
     AGENT_RUNS,
@@ -94,14 +99,13 @@ def warehouse(
     for key in expected:
         # A corrupt or malformed document fails only its cell (its earlier rows are kept).
         try:
-            runs = store.read(AGENT_RUNS, key)
+            runs = store.read_document(AGENT_RUNS, key, AgentRunsDocument)
             if runs is None:
                 continue
             documents = cell_documents(
                 runs,
-                store.read(ACTION_MAPPINGS, key),
-                store.read(JUDGE_SCORES, key),
-                where=str(store.path(AGENT_RUNS, key)),
+                store.read_document(ACTION_MAPPINGS, key, ActionMappingsDocument),
+                store.read_document(JUDGE_SCORES, key, JudgeScoresDocument),
             )
         except (RunStoreError, StageInputError) as error:
             unreadable[key] = str(error)

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from datagouv_eval_pipeline.benchmark.cells import Cell
+from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument
 from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS
-from datagouv_eval_pipeline.experiment.store import RunStore
+from datagouv_eval_pipeline.experiment.store import RunStore, RunStoreError
 from datagouv_eval_pipeline.mcp_builds.install import current_code_digest
 
 
@@ -55,10 +56,13 @@ def changed_builds(
     for cell in cells:
         if cell.mcp_build is None or "mcp" not in cell.capabilities:
             continue
-        document = store.read(AGENT_RUNS, cell.key)
+        try:
+            document = store.read_document(AGENT_RUNS, cell.key, AgentRunsDocument)
+        except RunStoreError:
+            continue  # an unreadable document is the warehouse's to report
         if document is None:
             continue
-        recorded = (document.get("mcp_build") or {}).get("code_digest")
+        recorded = document.mcp_build.code_digest if document.mcp_build else None
         digest = current_code_digest(cell.mcp_build, builds_dir)
         if digest is None:
             notes.append(f"{cell.key}: build {cell.mcp_build.spec} is not installed")

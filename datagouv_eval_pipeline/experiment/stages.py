@@ -1,8 +1,9 @@
 """The stages of one cell, as plain functions over run store documents.
 
 ``run_agents`` → ``map_actions`` → ``judge_cell`` → ``load_warehouse``. Each takes and returns
-JSON-ready documents (what the run store holds), so the Dagster assets only move documents
-between the store and these functions, and the plain-loop benchmark calls exactly the same code.
+the typed documents of :mod:`~datagouv_eval_pipeline.experiment.documents` (what the run store
+holds, validated), so the Dagster assets only move documents between the store and these
+functions, and the plain-loop benchmark calls exactly the same code.
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
-
 from datagouv_eval_pipeline.agents.cancel import CancelToken, RunCancelled
 from datagouv_eval_pipeline.agents.runner import execute_cell
 from datagouv_eval_pipeline.benchmark.cells import Cell
@@ -23,13 +22,18 @@ from datagouv_eval_pipeline.experiment.cache import (
     AgentRunCache,
     run_input_hash,
 )
+from datagouv_eval_pipeline.experiment.documents import (
+    ActionMappingsDocument,
+    AgentRunsDocument,
+    JudgeScoresDocument,
+    McpBuildRecord,
+    StoredTraceMapping,
+)
 from datagouv_eval_pipeline.experiment.fingerprints import cell_code_fingerprint
-from datagouv_eval_pipeline.experiment.store import content_digest
+from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord
 from datagouv_eval_pipeline.judges.protocol import Judge
 from datagouv_eval_pipeline.judges.runner import (
     TraceJudgement,
-    classification_from_json,
-    classification_to_json,
     classify_unmapped,
     judge_trace,
 )
@@ -42,19 +46,15 @@ from datagouv_eval_pipeline.metrics.catalog import (
     with_catalog_slugs,
 )
 from datagouv_eval_pipeline.metrics.references import with_references
-from datagouv_eval_pipeline.semantic.instances import ActionInstance, CallCategory
-from datagouv_eval_pipeline.semantic.mapper import (
-    CallMapping,
-    MappingStatus,
-    TraceMapping,
-    map_trace,
-)
+from datagouv_eval_pipeline.metrics.score_record import ScoreRecord
+from datagouv_eval_pipeline.semantic.mapper import MappingStatus, TraceMapping, map_trace
 from datagouv_eval_pipeline.semantic.registry import ActionRegistry, load_registry
 from datagouv_eval_pipeline.tasks.references import Reference, references_by_name
 from datagouv_eval_pipeline.tasks.spec import TIERS, TaskSpec
 from datagouv_eval_pipeline.traces import SCORED_STATUSES, Trace
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 from datagouv_eval_pipeline.warehouse.loader import CellLoad
+from datagouv_eval_pipeline.warehouse.rows import CellRecord
 
 AGENT_RUNS = "agent_runs"
 ACTION_MAPPINGS = "action_mappings"
@@ -81,7 +81,7 @@ class AgentStageResult:
             common reason: an unset API key variable, no sandbox, ...); None otherwise.
     """
 
-    document: dict[str, Any]
+    document: AgentRunsDocument
     executed: int
     reused: int
     statuses: Counter[str] = field(default_factory=Counter)
@@ -97,7 +97,7 @@ def run_agents(
     repeats: int = 1,
     cache: AgentRunCache | None = None,
     reuse: bool = True,
-    previous: Mapping[str, Any] | None = None,
+    previous: AgentRunsDocument | None = None,
     keep_tasks: Sequence[str] = (),
     builds: BuildServers | None = None,
     cancel: CancelToken | None = None,
@@ -190,96 +190,51 @@ def run_agents(
             raise RunCancelled(cancel.reason, cancelled_runs=cancelled)
     traces = [found[(t.task_id, r)] for t in tasks for r in range(repeats)]
     kept = _kept_traces(previous, keep_tasks, {t.task_id for t in tasks})
-    all_traces = sorted(kept + [t.model_dump(mode="json") for t in traces], key=_trace_order)
-    statuses = Counter(str(trace["status"]) for trace in all_traces)
-    document = {
-        "cell": cell.to_record(),
-        "snapshot_id": snapshot_id,
-        "run_code": cell_code_fingerprint(cell),
-        "tool_lists": tool_lists or dict((previous or {}).get("tool_lists") or {}),
-        "mcp_build": None
+    all_traces = sorted(kept + traces, key=lambda trace: (trace.task_id, trace.repeat))
+    statuses = Counter(str(trace.status) for trace in all_traces)
+    document = AgentRunsDocument(
+        cell=CellRecord.model_validate(cell.to_record()),
+        snapshot_id=snapshot_id,
+        run_code=cell_code_fingerprint(cell),
+        tool_lists=tool_lists or (dict(previous.tool_lists) if previous is not None else {}),
+        mcp_build=None
         if endpoint is None
-        else {
-            "spec": endpoint.spec,
-            "code_digest": endpoint.code_digest,
-            "revision": endpoint.revision,
-        },
-        "input_hashes": {f"{k[0]}#{k[1]}": v for k, v in sorted(hashes.items())},
-        "traces": all_traces,
-    }
+        else McpBuildRecord(
+            spec=endpoint.spec, code_digest=endpoint.code_digest, revision=endpoint.revision
+        ),
+        input_hashes={f"{k[0]}#{k[1]}": v for k, v in sorted(hashes.items())},
+        traces=all_traces,
+    )
     reused = len(traces) - len(missing)
     return AgentStageResult(document, executed, reused, statuses, cell_problem(all_traces))
 
 
-def cell_problem(traces: Sequence[Mapping[str, Any]]) -> str | None:
+def cell_problem(traces: Sequence[Trace]) -> str | None:
     """Why a cell produced nothing: its most common reason when no run finished."""
-    if not traces or any(str(t.get("status")) in CACHEABLE_STATUSES for t in traces):
+    if not traces or any(str(t.status) in CACHEABLE_STATUSES for t in traces):
         return None
-    reasons = Counter(str(t.get("status_reason") or t.get("status")) for t in traces)
+    reasons = Counter(str(t.status_reason or t.status) for t in traces)
     return reasons.most_common(1)[0][0]
 
 
-def _trace_order(trace: Mapping[str, Any]) -> tuple[str, int]:
-    return (str(trace["task_id"]), int(trace.get("repeat", 0)))
-
-
 def _kept_traces(
-    previous: Mapping[str, Any] | None, keep: Sequence[str], running: set[str]
-) -> list[dict[str, Any]]:
-    if not previous or not keep:
+    previous: AgentRunsDocument | None, keep: Sequence[str], running: set[str]
+) -> list[Trace]:
+    if previous is None or not keep:
         return []
     wanted = set(keep) - running
-    return [dict(t) for t in previous.get("traces", []) if t.get("task_id") in wanted]
-
-
-def traces_of(document: Mapping[str, Any], where: str = "the agent_runs document") -> list[Trace]:
-    """The traces of an ``agent_runs`` document.
-
-    Args:
-        document: The document.
-        where: How to name it in errors (its file, when read from the run store).
-
-    Raises:
-        StageInputError: A trace does not validate; the message names ``where`` and the field.
-    """
-    items = document.get("traces")
-    if not isinstance(items, list):
-        raise StageInputError(f"{where}: traces: expected a list of traces")
-    traces = []
-    for index, item in enumerate(items):
-        try:
-            traces.append(Trace.model_validate(item))
-        except ValidationError as error:
-            first = error.errors()[0]
-            loc = ".".join(str(part) for part in first["loc"])
-            field = f"traces[{index}].{loc}" if loc else f"traces[{index}]"
-            raise StageInputError(f"{where}: {field}: {first['msg']}") from None
-    return traces
-
-
-def agent_digest(agent_document: Mapping[str, Any]) -> str:
-    """The content hash of an ``agent_runs`` document, recorded by the stages computed from it."""
-    return content_digest(agent_document)
-
-
-AGENT_DIGEST = "agent_runs_digest"
-"""Field of the ``action_mappings`` and ``judge_scores`` documents: the digest of their input."""
+    return [trace for trace in previous.traces if trace.task_id in wanted]
 
 
 # ------------------------------------------------------------------------------ mappings
 
 
-CLASSIFIER = "classifier"
-"""Field of the ``action_mappings`` document: the judge id that classified undecided calls (None:
-the rules alone mapped the cell, and the judge stage classifies them)."""
-
-
 def map_actions(
-    agent_document: Mapping[str, Any],
+    agent_document: AgentRunsDocument,
     registry: ActionRegistry | None = None,
     *,
     classifier: Judge | None = None,
-) -> dict[str, Any]:
+) -> ActionMappingsDocument:
     """The ``action_mappings`` document: one mapping per trace, in trace order.
 
     The rules map every call they can. With a ``classifier`` (the configured LLM or hybrid
@@ -290,31 +245,38 @@ def map_actions(
     the judge's cache when it has them, so re-mapping unchanged traces asks nothing.
     """
     registry = registry or load_registry()
-    traces = traces_of(agent_document)
+    traces = agent_document.traces
     mapped = [map_trace(trace, registry) for trace in traces]
-    mappings = [mapping.to_dict() for mapping in mapped]
-    unmapped = sum(1 for m in mappings for c in m["calls"] if c["status"] == "unmapped")
-    document: dict[str, Any] = {
-        "cell": agent_document["cell"],
-        AGENT_DIGEST: agent_digest(agent_document),
-        "runs": [[t.task_id, t.repeat] for t in traces],
-        "mappings": mappings,
+    unmapped = sum(1 for m in mapped for call in m.calls if call.status is MappingStatus.UNMAPPED)
+    entries = [StoredTraceMapping.of(mapping) for mapping in mapped]
+    common = {
+        "cell": agent_document.cell,
+        "agent_runs_digest": agent_document.digest(),
+        "runs": agent_document.runs(),
         "unmapped_calls": unmapped,
-        CLASSIFIER: None,
     }
     if classifier is None:
-        return document
+        return ActionMappingsDocument(**common, mappings=entries, classifier=None)
     found = asyncio.run(_classify_all(classifier, traces, mapped, registry))
     verdicts: list[Verdict] = []
-    for mapping, classifications in zip(mappings, found, strict=True):
-        mapping["classifications"] = [classification_to_json(c) for c in classifications]
-        spend = judge_spend(c.verdict for c in classifications)
-        mapping["judge_spend"] = spend.to_json()
+    classified_entries = []
+    for entry, classifications in zip(entries, found, strict=True):
+        classified_entries.append(
+            entry.model_copy(
+                update={
+                    "classifications": list(classifications),
+                    "judge_spend": judge_spend(c.verdict for c in classifications),
+                }
+            )
+        )
         verdicts.extend(c.verdict for c in classifications)
-    document[CLASSIFIER] = classifier.judge_id
-    document["classified_calls"] = sum(1 for v in verdicts if v.status == "ok")
-    document["judge_spend"] = judge_spend(verdicts).to_json()
-    return document
+    return ActionMappingsDocument(
+        **common,
+        mappings=classified_entries,
+        classifier=classifier.judge_id,
+        classified_calls=sum(1 for v in verdicts if v.status == "ok"),
+        judge_spend=judge_spend(verdicts),
+    )
 
 
 async def _classify_all(
@@ -339,76 +301,26 @@ async def _classify_all(
 
 
 def classifications_of(
-    mapping_document: Mapping[str, Any],
+    mapping_document: ActionMappingsDocument,
 ) -> list[tuple[CallClassification, ...]] | None:
-    """The classifications the mapping stage made, per trace; None when it made none.
-
-    Raises:
-        StageInputError: A stored classification does not validate.
-    """
-    if not mapping_document.get(CLASSIFIER):
+    """The classifications the mapping stage made, per trace; None when it made none."""
+    if not mapping_document.classifier:
         return None
-    result = []
-    for index, mapping in enumerate(mapping_document.get("mappings", [])):
-        try:
-            result.append(
-                tuple(classification_from_json(c) for c in mapping.get("classifications", []))
-            )
-        except (KeyError, TypeError, ValueError) as error:
-            raise StageInputError(
-                f"the action_mappings document: mappings[{index}].classifications: {error}"
-            ) from None
-    return result
-
-
-def mapping_from_dict(data: Mapping[str, Any]) -> TraceMapping:
-    """Rebuild a :class:`TraceMapping` from ``TraceMapping.to_dict()``."""
-    calls = tuple(
-        CallMapping(
-            call_id=str(call["call_id"]),
-            tool_name=str(call["tool_name"]),
-            category=CallCategory(call["category"]),
-            status=MappingStatus(call["status"]),
-            instances=tuple(
-                ActionInstance(
-                    action=str(inst["action"]),
-                    args=dict(inst.get("args") or {}),
-                    source_call_id=str(inst.get("source_call_id", "")),
-                    source_tool=str(inst.get("source_tool", "")),
-                    category=CallCategory(inst.get("category", "mcp_tool")),
-                    confidence=float(inst.get("confidence", 1.0)),
-                    errored=bool(inst.get("errored", False)),
-                    reason=str(inst.get("reason", "")),
-                )
-                for inst in call.get("instances", [])
-            ),
-            confidence=float(call["confidence"]),
-            errored=bool(call["errored"]),
-            error_reason=str(call.get("error_reason", "")),
-            reason=str(call.get("reason", "")),
-        )
-        for call in data.get("calls", [])
-    )
-    return TraceMapping(
-        calls=calls,
-        registry_version=str(data.get("registry_version", "")),
-        mcp_version=data.get("mcp_version"),
-        warnings=tuple(data.get("warnings", [])),
-    )
+    return [tuple(entry.classifications or ()) for entry in mapping_document.mappings]
 
 
 # ------------------------------------------------------------------------------- judging
 
 
 def judge_cell(
-    agent_document: Mapping[str, Any],
-    mapping_document: Mapping[str, Any],
+    agent_document: AgentRunsDocument,
+    mapping_document: ActionMappingsDocument,
     tasks: Mapping[str, TaskSpec],
     judge: Judge,
     *,
     references: Sequence[Reference] = (),
     catalog: CatalogLookup | None = None,
-) -> dict[str, Any]:
+) -> JudgeScoresDocument:
     """The ``judge_scores`` document: judgement and scores per trace (None when not scored).
 
     Only ``ok`` runs are judged; skipped, failed and budget-exceeded runs keep NULL scores and
@@ -420,15 +332,15 @@ def judge_cell(
     Raises:
         StageInputError: The two documents disagree on the runs, or a task is unknown.
     """
-    traces = traces_of(agent_document)
-    runs = [[t.task_id, t.repeat] for t in traces]
-    digest = agent_digest(agent_document)
-    if mapping_document.get(AGENT_DIGEST) != digest:
+    traces = agent_document.traces
+    runs = agent_document.runs()
+    digest = agent_document.digest()
+    if mapping_document.agent_runs_digest != digest:
         raise StageInputError(
             "the action_mappings document was computed from another agent_runs document "
             "(rematerialize action_mappings for this cell)"
         )
-    if [list(r) for r in mapping_document.get("runs", [])] != runs:
+    if mapping_document.runs != runs:
         raise StageInputError(
             "the action_mappings document does not match the agent_runs document "
             "(rematerialize action_mappings for this cell)"
@@ -437,7 +349,7 @@ def judge_cell(
     if missing:
         raise StageInputError(f"no task spec for {', '.join(missing)}")
     mappings = [
-        resolve_mapping_slugs(mapping_from_dict(m), catalog) for m in mapping_document["mappings"]
+        resolve_mapping_slugs(entry.trace_mapping(), catalog) for entry in mapping_document.mappings
     ]
     # Undecided calls the mapping stage classified are not asked about again.
     classified = classifications_of(mapping_document)
@@ -448,7 +360,7 @@ def judge_cell(
         for task_id, task in tasks.items()
     }
     judgements = asyncio.run(_judge_all(judge, evaluated, traces, mappings, classified))
-    scores: list[dict[str, Any] | None] = []
+    scores: list[ScoreRecord | None] = []
     for trace, mapping, judgement in zip(traces, mappings, judgements, strict=True):
         if judgement is None:
             scores.append(None)
@@ -462,17 +374,17 @@ def judge_cell(
             catalog=catalog,
             references=references,
         )
-        scores.append(score.to_json())
-    used = sorted({t.task_id for t in traces})
-    return {
-        "cell": agent_document["cell"],
-        AGENT_DIGEST: digest,
-        "judge_id": getattr(judge, "judge_id", type(judge).__name__),
-        "references": [ref.model_dump(mode="json") for ref in references if ref.task_id in used],
-        "runs": runs,
-        "judgements": [j.to_json() if j is not None else None for j in judgements],
-        "scores": scores,
-    }
+        scores.append(score.to_record())
+    used = {t.task_id for t in traces}
+    return JudgeScoresDocument(
+        cell=agent_document.cell,
+        agent_runs_digest=digest,
+        judge_id=getattr(judge, "judge_id", type(judge).__name__),
+        references=[ref for ref in references if ref.task_id in used],
+        runs=runs,
+        judgements=[j.to_record() if j is not None else None for j in judgements],
+        scores=scores,
+    )
 
 
 async def _judge_all(
@@ -524,69 +436,65 @@ class CellDocuments:
 
 
 def cell_load(
-    agent_document: Mapping[str, Any],
-    mapping_document: Mapping[str, Any] | None,
-    judge_document: Mapping[str, Any] | None,
+    agent_document: AgentRunsDocument,
+    mapping_document: ActionMappingsDocument | None,
+    judge_document: JudgeScoresDocument | None,
 ) -> CellLoad:
     """What the warehouse stores for one cell (see :func:`cell_documents`)."""
     return cell_documents(agent_document, mapping_document, judge_document).load
 
 
 def cell_documents(
-    agent_document: Mapping[str, Any],
-    mapping_document: Mapping[str, Any] | None,
-    judge_document: Mapping[str, Any] | None,
-    *,
-    where: str = "the agent_runs document",
+    agent_document: AgentRunsDocument,
+    mapping_document: ActionMappingsDocument | None,
+    judge_document: JudgeScoresDocument | None,
 ) -> CellDocuments:
     """What the warehouse stores for one cell; missing or stale later stages load as NULL.
 
     A later document is used only when it records the digest of this very ``agent_runs``
     document: after a crash between two stages, an old judgement is never paired with a new
     answer.
-
-    Raises:
-        StageInputError: The agent_runs document is malformed (naming ``where`` and the field).
     """
-    traces = traces_of(agent_document, where)
-    if not isinstance(agent_document.get("cell"), Mapping):
-        raise StageInputError(f"{where}: cell: expected the cell record (an object)")
-    digest = agent_digest(agent_document)
-    runs = [[t.task_id, t.repeat] for t in traces]
+    digest = agent_document.digest()
+    runs = agent_document.runs()
     stale: dict[str, str] = {}
-    mapping_document = _current(mapping_document, ACTION_MAPPINGS, digest, runs, stale)
-    judge_document = _current(judge_document, JUDGE_SCORES, digest, runs, stale)
-    n = len(traces)
-    load = CellLoad(
-        agent_document["cell"],
-        traces,
-        _aligned(mapping_document, "mappings", n),
-        _aligned(judge_document, "scores", n),
-        _aligned(judge_document, "judgements", n),
-    )
+    mappings = None
+    if _current(mapping_document, ACTION_MAPPINGS, digest, runs, stale):
+        assert mapping_document is not None
+        mappings = [entry.trace_mapping() for entry in mapping_document.mappings]
+    scores: list[ScoreRecord | None] | None = None
+    judgements: list[JudgementRecord | None] | None = None
+    if _current(judge_document, JUDGE_SCORES, digest, runs, stale):
+        assert judge_document is not None
+        scores, judgements = judge_document.scores, judge_document.judgements
+    load = CellLoad(agent_document.cell, agent_document.traces, mappings, scores, judgements)
     return CellDocuments(load, stale)
 
 
 def _current(
-    document: Mapping[str, Any] | None,
+    document: ActionMappingsDocument | JudgeScoresDocument | None,
     stage: str,
     digest: str,
-    runs: list[list[Any]],
+    runs: list[tuple[str, int]],
     stale: dict[str, str],
-) -> Mapping[str, Any] | None:
+) -> bool:
     if document is None:
-        return None
-    if document.get(AGENT_DIGEST) != digest:
+        return False
+    if document.agent_runs_digest != digest:
         stale[stage] = "computed from another agent_runs document"
-        return None
-    if [list(r) for r in document.get("runs", [])] != runs:
+        return False
+    if document.runs != runs:
         stale[stage] = "computed for other runs"
-        return None
-    return document
-
-
-def _aligned(document: Mapping[str, Any] | None, name: str, n: int) -> list[Any] | None:
-    if document is None:
-        return None
-    values = document.get(name)
-    return list(values) if isinstance(values, list) and len(values) == n else None
+        return False
+    lengths = (
+        {len(document.mappings)}
+        if isinstance(document, ActionMappingsDocument)
+        else {
+            len(document.scores),
+            len(document.judgements),
+        }
+    )
+    if lengths != {len(runs)}:
+        stale[stage] = "its lists do not have one entry per run"
+        return False
+    return True

@@ -12,6 +12,7 @@ from typing import Any
 
 from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.experiment.cache import NOT_AN_INPUT
+from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument
 from datagouv_eval_pipeline.experiment.fingerprints import cell_code_fingerprint
 
 
@@ -20,7 +21,7 @@ def _inputs(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def out_of_date(
-    cell: Cell, document: Mapping[str, Any], spec_hashes: Mapping[str, str]
+    cell: Cell, document: AgentRunsDocument, spec_hashes: Mapping[str, str]
 ) -> list[str]:
     """Why a cell's stored agent runs are out of date (empty when they are current).
 
@@ -30,16 +31,16 @@ def out_of_date(
         spec_hashes: Task id → current spec hash.
     """
     reasons = []
-    if document.get("run_code") != cell_code_fingerprint(cell):
+    if document.run_code != cell_code_fingerprint(cell):
         reasons.append("the code its runs depend on changed")
-    if _inputs(document.get("cell") or {}) != _inputs(cell.to_record()):
+    if _inputs(document.cell.model_dump()) != _inputs(cell.to_record()):
         reasons.append("its setup changed")
     changed = sorted(
         {
-            str(trace["task_id"])
-            for trace in document.get("traces", [])
-            if (current := spec_hashes.get(str(trace["task_id"]))) is not None
-            and (trace.get("provenance") or {}).get("spec_hash") not in (None, current)
+            trace.task_id
+            for trace in document.traces
+            if (current := spec_hashes.get(trace.task_id)) is not None
+            and trace.provenance.spec_hash not in (None, current)
         }
     )
     if changed:
@@ -48,7 +49,7 @@ def out_of_date(
 
 
 def stale_cells(
-    documents: Iterable[tuple[Cell, Mapping[str, Any]]], spec_hashes: Mapping[str, str]
+    documents: Iterable[tuple[Cell, AgentRunsDocument]], spec_hashes: Mapping[str, str]
 ) -> dict[str, list[str]]:
     """Cell key → why it is out of date, for every out-of-date cell among ``documents``."""
     found = {}

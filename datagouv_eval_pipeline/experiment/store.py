@@ -16,9 +16,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from datagouv_eval_pipeline import project_files
+
+DocumentT = TypeVar("DocumentT", bound=BaseModel)
 
 RUN_STORE_ENV = "DATAGOUV_EVAL_RUN_STORE"
 """Environment variable naming the run store directory."""
@@ -42,6 +46,24 @@ def content_digest(value: Any) -> str:
 
 class RunStoreError(RuntimeError):
     """A run store document is missing or unreadable."""
+
+
+def describe_validation_error(where: str | Path, error: ValidationError) -> str:
+    """``<where>: <field path>: <message>`` for the first error (and how many more).
+
+    The field path is written as in the document: ``traces[3].status``.
+    """
+    problems = error.errors()
+    first = problems[0]
+    parts: list[str] = []
+    for part in first["loc"]:
+        if isinstance(part, int):
+            parts.append(f"[{part}]")
+        else:
+            parts.append(f".{part}" if parts else str(part))
+    field = "".join(parts) or "<document>"
+    more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+    return f"{where}: {field}: {first['msg']}{more}"
 
 
 def write_json_atomic(path: Path, payload: Any) -> None:
@@ -90,10 +112,11 @@ class RunStore:
             raise ValueError(f"not a cell key: {cell_key!r}")
         return self.root / stage / f"{cell_key}.json"
 
-    def write(self, stage: str, cell_key: str, payload: Mapping[str, Any]) -> Path:
-        """Replace the cell's document and clear its failure record."""
+    def write(self, stage: str, cell_key: str, payload: Mapping[str, Any] | BaseModel) -> Path:
+        """Replace the cell's document (a typed one as its JSON form); clear its failures."""
         path = self.path(stage, cell_key)
-        write_json_atomic(path, dict(payload))
+        data = payload.model_dump(mode="json") if isinstance(payload, BaseModel) else dict(payload)
+        write_json_atomic(path, data)
         self._failure_path(stage, cell_key).unlink(missing_ok=True)
         return path
 
@@ -115,6 +138,23 @@ class RunStore:
         if not isinstance(data, dict):
             raise RunStoreError(f"{path}: expected a JSON object")
         return data
+
+    def read_document(self, stage: str, cell_key: str, model: type[DocumentT]) -> DocumentT | None:
+        """The cell's document validated as ``model``, or None when the stage never succeeded.
+
+        Raises:
+            RunStoreError: The document is not valid JSON, or does not validate (the message
+                names the file, the field and what was expected).
+        """
+        data = self.read(stage, cell_key)
+        if data is None:
+            return None
+        try:
+            return model.model_validate(data)
+        except ValidationError as error:
+            raise RunStoreError(
+                describe_validation_error(self.path(stage, cell_key), error)
+            ) from None
 
     def require(self, stage: str, cell_key: str) -> dict[str, Any]:
         """Like :meth:`read`, but a missing document is an error naming what to run."""

@@ -17,10 +17,14 @@ recomputed with the argument verdicts (:func:`judged_instance_score`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from datagouv_eval_pipeline.judges.judgement_record import (
+    JudgementRecord,
+    classification_to_json,
+)
 from datagouv_eval_pipeline.judges.protocol import (
     CriterionJudgement,
     FailureModeInput,
@@ -30,7 +34,6 @@ from datagouv_eval_pipeline.judges.protocol import (
 from datagouv_eval_pipeline.judges.verdict import (
     Aggregate,
     CallClassification,
-    ClassifiedAction,
     FailureMode,
     JudgeSpend,
     Verdict,
@@ -187,36 +190,9 @@ class TraceJudgement:
             "judge_spend": self.spend.to_json(),
         }
 
-
-def classification_to_json(classification: CallClassification) -> dict[str, Any]:
-    """A JSON-ready dict of one classification (what the mapping and judge documents hold).
-
-    ``model`` is the model the verdict's judge id names (``None`` for the rules).
-    """
-    verdict = classification.verdict
-    judge_id = verdict.judge_id
-    return {
-        "call_id": classification.call_id,
-        "actions": [{"action": a.action, "args": dict(a.args)} for a in classification.actions],
-        "model": judge_id.split(":", 1)[1] if ":" in judge_id else None,
-        "verdict": verdict.model_dump(mode="json"),
-    }
-
-
-def classification_from_json(data: Mapping[str, Any]) -> CallClassification:
-    """Rebuild a classification from :func:`classification_to_json`.
-
-    Raises:
-        ValueError: The dict is not a classification (its verdict does not validate).
-    """
-    return CallClassification(
-        call_id=str(data["call_id"]),
-        actions=tuple(
-            ClassifiedAction(str(a["action"]), dict(a.get("args") or {}))
-            for a in data.get("actions", [])
-        ),
-        verdict=Verdict.model_validate(data["verdict"]),
-    )
+    def to_record(self) -> JudgementRecord:
+        """The typed form of :meth:`to_json` (what the ``judge_scores`` document holds)."""
+        return JudgementRecord.model_validate(self.to_json())
 
 
 async def classify_unmapped(

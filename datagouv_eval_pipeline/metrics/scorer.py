@@ -24,6 +24,7 @@ from datagouv_eval_pipeline.metrics.catalog import (
 from datagouv_eval_pipeline.metrics.checks import CheckResult, answer_checks
 from datagouv_eval_pipeline.metrics.efficiency import EfficiencyScore, efficiency_score
 from datagouv_eval_pipeline.metrics.provenance import CodeVersion, code_version
+from datagouv_eval_pipeline.metrics.score_record import ScoreRecord
 from datagouv_eval_pipeline.metrics.trajectory import TrajectoryStep, adherence_indexed
 from datagouv_eval_pipeline.metrics.usage import (
     ArgSpec,
@@ -234,6 +235,10 @@ class TraceScore:
             "actions": [instance_json(instance) for instance in instances],
             "provenance": self.provenance.to_json(),
         }
+
+    def to_record(self) -> ScoreRecord:
+        """The typed form of :meth:`to_json` (what the ``judge_scores`` document holds)."""
+        return ScoreRecord.model_validate(self.to_json())
 
 
 def instance_json(instance: ActionInstance) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from datagouv_eval_pipeline.benchmark.cells import Cell
+from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument
 from datagouv_eval_pipeline.experiment.quarantine import quarantined_tasks
 from datagouv_eval_pipeline.experiment.stages import ACTION_MAPPINGS, AGENT_RUNS, JUDGE_SCORES
 from datagouv_eval_pipeline.experiment.store import RunStore, RunStoreError
@@ -29,21 +30,21 @@ def _trace_details(store: RunStore) -> dict[str, TraceDetail]:
     out: dict[str, TraceDetail] = {}
     for cell_key in store.cell_keys(AGENT_RUNS):
         try:
-            document = store.read(AGENT_RUNS, cell_key)
+            document = store.read_document(AGENT_RUNS, cell_key, AgentRunsDocument)
         except RunStoreError:
             continue  # the warehouse rows still show; the page says the details are missing
-        for trace in (document or {}).get("traces", []):
-            key = run_id(cell_key, str(trace.get("task_id")), int(trace.get("repeat", 0)))
+        for trace in document.traces if document is not None else []:
+            key = run_id(cell_key, trace.task_id, trace.repeat)
             out[key] = TraceDetail(
-                requests=[dict(r) for r in trace.get("requests") or []],
-                reasoning=[str(part) for part in trace.get("reasoning") or []],
-                cited_urls=trace.get("cited_urls"),
-                ids_used=trace.get("ids_used"),
-                turns=[dict(t) for t in trace.get("turns") or []],
+                requests=[r.model_dump(mode="json") for r in trace.requests],
+                reasoning=list(trace.reasoning),
+                cited_urls=trace.cited_urls,
+                ids_used=trace.ids_used,
+                turns=[t.model_dump(mode="json") for t in trace.turns],
                 shown_chars={
-                    str(call.get("id")): int(call["shown_chars"])
-                    for call in trace.get("tool_calls") or []
-                    if call.get("shown_chars") is not None
+                    call.id: call.shown_chars
+                    for call in trace.tool_calls
+                    if call.shown_chars is not None
                 },
             )
     return out

@@ -25,17 +25,10 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from datagouv_eval_pipeline import vocabulary
 from datagouv_eval_pipeline.semantic.code_calls import SENTINEL, ClientSpec
 
-SEMANTIC_ARGUMENTS: tuple[str, ...] = (
-    "query",
-    "dataset_id",
-    "resource_id",
-    "dataservice_id",
-    "organization_id",
-    "filters",
-    "page_size",
-)
+SEMANTIC_ARGUMENTS: tuple[str, ...] = vocabulary.ARGUMENT_NAMES
 """The semantic argument vocabulary shared with the task specs."""
 
 TABULAR_FILTER_OPERATORS: frozenset[str] = frozenset(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import importlib
 import re
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from datagouv_eval_pipeline import project_files
+from datagouv_eval_pipeline import project_files, vocabulary
 from datagouv_eval_pipeline.tasks.chain import ChainSyntaxError, iter_actions, parse_chain
 from datagouv_eval_pipeline.tasks.check_params import ParamsError, parse_params
 from datagouv_eval_pipeline.tasks.errors import (
@@ -37,66 +36,18 @@ PROJECT_ROOT = project_files.work_dir()
 TASK_SPECS_DIR = project_files.task_specs_dir()
 """Where the curated task specifications live (the checkout's, else the installed copy)."""
 
-FALLBACK_ACTION_NAMES: frozenset[str] = frozenset(
-    {
-        "search.datasets",
-        "search.dataservices",
-        "search.organizations",
-        "get.dataset.info",
-        "get.dataset.resources",
-        "get.resource.info",
-        "get.resource.profile",
-        "get.data",
-        "get.dataservice.info",
-        "get.dataservice.openapi_spec",
-        "get.metrics",
-    }
-)
-"""The semantic action vocabulary, used when the semantic registry is not importable."""
-
-FALLBACK_ARG_NAMES: frozenset[str] = frozenset(
-    {
-        "query",
-        "dataset_id",
-        "resource_id",
-        "dataservice_id",
-        "organization_id",
-        "filters",
-        "page_size",
-    }
-)
-"""The semantic argument names, used when the semantic registry is not importable."""
-
 _SPEC_SUFFIXES = {".yml", ".yaml"}
 _TASK_FILE = re.compile(r"^task_\d{4}$")
-_REGISTRY_MODULE = "datagouv_eval_pipeline.semantic.registry"
 
 
 def default_action_names() -> frozenset[str]:
-    """Return the semantic action names of the registry, or the built-in vocabulary.
-
-    The registry is imported lazily so that the task layer does not depend on it.
-    """
-    return _registry_names("default_action_names", FALLBACK_ACTION_NAMES)
+    """Return the semantic action names (the vocabulary the action registry defines)."""
+    return vocabulary.ACTION_NAMES
 
 
 def default_arg_names() -> frozenset[str]:
-    """Return the semantic argument names of the registry, or the built-in vocabulary."""
-    return _registry_names("SEMANTIC_ARGUMENTS", FALLBACK_ARG_NAMES)
-
-
-def _registry_names(attribute: str, fallback: frozenset[str]) -> frozenset[str]:
-    """Read a name collection (or a function returning one) from the semantic registry."""
-    try:
-        registry = importlib.import_module(_REGISTRY_MODULE)
-    except ImportError:
-        return fallback
-    names = getattr(registry, attribute, None)
-    if names is None:
-        return fallback
-    if callable(names):
-        names = names()
-    return frozenset(str(name) for name in names)
+    """Return the semantic argument names."""
+    return frozenset(vocabulary.ARGUMENT_NAMES)
 
 
 def spec_files(paths: Sequence[Path]) -> tuple[list[Path], list[SpecError]]:

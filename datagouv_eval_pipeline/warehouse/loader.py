@@ -11,7 +11,7 @@ and close them before dbt runs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,13 +20,17 @@ from typing import Any
 
 import duckdb
 import pandas as pd  # type: ignore[import-untyped]
+from pydantic import TypeAdapter, ValidationError
 
+from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord
+from datagouv_eval_pipeline.metrics.score_record import ScoreRecord
+from datagouv_eval_pipeline.semantic.mapper import TraceMapping
 from datagouv_eval_pipeline.traces import Trace
 from datagouv_eval_pipeline.warehouse.history import ExperimentRecord, record_experiment
 from datagouv_eval_pipeline.warehouse.rows import (
     CellRows,
     Row,
-    as_json,
+    WarehouseInputError,
     build_cell_rows,
     parse_cell_record,
     task_feature_rows,
@@ -71,12 +75,16 @@ def _connection(target: DbTarget) -> Iterator[duckdb.DuckDBPyConnection]:
 class CellLoad:
     """Everything stored for one cell: the record and parallel per-run lists.
 
+    The per-run entries are the typed forms (``Trace``, ``TraceMapping``, ``ScoreRecord``,
+    ``JudgementRecord``); a ``TraceScore`` or ``TraceJudgement`` is converted with its
+    ``to_record()``, and a JSON dict is validated (a wrong field is an input error naming it).
+
     Attributes:
-        cell_record: ``Cell.to_record()`` (or the ``Cell``).
-        traces: One trace per run (``Trace`` or its JSON dict).
-        mappings: ``TraceMapping`` or ``to_dict()`` per trace; None entries when absent.
-        scores: ``TraceScore`` or ``to_json()`` per trace; None entries when absent.
-        judgements: ``TraceJudgement`` or ``to_json()`` per trace; None entries when absent.
+        cell_record: The ``CellRecord``, ``Cell.to_record()``, or the ``Cell``.
+        traces: One trace per run.
+        mappings: The mapping per trace; None entries when absent.
+        scores: The score per trace; None entries when absent.
+        judgements: The judgement per trace; None entries when absent.
         stale_reason: Why these documents are not from the cell's last attempt (a stage failed
             on it and kept its earlier document); None when they are.
     """
@@ -104,14 +112,37 @@ class CellLoadResult:
     deleted: dict[str, int]
 
 
-def _as_trace(value: Trace | Mapping[str, Any]) -> Trace:
-    return value if isinstance(value, Trace) else Trace.model_validate(value)
+_MAPPING = TypeAdapter(TraceMapping)
 
 
-def _parallel(values: Sequence[Any] | None, n: int, method: str) -> list[dict[str, Any] | None]:
+def _typed(value: Any, kind: type[Any], validate: Callable[[Any], Any], what: str) -> Any:
+    """``value`` as a ``kind``: itself, its ``to_record()``, or its JSON dict validated."""
+    if value is None or isinstance(value, kind):
+        return value
+    convert = getattr(value, "to_record", None)
+    if convert is not None:
+        return convert()
+    try:
+        return validate(value)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise WarehouseInputError(f"{what}{'.' + field if field else ''}: {first['msg']}") from None
+
+
+_KINDS: dict[str, tuple[type[Any], Callable[[Any], Any]]] = {
+    "traces": (Trace, Trace.model_validate),
+    "mappings": (TraceMapping, _MAPPING.validate_python),
+    "scores": (ScoreRecord, ScoreRecord.model_validate),
+    "judgements": (JudgementRecord, JudgementRecord.model_validate),
+}
+
+
+def _parallel(values: Sequence[Any] | None, n: int, what: str) -> list[Any]:
     if values is None:
         return [None] * n
-    return [as_json(value, method) for value in values]
+    kind, validate = _KINDS[what]
+    return [_typed(value, kind, validate, f"{what}[{i}]") for i, value in enumerate(values)]
 
 
 def _insert(
@@ -177,13 +208,13 @@ def load_cell(
 def _prepare(item: CellLoad, loaded_at: datetime | None) -> tuple[str, CellRows]:
     """Validate one cell's input and build its rows (no database access)."""
     cell = parse_cell_record(item.cell_record)
-    parsed = [_as_trace(trace) for trace in item.traces]
+    parsed: list[Trace] = _parallel(item.traces, len(item.traces), "traces")
     rows = build_cell_rows(
         cell,
         parsed,
-        _parallel(item.mappings, len(parsed), "to_dict"),
-        _parallel(item.scores, len(parsed), "to_json"),
-        _parallel(item.judgements, len(parsed), "to_json"),
+        _parallel(item.mappings, len(parsed), "mappings"),
+        _parallel(item.scores, len(parsed), "scores"),
+        _parallel(item.judgements, len(parsed), "judgements"),
         loaded_at=loaded_at,
         stale_reason=item.stale_reason,
     )

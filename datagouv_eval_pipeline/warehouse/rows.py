@@ -1,8 +1,8 @@
 """Rows of the warehouse tables, built from what the pipeline stages store.
 
-Inputs are the JSON forms each stage writes to its per-partition files (``Cell.to_record()``,
-``Trace``, ``TraceMapping.to_dict()``, ``TraceScore.to_json()``, ``TraceJudgement.to_json()``);
-the objects themselves are accepted too and converted. Nothing here touches DuckDB.
+Inputs are typed: the cell record, and per run the ``Trace``, the ``TraceMapping``, the
+``ScoreRecord`` and the ``JudgementRecord`` (the validated forms of what the stages write,
+see ``experiment.documents``). Nothing here touches DuckDB.
 
 Rules that keep aggregates honest:
 
@@ -23,7 +23,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord, TierJudgementRecord
+from datagouv_eval_pipeline.judges.verdict import Verdict
 from datagouv_eval_pipeline.metrics.passk import pass_at_k, pass_hat_k
+from datagouv_eval_pipeline.metrics.score_record import ScoreRecord, ValueRecord
+from datagouv_eval_pipeline.semantic.instances import ActionInstance, CallCategory
+from datagouv_eval_pipeline.semantic.mapper import TraceMapping
 from datagouv_eval_pipeline.traces import Trace
 from datagouv_eval_pipeline.warehouse.schema import CELL_TABLES, TABLES_BY_NAME, Table
 
@@ -56,7 +61,7 @@ SCORER_TIER_METRICS: tuple[tuple[str, str, bool], ...] = (
     ("matched_chain_actions", "sum", False),
     ("unverified_criteria", "sum", False),
 )
-"""Deterministic per-tier metrics taken from ``TraceScore.to_json()``."""
+"""Deterministic per-tier metrics taken from the ``ScoreRecord`` tier blocks."""
 
 JUDGE_TIER_METRICS: tuple[tuple[str, str, bool], ...] = (
     ("accuracy", "avg", True),
@@ -67,7 +72,7 @@ JUDGE_TIER_METRICS: tuple[tuple[str, str, bool], ...] = (
     ("criteria_total", "sum", False),
     ("criteria_scored", "sum", False),
 )
-"""Per-tier metrics taken from ``TraceJudgement.to_json()``."""
+"""Per-tier metrics taken from the ``JudgementRecord`` tier blocks."""
 
 SCORER_RUN_METRICS: tuple[tuple[str, str, bool], ...] = (
     ("mapped_fraction", "avg", True),
@@ -131,21 +136,6 @@ def parse_cell_record(record: Mapping[str, Any] | Any) -> CellRecord:
         raise WarehouseInputError("\n".join(lines)) from error
 
 
-def as_json(obj: Any, method: str) -> dict[str, Any] | None:
-    """Return ``obj.<method>()`` for objects, the dict itself for dicts, None for None."""
-    if obj is None:
-        return None
-    if isinstance(obj, Mapping):
-        return dict(obj)
-    converter = getattr(obj, method, None)
-    if converter is None:
-        raise WarehouseInputError(f"expected a dict or an object with {method}(), got {obj!r}")
-    result = converter()
-    if not isinstance(result, dict):
-        raise WarehouseInputError(f"{type(obj).__name__}.{method}() did not return a dict")
-    return result
-
-
 def run_id(cell_key: str, task_id: str, repeat_index: int) -> str:
     """The text id of one run (``|`` never occurs in cell keys or task ids)."""
     return f"{cell_key}|{task_id}|{repeat_index}"
@@ -188,12 +178,11 @@ def _check_row(table: Table, row: Row) -> None:
             raise WarehouseInputError(f"{table.qualified}.{name}: NULL in a NOT NULL column")
 
 
-def _value(block: Mapping[str, Any] | None) -> tuple[float | None, str | None]:
-    """Read a ``MetricValue.to_json()`` block."""
+def _value(block: ValueRecord | None) -> tuple[float | None, str | None]:
+    """A metric value and its reason (``missing`` when the block is absent)."""
     if block is None:
         return None, "missing"
-    value = block.get("value")
-    return (float(value) if value is not None else None), block.get("reason")
+    return block.value, block.reason
 
 
 def _check_unit(where: str, value: float | None, bounded: bool) -> None:
@@ -204,9 +193,9 @@ def _check_unit(where: str, value: float | None, bounded: bool) -> None:
 def build_cell_rows(
     cell: CellRecord,
     traces: list[Trace],
-    mappings: list[dict[str, Any] | None],
-    scores: list[dict[str, Any] | None],
-    judgements: list[dict[str, Any] | None],
+    mappings: list[TraceMapping | None],
+    scores: list[ScoreRecord | None],
+    judgements: list[JudgementRecord | None],
     *,
     loaded_at: datetime | None = None,
     stale_reason: str | None = None,
@@ -216,9 +205,9 @@ def build_cell_rows(
     Args:
         cell: The validated cell record.
         traces: One trace per run of the cell.
-        mappings: ``TraceMapping.to_dict()`` per trace (None when absent).
-        scores: ``TraceScore.to_json()`` per trace (None when absent).
-        judgements: ``TraceJudgement.to_json()`` per trace (None when absent).
+        mappings: The mapping per trace (None when absent).
+        scores: The score record per trace (None when absent).
+        judgements: The judgement record per trace (None when absent).
         loaded_at: Load timestamp (now by default).
         stale_reason: Why the documents are not from the cell's last attempt (a failed stage);
             None when they are.
@@ -246,10 +235,8 @@ def build_cell_rows(
                 f"{where}: trace.provenance.cell_key is {trace.provenance.cell_key!r}"
             )
         for label, doc in (("score", score), ("judgement", judgement)):
-            if doc is not None and doc.get("task_id") != trace.task_id:
-                raise WarehouseInputError(
-                    f"{where}: the {label} is for task {doc.get('task_id')!r}"
-                )
+            if doc is not None and doc.task_id != trace.task_id:
+                raise WarehouseInputError(f"{where}: the {label} is for task {doc.task_id!r}")
         key = (trace.task_id, trace.repeat)
         if key in seen:
             raise WarehouseInputError(f"{where}: duplicate (task, repeat) in one cell")
@@ -302,9 +289,9 @@ def _cell_row(cell: CellRecord, loaded_at: datetime, stale_reason: str | None) -
 class _RunBuilder:
     cell: CellRecord
     trace: Trace
-    mapping: dict[str, Any] | None
-    score: dict[str, Any] | None
-    judgement: dict[str, Any] | None
+    mapping: TraceMapping | None
+    score: ScoreRecord | None
+    judgement: JudgementRecord | None
     rows: CellRows
     where: str
 
@@ -338,13 +325,13 @@ class _RunBuilder:
     # -- references ----------------------------------------------------------------------------
 
     def references(self) -> None:
-        value_check = ((self.score or {}).get("checks") or {}).get("value") or {}
-        details = value_check.get("details") or {}
-        found = details.get("found") or {}
-        for name, entry in sorted((details.get("expected") or {}).items()):
-            value = float(entry["value"])
-            spec_value = float(entry.get("spec_value", value))
-            source = str(entry.get("source") or "task spec")
+        if self.score is None:
+            return
+        details = self.score.value_details()
+        for name, entry in sorted(details.expected.items()):
+            value = entry.value
+            spec_value = entry.spec_value if entry.spec_value is not None else value
+            source = entry.source or "task spec"
             recomputed = source != "task spec"
             self.rows.add(
                 "references",
@@ -353,12 +340,12 @@ class _RunBuilder:
                     "name": name,
                     "value": value,
                     "spec_value": spec_value,
-                    "tolerance": float(entry.get("tolerance") or 0.0),
+                    "tolerance": entry.tolerance or 0.0,
                     "source": source,
                     "recomputed": recomputed,
                     "changed": recomputed and value != spec_value,
-                    "error": entry.get("reference_error"),
-                    "found": found.get(name),
+                    "error": entry.reference_error,
+                    "found": details.found.get(name),
                 },
             )
 
@@ -366,21 +353,22 @@ class _RunBuilder:
 
     def run_row(self) -> Row:
         trace, cell, score, judgement = self.trace, self.cell, self.score, self.judgement
-        provenance = (score or {}).get("provenance", {})
-        mapping_block = (score or {}).get("mapping", {})
-        code = provenance.get("code_version") or {}
-        spend = (judgement or {}).get("judge_spend") or {}
-        prompt_hashes = sorted({v["prompt_hash"] for v in _judge_verdicts(judgement)})
+        provenance = score.provenance if score is not None else None
         mapped_fraction: float | None = None
+        registry_version: str | None = None
         if score is not None:
-            mapped_fraction, _ = _value(mapping_block.get("mapped_fraction"))
+            mapped_fraction = score.mapping.mapped_fraction.value
+            registry_version = score.mapping.registry_version
         elif self.mapping is not None and not self.failed:
-            raw = self.mapping.get("mapped_fraction")
-            mapped_fraction = float(raw) if raw is not None else None
-        registry_version = mapping_block.get("registry_version") or (self.mapping or {}).get(
-            "registry_version"
+            mapped_fraction = self.mapping.mapped_fraction
+        if not registry_version and self.mapping is not None:
+            registry_version = self.mapping.registry_version
+        spend = judgement.judge_spend if judgement is not None else None
+        prompt_hashes = sorted(
+            {v.prompt_hash for v in judgement.verdicts_with_prompt()} if judgement else set()
         )
         started_at = trace.provenance.started_at
+        code = provenance.code_version if provenance is not None else None
         return {
             **self.key,
             "model_provider": cell.model_provider,
@@ -391,17 +379,18 @@ class _RunBuilder:
             "skills_version": cell.skills_version,
             "system_prompt": cell.system_prompt,
             "system_prompt_sha256": cell.system_prompt_sha256,
-            "spec_hash": provenance.get("spec_hash") or trace.provenance.spec_hash,
-            "task_version": provenance.get("task_version"),
+            "spec_hash": (provenance.spec_hash if provenance else None)
+            or trace.provenance.spec_hash,
+            "task_version": provenance.task_version if provenance else None,
             "snapshot_id": trace.provenance.snapshot_id,
-            "judge_id": (judgement or {}).get("judge_id"),
+            "judge_id": judgement.judge_id if judgement is not None else None,
             "judge_prompt_hash": ",".join(prompt_hashes) or None,
             # The code that ran the agent first; the scorer's commit only as a fallback.
             "code_version": trace.provenance.code_version
-            or code.get("git_sha")
-            or code.get("package"),
+            or (code.git_sha if code else None)
+            or (code.package if code else None),
             "code_dirty": trace.provenance.code_dirty,
-            "scorer_version": provenance.get("scorer_version"),
+            "scorer_version": provenance.scorer_version if provenance else None,
             "registry_version": registry_version,
             "status": trace.status,
             "status_reason": trace.status_reason,
@@ -420,20 +409,20 @@ class _RunBuilder:
             "tool_call_count": len(trace.tool_calls),
             "cost": trace.cost,
             "currency": cell.currency,
-            "judge_calls": spend.get("calls"),
-            "judge_input_tokens": spend.get("input_tokens"),
-            "judge_output_tokens": spend.get("output_tokens"),
-            "judge_cost": spend.get("cost"),
+            "judge_calls": spend.calls if spend else None,
+            "judge_input_tokens": spend.input_tokens if spend else None,
+            "judge_output_tokens": spend.output_tokens if spend else None,
+            "judge_cost": spend.cost if spend else None,
             "answer": trace.answer,
             "declined": trace.declined,
             "mapped_fraction": mapped_fraction,
-            "mapping_error": mapping_block.get("error"),
+            "mapping_error": score.mapping.error if score is not None else None,
         }
 
     # -- tool calls and instances ----------------------------------------------------------------
 
     def tool_calls(self) -> None:
-        mapped = {c["call_id"]: c for c in (self.mapping or {}).get("calls", [])}
+        mapped = {c.call_id: c for c in self.mapping.calls} if self.mapping else {}
         for index, call in enumerate(self.trace.tool_calls):
             m = mapped.get(call.id)
             self.rows.add(
@@ -450,58 +439,56 @@ class _RunBuilder:
                     ),
                     "tool_error": call.error,
                     "duration_ms": call.duration_ms,
-                    "category": m["category"] if m else None,
-                    "mapping_status": m["status"] if m else None,
-                    "errored": m["errored"] if m else None,
-                    "error_reason": (m["error_reason"] or None) if m else None,
-                    "confidence": m["confidence"] if m else None,
-                    "mapping_reason": m["reason"] if m else None,
+                    "category": m.category.value if m else None,
+                    "mapping_status": m.status.value if m else None,
+                    "errored": m.errored if m else None,
+                    "error_reason": (m.error_reason or None) if m else None,
+                    "confidence": m.confidence if m else None,
+                    "mapping_reason": m.reason if m else None,
                 },
             )
 
     def instances(self) -> None:
         index = 0
-        for call in (self.mapping or {}).get("calls", []):
-            for instance in call.get("instances", []):
+        mapped = self.mapping.calls if self.mapping else ()
+        calls = {c.call_id: c for c in mapped}
+        for call in mapped:
+            for instance in call.instances:
                 self.add_instance(index, instance, "mapper")
                 index += 1
-        calls = {c["call_id"]: c for c in (self.mapping or {}).get("calls", [])}
-        for classified in (self.judgement or {}).get("classifications", []):
-            verdict = classified["verdict"]
-            call = calls.get(classified["call_id"], {})
-            if verdict["status"] != "ok" or not verdict.get("passed"):
+        for classified in self.judgement.classifications if self.judgement else []:
+            verdict = classified.verdict
+            source = calls.get(classified.call_id)
+            if not verdict.scored or not verdict.passed:
                 continue
-            for action in classified.get("actions", []):
-                self.add_instance(
-                    index,
-                    {
-                        "action": action["action"],
-                        "args": action.get("args", {}),
-                        "source_call_id": classified["call_id"],
-                        "source_tool": call.get("tool_name", ""),
-                        "category": call.get("category", "unclassified"),
-                        "confidence": 0.7,
-                        "errored": bool(call.get("errored", False)),
-                        "reason": f"classified by {verdict['judge_id']}",
-                    },
-                    "classification",
+            for action in classified.actions:
+                found = ActionInstance(
+                    action=action.action,
+                    args=dict(action.args),
+                    source_call_id=classified.call_id,
+                    source_tool=source.tool_name if source else "",
+                    category=source.category if source else CallCategory.UNCLASSIFIED,
+                    confidence=0.7,
+                    errored=source.errored if source else False,
+                    reason=f"classified by {verdict.judge_id}",
                 )
+                self.add_instance(index, found, "classification")
                 index += 1
 
-    def add_instance(self, index: int, instance: Mapping[str, Any], origin: str) -> None:
+    def add_instance(self, index: int, instance: ActionInstance, origin: str) -> None:
         self.rows.add(
             "action_instances",
             {
                 **self.key,
                 "instance_index": index,
-                "action": instance["action"],
-                "args": json.dumps(instance.get("args", {}), ensure_ascii=False, sort_keys=True),
-                "source_call_id": instance["source_call_id"],
-                "source_tool": instance["source_tool"],
-                "category": instance["category"],
-                "confidence": float(instance["confidence"]),
-                "errored": bool(instance["errored"]),
-                "reason": instance.get("reason", ""),
+                "action": instance.action,
+                "args": json.dumps(instance.args, ensure_ascii=False, sort_keys=True),
+                "source_call_id": instance.source_call_id,
+                "source_tool": instance.source_tool,
+                "category": instance.category.value,
+                "confidence": float(instance.confidence),
+                "errored": instance.errored,
+                "reason": instance.reason,
                 "origin": origin,
             },
         )
@@ -535,24 +522,24 @@ class _RunBuilder:
 
     def metrics(self) -> None:
         score, judgement = self.score, self.judgement
-        efficiency = (score or {}).get("efficiency", {})
         value: float | None
         reason: str | None
         for tier in TIERS:
-            block = (score or {}).get(tier)
             for name, aggregation, bounded in SCORER_TIER_METRICS:
-                if score is None or block is None:
+                if score is None:
                     value, reason = None, self.null_reason("scorer")
-                elif name in ("token_efficiency", "time_efficiency"):
-                    value, reason = _value(efficiency.get(name, {}).get(tier))
+                elif name == "token_efficiency":
+                    value, reason = _value(score.efficiency.token_efficiency.get(tier))
+                elif name == "time_efficiency":
+                    value, reason = _value(score.efficiency.time_efficiency.get(tier))
                 elif aggregation == "sum":
-                    raw = block.get(name)
-                    value = float(raw) if raw is not None else None
-                    reason = None if raw is not None else "the trace could not be mapped"
+                    count = score.tier(tier).count(name)
+                    value = float(count) if count is not None else None
+                    reason = None if count is not None else "the trace could not be mapped"
                 else:
-                    value, reason = _value(block.get(name))
+                    value, reason = _value(score.tier(tier).metric(name))
                 self.metric(tier, name, aggregation, bounded, "scorer", value, reason)
-            judged = (judgement or {}).get("tiers", {}).get(tier)
+            judged = judgement.tiers.get(tier) if judgement is not None else None
             for name, aggregation, bounded in JUDGE_TIER_METRICS:
                 if judged is None:
                     value, reason = None, self.null_reason("judge")
@@ -563,27 +550,16 @@ class _RunBuilder:
             if score is None:
                 value, reason = None, self.null_reason("scorer")
             elif name == "latency_ms":
-                value, reason = _value(efficiency.get("latency_ms"))
+                value, reason = _value(score.efficiency.latency_ms)
             else:
-                value, reason = _value(score.get("mapping", {}).get("mapped_fraction"))
+                value, reason = _value(score.mapping.mapped_fraction)
             self.metric(ALL_TIERS, name, aggregation, bounded, "scorer", value, reason)
 
     # -- verdicts ------------------------------------------------------------------------------
 
-    def verdict(
-        self,
-        tier: str,
-        kind: str,
-        name: str,
-        detail: str | None,
-        verdict: Mapping[str, Any],
-        *,
-        inherited: bool = False,
-    ) -> None:
-        status = verdict["status"]
-        passed = verdict.get("passed")
-        score = verdict.get("score")
-        if status != "ok":
+    def verdict_row(self, tier: str, kind: str, name: str, detail: str | None, row: Row) -> None:
+        passed, score = row["passed"], row["score"]
+        if row["status"] != "ok":
             passed = score = None
         value = float(score) if score is not None else (None if passed is None else float(passed))
         _check_unit(f"{self.where}: verdict {tier}.{kind}.{name}", value, True)
@@ -591,6 +567,7 @@ class _RunBuilder:
             "verdicts",
             {
                 **self.key,
+                **row,
                 "tier": tier,
                 "kind": kind,
                 "name": name,
@@ -598,124 +575,134 @@ class _RunBuilder:
                 "passed": passed,
                 "score": score,
                 "value": value,
-                "status": status,
-                "reason": verdict.get("reason") or "",
-                "error": verdict.get("error"),
-                "judge_id": verdict["judge_id"],
-                "prompt_hash": verdict.get("prompt_hash"),
+            },
+        )
+
+    def verdict(
+        self,
+        tier: str,
+        kind: str,
+        name: str,
+        detail: str | None,
+        verdict: Verdict,
+        *,
+        inherited: bool = False,
+    ) -> None:
+        self.verdict_row(
+            tier,
+            kind,
+            name,
+            detail,
+            {
+                "passed": verdict.passed,
+                "score": verdict.score,
+                "status": verdict.status.value,
+                "reason": verdict.reason,
+                "error": verdict.error,
+                "judge_id": verdict.judge_id,
+                "prompt_hash": verdict.prompt_hash,
                 "inherited": inherited,
-                "input_tokens": None if inherited else verdict.get("input_tokens", 0),
-                "output_tokens": None if inherited else verdict.get("output_tokens", 0),
-                "cost": None if inherited else verdict.get("cost"),
-                "cached": verdict.get("cached"),
+                "input_tokens": None if inherited else verdict.input_tokens,
+                "output_tokens": None if inherited else verdict.output_tokens,
+                "cost": None if inherited else verdict.cost,
+                "cached": verdict.cached,
             },
         )
 
     def verdicts(self) -> None:
         if self.score is not None:
-            scorer = f"scorer@{self.score.get('provenance', {}).get('scorer_version', '?')}"
-            for name, check in self.score.get("checks", {}).items():
-                passed = check.get("passed")
-                self.verdict(
+            scorer = f"scorer@{self.score.provenance.scorer_version}"
+            for name, check in self.score.checks.items():
+                self.verdict_row(
                     ALL_TIERS,
                     "check",
                     name,
                     name,
                     {
-                        "status": "ok" if passed is not None else "not_applicable",
-                        "passed": passed,
-                        "reason": check.get("reason", ""),
+                        "passed": check.passed,
+                        "score": None,
+                        "status": "ok" if check.passed is not None else "not_applicable",
+                        "reason": check.reason,
+                        "error": None,
                         "judge_id": scorer,
                         "prompt_hash": None,
+                        "inherited": False,
                         "input_tokens": 0,
                         "output_tokens": 0,
+                        "cost": None,
+                        "cached": None,
                     },
                 )
         judgement = self.judgement
         if judgement is None:
             return
-        for criterion in judgement.get("criteria", []):
-            own_tier = criterion["tier"]
+        for criterion in judgement.criteria:
             for tier in TIERS:
-                if own_tier == "optimal" and tier == "minimal":
+                if criterion.tier == "optimal" and tier == "minimal":
                     continue
                 self.verdict(
                     tier,
                     "criterion",
-                    f"criterion:{criterion['index']}",
-                    criterion.get("criterion"),
-                    criterion["verdict"],
-                    inherited=own_tier == "minimal" and tier == "optimal",
+                    f"criterion:{criterion.index}",
+                    criterion.criterion,
+                    criterion.verdict,
+                    inherited=criterion.tier == "minimal" and tier == "optimal",
                 )
-        tiers = judgement.get("tiers", {})
-        minimal_required = len(tiers.get("minimal", {}).get("arguments", []))
+        tiers = judgement.tiers
+        minimal_required = len(tiers["minimal"].arguments) if "minimal" in tiers else 0
         for tier, block in tiers.items():
-            for result in block.get("arguments", []):
-                for candidate, verdict in zip(
-                    result["candidates"], result["verdicts"], strict=False
-                ):
+            for result in block.arguments:
+                for candidate, verdict in zip(result.candidates, result.verdicts, strict=False):
                     self.verdict(
                         tier,
                         "arguments",
-                        f"arguments:{result['required_index']}:{result['action']}:{candidate}",
-                        result["action"],
+                        f"arguments:{result.required_index}:{result.action}:{candidate}",
+                        result.action,
                         verdict,
                         # Optimal required actions start with the minimal ones (same verdicts).
                         inherited=tier == "optimal"
                         and "minimal" in tiers
-                        and result["required_index"] < minimal_required,
+                        and result.required_index < minimal_required,
                     )
-            if "trajectory" in block:
-                self.verdict(tier, "trajectory", "trajectory", None, block["trajectory"])
-            for mode, verdict in block.get("failure_modes", {}).items():
+            self.verdict(tier, "trajectory", "trajectory", None, block.trajectory)
+            for mode, verdict in block.failure_modes.items():
                 self.verdict(tier, "failure_mode", mode, mode, verdict)
-                scored = verdict["status"] == "ok" and verdict.get("passed") is not None
+                scored = verdict.scored and verdict.passed is not None
                 self.rows.add(
                     "failure_modes",
                     {
                         **self.key,
                         "tier": tier,
                         "mode": mode,
-                        "present": (not verdict["passed"]) if scored else None,
-                        "status": verdict["status"],
-                        "reason": verdict.get("reason") or "",
-                        "error": verdict.get("error"),
-                        "judge_id": verdict["judge_id"],
-                        "prompt_hash": verdict["prompt_hash"],
+                        "present": (not verdict.passed) if scored else None,
+                        "status": verdict.status.value,
+                        "reason": verdict.reason,
+                        "error": verdict.error,
+                        "judge_id": verdict.judge_id,
+                        "prompt_hash": verdict.prompt_hash,
                     },
                 )
-        for classified in judgement.get("classifications", []):
+        for classified in judgement.classifications:
             self.verdict(
                 ALL_TIERS,
                 "classification",
-                classified["call_id"],
-                ", ".join(a["action"] for a in classified.get("actions", [])) or None,
-                classified["verdict"],
+                classified.call_id,
+                ", ".join(a.action for a in classified.actions) or None,
+                classified.verdict,
             )
 
 
-def _judge_metric(block: Mapping[str, Any], name: str) -> tuple[float | None, str | None]:
-    accuracy = block.get("accuracy", {})
+def _judge_metric(block: TierJudgementRecord, name: str) -> tuple[float | None, str | None]:
+    accuracy = block.accuracy
     if name == "accuracy":
-        return _value(accuracy.get("mean"))
+        return _value(accuracy.mean)
     if name == "accuracy_coverage":
-        return _value(accuracy.get("coverage"))
+        return _value(accuracy.coverage)
     if name == "criteria_total":
-        return float(accuracy.get("total", 0)), None
+        return float(accuracy.total), None
     if name == "criteria_scored":
-        return float(accuracy.get("scored", 0)), None
-    return _value(block.get(name.removeprefix("judged_")))
-
-
-def _judge_verdicts(judgement: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
-    if judgement is None:
-        return []
-    found: list[Mapping[str, Any]] = [c["verdict"] for c in judgement.get("criteria", [])]
-    for block in judgement.get("tiers", {}).values():
-        if "trajectory" in block:
-            found.append(block["trajectory"])
-        found.extend(block.get("failure_modes", {}).values())
-    return [v for v in found if v.get("prompt_hash")]
+        return float(accuracy.scored), None
+    return _value(block.metric(name.removeprefix("judged_")))
 
 
 def task_row(spec: Any) -> Row:

@@ -28,6 +28,7 @@ from datagouv_eval_pipeline.defs.automation import LIVE_TAG, PROVIDER_TAG
 from datagouv_eval_pipeline.defs.partitions import ACTIVE_CELLS, CELLS
 from datagouv_eval_pipeline.defs.resources import RunStoreResource
 from datagouv_eval_pipeline.defs.warehouse import WAREHOUSE_KEYS
+from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument, McpBuildRecord
 from datagouv_eval_pipeline.experiment.live import JUDGE_ENV
 from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS
 from datagouv_eval_pipeline.mcp_builds import code_digest
@@ -270,7 +271,10 @@ def test_the_new_builds_sensor_reruns_a_build_whose_code_changed(
     assert builds == 1 + sum(1 for cell in CELLS if cell.mcp_build is not None)
     assert tick().skip_message == f"no build changed ({builds} build cell(s) known)"
     first = code_digest(checkout)
-    store.store().write(AGENT_RUNS, target.key, {"traces": [], "mcp_build": {"code_digest": first}})
+    recorded = AgentRunsDocument.of(target.to_record(), []).model_copy(
+        update={"mcp_build": McpBuildRecord(spec="git", code_digest=first, revision=None)}
+    )
+    store.store().write(AGENT_RUNS, target.key, recorded)
     assert not tick().run_requests
 
     (checkout / "main.py").write_text("print('v2')\n", encoding="utf-8")  # a new commit

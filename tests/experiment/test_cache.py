@@ -151,5 +151,5 @@ def test_adding_repeats_reuses_repeat_0_instead_of_rerunning_it(
     more = run_agents(offline, [task], twin_urls=None, snapshot_id="snap-a", repeats=3, cache=cache)
     # Repeat 0 comes from the cache; only repeats 1 and 2 run.
     assert (more.executed, more.reused) == (2, 1)
-    assert [t["repeat"] for t in more.document["traces"]] == [0, 1, 2]
-    assert more.document["traces"][0] == first.document["traces"][0]
+    assert [t.repeat for t in more.document.traces] == [0, 1, 2]
+    assert more.document.traces[0] == first.document.traces[0]

@@ -21,6 +21,7 @@ from datagouv_eval_pipeline.agents.runner import run_cell
 from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.experiment.catalog import twin_catalog_lookup
+from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument
 from datagouv_eval_pipeline.experiment.stages import judge_cell, map_actions
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
 from datagouv_eval_pipeline.metrics.checks import extract_urls
@@ -88,11 +89,11 @@ def test_no_citation_pass_lacks_an_expected_source(twin: TwinServer) -> None:
     problems = []
     for cell in cells:
         traces = run_cell(cell, list(tasks.values()), twin_urls=twin.urls)
-        agent = {"cell": cell.to_record(), "traces": [t.model_dump(mode="json") for t in traces]}
+        agent = AgentRunsDocument.of(cell.to_record(), list(traces))
         scored = judge_cell(
             agent, map_actions(agent), tasks, DeterministicJudge(), catalog=twin_catalog_lookup()
         )
-        for trace, score in zip(traces, scored["scores"], strict=True):
+        for trace, score in zip(traces, scored.to_json()["scores"], strict=True):
             if score is None:
                 continue
             citation = score["checks"]["citation"]

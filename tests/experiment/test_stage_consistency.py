@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument, DocumentError
 from datagouv_eval_pipeline.experiment.stages import (
     ACTION_MAPPINGS,
-    AGENT_DIGEST,
     AGENT_RUNS,
     JUDGE_SCORES,
     StageInputError,
@@ -43,15 +44,15 @@ def tasks() -> dict[str, TaskSpec]:
     return {s.task_id: s for s in load_task_specs([TASK_SPECS_DIR])}
 
 
-def _document(cell: Cell, answer: str | None = None) -> dict[str, Any]:
+def _document(cell: Cell, answer: str | None = None) -> AgentRunsDocument:
     trace = load_trace(FIXTURES / "task_0002_mcp.json")
     if answer is not None:
         trace = trace.model_copy(update={"answer": answer})
-    return {"cell": cell.to_record(), "traces": [trace.model_dump(mode="json")]}
+    return AgentRunsDocument.of(cell.to_record(), [trace])
 
 
 @pytest.fixture
-def old(cell: Cell, tasks: dict[str, TaskSpec]) -> dict[str, dict[str, Any]]:
+def old(cell: Cell, tasks: dict[str, TaskSpec]) -> dict[str, Any]:
     """A consistent set of documents for the fixture's right answer."""
     agent = _document(cell)
     mappings = map_actions(agent)
@@ -60,20 +61,33 @@ def old(cell: Cell, tasks: dict[str, TaskSpec]) -> dict[str, dict[str, Any]]:
 
 
 def test_every_later_document_records_the_digest_of_its_agent_runs(
-    old: dict[str, dict[str, Any]],
+    old: dict[str, Any],
 ) -> None:
-    digests = {old[ACTION_MAPPINGS][AGENT_DIGEST], old[JUDGE_SCORES][AGENT_DIGEST]}
-    assert len(digests) == 1 and len(next(iter(digests))) == 16
+    digests = {old[ACTION_MAPPINGS].agent_runs_digest, old[JUDGE_SCORES].agent_runs_digest}
+    assert digests == {old[AGENT_RUNS].digest()} and len(next(iter(digests))) == 16
 
 
-def test_all_three_current_load_together(old: dict[str, dict[str, Any]]) -> None:
+def test_the_digest_is_the_same_for_the_document_read_back(
+    old: dict[str, Any], tmp_path: Path
+) -> None:
+    store = RunStore(tmp_path)
+    for stage, document in old.items():
+        store.write(stage, "c", document)
+        again = store.read_document(stage, "c", type(document))
+        assert isinstance(again, BaseModel)
+        assert again.model_dump(mode="json") == store.read(stage, "c")
+    agent = store.read_document(AGENT_RUNS, "c", AgentRunsDocument)
+    assert agent is not None and agent.digest() == old[AGENT_RUNS].digest()
+
+
+def test_all_three_current_load_together(old: dict[str, Any]) -> None:
     documents = cell_documents(old[AGENT_RUNS], old[ACTION_MAPPINGS], old[JUDGE_SCORES])
     assert documents.stale == {}
-    assert documents.load.scores == old[JUDGE_SCORES]["scores"]
+    assert documents.load.scores == old[JUDGE_SCORES].scores
 
 
 def test_crash_after_new_agent_runs_loads_the_new_answer_without_old_scores(
-    cell: Cell, tasks: dict[str, TaskSpec], old: dict[str, dict[str, Any]]
+    cell: Cell, tasks: dict[str, TaskSpec], old: dict[str, Any]
 ) -> None:
     new_agent = _document(cell, answer="Je ne sais pas")
     documents = cell_documents(new_agent, old[ACTION_MAPPINGS], old[JUDGE_SCORES])
@@ -90,36 +104,64 @@ def test_crash_after_new_agent_runs_loads_the_new_answer_without_old_scores(
 
 
 def test_crash_after_new_mappings_loads_them_without_old_scores(
-    cell: Cell, old: dict[str, dict[str, Any]]
+    cell: Cell, old: dict[str, Any]
 ) -> None:
     new_agent = _document(cell, answer="Je ne sais pas")
     new_mappings = map_actions(new_agent)
     documents = cell_documents(new_agent, new_mappings, old[JUDGE_SCORES])
-    assert documents.load.mappings == new_mappings["mappings"]
+    assert documents.load.mappings == [m.trace_mapping() for m in new_mappings.mappings]
     assert (documents.load.scores, documents.load.judgements) == (None, None)
     assert documents.stale == {JUDGE_SCORES: "computed from another agent_runs document"}
 
 
 def test_after_the_judge_stage_the_new_scores_load(
-    cell: Cell, tasks: dict[str, TaskSpec], old: dict[str, dict[str, Any]]
+    cell: Cell, tasks: dict[str, TaskSpec], old: dict[str, Any]
 ) -> None:
     new_agent = _document(cell, answer="Je ne sais pas")
     new_mappings = map_actions(new_agent)
     new_scores = judge_cell(new_agent, new_mappings, tasks, DeterministicJudge())
     documents = cell_documents(new_agent, new_mappings, new_scores)
     assert documents.stale == {}
-    assert documents.load.judgements == new_scores["judgements"]
-    assert new_scores["judgements"] != old[JUDGE_SCORES]["judgements"]  # the answer changed
+    assert documents.load.judgements == new_scores.judgements
+    assert new_scores.judgements != old[JUDGE_SCORES].judgements  # the answer changed
 
 
 def test_a_trace_without_task_id_names_the_file_and_the_field(cell: Cell, tmp_path: Path) -> None:
     store = RunStore(tmp_path)
-    document = _document(cell)
+    document = _document(cell).to_json()
     del document["traces"][0]["task_id"]
     path = store.write(AGENT_RUNS, cell.key, document)
-    with pytest.raises(StageInputError) as caught:
-        cell_documents(store.require(AGENT_RUNS, cell.key), None, None, where=str(path))
+    with pytest.raises(RunStoreError) as caught:
+        store.read_document(AGENT_RUNS, cell.key, AgentRunsDocument)
     assert str(caught.value) == f"{path}: traces[0].task_id: Field required"
+
+
+@pytest.mark.parametrize(
+    ("stage", "model", "field", "value", "message"),
+    [
+        (JUDGE_SCORES, "judge", "scores", [{"task_id": "task_0002"}], "scores[0].minimal: Field"),
+        (ACTION_MAPPINGS, "map", "unmapped_calls", "many", "unmapped_calls: Input should be"),
+        (ACTION_MAPPINGS, "map", "agent_runs_digest", None, "agent_runs_digest: Input should"),
+        (ACTION_MAPPINGS, "map", "runs", [["task_0002"]], "runs[0][1]: Field required"),
+        (JUDGE_SCORES, "judge", "judgements", [{"task_id": 1}], "judgements[0].task_id: Input"),
+    ],
+)
+def test_a_schema_invalid_later_document_names_the_file_and_the_field(
+    old: dict[str, Any],
+    tmp_path: Path,
+    stage: str,
+    model: str,
+    field: str,
+    value: Any,
+    message: str,
+) -> None:
+    store = RunStore(tmp_path)
+    document = old[stage].to_json()
+    document[field] = value
+    path = store.write(stage, "c", document)
+    with pytest.raises(RunStoreError) as caught:
+        store.read_document(stage, "c", type(old[stage]))
+    assert str(caught.value).startswith(f"{path}: {message}")
 
 
 def test_a_corrupt_run_store_file_names_itself(cell: Cell, tmp_path: Path) -> None:
@@ -132,7 +174,7 @@ def test_a_corrupt_run_store_file_names_itself(cell: Cell, tmp_path: Path) -> No
 
 
 def test_a_status_the_trace_format_does_not_know_names_the_field(cell: Cell) -> None:
-    document = _document(cell)
+    document = _document(cell).to_json()
     document["traces"][0]["status"] = "exploded"
-    with pytest.raises(StageInputError, match=r"^agent_runs\.json: traces\[0\]\.status: "):
-        cell_documents(document, None, None, where="agent_runs.json")
+    with pytest.raises(DocumentError, match=r"^agent_runs\.json: traces\[0\]\.status: "):
+        AgentRunsDocument.parse(document, "agent_runs.json")

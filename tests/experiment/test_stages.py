@@ -2,18 +2,17 @@
 
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument, StoredTraceMapping
 from datagouv_eval_pipeline.experiment.stages import (
     StageInputError,
     cell_load,
     judge_cell,
     map_actions,
-    mapping_from_dict,
 )
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
 from datagouv_eval_pipeline.metrics.catalog import CatalogObject, StaticCatalogLookup
@@ -21,6 +20,7 @@ from datagouv_eval_pipeline.semantic.mapper import map_trace
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, TaskSpec, load_task_specs
 from datagouv_eval_pipeline.tasks.references import Reference
 from datagouv_eval_pipeline.traces import Trace, load_trace
+from datagouv_eval_pipeline.warehouse.rows import CellRecord
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
 
@@ -40,16 +40,18 @@ def _trace(name: str, repeat: int = 0) -> Trace:
     return load_trace(FIXTURES / name).model_copy(update={"repeat": repeat})
 
 
-def _agent_document(cell: Cell, traces: list[Trace]) -> dict[str, Any]:
-    return {"cell": cell.to_record(), "traces": [t.model_dump(mode="json") for t in traces]}
+def _agent_document(cell: Cell, traces: list[Trace]) -> AgentRunsDocument:
+    return AgentRunsDocument.of(cell.to_record(), traces)
 
 
 @pytest.mark.parametrize("name", ["task_0002_mcp.json", "task_0002_code.json"])
-def test_mapping_from_dict_round_trips_a_real_mapping(name: str) -> None:
+def test_a_stored_mapping_round_trips_a_real_mapping(name: str) -> None:
     mapping = map_trace(_trace(name))
     assert mapping.calls, "the fixture must have tool calls"
     assert any(call.instances for call in mapping.calls)
-    rebuilt = mapping_from_dict(mapping.to_dict())
+    stored = StoredTraceMapping.of(mapping).to_json()
+    assert stored == mapping.to_dict()
+    rebuilt = StoredTraceMapping.model_validate(stored).trace_mapping()
     assert rebuilt == mapping
     assert rebuilt.to_dict() == mapping.to_dict()
     assert [i.action for i in rebuilt.instances] == [i.action for i in mapping.instances]
@@ -58,11 +60,11 @@ def test_mapping_from_dict_round_trips_a_real_mapping(name: str) -> None:
 def test_map_actions_keeps_trace_order_and_counts_unmapped(cell: Cell) -> None:
     traces = [_trace("task_0002_mcp.json", 0), _trace("task_0002_code.json", 1)]
     document = map_actions(_agent_document(cell, traces))
-    assert document["runs"] == [["task_0002", 0], ["task_0002", 1]]
-    assert len(document["mappings"]) == 2
-    assert [len(m["calls"]) for m in document["mappings"]] == [4, 3]
-    unmapped = sum(1 for m in document["mappings"] for c in m["calls"] if c["status"] == "unmapped")
-    assert document["unmapped_calls"] == unmapped
+    assert document.runs == [("task_0002", 0), ("task_0002", 1)]
+    assert len(document.mappings) == 2
+    assert [len(m.calls) for m in document.mappings] == [4, 3]
+    unmapped = sum(1 for m in document.mappings for c in m.calls if c.status == "unmapped")
+    assert document.unmapped_calls == unmapped
 
 
 def test_a_cell_goes_through_mapping_judging_and_loading(
@@ -72,16 +74,16 @@ def test_a_cell_goes_through_mapping_judging_and_loading(
     agent = _agent_document(cell, [_trace("task_0002_mcp.json"), failed])
     mappings = map_actions(agent)
     judged = judge_cell(agent, mappings, tasks, DeterministicJudge())
-    assert judged["runs"] == [["task_0002", 0], ["task_0003", 0]]
+    assert judged.runs == [("task_0002", 0), ("task_0003", 0)]
     # Only ok runs are judged and scored; the error keeps NULLs, never zeros.
-    assert judged["judgements"][0] is not None and judged["scores"][0] is not None
-    assert judged["judgements"][1] is None and judged["scores"][1] is None
+    assert judged.judgements[0] is not None and judged.scores[0] is not None
+    assert judged.judgements[1] is None and judged.scores[1] is None
 
     load = cell_load(agent, mappings, judged)
-    assert load.cell_record == cell.to_record()
-    assert load.mappings == mappings["mappings"]
-    assert load.scores == judged["scores"]
-    assert load.judgements == judged["judgements"]
+    assert load.cell_record == CellRecord.model_validate(cell.to_record())
+    assert load.mappings == [m.trace_mapping() for m in mappings.mappings]
+    assert load.scores == judged.scores
+    assert load.judgements == judged.judgements
 
 
 def test_judging_refuses_mappings_of_other_runs(cell: Cell, tasks: dict[str, TaskSpec]) -> None:
@@ -112,7 +114,7 @@ def test_a_stale_later_stage_loads_as_nulls(cell: Cell, tasks: dict[str, TaskSpe
     # Mappings caught up, scores did not: only the scores load as NULL.
     new_mappings = map_actions(new_agent)
     load = cell_load(new_agent, new_mappings, old_scores)
-    assert load.mappings == new_mappings["mappings"]
+    assert load.mappings == [m.trace_mapping() for m in new_mappings.mappings]
     assert (load.scores, load.judgements) == (None, None)
 
 
@@ -126,7 +128,7 @@ def test_missing_later_stages_load_as_nulls(cell: Cell) -> None:
 def test_a_later_stage_with_the_wrong_length_loads_as_nulls(cell: Cell) -> None:
     agent = _agent_document(cell, [_trace("task_0002_mcp.json")])
     mappings = map_actions(agent)
-    truncated = {**mappings, "mappings": []}
+    truncated = mappings.model_copy(update={"mappings": []})
     assert cell_load(agent, truncated, None).mappings is None
 
 
@@ -155,10 +157,10 @@ def test_judging_follows_the_changed_count_and_resolves_slugs(
             )
         ]
     )
-    literal = judge_cell(agent, mappings, tasks, DeterministicJudge())
+    literal = judge_cell(agent, mappings, tasks, DeterministicJudge()).to_json()
     followed = judge_cell(
         agent, mappings, tasks, DeterministicJudge(), references=[reference], catalog=catalog
-    )
+    ).to_json()
     assert literal["scores"][0]["checks"]["value"]["passed"] is False
     assert literal["scores"][0]["checks"]["citation"]["passed"] is False  # slug unknown
     score = followed["scores"][0]

@@ -96,28 +96,30 @@ def test_the_evaluation_type_puts_the_build_next_to_the_emulations(world: World)
 def test_the_cell_tool_list_is_the_real_servers_own(
     build_run: stages.AgentStageResult, emulation_run: stages.AgentStageResult
 ) -> None:
-    tools = build_run.document["tool_lists"]["0.2.14"]
+    tools = build_run.document.to_json()["tool_lists"]["0.2.14"]
     assert [tool["name"] for tool in tools] == REAL_0_2_14_TOOLS
     # Not the twin's text: every description shared with the emulation differs from it.
-    emulated = {tool["name"]: tool for tool in emulation_run.document["tool_lists"]["0.2.19"]}
+    emulated = {
+        tool["name"]: tool for tool in emulation_run.document.to_json()["tool_lists"]["0.2.19"]
+    }
     assert "search_dataservices" in emulated
     for tool in tools:
         assert tool["description"] != emulated[tool["name"]]["description"], tool["name"]
         assert tool["input_schema"]["type"] == "object"
-    assert build_run.document["mcp_build"] == {
+    assert build_run.document.to_json()["mcp_build"] == {
         "spec": "package:iflow-mcp-datagouv-datagouv-mcp==0.2.14",
-        "code_digest": build_run.document["mcp_build"]["code_digest"],
+        "code_digest": build_run.document.to_json()["mcp_build"]["code_digest"],
         "revision": None,
     }
-    assert len(build_run.document["mcp_build"]["code_digest"]) == 64
+    assert len(build_run.document.to_json()["mcp_build"]["code_digest"]) == 64
 
 
 def test_the_real_server_answers_from_the_twin_with_production_urls(
     build_run: stages.AgentStageResult, emulation_run: stages.AgentStageResult
 ) -> None:
     assert build_run.statuses == {"ok": 2} and build_run.executed == 2
-    traces = {trace["task_id"]: trace for trace in build_run.document["traces"]}
-    emulated = {trace["task_id"]: trace for trace in emulation_run.document["traces"]}
+    traces = {trace["task_id"]: trace for trace in build_run.document.to_json()["traces"]}
+    emulated = {trace["task_id"]: trace for trace in emulation_run.document.to_json()["traces"]}
     # On the real catalogue the baseline's v1 (title-only) search for task_0002 does not reach
     # the catalogue dataset (its question names no topic word): what must hold is that both
     # servers, reading one catalog, lead to the same ids.
@@ -136,8 +138,9 @@ def test_its_calls_map_to_actions_at_its_version(
     world: World, build_run: stages.AgentStageResult
 ) -> None:
     mappings = stages.map_actions(build_run.document)
-    assert mappings["unmapped_calls"] == 0
-    by_task = dict(zip([t for t, _ in mappings["runs"]], mappings["mappings"], strict=True))
+    assert mappings.unmapped_calls == 0
+    stored = mappings.to_json()
+    by_task = dict(zip([t for t, _ in stored["runs"]], stored["mappings"], strict=True))
     for mapping in by_task.values():
         assert mapping["mcp_version"] == "0.2.14"
     actions = [[i["action"] for i in c["instances"]] for c in by_task["task_0003"]["calls"]]
@@ -148,7 +151,7 @@ def test_its_calls_map_to_actions_at_its_version(
     assert actions[searches : searches + 2] == [["get.dataset.info"], ["get.dataset.resources"]]
     assert actions[searches + 2 :] in ([], [["get.resource.info"]])
     judged = stages.judge_cell(build_run.document, mappings, world.specs, DeterministicJudge())
-    assert all(score is not None for score in judged["scores"])
+    assert all(score is not None for score in judged.scores)
 
 
 def test_a_second_run_is_served_from_the_cache_keyed_by_the_build(
@@ -159,7 +162,7 @@ def test_a_second_run_is_served_from_the_cache_keyed_by_the_build(
     first = world.run(oneshot, cache=cache)
     again = world.run(oneshot, cache=cache)
     assert (first.executed, again.executed, again.reused) == (2, 0, 2)
-    assert first.document["input_hashes"] == again.document["input_hashes"]
+    assert first.document.to_json()["input_hashes"] == again.document.to_json()["input_hashes"]
 
 
 def test_the_servers_stop_with_the_pool(world: World) -> None:

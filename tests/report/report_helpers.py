@@ -23,6 +23,7 @@ from typing import Any
 import duckdb
 import websockets
 
+from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument
 from datagouv_eval_pipeline.experiment.quarantine import DOCUMENT_KEY
 from datagouv_eval_pipeline.experiment.quarantine import STAGE as VALIDATION_STAGE
 from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS, JUDGE_SCORES
@@ -94,9 +95,9 @@ def fixture_loads() -> list[CellLoad]:
 def _write_run_store(root: Path, loads: list[CellLoad]) -> None:
     store = RunStore(root)
     for load in loads:
-        traces = [t.model_dump(mode="json") if isinstance(t, Trace) else t for t in load.traces]
-        record = dict(load.cell_record)
-        store.write(AGENT_RUNS, record["key"], {"cell": record, "traces": traces})
+        traces = [t if isinstance(t, Trace) else Trace.model_validate(t) for t in load.traces]
+        document = AgentRunsDocument.of(load.cell_record, traces)
+        store.write(AGENT_RUNS, document.cell.key, document)
     cell_key, stage, reason = FAILED_STAGE
     store.record_failure(stage, cell_key, reason)
     task_id, why = QUARANTINED

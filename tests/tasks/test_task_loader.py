@@ -9,17 +9,16 @@ from typing import Any
 import pytest
 import yaml
 
+from datagouv_eval_pipeline import vocabulary
 from datagouv_eval_pipeline.tasks.errors import SpecError, TaskSpecErrors
 from datagouv_eval_pipeline.tasks.loader import (
-    FALLBACK_ACTION_NAMES,
-    FALLBACK_ARG_NAMES,
     default_action_names,
     default_arg_names,
     load_task_specs,
 )
 
-ACTIONS = FALLBACK_ACTION_NAMES
-ARGS = FALLBACK_ARG_NAMES
+ACTIONS = vocabulary.ACTION_NAMES
+ARGS = frozenset(vocabulary.ARGUMENT_NAMES)
 
 VALID: dict[str, Any] = {
     "task_id": "task_0001",
@@ -420,10 +419,14 @@ def test_known_actions_are_taken_from_the_caller(tmp_path: Path) -> None:
     }
 
 
-def test_default_vocabulary_matches_the_documented_one() -> None:
-    assert default_action_names() == FALLBACK_ACTION_NAMES
-    assert default_arg_names() == FALLBACK_ARG_NAMES
-    assert len(FALLBACK_ACTION_NAMES) == 11
+def test_the_default_vocabulary_is_the_shared_one() -> None:
+    assert default_action_names() == vocabulary.ACTION_NAMES
+    assert default_arg_names() == {"query", "dataset_id", "resource_id", "dataservice_id"} | {
+        "organization_id",
+        "filters",
+        "page_size",
+    }
+    assert len(default_action_names()) == 11
 
 
 def test_a_pattern_that_does_not_compile_is_an_error_naming_file_field_and_regex_error(

@@ -148,21 +148,76 @@ def _mv(value: float | None, reason: str | None = None) -> dict[str, Any]:
     return {"value": value, "reason": reason if value is None else None}
 
 
+_TIER_VALUES = (
+    "action_type_precision",
+    "action_type_recall",
+    "action_type_f1",
+    "action_precision",
+    "action_f1",
+    "trajectory_adherence",
+)
+_TIER_COUNTS = (
+    "unverified_criteria",
+    "required_action_types",
+    "chain_actions",
+    "actual_action_types",
+    "actual_actions",
+    "matched_action_types",
+    "matched_actions",
+    "matched_chain_actions",
+)
+
+
 def hand_score(
     task_id: str, recall: float | None, required: int, checks_value: bool | None = True
 ) -> dict[str, Any]:
-    tier = {
-        "action_recall": _mv(recall, "the tier requires no action"),
-        "required_actions": required,
-    }
+    """A complete score record whose only defined numbers are the recall and the count."""
+    tier: dict[str, Any] = {name: _mv(None, "hand") for name in _TIER_VALUES}
+    tier.update(dict.fromkeys(_TIER_COUNTS))
+    tier.update(required_action_types=0, chain_actions=0)
+    tier.update(
+        action_recall=_mv(recall, "the tier requires no action"),
+        required_actions=required,
+        missing_action_types=[],
+        unmatched_required=[],
+        pairs=[],
+        trajectory_steps=[],
+    )
+    per_tier = {"minimal": _mv(None, "hand"), "optimal": _mv(None, "hand")}
     return {
         "task_id": task_id,
         "minimal": tier,
         "optimal": tier,
         "checks": {"value": {"passed": checks_value, "reason": "hand"}},
-        "efficiency": {"latency_ms": _mv(1000.0)},
-        "mapping": {"mapped_fraction": _mv(1.0), "registry_version": "1.0.0", "error": None},
-        "provenance": {"spec_hash": "h", "task_version": 1, "scorer_version": "1"},
+        "efficiency": {
+            "latency_ms": _mv(1000.0),
+            "wall_latency_ms": 1000.0,
+            "rate_limit_wait_ms": 0.0,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "total_tokens": 0,
+            "accuracy": per_tier,
+            "token_efficiency": per_tier,
+            "time_efficiency": per_tier,
+        },
+        "mapping": {
+            "mapped_fraction": _mv(1.0),
+            "counts": {},
+            "registry_version": "1.0.0",
+            "error": None,
+            "unmapped_call_ids": [],
+            "warnings": [],
+        },
+        "actions": [],
+        "provenance": {
+            "spec_hash": "h",
+            "task_version": 1,
+            "model": "hand",
+            "mcp_version": None,
+            "capabilities": [],
+            "code_version": {"package": None, "git_sha": None},
+            "scorer_version": "1",
+        },
     }
 
 
@@ -193,7 +248,17 @@ def hand_judgement(task_id: str, criteria: list[bool | None]) -> dict[str, Any]:
         "total": len(criteria),
         "coverage": _mv(len(scored) / len(criteria)),
     }
-    block = {"accuracy": accuracy, "arguments": [], "failure_modes": {}}
+    block = {
+        "accuracy": accuracy,
+        "criteria": list(range(len(criteria))),
+        "trajectory": {**_verdict(None), "question": "trajectory", "prompt_hash": ""},
+        "action_precision": _mv(None, "hand"),
+        "action_recall": _mv(None, "hand"),
+        "action_f1": _mv(None, "hand"),
+        "unverified_criteria": None,
+        "arguments": [],
+        "failure_modes": {},
+    }
     return {
         "task_id": task_id,
         "judge_id": "hand@1",
@@ -203,7 +268,14 @@ def hand_judgement(task_id: str, criteria: list[bool | None]) -> dict[str, Any]:
         ],
         "tiers": {"minimal": block, "optimal": block},
         "classifications": [],
-        "judge_spend": {"calls": len(criteria), "input_tokens": 10 * len(criteria)},
+        "judge_spend": {
+            "calls": len(criteria),
+            "cache_hits": 0,
+            "input_tokens": 10 * len(criteria),
+            "output_tokens": 2 * len(criteria),
+            "cost": None,
+            "currency": None,
+        },
     }
 
 
