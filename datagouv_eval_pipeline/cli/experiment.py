@@ -45,7 +45,8 @@ EXAMPLE_QUERIES = (
     "round(accuracy, 2) AS accuracy, '[' || round(accuracy_ci_low, 2) || ', ' || "
     "round(accuracy_ci_high, 2) || ']' AS ci95, accuracy_n || '/' || runs AS n, "
     "round(action_f1, 2) AS action_f1, note FROM headline_ranking WHERE tier = 'minimal' "
-    "ORDER BY ranked DESC, accuracy_rank, accuracy DESC NULLS LAST;",
+    "ORDER BY ranked DESC, accuracy_rank, accuracy DESC NULLS LAST, model_name, capability_set, "
+    "mcp_version NULLS FIRST, skills_version NULLS FIRST;",
     # Does MCP 0.2.26 do better than 0.2.19? The paired test per cell pair, with its verdict.
     "SELECT cell_a, value_a, value_b, round(paired_difference, 3) AS diff, "
     "'[' || round(difference_ci_low, 3) || ', ' || round(difference_ci_high, 3) || ']' AS ci95, "
