@@ -91,8 +91,12 @@ _DATE = (
 )
 _QUANTITY = re.compile(r"\b(combien|nombre|total|how many|number of|count)\b")
 _API_WORDS = re.compile(
-    r"\b(api|apis|service web|web service|webservice|interface de programmation|endpoint)\b"
+    r"\b(api|apis|service web|web service|webservice|interface de programmation|endpoints?"
+    r"|services? (?:public|publics|en ligne|gratuits?)|(?:public|online) services?"
+    r"|automati\w*|programmati\w*)\b"
 )
+"""An API named as such, a public or online *service* that does something, or retrieval by a
+program (*automatiquement*, *programmatically*): what a dataservice gives."""
 _METRICS_NOUNS = re.compile(
     r"\b(visites?|telechargements?|consultations?|frequentation|audience|vues"
     r"|visits|downloads|page ?views|popularite|popularity)\b"
@@ -326,8 +330,39 @@ def is_quantitative(question: str) -> bool:
     return bool(_QUANTITY.search(fold(question)))
 
 
+_COUNTED = re.compile(
+    r"\b(?:combien (?:y a-t-il |il y a |existe-t-il )?(?:de |d')|how many |number of "
+    r"|nombre (?:de |d'))(.+)"
+)
+_COUNTED_LINKS = frozenset({"de", "d", "des", "du"})
+
+
+def counted_noun(question: str) -> str | None:
+    """What a count question counts: the words after *combien de*, *how many*, *nombre de*.
+
+    Up to four words, stopped by a function word that is not *de / des / du* (*combien de
+    conseillers municipaux siègent au conseil* → ``conseillers municipaux siègent``), so an
+    answer can state the figure with its noun, as a person repeats the question's unit.
+    """
+    match = _COUNTED.search(question.lower().replace("’", "'"))
+    if match is None:
+        return None
+    kept: list[str] = []
+    for token in re.findall(r"[\wà-ÿ]+'?", match.group(1)):
+        word = fold(token.rstrip("'"))
+        if not kept and word in _STOPWORDS:
+            continue  # *how many new cars*: the noun follows
+        if (word in _STOPWORDS and word not in _COUNTED_LINKS) or len(kept) == 4:
+            break
+        kept.append(token)
+    while kept and fold(kept[-1].rstrip("'")) in _COUNTED_LINKS:
+        kept.pop()  # no phrase ends on "de"
+    text = " ".join(kept).replace("' ", "'")
+    return text or None
+
+
 def asks_for_api(question: str) -> bool:
-    """Whether the question asks for an API."""
+    """Whether the question asks for an API (or a service, or automatic retrieval)."""
     return bool(_API_WORDS.search(fold(question)))
 
 
