@@ -140,9 +140,13 @@ def derive_filter(
 
 
 def metrics_line(text: str, month: str | None) -> str | None:
-    """``visits, downloads`` of a month in a ``get_metrics`` table (latest month if None)."""
+    """``visits, downloads`` of a month in a ``get_metrics`` table (latest month if None).
+
+    Columns are separated by ``|`` or, in the releases that align them, by runs of spaces.
+    """
     for line in text.splitlines():
-        cells = [cell.strip() for cell in line.split("|")]
+        separator = r"\|" if "|" in line else r"\s{2,}"
+        cells = [cell.strip() for cell in re.split(separator, line.strip())]
         is_month = len(cells) >= 3 and re.fullmatch(r"\d{4}-\d{2}", cells[0])
         if is_month and (month is None or cells[0] == month):
             visits = re.sub(r"\D", "", cells[1])

@@ -45,10 +45,13 @@ _GENERIC_TEXT = """
     departement departements departemental departementale departementaux region regions
     regional regionale commune communes communal communale ville villes pays territoire
     download downloads visit visits views year years month months week day days
+    france french francais francaise francaises
 """
 _GENERIC = frozenset(_GENERIC_TEXT.split())
 """Words any catalogue question may use (data, file, list, API, formats, dates, visits,
-administrative levels): they do not tell datasets apart."""
+administrative levels, and *France* / *French*: every dataset of a national French catalogue is
+French, which an English question says and a French one takes for granted): they do not tell
+datasets apart."""
 
 _MONTHS = {
     "janvier": 1,
@@ -150,9 +153,10 @@ def search_terms(question: str) -> tuple[str, ...]:
 
 
 _PLACE_RANK = 3
-_PARTICIPLE = re.compile(r"(?:[^i]er|ir|ée?s?|ant)$")
-"""Endings of French infinitives and participles (``actualiser``, ``classés``): what is done,
-ranked after the nouns that say which data."""
+_PARTICIPLE = re.compile(r"(?:[^i]er|ir|ée?s?|ant|ing|ed)$")
+"""Endings of French infinitives and participles (``actualiser``, ``classés``) and English
+participles (``developing``, ``registered``): what is done, ranked after the nouns that say
+which data."""
 
 
 def _verbs(question: str) -> set[str]:
