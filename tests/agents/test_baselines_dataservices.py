@@ -187,3 +187,37 @@ def test_thorough_reads_no_api_sharing_no_topic_word() -> None:
         step = policy.decide(QUESTION, history, WITH_APIS)
     assert isinstance(step, FinalAnswer)
     assert step.declined and "API Annuaire" not in step.answer
+
+
+def test_thorough_says_how_fresh_the_dataset_is_when_asked() -> None:
+    search = """Found 1 dataset(s) for query: 'prenoms'
+Page 1 of results:
+
+1. Fichier des prénoms
+   ID: 333333333333333333333333
+   Resources: 0
+   URL: https://www.data.gouv.fr/datasets/prenoms/
+"""
+    info = (
+        "Dataset Information: Fichier des prénoms\n"
+        "URL: https://www.data.gouv.fr/datasets/prenoms/\n"
+        "Last updated: 2024-06-18T10:00:00+00:00\n"
+        "Update frequency: annual\n"
+    )
+    listing = "Resources in dataset: Fichier des prénoms\nTotal resources: 0\n"
+
+    def answer(question: str) -> str:
+        history = [
+            observed("search_datasets", {"query": "prenoms"}, search),
+            observed("get_dataset_info", {"dataset_id": "333333333333333333333333"}, info),
+            observed("list_dataset_resources", {"dataset_id": "3" * 24}, listing),
+        ]
+        step = ThoroughPolicy().decide(question, history, WITHOUT_APIS)
+        assert isinstance(step, FinalAnswer)
+        return step.answer
+
+    fresh = "D'après sa fiche : fréquence de mise à jour annuelle (une fois par an), "
+    fresh += "dernière mise à jour le 2024-06-18."
+    assert answer("Le fichier des prénoms est-il mis à jour souvent ?").split("\n")[-1] == fresh
+    assert answer("How often are the prénoms updated?").split("\n")[-1] == fresh
+    assert fresh not in answer("Où trouver le fichier des prénoms ?")

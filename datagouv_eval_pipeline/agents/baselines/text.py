@@ -365,6 +365,47 @@ def counted_noun(question: str) -> str | None:
     return text or None
 
 
+_FRESHNESS = re.compile(
+    r"\b(mis a jour|mise a jour|mises a jour|actualis\w*|frequence|rafraichi\w*|recent\w*"
+    r"|perime\w*|a jour|how often|updated?|refreshed|frequency|up to date|outdated|latest)\b"
+)
+
+
+def asks_about_freshness(question: str) -> bool:
+    """Whether the question asks how often or how recently the data is updated."""
+    return bool(_FRESHNESS.search(fold(question)))
+
+
+FREQUENCIES_FR = {
+    "punctual": "ponctuelle",
+    "continuous": "en continu",
+    "hourly": "toutes les heures",
+    "fourTimesADay": "quatre fois par jour",
+    "threeTimesADay": "trois fois par jour",
+    "semidaily": "deux fois par jour",
+    "daily": "quotidienne (chaque jour)",
+    "fourTimesAWeek": "quatre fois par semaine",
+    "threeTimesAWeek": "trois fois par semaine",
+    "semiweekly": "deux fois par semaine",
+    "weekly": "hebdomadaire (chaque semaine)",
+    "biweekly": "toutes les deux semaines",
+    "threeTimesAMonth": "trois fois par mois",
+    "semimonthly": "deux fois par mois",
+    "monthly": "mensuelle (chaque mois)",
+    "bimonthly": "tous les deux mois",
+    "quarterly": "trimestrielle",
+    "threeTimesAYear": "trois fois par an",
+    "semiannual": "semestrielle",
+    "annual": "annuelle (une fois par an)",
+    "biennial": "tous les deux ans",
+    "triennial": "tous les trois ans",
+    "quinquennial": "tous les cinq ans",
+    "irregular": "irrégulière",
+    "unknown": "inconnue",
+}
+"""The catalogue's update frequency codes (udata's list) in French words."""
+
+
 def asks_for_api(question: str) -> bool:
     """Whether the question asks for an API (or a service, or automatic retrieval)."""
     return bool(_API_WORDS.search(fold(question)))

@@ -46,6 +46,8 @@ from datagouv_eval_pipeline.agents.baselines.policy import (
     next_query,
 )
 from datagouv_eval_pipeline.agents.baselines.text import (
+    FREQUENCIES_FR,
+    asks_about_freshness,
     asks_for_api,
     asks_for_metrics,
     counted_noun,
@@ -283,6 +285,8 @@ class ThoroughPolicy(BaselinePolicy):
                 f"Jeu de données : « {dataset.title} » ({url}), identifiant {dataset.id}."
             )
             findings.cite(url, dataset.id)
+            if info is not None and not info.failed and asks_about_freshness(question):
+                freshness(findings, info.text)
             figure = self._data_findings(question, seen, findings)
             figure = add_metrics(findings, last(seen, "get_metrics"), question) or figure
             probes = [p for p in calls_of(seen, "get_resource_info") if not p.failed]
@@ -391,6 +395,19 @@ def service_lines(
         if endpoints:
             lines.append("Points d'accès : " + " ; ".join(endpoints) + ".")
     return lines
+
+
+def freshness(findings: Findings, info: str) -> None:
+    """Say how often and how recently the dataset is updated, as its record reads."""
+    frequency = field_value(info, "Update frequency")
+    updated = field_value(info, "Last updated")
+    parts = []
+    if frequency and frequency != "None":
+        parts.append(f"fréquence de mise à jour {FREQUENCIES_FR.get(frequency, frequency)}")
+    if updated and updated != "None":
+        parts.append(f"dernière mise à jour le {updated[:10]}")
+    if parts:
+        findings.lines.append("D'après sa fiche : " + ", ".join(parts) + ".")
 
 
 def not_tabular(findings: Findings, resource_ids: Sequence[str]) -> None:
