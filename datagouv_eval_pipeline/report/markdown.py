@@ -200,7 +200,8 @@ def version_power_lines(view: ReportView) -> list[str]:
         else:
             lines.append(
                 f"{head}; a difference of this size needs about {needed} paired tasks to be "
-                "detected (the MDE shrinks as 1/√tasks)."
+                "detected at the unadjusted 5 % level, more under Holm's adjustment (the MDE "
+                "shrinks as 1/√tasks)."
             )
     return lines
 

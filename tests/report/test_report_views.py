@@ -270,8 +270,8 @@ def test_version_comparisons_without_a_difference_say_why(built_report: BuiltRep
     pair = f"{view.labels[MCP_19]} vs {view.labels[MCP_26]}"
     assert version_power_lines(view) == [
         f"{pair}: observed Δ +0.100 on 49 paired tasks, MDE 0.200 at 80 % power; a difference "
-        "of this size needs about 196 paired tasks to be detected (the MDE shrinks as "
-        "1/√tasks).",
+        "of this size needs about 196 paired tasks to be detected at the unadjusted 5 % level, "
+        "more under Holm's adjustment (the MDE shrinks as 1/√tasks).",
         f"{pair}: observed Δ +0.250 on 49 paired tasks, MDE 0.200 at 80 % power; the "
         "difference exceeds the MDE but not the Holm-adjusted threshold (p 0.057): the other "
         "comparisons of the family raise it.",
