@@ -6,6 +6,7 @@ shorter: plots and traces stay in the page and the results browser it links to.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from datagouv_eval_pipeline.report.views import (
@@ -155,6 +156,56 @@ def power_sentence(power: Power) -> str:
     )
 
 
+def tasks_needed(difference: float, mde: float, tasks: int) -> int | None:
+    """Paired tasks a difference of this size needs to reach 80 % power, or None.
+
+    The MDE is a multiple of the paired difference's standard error, which shrinks as
+    ``1/√n``: the MDE falls to ``|difference|`` at about ``n · (mde / |difference|)²`` tasks
+    (same spread of per-task differences assumed).
+    """
+    if difference == 0 or tasks <= 0:
+        return None
+    return math.ceil(tasks * (mde / abs(difference)) ** 2)
+
+
+def version_power_lines(view: ReportView) -> list[str]:
+    """Why an MCP version comparison of accuracy shows no detectable difference.
+
+    One sentence per such pair with an MDE: the observed paired difference against the MDE
+    at 80 % power, and about how many paired tasks a difference of that size would need.
+    """
+    lines = []
+    for c in view.comparisons:
+        if (
+            c.dimension != "mcp_version"
+            or c.metric != "accuracy"
+            or c.verdict != "no detectable difference"
+            or c.mde is None
+            or c.paired_delta is None
+        ):
+            continue
+        head = (
+            f"{view.labels[c.cell_a]} vs {view.labels[c.cell_b]}: observed Δ "
+            f"{c.paired_delta:+.3f} on {c.paired_tasks} paired tasks, MDE {c.mde:.3f} at 80 % "
+            "power"
+        )
+        needed = tasks_needed(c.paired_delta, c.mde, c.paired_tasks)
+        if needed is None:
+            lines.append(f"{head}; no difference observed, so no task count would show one.")
+        elif abs(c.paired_delta) >= c.mde:
+            lines.append(
+                f"{head}; the difference exceeds the MDE but not the Holm-adjusted threshold "
+                f"(p {_num(c.p_adjusted, 3)}): the other comparisons of the family raise it."
+            )
+        else:
+            lines.append(
+                f"{head}; a difference of this size needs about {needed} paired tasks to be "
+                "detected at the unadjusted 5 % level, more under Holm's adjustment (the MDE "
+                "shrinks as 1/√tasks)."
+            )
+    return lines
+
+
 def render_markdown(view: ReportView, *, html_path: str | None = None) -> str:
     """The report's Markdown (``—``: not scored, never a zero)."""
     totals = view.totals
@@ -204,6 +255,10 @@ def render_markdown(view: ReportView, *, html_path: str | None = None) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     if len(view.comparisons) > MAX_COMPARISONS:
         lines.append(f"\n{len(view.comparisons) - MAX_COMPARISONS} more pairs in the HTML page.")
+    notes = version_power_lines(view)
+    if notes:
+        lines += ["", "Why some MCP version pairs show no detectable difference:", ""]
+        lines += [f"- {_escape(note)}" for note in notes]
     lines += _feature_lines(view)
     lines += ["", "## Not scored", ""]
     if view.problems:

@@ -19,7 +19,7 @@ import jinja2
 
 from datagouv_eval_pipeline.report import figures
 from datagouv_eval_pipeline.report.data import ReportData, Row
-from datagouv_eval_pipeline.report.markdown import power_sentence
+from datagouv_eval_pipeline.report.markdown import power_sentence, version_power_lines
 from datagouv_eval_pipeline.report.views import ReportView, _estimate
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -244,6 +244,7 @@ def render_site(view: ReportView, *, generated: datetime | None = None) -> Site:
         metrics=_distinct(c.metric for c in view.comparisons),
         judges=_distinct(r["judge_id"] for r in data.runs),
         power_sentence=power_sentence(view.power),
+        version_power=version_power_lines(view),
     )
     cells = [
         {

@@ -28,6 +28,7 @@ from datagouv_eval_pipeline.agents.baselines import (
     total_rows,
 )
 from datagouv_eval_pipeline.agents.baselines.code import resources_of
+from datagouv_eval_pipeline.agents.baselines.text import search_terms
 from datagouv_eval_pipeline.agents.output import FinalAnswer
 from tests.agents.baseline_helpers import QUESTION, catalog_tools, surface, tool
 
@@ -102,6 +103,19 @@ def test_question_readers() -> None:
     assert place("l'open data en France") is None
 
 
+def test_english_questions_drop_the_country_and_rank_participles_after_nouns() -> None:
+    # Every dataset of the catalogue is French: "French" and "France" name none of them.
+    assert search_terms("How many French schools are there in France?") == ("schools",)
+    # English participles (-ing, -ed) come after the nouns that say which data.
+    # Nouns by length (vehicles, app), then the participles by length then alphabet.
+    assert search_terms("Developing an app, I need registered vehicles") == (
+        "vehicles",
+        "app",
+        "developing",
+        "registered",
+    )
+
+
 def test_result_parsers() -> None:
     items = numbered_items(SEARCH)
     assert [(i.title, i.id, i.url) for i in items] == [
@@ -122,6 +136,9 @@ def test_result_parsers() -> None:
     assert rows[0]["created_at"] == "2011-12-05T10:00:00"
     table = "2026-05      | 3,418           | 1,276\n2026-04 | 1 | 2"
     assert metrics_line(table, "2026-05") == "2026-05 : 3418 visites et 1276 téléchargements"
+    # Releases that align the columns with spaces instead of bars.
+    aligned = "Month        Visits          Downloads\n2026-05      3,418           1,276\n"
+    assert metrics_line(aligned, None) == "2026-05 : 3418 visites et 1276 téléchargements"
 
 
 def test_derived_filters() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -10,7 +11,12 @@ import pytest
 
 from datagouv_eval_pipeline.report import BuiltReport, build_report
 from datagouv_eval_pipeline.report.figures import CostPoint, pareto_front
-from datagouv_eval_pipeline.report.markdown import power_sentence
+from datagouv_eval_pipeline.report.markdown import (
+    power_sentence,
+    render_markdown,
+    tasks_needed,
+    version_power_lines,
+)
 from datagouv_eval_pipeline.report.views import (
     LATENCY_AXIS,
     NO_VERSION,
@@ -219,3 +225,59 @@ def test_the_power_summary_reads_the_stored_mdes_once_per_pair() -> None:
     assert "on a median of 12 paired tasks; 1 at or below the target 0.15" in sentence
     assert "The other 1 pairs" in sentence
     assert "none has outcomes" in power_sentence(accuracy_power([comparisons[4]]))
+
+
+def test_tasks_needed_scales_the_mde_as_one_over_root_n() -> None:
+    # MDE 0.20 on 49 tasks, observed 0.10: (0.20 / 0.10)² = 4 times the tasks = 196.
+    assert tasks_needed(0.10, 0.20, 49) == 196
+    # Negative differences count by size; 49 · (0.2 / 0.194)² = 52.08… → 53.
+    assert tasks_needed(-0.194, 0.20, 49) == 53
+    assert tasks_needed(0.0, 0.20, 49) is None
+    assert tasks_needed(0.1, 0.2, 0) is None
+
+
+def test_version_comparisons_without_a_difference_say_why(built_report: BuiltReport) -> None:
+    def compared(
+        delta: float, mde: float | None, verdict: str, dimension: str = "mcp_version"
+    ) -> Comparison:
+        return Comparison(
+            dimension,
+            "accuracy",
+            MCP_19,
+            MCP_26,
+            "0.2.19",
+            "0.2.26",
+            0.1,
+            0.2,
+            49,
+            delta,
+            p_adjusted=0.057,
+            verdict=verdict,
+            mde=mde,
+        )
+
+    view = dataclasses.replace(
+        built_report.view,
+        comparisons=[
+            compared(0.10, 0.20, "no detectable difference"),
+            compared(0.25, 0.20, "no detectable difference"),
+            compared(0.0, 0.20, "no detectable difference"),
+            compared(0.30, 0.20, "better"),  # significant: nothing to explain
+            compared(0.10, None, "no detectable difference"),  # no MDE: no figure to give
+            compared(0.10, 0.20, "no detectable difference", dimension="skills_version"),
+        ],
+    )
+    pair = f"{view.labels[MCP_19]} vs {view.labels[MCP_26]}"
+    assert version_power_lines(view) == [
+        f"{pair}: observed Δ +0.100 on 49 paired tasks, MDE 0.200 at 80 % power; a difference "
+        "of this size needs about 196 paired tasks to be detected at the unadjusted 5 % level, "
+        "more under Holm's adjustment (the MDE shrinks as 1/√tasks).",
+        f"{pair}: observed Δ +0.250 on 49 paired tasks, MDE 0.200 at 80 % power; the "
+        "difference exceeds the MDE but not the Holm-adjusted threshold (p 0.057): the other "
+        "comparisons of the family raise it.",
+        f"{pair}: observed Δ +0.000 on 49 paired tasks, MDE 0.200 at 80 % power; no "
+        "difference observed, so no task count would show one.",
+    ]
+    markdown = render_markdown(view)
+    assert "Why some MCP version pairs show no detectable difference:" in markdown
+    assert "needs about 196 paired tasks" in markdown

@@ -8,10 +8,12 @@ chain, which tool surface the MCP version offers, what the skills document tells
 a floor that LLM agents should beat.
 
 * ``baseline-oneshot`` (:mod:`.oneshot`): one search (MCP, web search, or one request from
-  code), answers with the first result.
+  code; through MCP, of the APIs when the question asks for one and the toolset can), answers
+  with the most related result.
 * ``baseline-thorough`` (:mod:`.thorough`): search → dataset info → resources → resource info →
-  data, with a filter derived from the question; dataservices and metrics when the question
-  asks for them. Through MCP, web search, or code (one request per program).
+  data, with a filter derived from the question; dataservices (the API's record and OpenAPI
+  spec) and metrics when the question asks for them. Through MCP, web search, or code (one
+  request per program).
 * ``baseline-coder`` (:mod:`.coder`): writes Python against the REST and Tabular APIs, several
   requests per program, and uses ``datagouv`` commands when ``datagouv-cli`` is there.
 

@@ -20,10 +20,12 @@ from datagouv_eval_pipeline.agents.baselines.policy import (
     ToolSurface,
     calls_of,
     last,
+    listing_text,
     most_related,
     next_query,
 )
-from datagouv_eval_pipeline.agents.baselines.thorough import listed_titles, row_titles
+from datagouv_eval_pipeline.agents.baselines.text import asks_for_api
+from datagouv_eval_pipeline.agents.baselines.thorough import listed_texts, row_titles
 from datagouv_eval_pipeline.agents.output import FinalAnswer
 
 NO_SEARCH = "Aucun outil de recherche disponible."
@@ -35,7 +37,8 @@ _SEARCH = "# search the catalogue"
 class OneShotPolicy(BaselinePolicy):
     """Search once and answer with the first hit.
 
-    Through MCP it calls ``search_datasets`` (``web_search`` without MCP); through ``code`` it
+    Through MCP it calls ``search_datasets`` (``search_dataservices`` when the question asks
+    for an API and the toolset has it; ``web_search`` without MCP); through ``code`` it
     runs one program sending one search request to the main API (the search endpoint its
     instructions document, else API v1's). When the instructions say a dataset's description
     tells its coverage and update frequency, it reads the first hit's description (one more
@@ -63,7 +66,9 @@ class OneShotPolicy(BaselinePolicy):
         self, question: str, seen: Sequence[Observation], tools: ToolSurface, guidance: Guidance
     ) -> Step:
         search = "search_datasets" if tools.has("search_datasets") else "web_search"
-        query = next_query(question, calls_of(seen, search), listed_titles)
+        if asks_for_api(question) and tools.has("search_dataservices"):
+            search = "search_dataservices"  # the question asks for an API: search those
+        query = next_query(question, calls_of(seen, search), listed_texts)
         if query is not None:
             args = tools.args(search, {"query": query})
             if args is None:
@@ -75,10 +80,22 @@ class OneShotPolicy(BaselinePolicy):
         first = searches[-1]
         if first.failed:
             return FinalAnswer(answer=f"La recherche a échoué : {first.text[:300]}", declined=True)
-        items = most_related(question, numbered_items(first.text), lambda item: item.title)
+        items = most_related(
+            question, numbered_items(first.text), lambda item: item.title, listing_text
+        )
         if not items:
             return FinalAnswer(answer=NOTHING_FOUND, declined=True)
         top = items[0]
+        if search == "search_dataservices":
+            findings = Findings()
+            base = top.fields.get("Base API URL")
+            findings.lines.append(
+                f"L'API la plus pertinente trouvée sur data.gouv.fr est « {top.title} »"
+                + (f" : {top.url}" if top.url else "")
+                + (f", adresse de base {base}." if base else ".")
+            )
+            findings.cite(top.url, top.id)
+            return findings.answer(NOTHING_FOUND)
         info = last(seen, "get_dataset_info")
         if guidance.read_description and top.id and tools.has("get_dataset_info") and not info:
             return Call("get_dataset_info", {"dataset_id": top.id})

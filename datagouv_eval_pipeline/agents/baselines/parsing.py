@@ -140,9 +140,13 @@ def derive_filter(
 
 
 def metrics_line(text: str, month: str | None) -> str | None:
-    """``visits, downloads`` of a month in a ``get_metrics`` table (latest month if None)."""
+    """``visits, downloads`` of a month in a ``get_metrics`` table (latest month if None).
+
+    Columns are separated by ``|`` or, in the releases that align them, by runs of spaces.
+    """
     for line in text.splitlines():
-        cells = [cell.strip() for cell in line.split("|")]
+        separator = r"\|" if "|" in line else r"\s{2,}"
+        cells = [cell.strip() for cell in re.split(separator, line.strip())]
         is_month = len(cells) >= 3 and re.fullmatch(r"\d{4}-\d{2}", cells[0])
         if is_month and (month is None or cells[0] == month):
             visits = re.sub(r"\D", "", cells[1])
@@ -176,3 +180,29 @@ def tabular_preview(text: str) -> tuple[str | None, list[str], list[dict[str, An
                 rows.append({k: v for k, v in row.items() if k != "__id"})
     columns = list(rows[0]) if rows else []
     return found.group(1), columns, rows
+
+
+_ENDPOINT = re.compile(r"^\s+(GET|POST|PUT|PATCH|DELETE|HEAD)\s+(/\S*)\s*$")
+_PARAMETER = re.compile(r"^\s+-\s+(\S+)\s+\[(\w*),")
+
+
+def spec_endpoints(text: str, limit: int = 8) -> list[str]:
+    """The endpoints an OpenAPI summary lists, as example requests (``GET /path?param=…``).
+
+    Reads the ``METHOD /path`` lines of a ``get_dataservice_openapi_spec`` result and the
+    ``- name [query, …]`` parameter lines under each; path parameters stay in the path
+    (``/siren/{siren}``). At most ``limit`` endpoints, in the spec's order.
+    """
+    endpoints: list[tuple[str, str, list[str]]] = []
+    for line in text.splitlines():
+        endpoint = _ENDPOINT.match(line)
+        if endpoint is not None:
+            endpoints.append((endpoint.group(1), endpoint.group(2), []))
+            continue
+        parameter = _PARAMETER.match(line)
+        if parameter is not None and endpoints and parameter.group(2) == "query":
+            endpoints[-1][2].append(parameter.group(1))
+    return [
+        f"{method} {path}" + ("?" + "&".join(f"{name}=…" for name in names) if names else "")
+        for method, path, names in endpoints[:limit]
+    ]

@@ -20,6 +20,7 @@ from pydantic_ai.models.function import AgentInfo
 from pydantic_ai.tools import ToolDefinition
 
 from datagouv_eval_pipeline.agents.baselines.guidance import NO_GUIDANCE, Guidance
+from datagouv_eval_pipeline.agents.baselines.parsing import Listed
 from datagouv_eval_pipeline.agents.baselines.text import (
     other_places,
     search_query,
@@ -256,7 +257,8 @@ def next_query(
     """The next search to send, or None when searching is over.
 
     The first search holds the question's most specific words; the search engine requires
-    every word, so after a search whose result ``titles`` share no word with the question
+    every word, so after a search whose listed items (``titles``: each item's title, or all
+    its listing shows) share no word with the question
     (nothing found, or only unrelated titles) the next one drops the least specific word
     left. Searching ends when a search found a related title, failed, or no word is left
     to drop (each retry is a real call, recorded in the trace).
@@ -271,17 +273,35 @@ def next_query(
 T = TypeVar("T")
 
 
-def most_related(question: str, items: Sequence[T], title: Callable[[T], str]) -> list[T]:
+def most_related(
+    question: str,
+    items: Sequence[T],
+    title: Callable[[T], str],
+    metadata: Callable[[T], str] | None = None,
+) -> list[T]:
     """``items`` ordered as a person reads a result list (stable: the engine's order breaks ties).
 
     Titles naming a place the question does not mention come after the others (a regional
     copy answers a national or another region's question less well than the national
-    dataset); then titles sharing more topic words with the question come first.
+    dataset); then titles sharing more topic words with the question come first; then, when
+    the listing shows more than titles (``metadata``: tags, organization, description), the
+    items whose listing shares more topic words.
     """
-    return sorted(
-        items,
-        key=lambda item: (
-            other_places(question, title(item)) > 0,
-            -title_overlap(question, title(item)),
-        ),
+
+    def key(item: T) -> tuple[bool, int, int]:
+        shown = title(item)
+        extra = title_overlap(question, f"{shown} {metadata(item)}") if metadata else 0
+        return (other_places(question, shown) > 0, -title_overlap(question, shown), -extra)
+
+    return sorted(items, key=key)
+
+
+def listing_text(item: Listed) -> str:
+    """What a search listing shows of an item besides its title: tags, organization, description.
+
+    A person scanning results reads these too: an API titled *API Sirene* is about *SIRET*
+    numbers when its tags say so.
+    """
+    return " ".join(
+        item.fields.get(name, "") for name in ("Tags", "Organization", "Description", "Acronym")
     )

@@ -45,10 +45,13 @@ _GENERIC_TEXT = """
     departement departements departemental departementale departementaux region regions
     regional regionale commune communes communal communale ville villes pays territoire
     download downloads visit visits views year years month months week day days
+    france french francais francaise francaises
 """
 _GENERIC = frozenset(_GENERIC_TEXT.split())
 """Words any catalogue question may use (data, file, list, API, formats, dates, visits,
-administrative levels): they do not tell datasets apart."""
+administrative levels, and *France* / *French*: every dataset of a national French catalogue is
+French, which an English question says and a French one takes for granted): they do not tell
+datasets apart."""
 
 _MONTHS = {
     "janvier": 1,
@@ -91,8 +94,12 @@ _DATE = (
 )
 _QUANTITY = re.compile(r"\b(combien|nombre|total|how many|number of|count)\b")
 _API_WORDS = re.compile(
-    r"\b(api|apis|service web|web service|webservice|interface de programmation|endpoint)\b"
+    r"\b(api|apis|service web|web service|webservice|interface de programmation|endpoints?"
+    r"|services? (?:public|publics|en ligne|gratuits?)|(?:public|online) services?"
+    r"|automati\w*|programmati\w*)\b"
 )
+"""An API named as such, a public or online *service* that does something, or retrieval by a
+program (*automatiquement*, *programmatically*): what a dataservice gives."""
 _METRICS_NOUNS = re.compile(
     r"\b(visites?|telechargements?|consultations?|frequentation|audience|vues"
     r"|visits|downloads|page ?views|popularite|popularity)\b"
@@ -146,9 +153,10 @@ def search_terms(question: str) -> tuple[str, ...]:
 
 
 _PLACE_RANK = 3
-_PARTICIPLE = re.compile(r"(?:[^i]er|ir|ée?s?|ant)$")
-"""Endings of French infinitives and participles (``actualiser``, ``classés``): what is done,
-ranked after the nouns that say which data."""
+_PARTICIPLE = re.compile(r"(?:[^i]er|ir|ée?s?|ant|ing|ed)$")
+"""Endings of French infinitives and participles (``actualiser``, ``classés``) and English
+participles (``developing``, ``registered``): what is done, ranked after the nouns that say
+which data."""
 
 
 def _verbs(question: str) -> set[str]:
@@ -326,8 +334,80 @@ def is_quantitative(question: str) -> bool:
     return bool(_QUANTITY.search(fold(question)))
 
 
+_COUNTED = re.compile(
+    r"\b(?:combien (?:y a-t-il |il y a |existe-t-il )?(?:de |d')|how many |number of "
+    r"|nombre (?:de |d'))(.+)"
+)
+_COUNTED_LINKS = frozenset({"de", "d", "des", "du"})
+
+
+def counted_noun(question: str) -> str | None:
+    """What a count question counts: the words after *combien de*, *how many*, *nombre de*.
+
+    Up to four words, stopped by a function word that is not *de / des / du* (*combien de
+    conseillers municipaux siègent au conseil* → ``conseillers municipaux siègent``), so an
+    answer can state the figure with its noun, as a person repeats the question's unit.
+    """
+    match = _COUNTED.search(question.lower().replace("’", "'"))
+    if match is None:
+        return None
+    kept: list[str] = []
+    for token in re.findall(r"[\wà-ÿ]+'?", match.group(1)):
+        word = fold(token.rstrip("'"))
+        if not kept and word in _STOPWORDS:
+            continue  # *how many new cars*: the noun follows
+        if (word in _STOPWORDS and word not in _COUNTED_LINKS) or len(kept) == 4:
+            break
+        kept.append(token)
+    while kept and fold(kept[-1].rstrip("'")) in _COUNTED_LINKS:
+        kept.pop()  # no phrase ends on "de"
+    text = " ".join(kept).replace("' ", "'")
+    return text or None
+
+
+_FRESHNESS = re.compile(
+    r"\b(mis a jour|mise a jour|mises a jour|actualis\w*|frequence|rafraichi\w*|recent\w*"
+    r"|perime\w*|a jour|how often|updated?|refreshed|frequency|up to date|outdated|latest)\b"
+)
+
+
+def asks_about_freshness(question: str) -> bool:
+    """Whether the question asks how often or how recently the data is updated."""
+    return bool(_FRESHNESS.search(fold(question)))
+
+
+FREQUENCIES_FR = {
+    "punctual": "ponctuelle",
+    "continuous": "en continu",
+    "hourly": "toutes les heures",
+    "fourTimesADay": "quatre fois par jour",
+    "threeTimesADay": "trois fois par jour",
+    "semidaily": "deux fois par jour",
+    "daily": "quotidienne (chaque jour)",
+    "fourTimesAWeek": "quatre fois par semaine",
+    "threeTimesAWeek": "trois fois par semaine",
+    "semiweekly": "deux fois par semaine",
+    "weekly": "hebdomadaire (chaque semaine)",
+    "biweekly": "toutes les deux semaines",
+    "threeTimesAMonth": "trois fois par mois",
+    "semimonthly": "deux fois par mois",
+    "monthly": "mensuelle (chaque mois)",
+    "bimonthly": "tous les deux mois",
+    "quarterly": "trimestrielle",
+    "threeTimesAYear": "trois fois par an",
+    "semiannual": "semestrielle",
+    "annual": "annuelle (une fois par an)",
+    "biennial": "tous les deux ans",
+    "triennial": "tous les trois ans",
+    "quinquennial": "tous les cinq ans",
+    "irregular": "irrégulière",
+    "unknown": "inconnue",
+}
+"""The catalogue's update frequency codes (udata's list) in French words."""
+
+
 def asks_for_api(question: str) -> bool:
-    """Whether the question asks for an API."""
+    """Whether the question asks for an API (or a service, or automatic retrieval)."""
     return bool(_API_WORDS.search(fold(question)))
 
 

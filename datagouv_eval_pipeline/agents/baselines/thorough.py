@@ -25,6 +25,7 @@ from datagouv_eval_pipeline.agents.baselines.parsing import (
     numbered_items,
     pipe_rows,
     preview_rows,
+    spec_endpoints,
     tabular_preview,
     total_rows,
 )
@@ -40,14 +41,19 @@ from datagouv_eval_pipeline.agents.baselines.policy import (
     ToolSurface,
     calls_of,
     last,
+    listing_text,
     most_related,
     next_query,
 )
 from datagouv_eval_pipeline.agents.baselines.text import (
+    FREQUENCIES_FR,
+    asks_about_freshness,
     asks_for_api,
     asks_for_metrics,
+    counted_noun,
     is_quantitative,
     month_asked,
+    title_overlap,
 )
 from datagouv_eval_pipeline.agents.output import FinalAnswer
 
@@ -124,7 +130,7 @@ class ThoroughPolicy(BaselinePolicy):
     def _mcp(
         self, question: str, seen: Sequence[Observation], tools: ToolSurface, guidance: Guidance
     ) -> Step:
-        query = next_query(question, calls_of(seen, "search_datasets"), listed_titles)
+        query = next_query(question, calls_of(seen, "search_datasets"), listed_texts)
         if query is not None:
             args = tools.args("search_datasets", {"query": query})
             return Call("search_datasets", args or {"query": query})
@@ -134,7 +140,7 @@ class ThoroughPolicy(BaselinePolicy):
             if search is None or search.failed
             else [i for i in numbered_items(search.text) if i.id]
         )
-        datasets = most_related(question, datasets, lambda item: item.title)
+        datasets = most_related(question, datasets, lambda item: item.title, listing_text)
         # A listing that says a dataset has no file: the others first (nothing to read there).
         datasets.sort(key=lambda item: item.fields.get("Resources", "").strip() == "0")
         dataset = datasets[0] if datasets else None
@@ -244,14 +250,11 @@ class ThoroughPolicy(BaselinePolicy):
     def _dataservice_chain(
         self, question: str, seen: Sequence[Observation], tools: ToolSurface
     ) -> Call | Parallel | None:
-        query = next_query(question, calls_of(seen, "search_dataservices"), listed_titles)
+        query = next_query(question, calls_of(seen, "search_dataservices"), listed_texts)
         if query is not None:
             args = tools.args("search_dataservices", {"query": query})
             return Call("search_dataservices", args) if args is not None else None
-        search = last(seen, "search_dataservices")
-        if search is None:
-            return None
-        services = [] if search.failed else [i for i in numbered_items(search.text) if i.id]
+        services = found_services(question, seen)
         if not services:
             return None
         service_id = services[0].id
@@ -282,7 +285,9 @@ class ThoroughPolicy(BaselinePolicy):
                 f"Jeu de données : « {dataset.title} » ({url}), identifiant {dataset.id}."
             )
             findings.cite(url, dataset.id)
-            figure = self._data_findings(seen, findings)
+            if info is not None and not info.failed and asks_about_freshness(question):
+                freshness(findings, info.text)
+            figure = self._data_findings(question, seen, findings)
             figure = add_metrics(findings, last(seen, "get_metrics"), question) or figure
             probes = [p for p in calls_of(seen, "get_resource_info") if not p.failed]
             outside = probes and all(NOT_TABULAR in p.text for p in probes)
@@ -290,25 +295,15 @@ class ThoroughPolicy(BaselinePolicy):
                 not_tabular(findings, [str(p.args.get("resource_id")) for p in probes])
             if guidance.closest_sources and is_quantitative(question) and not figure:
                 closest(findings, datasets)
-        services = last(seen, "search_dataservices")
-        if services is not None and not services.failed:
-            listed = [i for i in numbered_items(services.text) if i.id]
-            if listed:
-                service = listed[0]
-                info = last(seen, "get_dataservice_info")
-                spec = field_value(info.text, "OpenAPI/Swagger spec") if info else None
-                base = field_value(info.text, "Base API URL") if info else None
-                text = f"API : « {service.title} » ({service.url})"
-                if base:
-                    text += f", adresse de base {base}"
-                if spec:
-                    text += f", spécification OpenAPI {spec}"
-                findings.lines.append(text + ".")
-                findings.cite(service.url, service.id)
+        services = found_services(question, seen)
+        if services:
+            # The API leads when the question asks for one.
+            at = 0 if asks_for_api(question) else len(findings.lines)
+            findings.lines[at:at] = service_lines(services, seen, findings)
         return findings.answer(NOTHING_FOUND)
 
     @staticmethod
-    def _data_findings(seen: Sequence[Observation], findings: Findings) -> bool:
+    def _data_findings(question: str, seen: Sequence[Observation], findings: Findings) -> bool:
         """Add what the data steps found; True when a figure was found."""
         probes = [p for p in calls_of(seen, "get_resource_info") if not p.failed]
         queries = [q for q in calls_of(seen, "query_resource_data") if not q.failed]
@@ -328,10 +323,14 @@ class ThoroughPolicy(BaselinePolicy):
             column = latest.args.get("filter_column")
             if total is not None and column:
                 figure = True
+                # The figure is stated with what the question counts, as a person repeats
+                # the question's unit, and with the rows and filter it comes from.
+                counted = counted_noun(question)
                 findings.lines.append(
                     f"En interrogeant l'API tabulaire avec le filtre {column} "
                     f"{latest.args.get('filter_operator', 'exact')} "
-                    f"{latest.args.get('filter_value')}, on obtient {total} lignes."
+                    f"{latest.args.get('filter_value')}, on obtient "
+                    + (f"{total} {counted} (lignes du fichier)." if counted else f"{total} lignes.")
                 )
             elif total is not None:
                 findings.lines.append(
@@ -347,6 +346,68 @@ class ThoroughPolicy(BaselinePolicy):
                     "de cette version ne permet pas de filtrer)."
                 )
         return figure
+
+
+def found_services(question: str, seen: Sequence[Observation]) -> list[Listed]:
+    """The APIs the dataservice searches listed that relate to the question, most related first.
+
+    Chosen on the whole listing (title, then tags, organization and description), over all
+    the searches made: a relaxed search's results are not better than the earlier ones. An
+    API sharing no topic word with the question is left out (a last, broad search lists
+    APIs about anything).
+    """
+    services: dict[str, Listed] = {}
+    for search in calls_of(seen, "search_dataservices"):
+        if not search.failed:
+            for item in numbered_items(search.text):
+                if item.id and item.id not in services:
+                    services[item.id] = item
+    related = [
+        item
+        for item in services.values()
+        if title_overlap(question, f"{item.title} {listing_text(item)}") > 0
+    ]
+    return most_related(question, related, lambda i: i.title, listing_text)
+
+
+def service_lines(
+    services: Sequence[Listed], seen: Sequence[Observation], findings: Findings
+) -> list[str]:
+    """What the answer says about the chosen API: address, spec, description, endpoints."""
+    service = services[0]
+    info = last(seen, "get_dataservice_info")
+    info_text = info.text if info is not None and not info.failed else ""
+    spec = field_value(info_text, "OpenAPI/Swagger spec")
+    base = field_value(info_text, "Base API URL") or service.fields.get("Base API URL")
+    text = f"API : « {service.title} » ({service.url})"
+    if base:
+        text += f", adresse de base {base}"
+    if spec:
+        text += f", spécification OpenAPI {spec}"
+    lines = [text + "."]
+    findings.cite(service.url, service.id)
+    description = field_value(info_text, "Description")
+    if description:
+        lines.append(f"Sa fiche indique : « {description[:400]} ».")
+    document = last(seen, "get_dataservice_openapi_spec")
+    if document is not None and not document.failed:
+        endpoints = spec_endpoints(document.text)
+        if endpoints:
+            lines.append("Points d'accès : " + " ; ".join(endpoints) + ".")
+    return lines
+
+
+def freshness(findings: Findings, info: str) -> None:
+    """Say how often and how recently the dataset is updated, as its record reads."""
+    frequency = field_value(info, "Update frequency")
+    updated = field_value(info, "Last updated")
+    parts = []
+    if frequency and frequency != "None":
+        parts.append(f"fréquence de mise à jour {FREQUENCIES_FR.get(frequency, frequency)}")
+    if updated and updated != "None":
+        parts.append(f"dernière mise à jour le {updated[:10]}")
+    if parts:
+        findings.lines.append("D'après sa fiche : " + ", ".join(parts) + ".")
 
 
 def not_tabular(findings: Findings, resource_ids: Sequence[str]) -> None:
@@ -627,6 +688,11 @@ def _labelled(label: str, *lines: str) -> Call:
 def listed_titles(text: str) -> list[str]:
     """The titles an MCP or web search result lists."""
     return [item.title for item in numbered_items(text)]
+
+
+def listed_texts(text: str) -> list[str]:
+    """What an MCP search result shows of each item: title, tags, organization, description."""
+    return [f"{item.title} {listing_text(item)}" for item in numbered_items(text)]
 
 
 def row_titles(text: str) -> list[str]:
