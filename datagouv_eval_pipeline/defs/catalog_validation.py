@@ -142,7 +142,14 @@ def catalog_reachable(
 )
 def no_quarantined_tasks(run_store: RunStoreResource) -> dg.AssetCheckResult:
     """Warn with the quarantined tasks and why."""
-    quarantined = quarantined_tasks(run_store.store())
+    try:
+        quarantined = quarantined_tasks(run_store.store())
+    except RunStoreError as error:
+        return dg.AssetCheckResult(
+            passed=False,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={"quarantined": dg.MetadataValue.md(f"- {error}")},
+        )
     return dg.AssetCheckResult(
         passed=not quarantined,
         severity=dg.AssetCheckSeverity.WARN,

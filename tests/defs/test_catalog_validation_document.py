@@ -24,3 +24,7 @@ def test_an_invalid_preflight_document_fails_catalog_reachable_naming_file_and_f
     assert not result.passed
     reason = str(result.metadata["reason"].value)
     assert reason == f"- {path}: report.urls: Field required (and 3 more problem(s))"
+    warning = catalog_validation_module.no_quarantined_tasks(run_store=resource)
+    assert isinstance(warning, dg.AssetCheckResult)
+    assert not warning.passed
+    assert str(warning.metadata["quarantined"].value) == reason
