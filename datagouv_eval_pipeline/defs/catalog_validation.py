@@ -16,16 +16,20 @@ from datagouv_eval_pipeline.defs.resources import (
     RunStoreResource,
 )
 from datagouv_eval_pipeline.defs.task_specs import task_specs
+from datagouv_eval_pipeline.experiment.documents import (
+    CatalogValidationDocument,
+    PreflightProbe,
+)
 from datagouv_eval_pipeline.experiment.live import preflight_problem
 from datagouv_eval_pipeline.experiment.quarantine import (
     DOCUMENT_KEY,
     STAGE,
     quarantined_tasks,
+    read_preflight,
 )
-from datagouv_eval_pipeline.experiment.store import RunStore
+from datagouv_eval_pipeline.experiment.store import RunStore, RunStoreError
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.tasks.references import Reference
-from datagouv_eval_pipeline.validation.models import ValidationReport
 from datagouv_eval_pipeline.validation.validator import ValidatorConfig, active, probe, validate
 
 
@@ -35,10 +39,10 @@ def references_for(store: RunStore, snapshot_id: str | None) -> list[Reference]:
     A pre-flight of another snapshot (or of the live catalog for twin runs, and the reverse)
     says nothing about the catalog the runs used: the spec's values stand then.
     """
-    document = store.read(STAGE, DOCUMENT_KEY)
-    if document is None or document.get("snapshot_id") != snapshot_id:
+    document = read_preflight(store)
+    if document is None or document.snapshot_id != snapshot_id:
         return []
-    return ValidationReport.model_validate(document["report"]).references
+    return document.report.references
 
 
 @dg.asset(group_name="task_specs", deps=[task_specs], kinds={"python"})
@@ -60,15 +64,10 @@ def catalog_validation(
     if not answers:
         context.log.error("the catalog does not answer: %s", detail)
     report = validate(specs, config)
-    run_store.store().write(
-        STAGE,
-        DOCUMENT_KEY,
-        {
-            "snapshot_id": snapshot,
-            "report": report.model_dump(mode="json"),
-            "probe": {"ok": answers, "detail": detail},
-        },
+    document = CatalogValidationDocument(
+        snapshot_id=snapshot, report=report, probe=PreflightProbe(ok=answers, detail=detail)
     )
+    run_store.store().write(STAGE, DOCUMENT_KEY, document)
     checks = [check for task in report.tasks for check in task.checks]
     unavailable = [c for c in checks if c.outcome == "error"]
     if report.quarantined:
@@ -115,13 +114,19 @@ def catalog_reachable(
     A live run without the network would otherwise quarantine every task and "succeed" with
     no result; this blocking check fails the run instead, with the reason.
     """
-    document = run_store.store().read(STAGE, DOCUMENT_KEY)
+    try:
+        document = read_preflight(run_store.store())
+    except RunStoreError as error:
+        # An unreadable report stops the run with its file and field, not a traceback.
+        return dg.AssetCheckResult(
+            passed=False, metadata={"reason": dg.MetadataValue.md(f"- {error}")}
+        )
     problem = preflight_problem(
         document, skip_validation=experiment.skip_validation, task_ids=experiment.task_ids
     )
     metadata: dict[str, Any] = {"reason": dg.MetadataValue.md(f"- {problem}" if problem else "ok")}
     if document is not None:
-        report = ValidationReport.model_validate(document["report"])
+        report = document.report
         checks = [check for task in report.tasks for check in task.checks]
         metadata |= {
             "checks": len(checks),
@@ -137,7 +142,14 @@ def catalog_reachable(
 )
 def no_quarantined_tasks(run_store: RunStoreResource) -> dg.AssetCheckResult:
     """Warn with the quarantined tasks and why."""
-    quarantined = quarantined_tasks(run_store.store())
+    try:
+        quarantined = quarantined_tasks(run_store.store())
+    except RunStoreError as error:
+        return dg.AssetCheckResult(
+            passed=False,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={"quarantined": dg.MetadataValue.md(f"- {error}")},
+        )
     return dg.AssetCheckResult(
         passed=not quarantined,
         severity=dg.AssetCheckSeverity.WARN,

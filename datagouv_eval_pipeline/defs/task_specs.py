@@ -9,7 +9,8 @@ import dagster as dg
 from datagouv_eval_pipeline.benchmark.cells import expand_cells
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.defs.resources import RunStoreResource
-from datagouv_eval_pipeline.experiment.store import content_digest
+from datagouv_eval_pipeline.experiment.documents import TaskSpecsDocument
+from datagouv_eval_pipeline.experiment.store import RunStoreError, content_digest
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, SpecErrors, TaskStatus, load_task_specs
 
 STAGE = "task_specs"
@@ -27,7 +28,7 @@ def task_specs(
         cells = expand_cells(load_benchmark_config())
     except SpecErrors as errors:
         problems = [str(error) for error in errors.errors]
-        store.write(STAGE, DOCUMENT_KEY, {"errors": problems})
+        store.write(STAGE, DOCUMENT_KEY, TaskSpecsDocument(errors=problems))
         context.log.error("%d problem(s) in task_specs/", len(problems))
         return dg.MaterializeResult(
             metadata={
@@ -39,7 +40,9 @@ def task_specs(
     active = [spec for spec in specs if spec.meta.status == TaskStatus.ACTIVE]
     hashes = {s.task_id: s.spec_hash() for s in specs}
     cell_keys = [cell.key for cell in cells]
-    store.write(STAGE, DOCUMENT_KEY, {"errors": [], "spec_hashes": hashes, "cells": cell_keys})
+    store.write(
+        STAGE, DOCUMENT_KEY, TaskSpecsDocument(errors=[], spec_hashes=hashes, cells=cell_keys)
+    )
     context.log.info(
         "loaded %d task specs (%d active), %d cells", len(specs), len(active), len(cells)
     )
@@ -59,8 +62,11 @@ def task_specs(
 @dg.asset_check(asset=task_specs, blocking=True, description="Every task spec is valid.")
 def specs_valid(run_store: RunStoreResource) -> dg.AssetCheckResult:
     """Fail naming every invalid file and field, so nothing downstream runs on them."""
-    document = run_store.store().read(STAGE, DOCUMENT_KEY) or {"errors": ["task_specs not run"]}
-    problems = list(document.get("errors", []))
+    try:
+        document = run_store.store().read_document(STAGE, DOCUMENT_KEY, TaskSpecsDocument)
+    except RunStoreError as error:
+        document = TaskSpecsDocument(errors=[str(error)])
+    problems = document.errors if document is not None else ["task_specs not run"]
     return dg.AssetCheckResult(
         passed=not problems,
         metadata={

@@ -1,5 +1,7 @@
-"""The run store documents of the stages of one cell, typed.
+"""The run store documents of the stages, typed.
 
+``task_specs`` and ``catalog_validation`` write one document for the whole experiment
+(:class:`TaskSpecsDocument`, :class:`CatalogValidationDocument`); then
 ``agent_runs`` → ``action_mappings`` → ``judge_scores``: each stage writes one document per cell
 (see :mod:`~datagouv_eval_pipeline.experiment.store`) and the next stages read it back. The
 documents are pydantic models built from the per-trace types of the layers below (``Trace``,
@@ -36,6 +38,7 @@ from datagouv_eval_pipeline.metrics.score_record import ScoreRecord
 from datagouv_eval_pipeline.semantic.mapper import CallMapping, TraceMapping
 from datagouv_eval_pipeline.tasks.references import Reference
 from datagouv_eval_pipeline.traces import Trace
+from datagouv_eval_pipeline.validation.models import ValidationReport
 from datagouv_eval_pipeline.warehouse.rows import CellRecord
 
 
@@ -67,6 +70,63 @@ class _Document(BaseModel):
             return cls.model_validate(data)
         except ValidationError as error:
             raise DocumentError(describe_validation_error(where, error)) from None
+
+
+# -------------------------------------------------------------------------- task specs
+
+
+class TaskSpecsDocument(_Document):
+    """The ``task_specs`` document: the problems of the specs, or their hashes and the cells.
+
+    Attributes:
+        errors: Every problem found (file and field); empty when the specs are valid.
+        spec_hashes: Task id → spec hash (valid specs only).
+        cells: The benchmark cell keys (valid specs only).
+    """
+
+    errors: list[str]
+    spec_hashes: dict[str, str] | None = None
+    cells: list[str] | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Invalid specs give a document of their errors alone (as it always was).
+        data: dict[str, Any] = handler(self)
+        for name in ("spec_hashes", "cells"):
+            if data.get(name) is None:
+                data.pop(name, None)
+        return data
+
+
+# ------------------------------------------------------------------- catalog validation
+
+
+class PreflightProbe(_Document):
+    """Whether the catalog answered at all before the checks ran, and what it answered."""
+
+    ok: bool
+    detail: str
+
+
+class CatalogValidationDocument(_Document):
+    """The ``catalog_validation`` document: the resource pre-flight of every active task.
+
+    Attributes:
+        snapshot_id: The twin snapshot it checked (None: the live catalog).
+        report: The pre-flight report.
+        probe: The catalog probe (None in a report written before the probe existed).
+    """
+
+    snapshot_id: str | None
+    report: ValidationReport
+    probe: PreflightProbe | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("probe") is None:
+            data.pop("probe", None)
+        return data
 
 
 # ------------------------------------------------------------------------------- agent runs

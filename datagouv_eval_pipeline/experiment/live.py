@@ -29,13 +29,13 @@ from typing import Any
 from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.benchmark.config import McpSource
 from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR, load_benchmark_config
+from datagouv_eval_pipeline.experiment.documents import CatalogValidationDocument
 from datagouv_eval_pipeline.judges.config import (
     JUDGE_FILE,
     JudgeKind,
     JudgeSpecError,
     load_judge_spec,
 )
-from datagouv_eval_pipeline.validation.models import ValidationReport
 
 CATALOG_ENV = "DATAGOUV_EVAL_WEEKLY_CATALOG"
 """``live`` (the default) or ``twin``: what the weekly run reads."""
@@ -159,7 +159,7 @@ def offline_only(cell: Cell) -> str | None:
 
 
 def preflight_problem(
-    document: Mapping[str, Any] | None,
+    document: CatalogValidationDocument | None,
     *,
     skip_validation: bool,
     task_ids: Sequence[str] = (),
@@ -179,10 +179,10 @@ def preflight_problem(
     """
     if document is None:
         return "no pre-flight report: catalog_validation has not run"
-    probe = document.get("probe") or {}
-    if probe and not probe.get("ok"):
-        return f"the catalog is unreachable: {probe.get('detail') or 'no answer'}"
-    report = ValidationReport.model_validate(document["report"])
+    probe = document.probe
+    if probe is not None and not probe.ok:
+        return f"the catalog is unreachable: {probe.detail or 'no answer'}"
+    report = document.report
     checks = [check for task in report.tasks for check in task.checks]
     if report.tasks and not checks:
         return "the pre-flight ran no check"

@@ -6,8 +6,8 @@ quarantined tasks and the report lists them with the first failing check.
 
 from __future__ import annotations
 
+from datagouv_eval_pipeline.experiment.documents import CatalogValidationDocument
 from datagouv_eval_pipeline.experiment.store import RunStore
-from datagouv_eval_pipeline.validation.models import ValidationReport
 
 STAGE = "catalog_validation"
 """The run store stage of the pre-flight report."""
@@ -15,12 +15,25 @@ DOCUMENT_KEY = "all"
 """Its one document (the pre-flight covers every task at once)."""
 
 
+def read_preflight(store: RunStore) -> CatalogValidationDocument | None:
+    """The last pre-flight document, or None when ``catalog_validation`` never ran.
+
+    Raises:
+        RunStoreError: The document does not validate (naming the file and the field).
+    """
+    return store.read_document(STAGE, DOCUMENT_KEY, CatalogValidationDocument)
+
+
 def quarantined_tasks(store: RunStore) -> dict[str, str]:
-    """Quarantined task ids with the first failing check, from the last pre-flight."""
-    document = store.read(STAGE, DOCUMENT_KEY)
+    """Quarantined task ids with the first failing check, from the last pre-flight.
+
+    Raises:
+        RunStoreError: The pre-flight document does not validate (naming the file and field).
+    """
+    document = read_preflight(store)
     if document is None:
         return {}
-    report = ValidationReport.model_validate(document["report"])
+    report = document.report
     out: dict[str, str] = {}
     for task in report.tasks:
         if task.status == "quarantined":

@@ -61,3 +61,15 @@ def test_an_invalid_spec_fails_the_blocking_check_naming_the_file(
     assert "promt" in details or "prompt" in details
     # Blocking: the run fails, so nothing downstream would start on the bad specs.
     assert not result.success
+
+
+def test_an_invalid_task_specs_document_fails_the_check_naming_file_and_field(
+    tmp_path: Path,
+) -> None:
+    resource = RunStoreResource(root=str(tmp_path / "store"))
+    path = resource.store().write("task_specs", "all", {"errors": [], "cells": "offline~a"})
+    result = task_specs_module.specs_valid(run_store=resource)
+    assert isinstance(result, dg.AssetCheckResult)
+    assert not result.passed
+    details = str(result.metadata["details"].value)
+    assert details == f"- `{path}: cells: Input should be a valid list`"

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
 from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
 from datagouv_eval_pipeline.benchmark.config import ProviderKind
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.experiment.documents import CatalogValidationDocument, PreflightProbe
 from datagouv_eval_pipeline.experiment.live import (
     CATALOG_ENV,
     JUDGE_BASE_URL_ENV,
@@ -109,7 +109,9 @@ def _check(outcome: str, reason: str) -> PreflightCheckResult:
     )
 
 
-def _document(statuses: list[str], outcome: str = "failed", probe: bool = True) -> dict[str, Any]:
+def _document(
+    statuses: list[str], outcome: str = "failed", probe: bool | None = True
+) -> CatalogValidationDocument:
     tasks = [
         TaskReport(
             task_id=f"task_{i:04d}",
@@ -130,11 +132,8 @@ def _document(statuses: list[str], outcome: str = "failed", probe: bool = True) 
     detail = "GET https://www.data.gouv.fr/api/1/site/ → HTTP 200"
     if not probe:
         detail = "GET https://www.data.gouv.fr/api/1/site/ failed: ConnectError: refused"
-    return {
-        "snapshot_id": None,
-        "report": report.model_dump(mode="json"),
-        "probe": {"ok": probe, "detail": detail},
-    }
+    answered = None if probe is None else PreflightProbe(ok=probe, detail=detail)
+    return CatalogValidationDocument(snapshot_id=None, report=report, probe=answered)
 
 
 def test_when_a_preflight_stops_the_run() -> None:
@@ -164,6 +163,5 @@ def test_when_a_preflight_stops_the_run() -> None:
     )
     assert preflight_problem(some, skip_validation=False, task_ids=["task_0001"]) is None
     # A report written before the probe existed is judged on its checks alone.
-    old = _document(["ok"])
-    del old["probe"]
+    old = _document(["ok"], probe=None)
     assert preflight_problem(old, skip_validation=False) is None
