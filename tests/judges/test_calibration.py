@@ -25,8 +25,8 @@ EXPECTED_DETERMINISTIC = {
     "cal-0002-count-exact": "p",  # pattern, value and unit ("jeux") hold
     "cal-0002-count-words": "f",  # number in words: no pattern match
     "cal-0002-count-wrong": "f",
-    "cal-0002-count-today": "f",  # 52 076 is not 2076
-    "cal-0002-count-resources": "u",  # 2 076 followed by "ressources": unit not confirmed
+    "cal-0002-count-today": "f",  # 52 066 is not 2066
+    "cal-0002-count-resources": "u",  # 2 066 followed by "ressources": unit not confirmed
     "cal-0002-source-catalogue": "u",  # no hint
     "cal-0002-method-created-at": "p",
     "cal-0002-method-vague": "p",  # the keyword is there; the method is not checked
@@ -208,7 +208,7 @@ def test_a_stale_criterion_hash_names_the_file_item_and_field(tmp_path: Path) ->
         load_calibration([path], real_tasks())
     problems = caught.value.problems
     assert problems[0].startswith(f"{path}: item 'stale': criterion_sha: the criterion's text")
-    assert "expected 1a8d8f9fd1ee" in problems[0]
+    assert "expected d63120a2dd15" in problems[0]
     assert "item 'bad-index': criterion: task_0002 has 5 criteria (0..4), not 9" in problems[1]
 
 
@@ -224,5 +224,5 @@ def test_an_llm_judge_can_be_calibrated_offline() -> None:
     # A constant judge agrees exactly as often as chance predicts: kappa 0.
     assert report.kappa.value == pytest.approx(0.0)
     assert report.spend.calls == 58
-    evidence_items = [r for r in grader.requests if "Total rows (Tabular API): 2076" in r.prompt]
+    evidence_items = [r for r in grader.requests if "Total rows (Tabular API): 2066" in r.prompt]
     assert len(evidence_items) == 1  # the one item that carries tool evidence

@@ -43,11 +43,11 @@ def test_the_criterion_prompt_shows_question_criterion_answer_and_tool_results()
     (sent,) = grader.requests
     assert sent.instructions == CRITERION_PROMPT.instructions.strip()
     assert "never pass a criterion by default" in sent.instructions
-    assert "La réponse donne 2076 comme nombre" in sent.prompt
-    assert "**2\u202f076 jeux de données**" in sent.prompt
+    assert "La réponse donne 2066 comme nombre" in sent.prompt
+    assert "**2\u202f066 jeux de données**" in sent.prompt
     # The tool results are shown, so the judge can tell a grounded number from an invented one.
     assert "<tool_results>" in sent.prompt
-    assert "Total rows (Tabular API): 2076" in sent.prompt
+    assert "Total rows (Tabular API): 2066" in sent.prompt
     assert "[call_4] query_resource_data(" in sent.prompt
     assert sent.settings == {"temperature": 0.0}
     assert verdict.passed is True
@@ -150,7 +150,7 @@ def test_the_failure_mode_judge_is_told_its_tier() -> None:
     assert "Tier judged: minimal" in sent.prompt
     assert "chain: search.datasets > get.dataset.resources > get.data" in sent.prompt
     assert "get.resource.info" not in sent.prompt.split("<tool_results>")[0]  # optimal only
-    assert "[PASS] La réponse donne 2076" in sent.prompt
+    assert "[PASS] La réponse donne 2066" in sent.prompt
     assert set(result) == set(FailureMode)
     assert all(v.passed is True and v.details["tier"] == "minimal" for v in result.values())
     # One call: its tokens are on one verdict only, so sums stay exact.

@@ -28,7 +28,7 @@ MODEL = "mistral/mistral-small-2603"
 
 
 class GraderScript:
-    """A scripted provider: passes the criterion when the answer block contains 2076."""
+    """A scripted provider: passes the criterion when the answer block contains 2066."""
 
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
@@ -37,7 +37,7 @@ class GraderScript:
         self.bodies.append(body)
         prompt = body["messages"][-1]["content"]
         answer = prompt.split("<answer>")[1].split("</answer>")[0]
-        passed = "2\u202f076" in answer or "2076" in answer
+        passed = "2\u202f066" in answer or "2066" in answer
         output_tool = body["tools"][0]["function"]["name"]
         arguments = {"passed": passed, "grounded": passed, "reason": "read from the answer"}
         return tool_call_completion(
@@ -82,7 +82,7 @@ def test_the_llm_judge_records_and_replays_a_cassette(
     (body,) = script.bodies
     assert body["model"] == "mistral-small-2603"
     assert body["temperature"] == 0
-    assert "Total rows (Tabular API): 2076" in body["messages"][-1]["content"]
+    assert "Total rows (Tabular API): 2066" in body["messages"][-1]["content"]
     assert len(load_cassette(cassettes / "judge-criterion.json").interactions) == 1
 
     with ReplayServer(ReplayConfig(mode="replay", cassettes_dir=cassettes)) as replay:

@@ -29,7 +29,7 @@ CATALOG = twin_catalog_lookup()
 def test_deterministic_judgement_of_the_good_example_trace() -> None:
     trace = example_trace("task_0002_mcp.json")
     result = judge_trace_sync(DeterministicJudge(), with_catalog_slugs(TASK, CATALOG), trace)
-    # Criteria: 2076 (pattern + value), catalogue origin (no hint), created_at (keyword), deleted
+    # Criteria: 2066 (pattern + value), catalogue origin (no hint), created_at (keyword), deleted
     # datasets caveat (no hint), link to the catalogue page (citation via the catalog's slug).
     assert [outcome(c.verdict) for c in result.criteria] == [
         "pass",
@@ -58,7 +58,7 @@ def test_a_wrong_answer_scores_zero_only_on_what_was_scored() -> None:
     trace = example_trace("task_0002_mcp_wrong.json")
     result = judge_trace_sync(DeterministicJudge(), TASK, trace)
     minimal = result.accuracy("minimal")
-    assert minimal.mean.value == 0.0  # the 2076 criterion failed...
+    assert minimal.mean.value == 0.0  # the 2066 criterion failed...
     assert (minimal.scored, minimal.total) == (1, 2)  # ...the other one is not a silent 0
     assert outcome(result.failure_modes["minimal"][FailureMode.HALLUCINATION]) == "fail"
 
