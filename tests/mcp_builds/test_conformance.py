@@ -36,6 +36,7 @@ from datagouv_eval_pipeline.benchmark.config import McpBuild
 from datagouv_eval_pipeline.mcp_builds import BuildServers
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.tasks.spec import SourceType
+from datagouv_eval_pipeline.twin import catalogue_export
 from datagouv_eval_pipeline.twin.catalog import CatalogStore
 from datagouv_eval_pipeline.twin.mcp.server import mcp_url
 from datagouv_eval_pipeline.twin.mcp.versions import VersionSpec, get_version
@@ -307,10 +308,17 @@ def _resource_calls(
     if not download:
         return
     for resource_id in ids[SourceType.RESOURCE]:
-        yield Call(
-            "download", "download_and_parse_resource", {"resource_id": resource_id, "max_rows": 3}
-        )
-    for n, resource_id in enumerate(sorted(store.tables)[:6]):
+        arguments: dict[str, Any] = {"resource_id": resource_id, "max_rows": 3}
+        if resource_id == catalogue_export.RESOURCE_ID and "max_size_mb" in download:
+            # The platform's export is ~79 MB. The releases with ``max_size_mb`` (0.2.5, 0.2.14)
+            # gather a download by re-concatenating bytes, quadratic in its size: the real
+            # server needs many minutes for it and the client's stream gives up first. A 1 MB
+            # cap asks the same file through the size refusal both sides answer at once.
+            arguments["max_size_mb"] = 1
+        yield Call("download", "download_and_parse_resource", arguments)
+    # The export is asked above only; a full download of it is what must be avoided.
+    tables = [t for t in sorted(store.tables) if t != catalogue_export.RESOURCE_ID]
+    for n, resource_id in enumerate(tables[:6]):
         limits = {"resource_id": resource_id, "max_rows": (0, 1, -1, 500, 2, 20)[n]}
         if "max_size_mb" in download:
             limits["max_size_mb"] = (500, 0, 1)[n % 3]
@@ -320,6 +328,8 @@ def _resource_calls(
     kinds: dict[tuple[str, str], str] = {}
     for dataset_id in sorted(store.datasets):
         for resource in store.datasets[dataset_id].get("resources") or []:
+            if resource["id"] == catalogue_export.RESOURCE_ID:
+                continue
             host = str(resource.get("url") or "").split("/")[2:3]
             kinds.setdefault((str(resource.get("format")), "".join(host)), str(resource["id"]))
     for resource_id in kinds.values():
