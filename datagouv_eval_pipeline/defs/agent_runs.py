@@ -46,16 +46,7 @@ from datagouv_eval_pipeline.experiment.live import offline_only
 from datagouv_eval_pipeline.experiment.plan import select_tasks
 from datagouv_eval_pipeline.experiment.quarantine import quarantined_tasks
 from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS, run_agents
-from datagouv_eval_pipeline.experiment.store import RunStore, RunStoreError
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
-
-
-def _previous(store: RunStore, cell_key: str) -> AgentRunsDocument | None:
-    """The cell's last document; an unreadable one is replaced by this run's (not kept from)."""
-    try:
-        return store.read_document(AGENT_RUNS, cell_key, AgentRunsDocument)
-    except RunStoreError:
-        return None
 
 
 @dg.asset(
@@ -142,7 +133,9 @@ def run_agent_cells(
             "repeats": experiment.repeats,
             "cache": cache,
             "reuse": not experiment.rerun,
-            "previous": _previous(store, cell.key),
+            # An unreadable previous document fails this cell only (RunStoreError names the
+            # file and the field) and is left as it is for a person to look at.
+            "previous": store.read_document(AGENT_RUNS, cell.key, AgentRunsDocument),
             "keep_tasks": keep if experiment.task_ids else (),
         }
 
