@@ -51,7 +51,11 @@ def transcripts_present(
 ) -> dg.AssetCheckResult:
     """Each stored cell holds a trace per selected (non-quarantined) task × repeat."""
     store = run_store.store()
-    quarantined = quarantined_tasks(store)
+    try:
+        quarantined = quarantined_tasks(store)
+    except RunStoreError as error:
+        # Which tasks to expect is unknown: the check fails and names the unreadable file.
+        return dg.AssetCheckResult(passed=False, metadata={"details": _md([str(error)])})
     tasks = [
         t.task_id
         for t in select_tasks(load_task_specs([TASK_SPECS_DIR]), experiment.task_ids)

@@ -7,6 +7,7 @@ from pathlib import Path
 import dagster as dg
 
 from datagouv_eval_pipeline.defs import catalog_validation as catalog_validation_module
+from datagouv_eval_pipeline.defs import checks as checks_module
 from datagouv_eval_pipeline.defs.resources import ExperimentSettings, RunStoreResource
 
 
@@ -28,3 +29,9 @@ def test_an_invalid_preflight_document_fails_catalog_reachable_naming_file_and_f
     assert isinstance(warning, dg.AssetCheckResult)
     assert not warning.passed
     assert str(warning.metadata["quarantined"].value) == reason
+    transcripts = checks_module.transcripts_present(
+        run_store=resource, experiment=ExperimentSettings()
+    )
+    assert isinstance(transcripts, dg.AssetCheckResult)
+    assert not transcripts.passed
+    assert str(transcripts.metadata["details"].value) == reason
