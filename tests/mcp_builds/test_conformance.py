@@ -154,7 +154,7 @@ def _search_calls(
             yield Call("search.page_size", "search_datasets", {"query": query, "page_size": 3})
         if n % 5 == 2:
             yield Call("search.stop_words", "search_datasets", {"query": f"données {query} csv"})
-    for service_id in ids[SourceType.DATASERVICE][:8]:
+    for service_id in ids[SourceType.DATASERVICE]:
         service = store.dataservices.get(service_id)
         if service:
             yield Call(
@@ -165,7 +165,9 @@ def _search_calls(
     publishers = sorted(
         {str((d.get("organization") or {}).get("id")) for d in store.datasets.values()}
     )
-    for org_id in [*ids[SourceType.ORGANIZATION], *publishers[:10]]:
+    # Every organization of the tasks, then every publisher of the hand-made records: releases
+    # without ``search_organizations`` (0.2.5, 0.2.14) find an organization this way only.
+    for org_id in dict.fromkeys([*ids[SourceType.ORGANIZATION], *publishers]):
         org = store.organization(org_id)
         if org:
             yield Call("search.organization", "search_datasets", {"query": str(org["name"])})
@@ -283,7 +285,8 @@ def _dataservice_calls(
 
 
 def _dataset_calls(store: CatalogStore, ids: dict[SourceType, list[str]]) -> Iterator[Call]:
-    for dataset_id in sorted(store.datasets):
+    # The hand-made records, then the tasks' datasets that come from the real catalogue's facts.
+    for dataset_id in dict.fromkeys([*sorted(store.datasets), *ids[SourceType.DATASET]]):
         yield Call("dataset.info", "get_dataset_info", {"dataset_id": dataset_id})
     for dataset_id in ids[SourceType.DATASET]:
         yield Call("dataset.resources", "list_dataset_resources", {"dataset_id": dataset_id})
@@ -556,6 +559,50 @@ async def _call_all(url: str, calls: list[Call]) -> list[Answer]:
             assert isinstance(result, CallToolResult)
             answers.append(_answer(result))
         return answers
+
+
+@pytest.fixture(scope="module")
+def snapshot_store() -> CatalogStore:
+    return CatalogStore.load(warm=False)
+
+
+def _argument_values(calls: list[Call], tool: str, name: str) -> set[str]:
+    return {str(c.arguments.get(name)) for c in calls if c.tool == tool}
+
+
+@pytest.mark.parametrize("release", RELEASES, ids=lambda release: release.version)
+def test_the_calls_are_the_wide_run(release: Release, snapshot_store: CatalogStore) -> None:
+    """Issue 12's wide run, checked on the call set itself (no build needed to fail it).
+
+    Every dataset, resource and dataservice of the tasks, at least 30 organization queries and
+    50 dataset searches, two pages of every table.
+    """
+    spec = get_version(release.version)
+    calls = conformance_calls(snapshot_store, spec)
+    ids = _task_ids()
+    assert set(ids[SourceType.DATASET]) <= _argument_values(calls, "get_dataset_info", "dataset_id")
+    assert set(ids[SourceType.RESOURCE]) <= _argument_values(
+        calls, "get_resource_info", "resource_id"
+    )
+    services = [s for s in ids[SourceType.DATASERVICE] if s in snapshot_store.dataservices]
+    assert services
+    if spec.tool("get_dataservice_info"):
+        assert set(services) <= _argument_values(calls, "get_dataservice_info", "dataservice_id")
+    else:
+        # Without dataservice tools, a release reaches an API through the dataset search only.
+        searched = _argument_values(calls, "search_datasets", "query")
+        titles = {_query_words(str(snapshot_store.dataservices[s]["title"]), 2) for s in services}
+        assert titles <= searched
+    organization_queries = [
+        c for c in calls if c.kind == "search.organization" or c.tool == "search_organizations"
+    ]
+    assert len(organization_queries) >= 30
+    assert sum(c.tool == "search_datasets" for c in calls) >= 50
+    if spec.tool("query_resource_data"):
+        pages = Counter(str(c.arguments["resource_id"]) for c in calls if c.kind == "table.page")
+        assert {t: pages[t] for t in snapshot_store.tables} == dict.fromkeys(
+            snapshot_store.tables, 2
+        )
 
 
 async def _tools(url: str) -> list[dict[str, Any]]:
