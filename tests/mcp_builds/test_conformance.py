@@ -121,6 +121,11 @@ def _query_words(title: str, count: int) -> str:
     return " ".join(words[:count]).lower()
 
 
+def _publishers(store: CatalogStore) -> list[str]:
+    """The organization ids of the snapshot's hand-made datasets, sorted."""
+    return sorted({str((d.get("organization") or {}).get("id")) for d in store.datasets.values()})
+
+
 def _task_ids() -> dict[SourceType, list[str]]:
     ids: dict[SourceType, list[str]] = {kind: [] for kind in SourceType}
     for spec in load_task_specs([TASK_SPECS_DIR]):
@@ -162,12 +167,9 @@ def _search_calls(
                 "search_datasets",
                 {"query": _query_words(str(service["title"]), 2)},
             )
-    publishers = sorted(
-        {str((d.get("organization") or {}).get("id")) for d in store.datasets.values()}
-    )
     # Every organization of the tasks, then every publisher of the hand-made records: releases
     # without ``search_organizations`` (0.2.5, 0.2.14) find an organization this way only.
-    for org_id in dict.fromkeys([*ids[SourceType.ORGANIZATION], *publishers]):
+    for org_id in dict.fromkeys([*ids[SourceType.ORGANIZATION], *_publishers(store)]):
         org = store.organization(org_id)
         if org:
             yield Call("search.organization", "search_datasets", {"query": str(org["name"])})
@@ -209,10 +211,7 @@ def _search_calls(
 def _organization_calls(store: CatalogStore, spec: VersionSpec) -> Iterator[Call]:
     if not spec.tool("search_organizations"):
         return
-    organizations = sorted(
-        {str((d.get("organization") or {}).get("id")) for d in store.datasets.values()}
-    )
-    for n, org_id in enumerate(organizations[:12]):
+    for n, org_id in enumerate(_publishers(store)[:12]):
         org = store.organization(org_id)
         if not org:
             continue
