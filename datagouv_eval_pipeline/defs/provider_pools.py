@@ -88,10 +88,11 @@ def _claim(
     cancel: CancelToken | None,
 ) -> int:
     storage = context.instance.event_log_storage
+    run_id = context.run.run_id
     first = _step_key(provider, 0)
     held.append((pool, first))
     waited = False
-    while not storage.claim_concurrency_slot(pool, context.run.run_id, first).is_claimed:
+    while not storage.claim_concurrency_slot(pool, run_id, first).is_claimed:
         if cancel is not None and cancel.cancelled:
             raise RunCancelled(cancel.reason)
         if not waited:
@@ -102,10 +103,10 @@ def _claim(
     for index in range(1, count):
         step_key = _step_key(provider, index)
         held.append((pool, step_key))
-        if not storage.claim_concurrency_slot(pool, context.run.run_id, step_key).is_claimed:
+        if not storage.claim_concurrency_slot(pool, run_id, step_key).is_claimed:
             # The rest are busy: run with what is free now. A claim left pending would be
             # assigned the next freed slot and keep it from the run that waits for it.
-            storage.free_concurrency_slot_for_step(context.run.run_id, step_key)
+            storage.free_concurrency_slot_for_step(run_id, step_key)
             held.pop()
             break
         claimed += 1
