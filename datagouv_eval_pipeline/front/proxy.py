@@ -55,7 +55,8 @@ class WireRequest:
         url: The URL as the client asked for it (``https://www.data.gouv.fr/api/1/…``).
         status: The HTTP status of the answer (403 when the front refused; 502 when the
             upstream could not be reached; 0 when the exchange broke before a status).
-        bytes: Bytes of the response body received.
+        bytes: Bytes of the response body relayed to the client: fewer than the body holds
+            when the client hung up before the end (a download it could not store).
         duration_ms: From the request head to the end of the response body.
         started_at: ``time.time()`` when the request head arrived.
     """
@@ -570,27 +571,32 @@ class Front:
                     up_writer.write(forwarded.head)
                     await _copy_body(reader, up_writer, request_length)
                     await up_writer.drain()
+                    relayed = _Relayed()
                     try:
-                        answer = await _copy_response(up_reader, writer, method)
-                    except _NoAnswer:
-                        if request_length:
-                            raise  # a body cannot be sent twice
-                        # Closed just as the request went out, before any answer: send it again.
-                        await reconnect()
-                        up_writer.write(forwarded.head)
-                        await up_writer.drain()
-                        answer = await _copy_response(up_reader, writer, method)
-                    status, body_bytes, upstream_keep = answer
-                    self._record(
-                        WireRequest(
-                            method,
-                            url,
-                            status,
-                            body_bytes,
-                            round((time.perf_counter() - clock) * 1000, 3),
-                            started,
-                        )
-                    )
+                        try:
+                            upstream_keep = await _copy_response(up_reader, writer, method, relayed)
+                        except _NoAnswer:
+                            if request_length:
+                                raise  # a body cannot be sent twice
+                            # Closed as the request went out, before any answer: send it again.
+                            await reconnect()
+                            up_writer.write(forwarded.head)
+                            await up_writer.drain()
+                            upstream_keep = await _copy_response(up_reader, writer, method, relayed)
+                    finally:
+                        # An answer cut short (the client hung up mid-download) was still on the
+                        # wire: it is recorded with the bytes relayed before the cut.
+                        if relayed.status:
+                            self._record(
+                                WireRequest(
+                                    method,
+                                    url,
+                                    relayed.status,
+                                    relayed.bytes,
+                                    round((time.perf_counter() - clock) * 1000, 3),
+                                    started,
+                                )
+                            )
                 finally:
                     self._end_request()
                 if not keep:
@@ -649,12 +655,28 @@ def _fields(headers: list[str]) -> dict[str, str]:
     return fields
 
 
+@dataclass
+class _Relayed:
+    """How far one response got towards the client: its status (0 before it), body bytes."""
+
+    status: int = 0
+    bytes: int = 0
+
+
 async def _copy_body(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, length: int | None
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    length: int | None,
+    relayed: _Relayed | None = None,
 ) -> int:
-    """Copy a message body (``length`` bytes, ``-1`` for chunked); return its payload bytes."""
+    """Copy a message body (``length`` bytes, ``-1`` for chunked); return its payload bytes.
+
+    Each piece is drained before the next is read, so a slow reader holds the copy back rather
+    than the whole body piling up in memory; ``relayed`` counts the payload bytes as they pass.
+    """
     if length is None or length == 0:
         return 0
+    counter = relayed if relayed is not None else _Relayed()
     if length > 0:
         remaining = length
         while remaining:
@@ -662,7 +684,9 @@ async def _copy_body(
             if not data:
                 raise asyncio.IncompleteReadError(b"", remaining)
             writer.write(data)
+            await writer.drain()
             remaining -= len(data)
+            counter.bytes += len(data)
         return length
     total = 0
     while True:
@@ -677,14 +701,15 @@ async def _copy_body(
                 if trailer == b"\r\n":
                     return total
         writer.write(await reader.readexactly(size + 2))
-        total += size
         await writer.drain()
+        total += size
+        counter.bytes += size
 
 
 async def _copy_response(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, method: str
-) -> tuple[int, int, bool]:
-    """Copy one response from the upstream; return its status, body bytes, and keep-alive."""
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, method: str, relayed: _Relayed
+) -> bool:
+    """Copy one response from the upstream, noting its progress in ``relayed``; keep-alive."""
     first = True
     while True:
         try:
@@ -702,24 +727,24 @@ async def _copy_response(
         if 100 <= status < 200:
             continue  # an interim answer; the real one follows
         break
+    relayed.status = status
     fields = _fields([h for h in rest.split("\r\n") if h])
     keep = "close" not in fields.get("connection", "").lower() and parts[0] == "HTTP/1.1"
     if method == "HEAD" or status in (204, 304):
         await writer.drain()
-        return status, 0, keep
+        return keep
     if "chunked" in fields.get("transfer-encoding", "").lower():
-        total = await _copy_body(reader, writer, -1)
+        await _copy_body(reader, writer, -1, relayed)
     elif "content-length" in fields:
-        total = await _copy_body(reader, writer, int(fields["content-length"]))
+        await _copy_body(reader, writer, int(fields["content-length"]), relayed)
     else:
-        total = 0
         while data := await reader.read(65536):
             writer.write(data)
-            total += len(data)
+            relayed.bytes += len(data)
             await writer.drain()
         keep = False
     await writer.drain()
-    return status, total, keep
+    return keep
 
 
 async def _respond(writer: asyncio.StreamWriter, status: int, reason: str, body: str) -> None:

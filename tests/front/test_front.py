@@ -22,6 +22,7 @@ from datagouv_eval_pipeline.twin.server import TwinServer
 
 TRANSPORTS = "55e4129788ee386899a46ec1"
 TRANSPORTS_CSV = "d8581b5b-3372-4e73-9323-036e543e2bef"  # 144 rows in the Tabular API
+CATALOGUE_EXPORT = "f868cca6-8da1-4369-a78d-47463f19a9a3"  # 79 MB: the real catalogue's rows
 
 
 @pytest.fixture(scope="module")
@@ -112,6 +113,24 @@ def test_every_forwarded_request_is_recorded(front: Front) -> None:
         ("GET", "https://www.data.gouv.fr/api/1/site/", 200),
     ]
     assert records[1].bytes > 0 and records[1].duration_ms > 0
+
+
+def test_a_download_cut_short_by_the_client_is_recorded(front: Front) -> None:
+    """A client that hangs up mid-body (a full disk) still sent the request: it is on record."""
+    catalogue = "https://www.data.gouv.fr/api/1/datasets/catalogue-des-donnees-de-data-gouv-fr/"
+    front.take_wire_requests()
+    with _client(front) as client:
+        resources = client.get(catalogue).json()["resources"]
+        url = next(r["url"] for r in resources if r["id"] == CATALOGUE_EXPORT)
+        # The twin writes the 79 MB file before its first byte: a few seconds.
+        with client.stream("GET", url, timeout=120) as answer:
+            length = int(answer.headers["content-length"])
+            first = next(answer.iter_raw(65536))
+        # Closing the client drops its connection, the body mostly unread.
+    records = front.take_wire_requests()
+    assert [(r.url, r.status) for r in records] == [(catalogue, 200), (url, 200)]
+    # The front holds back to the client's pace: it relayed a fraction, not the whole body.
+    assert len(first) <= records[1].bytes < length / 2
 
 
 @pytest.mark.parametrize("client", ["requests", "urllib", "curl"])
