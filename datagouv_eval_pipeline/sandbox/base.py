@@ -28,7 +28,9 @@ class SandboxLimits:
         max_file_mb: Largest file a call may write.
         kill_output_chars: stdout or stderr longer than this ends the call (``output``); below
             it, output past ``max_output_chars`` is only cut, and the call goes on.
-        tmp_mb: Size of the private ``/tmp`` where the backend provides one.
+        tmp_mb: Size of the private ``/tmp`` where the backend provides one: room for the
+            largest file an agent is expected to fetch (the twin's catalogue export, 79 MB, with
+            the real catalogue's 120,903 rows).
         disk_mb: Most the session's working directory may hold: a call that goes past it is
             ended (``disk``) and the files it wrote are removed (local backend).
     """
@@ -40,7 +42,7 @@ class SandboxLimits:
     max_output_chars: int = 20_000
     max_file_mb: int = 200
     kill_output_chars: int = 5_000_000
-    tmp_mb: int = 64
+    tmp_mb: int = 256
     disk_mb: int = 256
 
 

@@ -32,6 +32,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import (
@@ -467,7 +468,9 @@ class _Handlers:
         dataset, resource = found
         table = self.store.table(resource["id"])
         if table is not None:
-            content = table.source_bytes()
+            # A derived file (the catalogue export, 79 MB) takes seconds to write: off the event
+            # loop, so the twin's other clients are answered meanwhile.
+            content = await run_in_threadpool(table.source_bytes)
             headers = {"Content-Disposition": f'attachment; filename="{_file_name(resource)}"'}
             # The rows the snapshot keeps (the Tabular API's), usually fewer than the real
             # file's, whose size the metadata keeps.

@@ -71,6 +71,9 @@ def test_every_cli_request_is_recorded_with_its_status(trace: Trace) -> None:
     info, download = sent[4]
     assert info == ("GET", f"https://www.data.gouv.fr/api/2/datasets/resources/{TABLE}/", 200)
     assert download[1].startswith("https://static.data.gouv.fr/") and download[2] == 200
+    # The whole catalogue export (the real catalogue's rows) fits the sandbox's /tmp.
+    assert (trace.tool_calls[4].http_requests or [])[1].bytes > 50_000_000
+    assert "downloaded successfully" in str(trace.tool_calls[4].result)
     assert sent[5] == []  # a usage error: nothing was sent
     # It read the resource, then could not open the file: the download was never sent.
     assert [status for _, _, status in sent[6]] == [200]
@@ -100,6 +103,7 @@ def test_cli_calls_are_mapped_from_the_wire(trace: Trace) -> None:
         # No request fetched the file and the command failed: the download failed.
         [("get.data", {"resource_id": TABLE}, True)],
     ]
+    assert not mapping.calls[4].errored
     assert mapping.calls[6].errored  # the call itself failed (a traceback)
     assert {call.category for call in mapping.calls} == {CallCategory.DATAGOUV_CLI}
     assert mapping.calls[1].errored and "HTTP 404" in mapping.calls[1].instances[0].reason
