@@ -2,6 +2,8 @@
 
 Each subcommand lives in its own module of this package and exposes a click command named
 ``command``; ``_COMMANDS`` lists them. Modules are imported lazily so that ``--help`` stays fast.
+A name may also stand for a subcommand of a group (``calibrate`` is ``judge calibrate``): it is
+that command itself, with its own help and options.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import importlib
 
 import click
 
-# subcommand name -> module under datagouv_eval_pipeline.cli
+# subcommand name -> module under datagouv_eval_pipeline.cli, then any subcommand of its group
 _COMMANDS: dict[str, str] = {
     "demo": "demo",
     "cells": "cells",
@@ -22,7 +24,7 @@ _COMMANDS: dict[str, str] = {
     "replay": "replay",
     "run-cell": "run_cell",
     "judge": "judge",
-    "calibrate": "judge",
+    "calibrate": "judge calibrate",
     "review": "review",
     "dagster": "dagster_home",
     "experiment": "experiment",
@@ -37,11 +39,15 @@ class _LazyGroup(click.Group):
         return sorted(_COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        module_name = _COMMANDS.get(cmd_name)
-        if module_name is None:
+        target = _COMMANDS.get(cmd_name)
+        if target is None:
             return None
+        module_name, *path = target.split()
         module = importlib.import_module(f"datagouv_eval_pipeline.cli.{module_name}")
-        command: click.Command = module.command
+        command: click.Command | None = module.command
+        for name in path:
+            assert isinstance(command, click.Group), target
+            command = command.get_command(ctx, name)
         return command
 
 

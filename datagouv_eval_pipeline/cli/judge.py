@@ -15,20 +15,8 @@ import click
 
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
 
-_ALIASES = ("calibrate",)
 
-
-class _JudgeGroup(click.Group):
-    """The ``judge`` group; invoked under an alias name, it runs that subcommand directly."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if ctx.info_name in _ALIASES:
-            args = [str(ctx.info_name), *args]
-            ctx.info_name = "judge"  # usage lines then show the canonical path
-        return super().parse_args(ctx, args)
-
-
-@click.group(cls=_JudgeGroup)
+@click.group()
 def command() -> None:
     """Judges: calibration against human labels, judging traces."""
 

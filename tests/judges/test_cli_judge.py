@@ -20,6 +20,18 @@ def invoke(*args: str) -> tuple[int, str]:
 V1 = str(CALIBRATION_DIR / "criteria_v1.yml")
 
 
+def test_the_top_level_calibrate_is_judge_calibrate_with_its_own_help() -> None:
+    listing = invoke("--help")[1]
+    (line,) = [row for row in listing.splitlines() if row.strip().startswith("calibrate")]
+    assert "Agreement of a judge with the human labels" in line
+    code, text = invoke("calibrate", "--help")
+    # The same command: only the usage line differs, naming the path it was called by.
+    assert code == 0 and text == invoke("judge", "calibrate", "--help")[1].replace(
+        " judge calibrate [OPTIONS]", " calibrate [OPTIONS]"
+    )
+    assert "--set" in text
+
+
 def test_calibrate_deterministic_reports_coverage_accuracy_and_kappa(tmp_path: Path) -> None:
     db = tmp_path / "w.duckdb"
     code, out = invoke("calibrate", "--set", V1, "--json", "--warehouse", str(db))
