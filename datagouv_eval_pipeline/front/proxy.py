@@ -561,6 +561,7 @@ class Front:
                     await self._refuse(writer, host, port, url, started, method)
                     return
                 self._begin_request()
+                relayed = _Relayed()
                 try:
                     if forwarded.expects_continue:
                         writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
@@ -569,35 +570,32 @@ class Front:
                         # few seconds): open a new one rather than fail the client's request.
                         await reconnect()
                     up_writer.write(forwarded.head)
-                    await _copy_body(reader, up_writer, request_length)
+                    await _copy_body(reader, up_writer, request_length, _Relayed())
                     await up_writer.drain()
-                    relayed = _Relayed()
                     try:
-                        try:
-                            upstream_keep = await _copy_response(up_reader, writer, method, relayed)
-                        except _NoAnswer:
-                            if request_length:
-                                raise  # a body cannot be sent twice
-                            # Closed as the request went out, before any answer: send it again.
-                            await reconnect()
-                            up_writer.write(forwarded.head)
-                            await up_writer.drain()
-                            upstream_keep = await _copy_response(up_reader, writer, method, relayed)
-                    finally:
-                        # An answer cut short (the client hung up mid-download) was still on the
-                        # wire: it is recorded with the bytes relayed before the cut.
-                        if relayed.status:
-                            self._record(
-                                WireRequest(
-                                    method,
-                                    url,
-                                    relayed.status,
-                                    relayed.bytes,
-                                    round((time.perf_counter() - clock) * 1000, 3),
-                                    started,
-                                )
-                            )
+                        upstream_keep = await _copy_response(up_reader, writer, method, relayed)
+                    except _NoAnswer:
+                        if request_length:
+                            raise  # a body cannot be sent twice
+                        # Closed just as the request went out, before any answer: send it again.
+                        await reconnect()
+                        up_writer.write(forwarded.head)
+                        await up_writer.drain()
+                        upstream_keep = await _copy_response(up_reader, writer, method, relayed)
                 finally:
+                    # Recorded even when the client hung up mid-answer (a download it could not
+                    # store): the request was on the wire, with the bytes relayed before the cut.
+                    if relayed.status:
+                        self._record(
+                            WireRequest(
+                                method,
+                                url,
+                                relayed.status,
+                                relayed.bytes,
+                                round((time.perf_counter() - clock) * 1000, 3),
+                                started,
+                            )
+                        )
                     self._end_request()
                 if not keep:
                     return
@@ -657,7 +655,7 @@ def _fields(headers: list[str]) -> dict[str, str]:
 
 @dataclass
 class _Relayed:
-    """How far one response got towards the client: its status (0 before it), body bytes."""
+    """How far one message got towards its reader: its status (0 before it), its body bytes."""
 
     status: int = 0
     bytes: int = 0
@@ -667,16 +665,15 @@ async def _copy_body(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     length: int | None,
-    relayed: _Relayed | None = None,
-) -> int:
-    """Copy a message body (``length`` bytes, ``-1`` for chunked); return its payload bytes.
+    relayed: _Relayed,
+) -> None:
+    """Copy a message body (``length`` bytes, ``-1`` for chunked), counting it in ``relayed``.
 
     Each piece is drained before the next is read, so a slow reader holds the copy back rather
-    than the whole body piling up in memory; ``relayed`` counts the payload bytes as they pass.
+    than the whole body piling up in memory; the count is of payload bytes as they pass.
     """
     if length is None or length == 0:
-        return 0
-    counter = relayed if relayed is not None else _Relayed()
+        return
     if length > 0:
         remaining = length
         while remaining:
@@ -686,9 +683,8 @@ async def _copy_body(
             writer.write(data)
             await writer.drain()
             remaining -= len(data)
-            counter.bytes += len(data)
-        return length
-    total = 0
+            relayed.bytes += len(data)
+        return
     while True:
         size_line = await reader.readuntil(b"\r\n")
         writer.write(size_line)
@@ -699,11 +695,10 @@ async def _copy_body(
                 trailer = await reader.readuntil(b"\r\n")
                 writer.write(trailer)
                 if trailer == b"\r\n":
-                    return total
+                    return
         writer.write(await reader.readexactly(size + 2))
         await writer.drain()
-        total += size
-        counter.bytes += size
+        relayed.bytes += size
 
 
 async def _copy_response(
