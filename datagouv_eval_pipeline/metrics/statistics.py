@@ -10,9 +10,10 @@ Every mean carries its uncertainty (Miller, "Adding Error Bars to Evals", 2024):
   clipped to [0, 1] for bounded scores;
 * two cells are compared on the (task, repeat) pairs both scored: mean paired difference with a
   t interval, an exact McNemar test for 0/1 outcomes with one run per task, a Wilcoxon
-  signed-rank test on per-task mean differences otherwise; Holm-Bonferroni adjusts p-values
-  within a family of comparisons; the minimum detectable effect at the given power says what
-  difference that many tasks could have shown.
+  signed-rank test on per-task mean differences otherwise (scipy's ``wilcoxon`` with its
+  defaults); Holm-Bonferroni adjusts p-values within a family of comparisons; the minimum
+  detectable effect of the test used (exact binomial power for McNemar, a seeded simulation for
+  Wilcoxon) says what difference those pairs could have shown.
 
 NULL (None) values are unscored runs: they are left out of means and counted in coverage.
 scipy provides the distributions and the tests.
@@ -24,10 +25,12 @@ import functools
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
-from scipy import stats as scipy_stats  # type: ignore[import-untyped]
+from scipy import optimize as scipy_optimize  # type: ignore[import-untyped]
+from scipy import special as scipy_special
+from scipy import stats as scipy_stats
 
 CONFIDENCE = 0.95
 """Confidence level of every interval."""
@@ -50,6 +53,7 @@ NO_DIFFERENCE: Verdict = "no detectable difference"
 
 IntervalMethod = Literal["wilson", "t"]
 PairedTest = Literal["mcnemar_exact", "wilcoxon_signed_rank"]
+MdeMethod = Literal["mcnemar_exact", "wilcoxon_simulation"]
 
 
 @functools.cache
@@ -122,9 +126,14 @@ class PairedComparison:
         p_value: Two-sided p-value (unadjusted); None without a test.
         discordant_a: Pairs where a passed and b failed (0/1 outcomes), else None.
         discordant_b: Pairs where b passed and a failed (0/1 outcomes), else None.
-        mde: Minimum detectable effect at :data:`POWER` for this many tasks; None when no
-            variance was observed or tasks < 2.
+        mde: Minimum detectable effect at :data:`POWER` of the test used (``mde_method``);
+            None when it cannot be computed (see ``reason``).
         reason: Why something is missing; None when complete.
+        runs: (task, repeat) pairs offered (scored on either side or neither).
+        scored_a: Of those, the runs a scored.
+        scored_b: Of those, the runs b scored.
+        mde_method: ``mcnemar_exact`` (:func:`mcnemar_mde`) or ``wilcoxon_simulation``
+            (:func:`wilcoxon_mde`); None without an MDE.
     """
 
     pairs: int
@@ -141,6 +150,10 @@ class PairedComparison:
     discordant_b: int | None
     mde: float | None
     reason: str | None
+    runs: int = 0
+    scored_a: int = 0
+    scored_b: int = 0
+    mde_method: MdeMethod | None = None
 
 
 def _groups(values: Sequence[float], clusters: Sequence[Hashable]) -> list[list[float]]:
@@ -296,57 +309,256 @@ def mcnemar_exact(discordant_a: int, discordant_b: int) -> float:
     return float(scipy_stats.binomtest(discordant_b, total, 0.5).pvalue)
 
 
-EXACT_TIES_MAX_N = 13
-"""Up to this many non-zero differences with ties, the p-value enumerates all 2^n sign patterns.
+PERMUTATION_MAX_N = 13
+"""scipy's ``wilcoxon(method="auto")`` enumerates every sign pattern up to this many differences
+(zeros included) when some are zero or tied: 2^13 patterns fit its 9,999 resamples."""
 
-The same rule as scipy's ``wilcoxon(method="auto")`` (exact without ties, a deterministic
-permutation test over every sign pattern with ties up to 13, the normal approximation beyond),
-but the permutation is vectorized here: scipy's calls the statistic once per pattern, about
-0.5 s per test, which made a few thousand comparisons take minutes."""
+EXACT_MAX_N = 50
+"""Beyond this many differences (zeros included) scipy's ``method="auto"`` is the normal
+approximation even without zeros or ties."""
+
+
+def _has_ties(nonzero: np.ndarray[Any, Any]) -> bool:
+    return len(np.unique(np.abs(nonzero))) < len(nonzero)
 
 
 def wilcoxon_signed_rank(differences: Sequence[float]) -> float:
-    """Two-sided Wilcoxon signed-rank p-value; zero differences are dropped (all zero: 1).
+    """Two-sided Wilcoxon signed-rank p-value: ``scipy.stats.wilcoxon(differences).pvalue``.
 
-    Without ties: scipy's exact distribution. With ties: the exact permutation distribution of
-    the sum of positive (mid)ranks over every sign pattern for up to
-    :data:`EXACT_TIES_MAX_N` differences, else scipy's normal approximation with its tie
-    correction; the p-values scipy's ``method="auto"`` gives.
+    scipy's defaults: ``zero_method="wilcox"`` (zero differences are dropped from the ranks,
+    but still count in the choice of method) and ``method="auto"``, which is: the normal
+    approximation (with tie correction, without continuity correction) beyond
+    :data:`EXACT_MAX_N` differences; otherwise the exact distribution when no difference is
+    zero and no two magnitudes tie; otherwise, up to :data:`PERMUTATION_MAX_N` differences
+    (zeros counted), the permutation test over every sign pattern; beyond, the normal
+    approximation. That permutation test runs through ``scipy.stats.permutation_test`` with a
+    vectorized statistic (scipy's own wilcoxon calls the statistic once per pattern, about
+    0.5 s a test); it is the same test and gives the same p-value.
+
+    Returns:
+        The p-value; 1 when every difference is zero (or there is none), where scipy gives 1
+        up to 13 differences and NaN beyond.
     """
-    nonzero = [d for d in differences if d != 0.0]
-    if not nonzero:
+    d = np.asarray(differences, dtype=float)
+    nonzero = d[d != 0.0]
+    if len(nonzero) == 0:
         return 1.0
-    magnitudes = [abs(d) for d in nonzero]
-    if len(set(magnitudes)) == len(magnitudes):
-        return float(scipy_stats.wilcoxon(nonzero, method="exact").pvalue)
-    if len(nonzero) > EXACT_TIES_MAX_N:
-        return float(scipy_stats.wilcoxon(nonzero, method="asymptotic").pvalue)
-    ranks = np.asarray(scipy_stats.rankdata(magnitudes), dtype=float)
-    observed = float(ranks[np.asarray(nonzero) > 0].sum())
-    n = len(nonzero)
-    patterns = (np.arange(2**n)[:, None] >> np.arange(n)) & 1
-    null = patterns @ ranks
-    # scipy's permutation_test compares with a relative tolerance, so equal sums count as ties.
-    gamma = abs(observed) * float(np.finfo(float).eps) * 100
-    below = float(np.mean(null <= observed + gamma))
-    above = float(np.mean(null >= observed - gamma))
-    return min(1.0, 2 * min(below, above))
+    if len(d) <= PERMUTATION_MAX_N and (len(nonzero) < len(d) or _has_ties(nonzero)):
+        magnitudes = np.where(d != 0.0, np.abs(d), np.inf)
+        # Ranks of the non-zero magnitudes among themselves; a zero adds nothing whatever its
+        # sign pattern (scipy's zero_method="wilcox").
+        ranks = np.where(d != 0.0, scipy_stats.rankdata(magnitudes), 0.0)
+
+        def positive_rank_sum(x: np.ndarray[Any, Any], axis: int) -> np.ndarray[Any, Any]:
+            return np.asarray(np.sum((x > 0) * ranks, axis=axis))
+
+        result = scipy_stats.permutation_test(
+            (d,),
+            positive_rank_sum,
+            permutation_type="samples",
+            vectorized=True,
+            alternative="two-sided",
+            axis=-1,
+        )
+        return float(result.pvalue)
+    return float(scipy_stats.wilcoxon(d).pvalue)
 
 
-def minimum_detectable_effect(
-    std_error: float,
-    df: int,
+@functools.cache
+def _rank_sum_cdf(
+    doubled_ranks: tuple[int, ...],
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """P(S <= k) and P(S >= k), k = 0 .. sum, of twice the sum of positive ranks under H0.
+
+    Each rank is positive with probability 1/2 independently: the distribution is the product
+    of the polynomials ``(1 + x^r) / 2`` over the (doubled, so integral) ranks.
+    """
+    counts = np.zeros(sum(doubled_ranks) + 1)
+    counts[0] = 1.0
+    for rank in doubled_ranks:
+        if rank:
+            counts[rank:] = counts[rank:] + counts[:-rank].copy()
+        else:
+            counts = counts * 2
+    pmf = counts / counts.sum()
+    return np.cumsum(pmf), np.cumsum(pmf[::-1])[::-1]
+
+
+def wilcoxon_signed_rank_rows(samples: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """:func:`wilcoxon_signed_rank` of every row of an (S, n) array, vectorized.
+
+    See :func:`wilcoxon_signed_rank_counts`, to which each row is handed as counts.
+    """
+    x = np.asarray(samples, dtype=float)
+    values = np.unique(x)
+    counts = (x[:, :, None] == values[None, None, :]).sum(axis=1)
+    return wilcoxon_signed_rank_counts(values, counts)
+
+
+def wilcoxon_signed_rank_counts(
+    values: np.ndarray[Any, Any], counts: np.ndarray[Any, Any]
+) -> np.ndarray[Any, Any]:
+    """:func:`wilcoxon_signed_rank` of samples given as counts of each of a few values.
+
+    The same choice of method as scipy's ``method="auto"``, made sample by sample; the exact
+    and permutation distributions are computed by convolution over the (doubled, integral)
+    ranks rather than by enumerating sign patterns, which gives the same probabilities; the
+    normal approximation is scipy's (tie correction, no continuity correction). Samples drawn
+    from a few values (the power simulation of :func:`wilcoxon_mde`) are ranked through their
+    values' magnitudes, not one by one.
+
+    Args:
+        values: The K distinct values the samples are made of.
+        counts: An (S, K) array: how many times each sample holds each value (every row sums
+            to the sample size n).
+
+    Returns:
+        The S two-sided p-values.
+    """
+    v = np.asarray(values, dtype=float)
+    c = np.asarray(counts, dtype=int)
+    n = int(c[0].sum()) if len(c) else 0
+    magnitudes = np.abs(v)
+    levels = np.unique(magnitudes[v != 0.0])
+    # level of each value: a column of a (K, L) indicator; zeros belong to no level
+    member = (magnitudes[:, None] == levels[None, :]) & (v != 0.0)[:, None]
+    sizes = c @ member  # (S, L): how many differences share each magnitude
+    positives = c @ (member & (v > 0.0)[:, None])
+    count = sizes.sum(axis=1)
+    below = np.cumsum(sizes, axis=1) - sizes
+    average_rank = below + (sizes + 1) / 2
+    r_plus = np.sum(positives * average_rank, axis=1)
+    tie_term = np.sum(sizes**3 - sizes, axis=1)
+    ties = (sizes > 1).any(axis=1)
+    p = np.ones(len(c))
+    exact = ~ties & (count == n) & (n <= EXACT_MAX_N)
+    enumerated = np.flatnonzero((exact | (n <= PERMUTATION_MAX_N)) & (count > 0))
+    asymptotic = ~np.isin(np.arange(len(c)), enumerated) & (count > 0)
+    if len(enumerated):
+        keys, inverse = np.unique(sizes[enumerated], axis=0, return_inverse=True)
+        observed = np.rint(2 * r_plus[enumerated]).astype(int)
+        for index, key in enumerate(keys):
+            members = np.flatnonzero(inverse.ravel() == index)
+            doubled: list[int] = []
+            start = 0
+            for size in key:
+                doubled += [2 * start + int(size) + 1] * int(size)
+                start += int(size)
+            cdf, sf = _rank_sum_cdf(tuple(doubled))
+            k = observed[members]
+            p[enumerated[members]] = np.minimum(1.0, 2 * np.minimum(cdf[k], sf[k]))
+    if asymptotic.any():
+        m = count[asymptotic].astype(float)
+        mean = m * (m + 1) / 4
+        se = np.sqrt((m * (m + 1) * (2 * m + 1) - tie_term[asymptotic] / 2) / 24)
+        z = (r_plus[asymptotic] - mean) / se
+        p[asymptotic] = np.minimum(1.0, 2 * scipy_special.ndtr(-np.abs(z)))
+    return p
+
+
+MDE_RESAMPLES = 400
+"""Simulated samples per shift in the Wilcoxon power simulation (power known to about ±0.02)."""
+
+MDE_SEED = 20_250_601
+"""Seed of the Wilcoxon power simulation: the same differences always give the same MDE."""
+
+
+def mcnemar_mde(
+    discordant: int, pairs: int, *, alpha: float = ALPHA, power: float = POWER
+) -> float | None:
+    """Smallest pass-rate difference the exact McNemar test detects with ``power``.
+
+    Conditional on the observed number ``m`` of discordant pairs: the exact two-sided binomial
+    test of the ``m`` pairs at ``alpha`` rejects when b's share is ``k >= k*`` or
+    ``<= m - k*``; its power when each discordant pair goes to b with probability ``q`` is
+    ``P(X >= k*) + P(X <= m - k*)``, X ~ Binomial(m, q), increasing in q above 1/2. The q
+    where it reaches ``power`` (solved to 1e-12) gives the difference of pass rates
+    ``m / pairs * (2q - 1)``.
+
+    Args:
+        discordant: Discordant pairs observed (either way).
+        pairs: Paired runs compared.
+        alpha: Two-sided significance level (unadjusted).
+        power: Required power.
+
+    Returns:
+        The difference, or None without discordant pairs or when even ``m`` pairs all one
+        way would not reach p < ``alpha`` (``m`` <= 5 at 0.05).
+    """
+    m = discordant
+    if m <= 0 or pairs <= 0:
+        return None
+    critical = next(
+        (
+            k
+            for k in range((m + 1) // 2, m + 1)
+            if 2 * k != m and scipy_stats.binomtest(k, m, 0.5).pvalue < alpha
+        ),
+        None,
+    )
+    if critical is None:
+        return None
+
+    def rejection(q: float) -> float:
+        return float(
+            scipy_stats.binom.sf(critical - 1, m, q) + scipy_stats.binom.cdf(m - critical, m, q)
+        )
+
+    q = float(scipy_optimize.brentq(lambda q: rejection(q) - power, 0.5, 1.0, xtol=1e-12))
+    return m / pairs * (2 * q - 1)
+
+
+def wilcoxon_mde(
+    differences: Sequence[float],
     *,
     alpha: float = ALPHA,
     power: float = POWER,
-) -> float:
-    """Smallest true difference a two-sided t test at ``alpha`` detects with ``power``.
+    resamples: int = MDE_RESAMPLES,
+    seed: int = MDE_SEED,
+) -> float | None:
+    """Smallest shift of the per-task differences the signed-rank test detects with ``power``.
 
-    ``(t(1 - alpha / 2, df) + t(power, df)) * std_error``.
+    By simulation, seeded: the observed per-task differences, centred on their mean, are
+    resampled with replacement (``resamples`` samples of the same size, the same samples for
+    every shift); a shift ``delta`` is added and each sample is tested with
+    :func:`wilcoxon_signed_rank_rows` (the test actually used); the power is the share of
+    samples with p < ``alpha``. The smallest ``delta`` reaching ``power`` is found by bisection
+    to 0.1 % of its size. The shift moves every task's mean difference, hence the mean
+    difference, by ``delta``.
+
+    Returns:
+        The shift, or None with fewer than 2 tasks, when the differences do not vary, or when
+        no shift reaches the power (too few tasks for the test to reach ``alpha``: 5 or fewer
+        at 0.05).
     """
-    t_alpha = _t_quantile(1 - alpha / 2, df)
-    t_power = _t_quantile(power, df)
-    return (t_alpha + t_power) * std_error
+    d = np.asarray(differences, dtype=float)
+    if len(d) < 2:
+        return None
+    residuals = d - d.mean()
+    spread = float(np.max(np.abs(residuals)))
+    if spread == 0.0:
+        return None
+    values, codes = np.unique(residuals, return_inverse=True)
+    rng = np.random.default_rng(seed)
+    drawn = codes.ravel()[rng.integers(0, len(d), size=(resamples, len(d)))]
+    counts = np.zeros((resamples, len(values)), dtype=int)
+    np.add.at(counts, (np.arange(resamples)[:, None], drawn), 1)
+
+    def reaches(delta: float) -> bool:
+        p = wilcoxon_signed_rank_counts(values + delta, counts)
+        return float(np.mean(p < alpha)) >= power
+
+    high = 2 * spread + 1.0
+    if not reaches(high):
+        return None
+    low = 0.0
+    while high - low > 1e-3 * high:
+        middle = (low + high) / 2
+        if reaches(middle):
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 def paired_comparison(
@@ -367,16 +579,21 @@ def paired_comparison(
         clusters: Parallel task ids; default: every pair its own task.
         bounded: Whether the score lies in [0, 1] by definition.
         confidence: Confidence level of the difference's interval.
-        alpha: Significance level for the minimum detectable effect.
+        alpha: Significance level for the minimum detectable effect (unadjusted).
         power: Power for the minimum detectable effect.
 
     Returns:
         The comparison; the test is exact McNemar when both sides are 0/1 with one run per
-        task, else Wilcoxon signed-rank on the per-task mean differences.
+        task, else Wilcoxon signed-rank on the per-task mean differences; the minimum
+        detectable effect is that of the same test (:func:`mcnemar_mde`,
+        :func:`wilcoxon_mde`).
     """
     labels: Sequence[Hashable] = list(range(len(a))) if clusters is None else clusters
     if not len(a) == len(b) == len(labels):
         raise ValueError(f"paired inputs differ in length: {len(a)}, {len(b)}, {len(labels)}")
+    runs = len(a)
+    scored_a = sum(1 for x in a if x is not None)
+    scored_b = sum(1 for y in b if y is not None)
     pairs = [
         (float(x), float(y), c)
         for x, y, c in zip(a, b, labels, strict=True)
@@ -398,6 +615,9 @@ def paired_comparison(
             None,
             None,
             "no run scored in both cells",
+            runs=runs,
+            scored_a=scored_a,
+            scored_b=scored_b,
         )
     xs = [x for x, _, _ in pairs]
     ys = [y for _, y, _ in pairs]
@@ -411,13 +631,30 @@ def paired_comparison(
     binary = bounded and is_binary(xs) and is_binary(ys)
     discordant_a = discordant_b = None
     test: PairedTest
+    mde: float | None
+    mde_method: MdeMethod
     if binary and tasks == n:
         discordant_a = sum(1 for x, y in zip(xs, ys, strict=True) if x > y)
         discordant_b = sum(1 for x, y in zip(xs, ys, strict=True) if y > x)
         test, p = "mcnemar_exact", mcnemar_exact(discordant_a, discordant_b)
+        discordant = discordant_a + discordant_b
+        mde_method = "mcnemar_exact"
+        mde = mcnemar_mde(discordant, n, alpha=alpha, power=power)
+        mde_reason = (
+            "no discordant pair: no power figure"
+            if discordant == 0
+            else f"{discordant} discordant pairs: the exact test cannot reach p < {alpha:g}"
+        )
     else:
         per_task = [math.fsum(g) / len(g) for g in _groups(ds, cs)]
         test, p = "wilcoxon_signed_rank", wilcoxon_signed_rank(per_task)
+        mde_method = "wilcoxon_simulation"
+        mde = wilcoxon_mde(per_task, alpha=alpha, power=power)
+        mde_reason = (
+            "no difference varies between tasks: no power figure"
+            if len(set(per_task)) < 2
+            else f"{tasks} tasks: the signed-rank test cannot reach p < {alpha:g}"
+        )
     if se is None:
         return PairedComparison(
             n,
@@ -434,12 +671,13 @@ def paired_comparison(
             discordant_b,
             None,
             "fewer than 2 tasks scored in both cells",
+            runs=runs,
+            scored_a=scored_a,
+            scored_b=scored_b,
         )
     low, high = t_interval(mean_d, se, tasks - 1, confidence)
     if bounded:
         low, high = max(-1.0, low), min(1.0, high)
-    mde = minimum_detectable_effect(se, tasks - 1, alpha=alpha, power=power) if se > 0 else None
-    reason = None if mde is not None else "no difference varies between pairs: no power figure"
     return PairedComparison(
         n,
         tasks,
@@ -454,7 +692,11 @@ def paired_comparison(
         discordant_a,
         discordant_b,
         mde,
-        reason,
+        None if mde is not None else mde_reason,
+        runs=runs,
+        scored_a=scored_a,
+        scored_b=scored_b,
+        mde_method=mde_method if mde is not None else None,
     )
 
 
@@ -501,3 +743,75 @@ def mirrored(value: Verdict | None) -> Verdict | None:
     if value == WORSE:
         return BETTER
     return value
+
+
+def verdict_note(
+    p_value: float | None,
+    p_adjusted: float | None,
+    ci_low: float | None,
+    ci_high: float | None,
+    family_size: int,
+    verdict_value: Verdict | None,
+    *,
+    test: PairedTest | None = None,
+    alpha: float = ALPHA,
+) -> str | None:
+    """Why a comparison reads "no detectable difference" although a raw figure says otherwise.
+
+    Two cases: the unadjusted p-value is below ``alpha`` but the Holm-adjusted one is not
+    (the other comparisons of the family raise it); or the t interval of the difference
+    excludes 0 but the paired test (McNemar or Wilcoxon, which the verdict follows) does not
+    reject.
+
+    Returns:
+        The explanation, or None when the verdict needs none.
+    """
+    if verdict_value != NO_DIFFERENCE or p_value is None or p_adjusted is None:
+        return None
+    if p_value < alpha <= p_adjusted:
+        return (
+            f"significant before adjustment (p={p_value:.3g}), not after Holm over "
+            f"{family_size} comparisons (p={p_adjusted:.3g})"
+        )
+    if ci_low is not None and ci_high is not None and (ci_low > 0 or ci_high < 0):
+        name = {"mcnemar_exact": "exact McNemar", "wilcoxon_signed_rank": "Wilcoxon"}.get(
+            test or "", "paired"
+        )
+        return (
+            f"the t interval excludes 0 but the {name} test does not reject (p={p_value:.3g}); "
+            "the verdict follows the test"
+        )
+    return None
+
+
+COVERAGE_TOLERANCE = 0.05
+"""Largest gap between two sides' coverages (runs scored, criteria decided) read as equal."""
+
+
+def coverage_note(
+    coverage_a: float | None,
+    coverage_b: float | None,
+    criterion_coverage_a: float | None = None,
+    criterion_coverage_b: float | None = None,
+    *,
+    tolerance: float = COVERAGE_TOLERANCE,
+) -> str | None:
+    """What differs between the two sides' coverage by more than ``tolerance``, or None.
+
+    Args:
+        coverage_a: Share of the paired runs a scored.
+        coverage_b: Share of the same runs b scored.
+        criterion_coverage_a: Mean share of criteria decided in a's compared runs (accuracy).
+        criterion_coverage_b: The same for b.
+        tolerance: The largest gap read as equal.
+    """
+    notes = []
+    for what, x, y in (
+        ("runs scored", coverage_a, coverage_b),
+        ("criteria decided", criterion_coverage_a, criterion_coverage_b),
+    ):
+        if x is not None and y is not None and abs(x - y) > tolerance + 1e-12:
+            notes.append(f"{what} {x:.0%} in a, {y:.0%} in b")
+    if not notes:
+        return None
+    return f"coverage differs by more than {tolerance:.0%}: " + "; ".join(notes)

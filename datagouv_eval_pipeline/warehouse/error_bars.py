@@ -349,8 +349,13 @@ def comparison_rows(
                 [k[0] for k in keys],
                 bounded=bounded[(tier, metric)],
             )
+            criteria = (
+                _criterion_coverage(series, a.key, b.key, tier, keys, left, right)
+                if metric == "accuracy"
+                else (None, None)
+            )
             families.setdefault((dimension, metric, tier), []).append(
-                _comparison_row(a, b, dimension, tier, metric, result)
+                _comparison_row(a, b, dimension, tier, metric, result, criterion_coverage=criteria)
             )
     rows: list[dict[str, Any]] = []
     for family in families.values():
@@ -364,13 +369,58 @@ def comparison_rows(
                 higher_is_better=row["higher_is_better"],
                 alpha=alpha,
             )
+            row["verdict_note"] = st.verdict_note(
+                row["p_value"],
+                p_adjusted,
+                row["ci_low"],
+                row["ci_high"],
+                row["family_size"],
+                row["verdict"],
+                test=row["test"],
+                alpha=alpha,
+            )
             rows += [row, _reversed(row)]
     return rows
 
 
+def _criterion_coverage(
+    series: Mapping[tuple[str, str, str], Mapping[tuple[str, int], float | None]],
+    cell_a: str,
+    cell_b: str,
+    tier: str,
+    keys: Sequence[tuple[str, int]],
+    left: Mapping[tuple[str, int], float | None],
+    right: Mapping[tuple[str, int], float | None],
+) -> tuple[float | None, float | None]:
+    """Mean ``accuracy_coverage`` of each side over the runs whose accuracy both scored."""
+    compared = [k for k in keys if left[k] is not None and right[k] is not None]
+    out: list[float | None] = []
+    for cell in (cell_a, cell_b):
+        coverage = series.get((cell, tier, "accuracy_coverage"), {})
+        decided = [v for k in compared if (v := coverage.get(k)) is not None]
+        out.append(sum(decided) / len(decided) if decided else None)
+    return out[0], out[1]
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
 def _comparison_row(
-    a: _Cell, b: _Cell, dimension: str, tier: str, metric: str, result: st.PairedComparison
+    a: _Cell,
+    b: _Cell,
+    dimension: str,
+    tier: str,
+    metric: str,
+    result: st.PairedComparison,
+    *,
+    criterion_coverage: tuple[float | None, float | None] = (None, None),
 ) -> dict[str, Any]:
+    coverage_a, coverage_b = (
+        _share(result.scored_a, result.runs),
+        _share(result.scored_b, result.runs),
+    )
+    note = st.coverage_note(coverage_a, coverage_b, *criterion_coverage)
     return {
         "cell_a": a.key,
         "cell_b": b.key,
@@ -391,7 +441,16 @@ def _comparison_row(
         "test": result.test,
         "p_value": result.p_value,
         "mde": result.mde,
+        "mde_method": result.mde_method,
         "reason": result.reason,
+        "runs": result.runs,
+        "coverage_a": coverage_a,
+        "coverage_b": coverage_b,
+        "criterion_coverage_a": criterion_coverage[0],
+        "criterion_coverage_b": criterion_coverage[1],
+        "coverage_differs": note is not None,
+        "coverage_note": note,
+        "verdict_note": None,
     }
 
 
@@ -412,6 +471,16 @@ def _reversed(row: dict[str, Any]) -> dict[str, Any]:
         "ci_low": _negate(row["ci_high"]),
         "ci_high": _negate(row["ci_low"]),
         "verdict": st.mirrored(row["verdict"]),
+        "coverage_a": row["coverage_b"],
+        "coverage_b": row["coverage_a"],
+        "criterion_coverage_a": row["criterion_coverage_b"],
+        "criterion_coverage_b": row["criterion_coverage_a"],
+        "coverage_note": st.coverage_note(
+            row["coverage_b"],
+            row["coverage_a"],
+            row["criterion_coverage_b"],
+            row["criterion_coverage_a"],
+        ),
     }
 
 

@@ -520,8 +520,45 @@ COMPARISONS = Table(
             "VARCHAR",
             "better, worse or no detectable difference (b against a); NULL without pairs.",
         ),
-        _c("mde", "DOUBLE", "Minimum detectable difference at 80 % power for these tasks."),
+        _c(
+            "verdict_note",
+            "VARCHAR",
+            "Why the verdict is no detectable difference although the unadjusted p-value is "
+            "below 0.05 (not after Holm) or the t interval excludes 0 (not the test); else NULL.",
+        ),
+        _c(
+            "mde",
+            "DOUBLE",
+            "Minimum detectable difference at 80 % power of the test used, for these pairs.",
+        ),
+        _c(
+            "mde_method",
+            "VARCHAR",
+            "mcnemar_exact (exact binomial power on the discordant pairs) or "
+            "wilcoxon_simulation (seeded power simulation); NULL without an MDE.",
+        ),
         _c("reason", "VARCHAR", "Why a figure is NULL."),
+        _c(
+            "runs",
+            "INTEGER",
+            "(task, repeat) runs both cells have, scored or not: the coverages' denominator.",
+            False,
+        ),
+        _c("coverage_a", "DOUBLE", "Share of those runs a scored on the metric; NULL without."),
+        _c("coverage_b", "DOUBLE", "Share of those runs b scored on the metric."),
+        _c(
+            "criterion_coverage_a",
+            "DOUBLE",
+            "accuracy only: a's mean accuracy_coverage (criteria decided) over the pairs.",
+        ),
+        _c("criterion_coverage_b", "DOUBLE", "accuracy only: the same for b."),
+        _c(
+            "coverage_differs",
+            "BOOLEAN",
+            "The two sides' coverage (runs scored, criteria decided) differ by more than 0.05.",
+            False,
+        ),
+        _c("coverage_note", "VARCHAR", "What differs, when coverage_differs; else NULL."),
     ),
 )
 
@@ -732,6 +769,25 @@ def _add_new_columns(conn: duckdb.DuckDBPyConnection) -> None:
                 conn.execute(f"ALTER TABLE {table.qualified} {add}")
 
 
+def _drop_stale_statistics(conn: duckdb.DuckDBPyConnection) -> None:
+    """Drop the statistics tables whose columns are not this code's (recomputed on every run).
+
+    Their rows are derived from the loaded tables and rewritten whole by each statistics
+    stage, so a table of an older shape is dropped and created anew rather than migrated.
+    """
+    present: dict[str, list[str]] = {}
+    for table, column in conn.execute(
+        "SELECT table_name, column_name FROM information_schema.columns "
+        "WHERE table_schema = ? ORDER BY table_name, ordinal_position",
+        [SCHEMA],
+    ).fetchall():
+        present.setdefault(table, []).append(column)
+    for table in STATISTICS_TABLES:
+        columns = present.get(table.name)
+        if columns is not None and columns != list(table.column_names):
+            conn.execute(f"DROP TABLE {table.qualified}")
+
+
 def create_schema(conn: duckdb.DuckDBPyConnection) -> None:
     """Create the ``eval`` schema and every table if absent (idempotent).
 
@@ -748,6 +804,7 @@ def create_schema(conn: duckdb.DuckDBPyConnection) -> None:
             f"the warehouse has schema version {row[0]}, this code writes {SCHEMA_VERSION}: "
             "rebuild it (delete the DuckDB file and reload)"
         )
+    _drop_stale_statistics(conn)
     for ddl in DDL.values():
         conn.execute(ddl)
     _add_new_columns(conn)

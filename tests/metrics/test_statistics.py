@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from scipy import stats as scipy_stats  # type: ignore[import-untyped]
 
@@ -12,21 +13,24 @@ from datagouv_eval_pipeline.metrics.statistics import (
     NO_DIFFERENCE,
     WORSE,
     clustered_std_error,
+    coverage_note,
     estimate,
     higher_is_better,
     holm_adjust,
     mcnemar_exact,
-    minimum_detectable_effect,
+    mcnemar_mde,
     mirrored,
     paired_comparison,
     verdict,
+    verdict_note,
+    wilcoxon_mde,
     wilcoxon_signed_rank,
+    wilcoxon_signed_rank_rows,
     wilson_interval,
 )
 
 Z = 1.959964  # normal 97.5 % quantile
 T4_975 = 2.776445  # Student t, 4 degrees of freedom, 97.5 % quantile (printed tables)
-T4_80 = 0.940965  # Student t, 4 degrees of freedom, 80 % quantile
 
 
 def test_std_error_without_repeats_is_s_over_root_n() -> None:
@@ -115,10 +119,66 @@ def test_wilcoxon_signed_rank_by_hand_and_scipy() -> None:
     # 5 have a rank sum <= 3 ({}, {1}, {2}, {3}, {1,2}): p = 2 x 5 / 32 = 0.3125.
     differences = [0.1, 0.2, -0.3, 0.4, 0.5]
     assert wilcoxon_signed_rank(differences) == pytest.approx(0.3125)
-    assert wilcoxon_signed_rank([0.0, *differences]) == pytest.approx(
+    assert wilcoxon_signed_rank(differences) == pytest.approx(
         scipy_stats.wilcoxon(differences).pvalue
     )
     assert wilcoxon_signed_rank([0.0, 0.0]) == 1.0
+    # All zero beyond 13 differences: scipy says NaN, no difference at all is p = 1 here.
+    assert wilcoxon_signed_rank([0.0] * 20) == 1.0
+
+
+def test_wilcoxon_with_few_zeros_enumerates_the_non_zero_signs() -> None:
+    # [0, 1, -2, 3]: the zero is dropped from the ranks (1, 2, 3 for |1|, |-2|, |3|), W+ = 4.
+    # Sums of the 8 sign patterns of the non-zero ones: 0, 1, 2, 3, 3, 4, 5, 6:
+    # P(W+ >= 4) = 3/8, so p = 2 x 3/8 = 0.75 (scipy's permutation test, 4 <= 13 values).
+    assert wilcoxon_signed_rank([0.0, 1.0, -2.0, 3.0]) == pytest.approx(0.75)
+    assert wilcoxon_signed_rank([0.0, 1.0, -2.0, 3.0]) == pytest.approx(
+        scipy_stats.wilcoxon([0.0, 1.0, -2.0, 3.0]).pvalue
+    )
+
+
+def test_wilcoxon_zeros_count_in_the_choice_of_the_normal_approximation() -> None:
+    # Five zeros and 1..10: 15 differences with zeros, over 13, so scipy's method="auto" is the
+    # normal approximation on the 10 non-zero ones (not the exact test, p = 2/1024 = 0.00195):
+    # W+ = 55, mean 10 x 11 / 4 = 27.5, sd = sqrt(10 x 11 x 21 / 24) = 9.810708,
+    # z = 27.5 / 9.810708 = 2.803060, p = erfc(z / sqrt 2) = 0.005062 (no continuity correction).
+    differences = [0.0] * 5 + [float(k) for k in range(1, 11)]
+    z = 27.5 / math.sqrt(10 * 11 * 21 / 24)
+    assert wilcoxon_signed_rank(differences) == pytest.approx(math.erfc(z / math.sqrt(2)))
+    assert wilcoxon_signed_rank(differences) == pytest.approx(0.005062, abs=1e-6)
+    assert wilcoxon_signed_rank(differences) == pytest.approx(
+        scipy_stats.wilcoxon(differences).pvalue, rel=1e-12
+    )
+
+
+def test_wilcoxon_normal_approximation_with_ties_and_zeros_by_hand() -> None:
+    # Two zeros, eight +1, two -1, three +2: 13 non-zero; the ten |1| share ranks 1..10 (5.5
+    # each), the three |2| ranks 11..13 (12 each): W+ = 8 x 5.5 + 3 x 12 = 80; mean
+    # 13 x 14 / 4 = 45.5; variance (13 x 14 x 27 - ((10^3 - 10) + (3^3 - 3)) / 2) / 24
+    # = (4914 - 507) / 24 = 183.625; z = 34.5 / sqrt(183.625).
+    differences = [0.0] * 2 + [1.0] * 8 + [-1.0] * 2 + [2.0] * 3
+    z = 34.5 / math.sqrt(183.625)
+    assert wilcoxon_signed_rank(differences) == pytest.approx(math.erfc(z / math.sqrt(2)))
+    assert wilcoxon_signed_rank(differences) == pytest.approx(
+        scipy_stats.wilcoxon(differences).pvalue, rel=1e-12
+    )
+
+
+def test_wilcoxon_equals_scipy_default_on_random_samples_with_zeros_and_ties() -> None:
+    rng = np.random.default_rng(7)
+    samples = []
+    for n in (3, 6, 9, 13, 14, 20, 35, 50, 51, 64):
+        samples += [
+            rng.integers(-2, 3, size=n) / 2,  # zeros and ties
+            np.round(rng.normal(size=n), 1),  # some ties
+            rng.normal(size=n),  # neither: the exact distribution up to 50
+        ]
+    for sample in samples:
+        expected = float(scipy_stats.wilcoxon(sample).pvalue)
+        expected = 1.0 if math.isnan(expected) else expected
+        assert wilcoxon_signed_rank(list(sample)) == pytest.approx(expected, rel=1e-9)
+        (row,) = wilcoxon_signed_rank_rows(np.asarray([sample]))
+        assert row == pytest.approx(expected, rel=1e-9)
 
 
 def test_wilcoxon_with_ties_enumerates_every_sign_pattern_like_scipy() -> None:
@@ -144,9 +204,13 @@ def test_paired_comparison_of_pass_fail_outcomes() -> None:
     low, high = scipy_stats.t.interval(0.95, 7, loc=-0.625, scale=se)
     assert result.ci_low == pytest.approx(max(-1.0, low))
     assert result.ci_high == pytest.approx(high)
-    assert result.mde == pytest.approx(
-        (scipy_stats.t.ppf(0.975, 7) + scipy_stats.t.ppf(0.8, 7)) * se
-    )
+    # The exact McNemar MDE on the 7 discordant of 8 pairs: only 7 of 7 one way reaches
+    # p < 0.05 (2 / 128; 6 of 7 gives 16 / 128), so the power is q^7 + (1 - q)^7 = 0.8:
+    # q = 0.8^(1/7) = 0.968625 (the second term is 3e-11), and the pass-rate difference is
+    # 7/8 x (2q - 1) = 0.820094.
+    assert result.mde == pytest.approx(0.820094, abs=1e-6)
+    assert result.mde_method == "mcnemar_exact"
+    assert (result.runs, result.scored_a, result.scored_b) == (9, 8, 9)
 
 
 def test_paired_comparison_with_repeats_tests_per_task_means() -> None:
@@ -158,6 +222,10 @@ def test_paired_comparison_with_repeats_tests_per_task_means() -> None:
     assert (result.pairs, result.tasks, result.test) == (10, 5, "wilcoxon_signed_rank")
     assert result.p_value == pytest.approx(0.3125)
     assert result.mean_difference == pytest.approx(0.18)
+    # Five tasks: even all five differences positive give p = 2/32 > 0.05: no MDE.
+    assert result.mde is None and result.reason == (
+        "5 tasks: the signed-rank test cannot reach p < 0.05"
+    )
 
 
 def test_identical_cells_show_no_difference_and_no_power_figure() -> None:
@@ -168,9 +236,64 @@ def test_identical_cells_show_no_difference_and_no_power_figure() -> None:
     assert empty.pairs == 0 and empty.p_value is None and empty.reason
 
 
-def test_minimum_detectable_effect_by_hand() -> None:
-    # (t(0.975, 4) + t(0.8, 4)) x 0.1 = (2.776445 + 0.940965) x 0.1.
-    assert minimum_detectable_effect(0.1, 4) == pytest.approx((T4_975 + T4_80) * 0.1, abs=1e-6)
+def test_mcnemar_mde_is_the_exact_binomial_power() -> None:
+    # 6 discordant pairs of 10: only 6 of 6 one way reaches p < 0.05 (2/64; 5 of 6: 14/64),
+    # power q^6 + (1 - q)^6 = 0.8 -> q = 0.8^(1/6) = 0.963492; 6/10 x (2q - 1) = 0.556191.
+    assert mcnemar_mde(6, 10) == pytest.approx(0.6 * (2 * 0.8 ** (1 / 6) - 1), abs=1e-8)
+    assert mcnemar_mde(6, 10) == pytest.approx(0.556191, abs=1e-6)
+    # 5 discordant pairs cannot reach 0.05 (2/32 = 0.0625); none: no power figure.
+    assert mcnemar_mde(5, 10) is None and mcnemar_mde(0, 10) is None
+    # 10 discordant pairs of 20: rejection at 9 or more one way (22/1024; 8 gives 112/1024);
+    # the MDE's q has power q^10 + 10 q^9 (1 - q) + (1 - q)^10 + 10 q (1 - q)^9 = 0.8.
+    mde = mcnemar_mde(10, 20)
+    assert mde is not None
+    q = (mde * 20 / 10 + 1) / 2
+    power = q**10 + 10 * q**9 * (1 - q) + (1 - q) ** 10 + 10 * q * (1 - q) ** 9
+    assert power == pytest.approx(0.8, abs=1e-9)
+
+
+def test_wilcoxon_mde_of_two_opposite_values_is_their_size() -> None:
+    # Differences +0.3 / -0.3: centred, they stay +-0.3; a shift below 0.3 leaves about half
+    # the resampled differences negative (power ~ P(few negatives) ~ 0.01), a shift above 0.3
+    # makes all ten positive (p = 2/1024 in every sample): the MDE is 0.3.
+    assert wilcoxon_mde([0.3, -0.3] * 5) == pytest.approx(0.3, rel=2e-3)
+    # Four tasks cannot reach 0.05 whatever the shift; constant differences have no spread.
+    assert wilcoxon_mde([0.3, -0.3] * 2) is None
+    assert wilcoxon_mde([0.2] * 8) is None
+
+
+def test_wilcoxon_mde_is_seeded_and_scales_with_the_differences() -> None:
+    differences = [0.1, 0.4, -0.2, 0.0, 0.3, 0.5, -0.1, 0.2, 0.6, 0.0, 0.1, 0.3, -0.3, 0.2]
+    mde = wilcoxon_mde(differences)
+    assert mde is not None and 0.0 < mde < 1.0
+    assert wilcoxon_mde(differences) == mde
+    doubled = wilcoxon_mde([2 * d for d in differences])
+    assert doubled == pytest.approx(2 * mde, rel=3e-3)
+
+
+def test_verdict_note_says_why_a_raw_difference_is_no_verdict() -> None:
+    note = verdict_note(0.012, 0.072, 0.05, 0.3, 6, NO_DIFFERENCE, test="mcnemar_exact")
+    assert note == (
+        "significant before adjustment (p=0.012), not after Holm over 6 comparisons (p=0.072)"
+    )
+    note = verdict_note(0.08, 0.08, 0.01, 0.3, 1, NO_DIFFERENCE, test="wilcoxon_signed_rank")
+    assert note is not None and note.startswith(
+        "the t interval excludes 0 but the Wilcoxon test does not reject (p=0.08)"
+    )
+    assert verdict_note(0.3, 0.6, -0.1, 0.3, 2, NO_DIFFERENCE) is None
+    assert verdict_note(0.001, 0.003, 0.1, 0.3, 3, BETTER) is None
+    assert verdict_note(None, None, None, None, 0, None) is None
+
+
+def test_coverage_note_flags_gaps_over_the_tolerance() -> None:
+    assert coverage_note(1.0, 0.96) is None
+    assert coverage_note(1.0, 0.6) == (
+        "coverage differs by more than 5%: runs scored 100% in a, 60% in b"
+    )
+    assert coverage_note(1.0, 1.0, 0.35, 0.8) == (
+        "coverage differs by more than 5%: criteria decided 35% in a, 80% in b"
+    )
+    assert coverage_note(1.0, 1.0, 0.35, None) is None
 
 
 def test_holm_adjustment_by_hand() -> None:

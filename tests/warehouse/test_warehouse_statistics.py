@@ -157,6 +157,90 @@ def test_comparisons_pair_by_task_with_mcnemar_and_a_mirrored_verdict(tmp_path: 
     ]  # fmt: skip
 
 
+def criteria_cell(model: str, criteria: Sequence[Sequence[bool | None]]) -> CellLoad:
+    """One cell of a hand model: task i has the given criterion verdicts (None: undecided)."""
+    key = f"hand~{model}__none__p"
+    tasks = [f"task_{i + 1:04d}" for i in range(len(criteria))]
+    return CellLoad(
+        hand_record(key, model),
+        [hand_trace(task) for task in tasks],
+        None,
+        [hand_score(task, 1.0, 1) for task in tasks],
+        [hand_judgement(task, list(c)) for task, c in zip(tasks, criteria, strict=True)],
+    )
+
+
+def test_comparisons_carry_each_sides_coverage_and_flag_a_gap(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "w.duckdb")
+    # a decides one criterion of three on every task (coverage 1/3, accuracy 1); b decides all
+    # three on tasks 1-5 (accuracy 2/3) and none on task 6 (accuracy not scored).
+    a = criteria_cell("model-a", [[True, None, None]] * 6)
+    b = criteria_cell("model-b", [[True, False, True]] * 5 + [[None, None, None]])
+    load_experiment(conn, [a, b])
+    compute_statistics(conn)
+    found = rows(
+        conn,
+        "SELECT cell_a, runs, pairs, coverage_a, coverage_b, criterion_coverage_a, "
+        "criterion_coverage_b, coverage_differs, coverage_note FROM eval.comparisons "
+        "WHERE tier = 'minimal' AND metric = 'accuracy' ORDER BY cell_a",
+    )
+    # 6 runs in both cells; b scored 5 of them; over the 5 compared runs a decided 1/3 of its
+    # criteria, b all of them.
+    assert found == [
+        (A_KEY, 6, 5, 1.0, pytest.approx(5 / 6), pytest.approx(1 / 3), 1.0, True,
+         "coverage differs by more than 5%: runs scored 100% in a, 83% in b; "
+         "criteria decided 33% in a, 100% in b"),
+        (B_KEY, 6, 5, pytest.approx(5 / 6), 1.0, 1.0, pytest.approx(1 / 3), True,
+         "coverage differs by more than 5%: runs scored 83% in a, 100% in b; "
+         "criteria decided 100% in a, 33% in b"),
+    ]  # fmt: skip
+    # A metric both sides scored on every run, without criteria: nothing to flag.
+    assert rows(
+        conn,
+        "SELECT DISTINCT runs, coverage_a, coverage_b, criterion_coverage_a, coverage_differs, "
+        "coverage_note FROM eval.comparisons WHERE tier = 'minimal' AND metric = 'action_recall'",
+    ) == [(6, 1.0, 1.0, None, False, None)]
+
+
+def test_a_raw_difference_lost_to_holm_is_explained(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "w.duckdb")
+    # a passes 6 of 10 tasks, b and c none: a vs b and a vs c have 6 discordant pairs all one
+    # way, p = 2 / 64 = 0.03125 each; b vs c, p = 1. Holm over the 3: 3 x 0.03125 = 0.09375.
+    load_experiment(
+        conn,
+        [
+            graded_cell("model-a", [1.0] * 6 + [0.0] * 4),
+            graded_cell("model-b", [0.0] * 10),
+            graded_cell("model-c", [0.0] * 10),
+        ],
+    )
+    compute_statistics(conn)
+    found = rows(
+        conn,
+        "SELECT cell_b, p_value, p_adjusted, verdict, verdict_note, mde, mde_method "
+        "FROM eval.comparisons WHERE tier = 'minimal' AND metric = 'accuracy' AND cell_a = ? "
+        "ORDER BY cell_b",
+        A_KEY,
+    )
+    note = "significant before adjustment (p=0.0312), not after Holm over 3 comparisons (p=0.0938)"
+    # MDE: 6 discordant of 10 runs, q^6 + (1 - q)^6 = 0.8: 0.6 x (2 x 0.8^(1/6) - 1).
+    mde = pytest.approx(0.6 * (2 * 0.8 ** (1 / 6) - 1), abs=1e-8)
+    assert found == [
+        (B_KEY, pytest.approx(0.03125), pytest.approx(0.09375), "no detectable difference", note,
+         mde, "mcnemar_exact"),
+        ("hand~model-c__none__p", pytest.approx(0.03125), pytest.approx(0.09375),
+         "no detectable difference", note, mde, "mcnemar_exact"),
+    ]  # fmt: skip
+    # b and c are identical: no note, no discordant pair, no MDE and why.
+    assert rows(
+        conn,
+        "SELECT verdict, verdict_note, mde, mde_method, reason FROM eval.comparisons "
+        "WHERE tier = 'minimal' AND metric = 'accuracy' AND cell_a = ? AND cell_b = ?",
+        "hand~model-c__none__p",
+        B_KEY,
+    ) == [("no detectable difference", None, None, None, "no discordant pair: no power figure")]
+
+
 def test_scipy_recomputation_from_eval_metrics_gives_the_same_figures(tmp_path: Path) -> None:
     rng = random.Random(13)
     tasks = 12
@@ -209,7 +293,9 @@ def test_scipy_recomputation_from_eval_metrics_gives_the_same_figures(tmp_path: 
                 )
             else:
                 assert test == "wilcoxon_signed_rank"
-                expected = scipy_stats.wilcoxon([x for x in d if x != 0]).pvalue
+                # scipy's defaults on the differences, zeros included (they count in the
+                # choice between exact, permutation and normal approximation).
+                expected = scipy_stats.wilcoxon(d).pvalue if any(d) else 1.0
             assert p == pytest.approx(expected)
             raw_p.append(float(p))  # type: ignore[arg-type]
             checked += 1
