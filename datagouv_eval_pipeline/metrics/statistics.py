@@ -365,6 +365,11 @@ def wilcoxon_signed_rank(differences: Sequence[float]) -> float:
 
 
 @functools.cache
+def _no_tie_cdf(n: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """:func:`_rank_sum_cdf` of the ranks 1..n (no zero, no tie): the exact distribution."""
+    return _rank_sum_cdf(tuple(range(2, 2 * n + 1, 2)))
+
+
 def _rank_sum_cdf(
     doubled_ranks: tuple[int, ...],
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
@@ -418,12 +423,17 @@ def wilcoxon_signed_rank_counts(
     v = np.asarray(values, dtype=float)
     c = np.asarray(counts, dtype=int)
     n = int(c[0].sum()) if len(c) else 0
-    magnitudes = np.abs(v)
-    levels = np.unique(magnitudes[v != 0.0])
-    # level of each value: a column of a (K, L) indicator; zeros belong to no level
-    member = (magnitudes[:, None] == levels[None, :]) & (v != 0.0)[:, None]
-    sizes = c @ member  # (S, L): how many differences share each magnitude
-    positives = c @ (member & (v > 0.0)[:, None])
+    nonzero = v != 0.0
+    magnitudes = np.abs(v[nonzero])
+    levels, level = np.unique(magnitudes, return_inverse=True)
+    if len(levels) == 0:
+        return np.ones(len(c))
+    # counts per magnitude level (summing the columns of the values sharing one), increasing
+    order = np.argsort(level.ravel(), kind="stable")
+    starts = np.searchsorted(level.ravel()[order], np.arange(len(levels)))
+    held = c[:, nonzero][:, order]
+    sizes = np.add.reduceat(held, starts, axis=1)  # (S, L): differences sharing a magnitude
+    positives = np.add.reduceat(held * (v[nonzero][order] > 0.0), starts, axis=1)
     count = sizes.sum(axis=1)
     below = np.cumsum(sizes, axis=1) - sizes
     average_rank = below + (sizes + 1) / 2
@@ -432,21 +442,16 @@ def wilcoxon_signed_rank_counts(
     ties = (sizes > 1).any(axis=1)
     p = np.ones(len(c))
     exact = ~ties & (count == n) & (n <= EXACT_MAX_N)
-    enumerated = np.flatnonzero((exact | (n <= PERMUTATION_MAX_N)) & (count > 0))
-    asymptotic = ~np.isin(np.arange(len(c)), enumerated) & (count > 0)
-    if len(enumerated):
-        keys, inverse = np.unique(sizes[enumerated], axis=0, return_inverse=True)
-        observed = np.rint(2 * r_plus[enumerated]).astype(int)
-        for index, key in enumerate(keys):
-            members = np.flatnonzero(inverse.ravel() == index)
-            doubled: list[int] = []
-            start = 0
-            for size in key:
-                doubled += [2 * start + int(size) + 1] * int(size)
-                start += int(size)
-            cdf, sf = _rank_sum_cdf(tuple(doubled))
-            k = observed[members]
-            p[enumerated[members]] = np.minimum(1.0, 2 * np.minimum(cdf[k], sf[k]))
+    permutation = ~exact & (n <= PERMUTATION_MAX_N) & (count > 0)
+    asymptotic = ~exact & ~permutation & (count > 0)
+    observed = np.rint(2 * r_plus).astype(int)
+    if exact.any():
+        # no zero, no tie: the ranks are 1..n in every such sample
+        cdf, sf = _no_tie_cdf(n)
+        k = observed[exact]
+        p[exact] = np.minimum(1.0, 2 * np.minimum(cdf[k], sf[k]))
+    if permutation.any():
+        p[permutation] = _permutation_p(sizes[permutation], observed[permutation], n)
     if asymptotic.any():
         m = count[asymptotic].astype(float)
         mean = m * (m + 1) / 4
@@ -456,8 +461,79 @@ def wilcoxon_signed_rank_counts(
     return p
 
 
+def _permutation_p(
+    sizes: np.ndarray[Any, Any], observed: np.ndarray[Any, Any], n: int
+) -> np.ndarray[Any, Any]:
+    """Two-sided p of the sign-pattern distribution of each sample's ranks.
+
+    Each row of ``sizes`` gives how many differences share each magnitude, in increasing order
+    (the other differences are zeros); ``observed`` is twice the sum of the positive ranks.
+    Samples with the same tie structure share one distribution (:class:`_TieTables`).
+    """
+    # the tie structure: the non-zero group sizes, left-justified in n columns
+    compact = np.zeros((len(sizes), n), dtype=np.int64)
+    order = np.argsort(sizes == 0, axis=1, kind="stable")
+    width = min(n, sizes.shape[1])
+    compact[:, :width] = np.take_along_axis(sizes, order, axis=1)[:, :width]
+    tables = _tie_tables(n)
+    rows = tables.rows(compact)
+    at_most = tables.cdf[rows, observed]
+    at_least = tables.sf[rows, observed]
+    return np.asarray(np.minimum(1.0, 2 * np.minimum(at_most, at_least)))
+
+
+class _TieTables:
+    """P(S <= k) and P(S >= k) of the doubled positive-rank sum, one row per tie structure.
+
+    For samples of ``n`` differences; filled as structures are met (there are fewer than
+    2^n), so a power simulation computes each distribution once.
+    """
+
+    def __init__(self, n: int) -> None:
+        self.width = n * (n + 1) + 1
+        self.index: dict[bytes, int] = {}
+        self.cdf = np.ones((0, self.width))
+        self.sf = np.zeros((0, self.width))
+
+    def rows(self, structures: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """The table row of each structure (rows of group sizes, zero-padded), added if new."""
+        keys, inverse = np.unique(structures, axis=0, return_inverse=True)
+        found = []
+        added_cdf, added_sf = [], []
+        for key in keys:
+            code = key.tobytes()
+            if code not in self.index:
+                self.index[code] = len(self.index)
+                cdf, sf = _rank_sum_cdf(_doubled_ranks(key[key > 0].tolist()))
+                added_cdf.append(np.pad(cdf, (0, self.width - len(cdf)), constant_values=1.0))
+                added_sf.append(np.pad(sf, (0, self.width - len(sf))))
+            found.append(self.index[code])
+        if added_cdf:
+            self.cdf = np.vstack([self.cdf, *added_cdf])
+            self.sf = np.vstack([self.sf, *added_sf])
+        return np.asarray(found, dtype=np.int64)[inverse.ravel()]
+
+
+@functools.cache
+def _tie_tables(n: int) -> _TieTables:
+    return _TieTables(n)
+
+
+def _doubled_ranks(sizes: list[int]) -> tuple[int, ...]:
+    """Twice the average ranks of tie groups of these sizes, in increasing magnitude."""
+    doubled: list[int] = []
+    below = 0
+    for size in sizes:
+        doubled += [2 * below + size + 1] * size
+        below += size
+    return tuple(doubled)
+
+
 MDE_RESAMPLES = 400
 """Simulated samples per shift in the Wilcoxon power simulation (power known to about ±0.02)."""
+
+MDE_PRECISION = 0.01
+"""The bisection of the Wilcoxon MDE stops within this share of its value."""
 
 MDE_SEED = 20_250_601
 """Seed of the Wilcoxon power simulation: the same differences always give the same MDE."""
@@ -523,8 +599,8 @@ def wilcoxon_mde(
     every shift); a shift ``delta`` is added and each sample is tested with
     :func:`wilcoxon_signed_rank_rows` (the test actually used); the power is the share of
     samples with p < ``alpha``. The smallest ``delta`` reaching ``power`` is found by bisection
-    to 0.1 % of its size. The shift moves every task's mean difference, hence the mean
-    difference, by ``delta``.
+    to :data:`MDE_PRECISION` of its size, from a bracket started at three standard errors.
+    The shift moves every task's mean difference, hence the mean difference, by ``delta``.
 
     Returns:
         The shift, or None with fewer than 2 tasks, when the differences do not vary, or when
@@ -534,6 +610,8 @@ def wilcoxon_mde(
     d = np.asarray(differences, dtype=float)
     if len(d) < 2:
         return None
+    if len(d) <= PERMUTATION_MAX_N and 2.0 / 2 ** len(d) >= alpha:
+        return None  # even every difference positive gives p = 2 / 2^n
     residuals = d - d.mean()
     spread = float(np.max(np.abs(residuals)))
     if spread == 0.0:
@@ -548,11 +626,16 @@ def wilcoxon_mde(
         p = wilcoxon_signed_rank_counts(values + delta, counts)
         return float(np.mean(p < alpha)) >= power
 
-    high = 2 * spread + 1.0
-    if not reaches(high):
-        return None
+    # Bracket from the t-test figure (about 3 standard errors), doubling up to a shift past
+    # every difference (all positive: the most the test can say), then bisect.
+    ceiling = 2 * spread + 1.0
+    high = min(ceiling, 3 * float(np.std(d, ddof=1)) / math.sqrt(len(d)))
     low = 0.0
-    while high - low > 1e-3 * high:
+    while not reaches(high):
+        if high >= ceiling:
+            return None
+        low, high = high, min(ceiling, 2 * high)
+    while high - low > MDE_PRECISION * high:
         middle = (low + high) / 2
         if reaches(middle):
             high = middle

@@ -28,3 +28,27 @@ def test_a_file_without_the_mcp_source_columns_gets_them_and_keeps_its_rows(
     ]
     assert {"mcp_source", "mcp_build"} <= set(columns)
     assert conn.execute("SELECT count(*) FROM eval.tasks").fetchone() == (1,)
+
+
+def test_a_statistics_table_of_an_older_shape_is_recreated_with_the_new_columns(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "w.duckdb"
+    conn = connect(path)
+    conn.execute("INSERT INTO eval.tasks VALUES ('t', 'h', 1, 'n', 'fr', 'answer', 'active', 's')")
+    # eval.comparisons as the previous code wrote it: no coverage columns (runs is NOT NULL,
+    # so it cannot be added in place); its rows are recomputed by every statistics stage.
+    conn.execute("ALTER TABLE eval.comparisons DROP COLUMN coverage_differs")
+    conn.execute("ALTER TABLE eval.comparisons DROP COLUMN runs")
+    conn.close()
+    conn = connect(path)
+    columns = [
+        row[0]
+        for row in conn.execute(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = 'eval' AND table_name = 'comparisons'"
+        ).fetchall()
+    ]
+    assert {"runs", "coverage_differs", "verdict_note"} <= set(columns)
+    # The loaded tables are kept as they were.
+    assert conn.execute("SELECT count(*) FROM eval.tasks").fetchone() == (1,)
