@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from datagouv_eval_pipeline.report.views import (
     POWER_TARGET,
+    Comparison,
     FeatureComparison,
     Power,
     ReportedMean,
@@ -67,6 +68,20 @@ _NO_DIFFERENCE = 1e-9
 """A mean paired difference this small is floating-point noise around zero."""
 
 
+def _coverage(c: Comparison) -> str:
+    """Runs scored (and, for accuracy, criteria decided) by A and B: ``runs 100% / 83%``."""
+
+    def pct(value: float | None) -> str:
+        return "—" if value is None else f"{value:.0%}"
+
+    parts = []
+    if c.coverage_a is not None or c.coverage_b is not None:
+        parts.append(f"runs {pct(c.coverage_a)} / {pct(c.coverage_b)}")
+    if c.criterion_coverage_a is not None or c.criterion_coverage_b is not None:
+        parts.append(f"criteria {pct(c.criterion_coverage_a)} / {pct(c.criterion_coverage_b)}")
+    return ", ".join(parts) or "—"
+
+
 def _feature_cells(f: FeatureComparison) -> list[str]:
     """The figures of one by-feature row (``—`` where the feature is not exercised)."""
     interval = "—" if f.low is None or f.high is None else f"[{f.low:+.2f}, {f.high:+.2f}]"
@@ -116,7 +131,7 @@ def _feature_lines(view: ReportView) -> list[str]:
             _escape(f.model),
             f"{f.version_a} → {f.version_b}",
             *_feature_cells(f),
-            _escape(f.note or ""),
+            _escape(" ".join(n for n in (f.note, f.verdict_note, f.coverage_note) if n)),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     if len(differing) > MAX_FEATURE_ROWS:
@@ -236,7 +251,7 @@ def render_markdown(view: ReportView, *, html_path: str | None = None) -> str:
     lines += ["", "## Comparisons (one dimension differs, minimal tier)", ""]
     header = "| dimension | metric | A | B | mean A | mean B | paired Δ | tasks |"
     if view.statistics:
-        header += " 95 % CI | p (Holm) | MDE | verdict |"
+        header += " 95 % CI | p (Holm) | MDE | verdict | coverage A / B | note |"
     lines += [header, "|" + "---|" * (header.count("|") - 1)]
     for c in view.comparisons[:MAX_COMPARISONS]:
         cells = [
@@ -251,7 +266,15 @@ def render_markdown(view: ReportView, *, html_path: str | None = None) -> str:
         ]
         if view.statistics:
             interval = "—" if c.low is None or c.high is None else f"[{c.low:+.2f}, {c.high:+.2f}]"
-            cells += [interval, _num(c.p_adjusted, 3), _num(c.mde), c.verdict or "—"]
+            note = " ".join(n for n in (c.verdict_note, c.coverage_note) if n)
+            cells += [
+                interval,
+                _num(c.p_adjusted, 3),
+                _num(c.mde),
+                c.verdict or "—",
+                _coverage(c),
+                _escape(note),
+            ]
         lines.append("| " + " | ".join(cells) + " |")
     if len(view.comparisons) > MAX_COMPARISONS:
         lines.append(f"\n{len(view.comparisons) - MAX_COMPARISONS} more pairs in the HTML page.")

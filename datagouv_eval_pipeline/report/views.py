@@ -140,6 +140,14 @@ class Comparison:
         test: The test used (statistics tables).
         pairs: (task, repeat) pairs scored in both cells (statistics tables).
         note: Why a figure is missing (statistics tables).
+        verdict_note: Why the verdict is "no detectable difference" although the unadjusted
+            p-value or interval says otherwise (statistics tables).
+        mde_method: How the MDE was computed: mcnemar_exact or wilcoxon_simulation.
+        coverage_a: Share of the runs both cells have that A scored (statistics tables).
+        coverage_b: The same for B.
+        criterion_coverage_a: Accuracy: A's mean share of criteria decided over the pairs.
+        criterion_coverage_b: The same for B.
+        coverage_note: What coverage differs by more than the tolerance, else None.
     """
 
     dimension: str
@@ -160,6 +168,13 @@ class Comparison:
     test: str | None = None
     pairs: int | None = None
     note: str | None = None
+    verdict_note: str | None = None
+    mde_method: str | None = None
+    coverage_a: float | None = None
+    coverage_b: float | None = None
+    criterion_coverage_a: float | None = None
+    criterion_coverage_b: float | None = None
+    coverage_note: str | None = None
 
 
 FEATURE_METRIC = "accuracy"
@@ -192,6 +207,9 @@ class FeatureComparison:
         verdict: better / worse / no detectable difference (B against A).
         mde: Minimum detectable difference at 80 % power on those tasks.
         note: :data:`NOT_EXERCISED`, or why a figure is missing.
+        verdict_note: Why the verdict is "no detectable difference" although the unadjusted
+            p-value or interval says otherwise.
+        coverage_note: What coverage differs between A and B beyond the tolerance, else None.
     """
 
     feature: str
@@ -210,6 +228,8 @@ class FeatureComparison:
     verdict: str | None = None
     mde: float | None = None
     note: str | None = None
+    verdict_note: str | None = None
+    coverage_note: str | None = None
 
     @property
     def area(self) -> str:
@@ -533,6 +553,14 @@ def tested_comparisons(data: ReportData) -> list[Comparison]:
                 test=row["test"],
                 pairs=int(row["pairs"] or 0),
                 note=row["reason"],
+                # .get: a warehouse written before these columns has none of them
+                verdict_note=row.get("verdict_note"),
+                mde_method=row.get("mde_method"),
+                coverage_a=row.get("coverage_a"),
+                coverage_b=row.get("coverage_b"),
+                criterion_coverage_a=row.get("criterion_coverage_a"),
+                criterion_coverage_b=row.get("criterion_coverage_b"),
+                coverage_note=row.get("coverage_note"),
             )
         )
     return sorted(out, key=lambda c: (c.paired_tasks == 0, c.dimension, c.metric))
@@ -609,6 +637,8 @@ def feature_comparisons(data: ReportData) -> list[FeatureComparison]:
                     verdict=row["verdict"],
                     mde=row["mde"],
                     note=row["reason"],
+                    verdict_note=row.get("verdict_note"),
+                    coverage_note=row.get("coverage_note"),
                 )
             )
     return sorted(out, key=lambda f: f.feature)

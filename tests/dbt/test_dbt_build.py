@@ -134,15 +134,18 @@ def test_means_carry_intervals_and_pairs_carry_tests_and_verdicts(
     pair = _rows(
         db,
         "SELECT paired_runs, paired_difference, difference_ci_low, difference_ci_high, test, "
-        "p_value, family_size, p_adjusted, verdict, mde FROM main.cell_comparison "
+        "p_value, family_size, p_adjusted, verdict, verdict_note, mde, mde_method, test_reason, "
+        "compared_runs, paired_coverage_a, paired_coverage_b, coverage_differs "
+        "FROM main.cell_comparison "
         "WHERE cell_a = ? AND cell_b = ? AND tier = 'minimal' AND metric = 'action_recall'",
         [HAND, HAND_B],
     )
-    # d = (-1.0, +0.5): Wilcoxon ranks 2 and 1, W = 1 of 0..3 equally likely -> p = 1;
-    # se = sem(d) = 0.75, mde = (t(0.975, 1) + t(0.8, 1)) x 0.75 = (12.706205 + 1.376382) x 0.75.
+    # d = (-1.0, +0.5): Wilcoxon ranks 2 and 1, W = 1 of 0..3 equally likely -> p = 1; two
+    # tasks cannot reach p < 0.05 (at best 2/4): no MDE of the signed-rank test, and why.
     assert pair == [
         (2, -0.25, -1.0, 1.0, "wilcoxon_signed_rank", pytest.approx(1.0), 1,
-         pytest.approx(1.0), "no detectable difference", pytest.approx(10.56194, abs=1e-4))
+         pytest.approx(1.0), "no detectable difference", None, None, None,
+         "2 tasks: the signed-rank test cannot reach p < 0.05", 2, 1.0, 1.0, False)
     ]  # fmt: skip
     ranking = _rows(
         db,

@@ -36,6 +36,9 @@ def test_the_report_page_is_self_contained_with_every_section(built_report: Buil
     assert '<strong>0.75</strong> <span class="small">[0.00, 1.00]</span>' in page
     assert "n=2/4" in page
     assert "no detectable difference" in page and "wilcoxon_signed_rank" in page
+    # each side's coverage, and the gap of the hand cells (B has no judge) flagged
+    assert "<th>coverage A / B</th>" in page and "runs 100% / 0%" in page
+    assert "coverage differs by more than 5%: runs scored 100% in a, 0% in b" in page
     assert "no statistics tables yet" not in page.replace("\n", " ")
     assert str(escape(QUARANTINED[1])) in page
     assert "Absent: the warehouse holds no judge calibration results" in page
@@ -49,6 +52,10 @@ def test_the_markdown_has_the_pivot_and_what_was_not_scored(built_report: BuiltR
     assert "| model-a | none | · | · | **0.75** [0.00, 1.00] n=2/4 |" in text
     assert "| +0.00 | 2 | [+0.00, +0.00] | 1.000 | — | no detectable difference |" in text
     assert "| quarantined | task_0009 | 1 |" in text
+    assert (
+        "| runs 100% / 0% | coverage differs by more than 5%: runs scored 100% in a, 0% in b |"
+        in (text)
+    )
     assert "## Power (accuracy, minimal tier)" in text
     assert "Minimum detectable paired difference in accuracy at 80 % power" in text or (
         "No accuracy comparison has a minimum detectable difference" in text

@@ -122,6 +122,15 @@ def test_comparisons_pair_cells_differing_in_one_dimension(built_report: BuiltRe
         None,
         "no run scored in both cells",
     )
+    # Both hand cells ran task_0001 and task_0002: A scored accuracy on both, B (no judge)
+    # on neither; the gap is said, not hidden behind "no run scored in both cells".
+    assert (models.coverage_a, models.coverage_b) == (1.0, 0.0)
+    assert models.coverage_note == (
+        "coverage differs by more than 5%: runs scored 100% in a, 0% in b"
+    )
+    # The two MCP versions gave the same answers: the same coverage, nothing flagged.
+    assert (versions.coverage_a, versions.coverage_b, versions.coverage_note) == (1.0, 1.0, None)
+    assert versions.criterion_coverage_a == versions.criterion_coverage_b is not None
     # pairs that can be compared come first
     tasks = [c.paired_tasks for c in built_report.view.comparisons]
     assert tasks == sorted(tasks, key=lambda n: n == 0)

@@ -3,8 +3,11 @@
 -- listed; delta = b - a. paired_delta averages per-task differences over the tasks scored in
 -- both cells (a fairer comparison when coverage differs). The paired test of the statistics
 -- stage (eval.comparisons, on the (task, repeat) pairs both scored) gives the difference's 95 %
--- interval, the p-value, its Holm adjustment within dimension x metric x tier, the verdict and
--- the minimum detectable effect.
+-- interval, the p-value, its Holm adjustment within dimension x metric x tier, the verdict with
+-- its note (significant before Holm only, or an interval excluding 0 the test does not back),
+-- the minimum detectable effect of the test used, and each side's coverage on the runs both
+-- cells have (runs scored; for accuracy, criteria decided) flagged when they differ by more
+-- than 0.05.
 with cells as (
     select
         cell_key,
@@ -97,8 +100,17 @@ select
     c.p_adjusted,
     c.family_size,
     c.verdict,
+    c.verdict_note,
     c.mde,
-    c.reason as test_reason
+    c.mde_method,
+    c.reason as test_reason,
+    c.runs as compared_runs,
+    c.coverage_a as paired_coverage_a,
+    c.coverage_b as paired_coverage_b,
+    c.criterion_coverage_a,
+    c.criterion_coverage_b,
+    c.coverage_differs,
+    c.coverage_note
 from pairs as p
 join {{ ref('experiment_metrics') }} as ma on ma.cell_key = p.cell_a
 join {{ ref('experiment_metrics') }} as mb
