@@ -206,7 +206,10 @@ def command(
         pages = default_report_dir(db_path)
         click.echo(f"report: {pages / REPORT_PAGE} (Markdown for the Dagster UI: {report})")
         click.echo(f"results browser: {pages / BROWSER_DIR / 'index.html'}")
-        click.echo("example queries (paste into `duckdb -readonly <file>`, or run them as shown):")
+        click.echo(
+            "example queries (paste into `python3 -m uv run duckdb -readonly "
+            f"{db_path}`, or run them as shown):"
+        )
         for query in EXAMPLE_QUERIES:
             click.echo(f'  python3 -m uv run datagouv-eval sql "{query}"')
     # The run leaves a large heap; the interpreter's final collection of it took ~8 s on two
