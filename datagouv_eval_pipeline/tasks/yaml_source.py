@@ -133,10 +133,27 @@ def read_yaml(path: Path) -> tuple[YamlDocument | None, list[SpecError]]:
         return None, [SpecError(path, line, "", f"invalid YAML: {reason}")]
     except yaml.YAMLError as error:
         return None, [SpecError(path, None, "", f"invalid YAML: {error}")]
+    except RecursionError:
+        return None, [_too_deep(path)]
     finally:
         loader.dispose()
-    duplicates = list(_duplicate_keys(path, root, ())) if root is not None else []
+    try:
+        duplicates = list(_duplicate_keys(path, root, ())) if root is not None else []
+    except RecursionError:
+        return None, [_too_deep(path)]
     return YamlDocument(path, data, root, duplicates), duplicates
+
+
+def _too_deep(path: Path) -> SpecError:
+    # PyYAML composes and constructs recursively: a few thousand nested brackets exhaust the
+    # interpreter's stack before any field could be checked.
+    return SpecError(
+        path,
+        None,
+        "",
+        "invalid YAML: its values are nested too deeply to read (hundreds of levels of lists or "
+        "mappings inside each other); a task spec needs a few",
+    )
 
 
 def _duplicate_keys(path: Path, node: yaml.Node, loc: Loc) -> list[SpecError]:
