@@ -8,12 +8,13 @@ an unwritable warehouse directory or a warehouse file locked by an analyst's
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from pathlib import Path
 
 import click
 import duckdb
+
+from datagouv_eval_pipeline.warehouse.storage import describe_open_error
 
 
 def require_instance_dir(home: Path) -> None:
@@ -32,9 +33,6 @@ def require_instance_dir(home: Path) -> None:
         raise click.ClickException(
             f"{home}: cannot create the Dagster instance directory ({error.strerror})"
         ) from None
-
-
-_LOCK_HOLDER = re.compile(r"\(PID (\d+)\)")
 
 
 def require_writable_warehouse(path: Path) -> None:
@@ -62,15 +60,7 @@ def require_writable_warehouse(path: Path) -> None:
     try:
         duckdb.connect(str(path)).close()
     except duckdb.Error as error:
-        text = str(error)
-        holder = _LOCK_HOLDER.search(text)
-        if "lock" in text.lower():
-            who = f"process {holder.group(1)}" if holder else "another process"
-            raise click.ClickException(
-                f"{path}: the warehouse is locked by {who} (a `duckdb` shell, even -readonly, or "
-                "another run); close it and run again"
-            ) from None
-        raise click.ClickException(f"{path}: cannot open the warehouse: {text}") from None
+        raise click.ClickException(describe_open_error(path, error)) from None
 
 
 def sandbox_notice() -> str | None:

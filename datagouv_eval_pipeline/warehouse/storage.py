@@ -12,6 +12,7 @@ writing.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import duckdb
@@ -72,3 +73,30 @@ def _convert(path: Path) -> None:
 
 def _quoted(path: Path) -> str:
     return str(path).replace("'", "''")
+
+
+_LOCK_HOLDER = re.compile(r"\(PID (\d+)\)")
+
+
+def describe_open_error(path: Path, error: Exception) -> str:
+    """One line saying why the warehouse file could not be opened, and what to do.
+
+    Args:
+        path: The warehouse file.
+        error: What ``duckdb.connect`` (or a first query) raised.
+    """
+    text = str(error)
+    if "lock" in text.lower():
+        holder = _LOCK_HOLDER.search(text)
+        who = f"process {holder.group(1)}" if holder else "another process"
+        return (
+            f"{path}: the warehouse is locked by {who} (a `duckdb` shell, even -readonly, or "
+            "another run); close it and run again"
+        )
+    if "not a valid DuckDB database" in text or "Could not read enough bytes" in text:
+        return (
+            f"{path}: not a readable DuckDB warehouse (corrupt, cut short or another program's "
+            "file); move it away and run `./dev run` to write a new one"
+        )
+    first_line = text.strip().splitlines()[0] if text.strip() else type(error).__name__
+    return f"{path}: cannot open the warehouse: {first_line}"
