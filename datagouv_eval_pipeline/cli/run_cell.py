@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +67,21 @@ def _build(cell: Cell, builds: BuildServers) -> dict[str, Any]:
     return {"mcp_url": endpoint.url}
 
 
+def _require_writable_dir(target: Path) -> None:
+    """Create ``target`` (the traces' directory) now, or fail with one line naming it."""
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise click.ClickException(
+            f"{target}: cannot create the output directory ({error.strerror}); choose another "
+            "with --out"
+        ) from None
+    if not os.access(target, os.W_OK):
+        raise click.ClickException(
+            f"{target}: the output directory is not writable; choose another with --out"
+        )
+
+
 @click.command("run-cell")
 @click.argument("cell_key")
 @click.option(
@@ -123,10 +139,14 @@ def command(
     from datagouv_eval_pipeline.agents.limits import RunBudget
     from datagouv_eval_pipeline.agents.runner import RunSettings, execute_cell
     from datagouv_eval_pipeline.mcp_builds import BuildError, BuildServers
+    from datagouv_eval_pipeline.twin.catalog import SnapshotError
     from datagouv_eval_pipeline.twin.server import TwinServer
 
     cell = _cell(config_dir, cell_key)
     tasks = _tasks(tasks_dir, task_ids)
+    # Checked before any agent runs: a cell's traces are not to be lost at the last step.
+    target = out_dir or Path("runs") / cell.key
+    _require_writable_dir(target)
     settings = RunSettings(
         budget=RunBudget(max_requests=max_requests, wall_timeout_s=timeout_s),
         max_concurrency=concurrency,
@@ -151,10 +171,8 @@ def command(
                     **_build(cell, builds),
                     **options,
                 )
-    except BuildError as error:
+    except (BuildError, SnapshotError) as error:
         raise click.ClickException(str(error)) from None
-    target = out_dir or Path("runs") / cell.key
-    target.mkdir(parents=True, exist_ok=True)
     for trace in run.traces:
         path = target / f"{trace.task_id}__r{trace.repeat}.json"
         path.write_text(trace.model_dump_json(indent=2) + "\n", encoding="utf-8")
