@@ -31,6 +31,7 @@ from datagouv_eval_pipeline.cli.dagster_home import (
 from datagouv_eval_pipeline.cli.experiment_summary import exit_code, summarise, summary_lines
 from datagouv_eval_pipeline.cli.preconditions import (
     require_instance_dir,
+    require_twin_home_dir,
     require_writable_warehouse,
     sandbox_notice,
 )
@@ -159,11 +160,10 @@ def command(
     home = resolve_home(None)
     require_instance_dir(home)
     require_writable_warehouse(Path(default_duckdb_path()))
-    notice = (
-        sandbox_notice()
-        if any(SANDBOX_CAPABILITIES & set(c.capabilities) for c in plan.cells)
-        else None
-    )
+    code_cells = any(SANDBOX_CAPABILITIES & set(c.capabilities) for c in plan.cells)
+    if code_cells:
+        require_twin_home_dir()
+    notice = sandbox_notice() if code_cells else None
     if notice:
         click.echo(f"note: {notice}")
     os.environ["DAGSTER_HOME"] = str(home)

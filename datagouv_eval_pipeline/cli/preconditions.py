@@ -63,6 +63,20 @@ def require_writable_warehouse(path: Path) -> None:
         raise click.ClickException(describe_open_error(path, error)) from None
 
 
+def require_twin_home_dir() -> None:
+    """The twin home (the front's CA, used by code cells) must be a usable directory.
+
+    Raises:
+        click.ClickException: It is a file, or cannot be created or written.
+    """
+    from datagouv_eval_pipeline.front import TwinHomeError, require_twin_home
+
+    try:
+        require_twin_home()
+    except TwinHomeError as error:
+        raise click.ClickException(str(error)) from None
+
+
 def sandbox_notice() -> str | None:
     """Why the code cells will be skipped on this machine, or None when they can run."""
     if shutil.which("bwrap") is not None:

@@ -136,8 +136,10 @@ def command(
     The twin is started in-process on a free port (unless --live). Traces go to
     OUT/<task_id>__r<repeat>.json and the MCP tool list to OUT/mcp-tools-<version>.json.
     """
+    from datagouv_eval_pipeline.agents.capabilities import SANDBOX_CAPABILITIES
     from datagouv_eval_pipeline.agents.limits import RunBudget
     from datagouv_eval_pipeline.agents.runner import RunSettings, execute_cell
+    from datagouv_eval_pipeline.cli.preconditions import require_twin_home_dir
     from datagouv_eval_pipeline.mcp_builds import BuildError, BuildServers
     from datagouv_eval_pipeline.twin.catalog import SnapshotError
     from datagouv_eval_pipeline.twin.server import TwinServer
@@ -147,6 +149,8 @@ def command(
     # Checked before any agent runs: a cell's traces are not to be lost at the last step.
     target = out_dir or Path("runs") / cell.key
     _require_writable_dir(target)
+    if SANDBOX_CAPABILITIES & set(cell.capabilities) and not live:
+        require_twin_home_dir()
     settings = RunSettings(
         budget=RunBudget(max_requests=max_requests, wall_timeout_s=timeout_s),
         max_concurrency=concurrency,
