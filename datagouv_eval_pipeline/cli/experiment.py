@@ -26,6 +26,7 @@ from datagouv_eval_pipeline.cli.dagster_home import (
     RUN_PID_TAG,
     clean_dead_runs,
     describe_cleaned,
+    open_instance,
     resolve_home,
 )
 from datagouv_eval_pipeline.cli.experiment_summary import exit_code, summarise, summary_lines
@@ -273,7 +274,7 @@ def _execute(
 
     first, last = covering_range(cells or ACTIVE_KEYS)
     job = defs.resolve_job_def("experiment")
-    with dg.DagsterInstance.get() as instance:
+    with open_instance(resolve_home(None)) as instance:
         click.echo(describe_cleaned(clean_dead_runs(instance)))
         # SIGTERM acts as Ctrl-C: the agent step stops its cell and fails the run cleanly
         # (instead of dying with the run left STARTED and its pool slot held).
