@@ -31,8 +31,8 @@ from datagouv_eval_pipeline.cli.dagster_home import (
 )
 from datagouv_eval_pipeline.cli.experiment_summary import exit_code, summarise, summary_lines
 from datagouv_eval_pipeline.cli.preconditions import (
+    require_code_cell_dirs,
     require_instance_dir,
-    require_twin_home_dir,
     require_writable_warehouse,
     sandbox_notice,
 )
@@ -163,7 +163,7 @@ def command(
     require_writable_warehouse(Path(default_duckdb_path()))
     code_cells = any(SANDBOX_CAPABILITIES & set(c.capabilities) for c in plan.cells)
     if code_cells:
-        require_twin_home_dir()
+        require_code_cell_dirs()
     notice = sandbox_notice() if code_cells else None
     if notice:
         click.echo(f"note: {notice}")

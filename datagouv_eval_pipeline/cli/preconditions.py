@@ -63,17 +63,24 @@ def require_writable_warehouse(path: Path) -> None:
         raise click.ClickException(describe_open_error(path, error)) from None
 
 
-def require_twin_home_dir() -> None:
-    """The twin home (the front's CA, used by code cells) must be a usable directory.
+def require_code_cell_dirs() -> None:
+    """What code cells write outside the run store must be usable directories.
+
+    The twin home (the front's CA) and the cache holding the sandbox's copy of the libraries.
 
     Raises:
-        click.ClickException: It is a file, or cannot be created or written.
+        click.ClickException: One is a file, or cannot be created or written.
     """
+    from datagouv_eval_pipeline.cache_home import CacheDirError, require_writable_dir
     from datagouv_eval_pipeline.front import TwinHomeError, require_twin_home
+    from datagouv_eval_pipeline.sandbox.library import LIBRARY_DIR_ENV, library_root
 
     try:
         require_twin_home()
-    except TwinHomeError as error:
+        require_writable_dir(
+            library_root(), "the code sandbox's copy of the libraries", LIBRARY_DIR_ENV
+        )
+    except (TwinHomeError, CacheDirError) as error:
         raise click.ClickException(str(error)) from None
 
 

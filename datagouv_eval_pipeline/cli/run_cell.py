@@ -139,7 +139,7 @@ def command(
     from datagouv_eval_pipeline.agents.capabilities import SANDBOX_CAPABILITIES
     from datagouv_eval_pipeline.agents.limits import RunBudget
     from datagouv_eval_pipeline.agents.runner import RunSettings, execute_cell
-    from datagouv_eval_pipeline.cli.preconditions import require_twin_home_dir
+    from datagouv_eval_pipeline.cli.preconditions import require_code_cell_dirs
     from datagouv_eval_pipeline.mcp_builds import BuildError, BuildServers
     from datagouv_eval_pipeline.twin.catalog import SnapshotError
     from datagouv_eval_pipeline.twin.server import TwinServer
@@ -150,7 +150,7 @@ def command(
     target = out_dir or Path("runs") / cell.key
     _require_writable_dir(target)
     if SANDBOX_CAPABILITIES & set(cell.capabilities) and not live:
-        require_twin_home_dir()
+        require_code_cell_dirs()
     settings = RunSettings(
         budget=RunBudget(max_requests=max_requests, wall_timeout_s=timeout_s),
         max_concurrency=concurrency,
