@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -189,3 +190,11 @@ def command(
         path = target / f"mcp-tools-{version}.json"
         path.write_text(json.dumps(tools, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     click.echo(f"wrote {len(run.traces)} trace(s) to {target}")
+    finished = [t for t in run.traces if t.status in ("ok", "budget_exceeded")]
+    if run.traces and not finished:
+        reasons = Counter(t.status_reason or t.status for t in run.traces)
+        reason, count = reasons.most_common(1)[0]
+        raise click.ClickException(
+            f"no run of {cell.key} finished ({len(run.traces)} ended "
+            f"{'/'.join(sorted({t.status for t in run.traces}))}); {count} because: {reason}"
+        )

@@ -67,3 +67,38 @@ def test_a_snapshot_file_that_changed(snapshots: Path, tmp_path: Path) -> None:
     (snapshots / current / "tables.json").write_text("{}", encoding="utf-8")
     line = _one_error(_run_cell("--out", str(tmp_path / "out")))
     assert "tables.json" in line
+
+
+def test_a_cell_none_of_whose_runs_finished_exits_non_zero_naming_why(tmp_path: Path) -> None:
+    # A live model whose API key is not set: every run is skipped before any request.
+    config = tmp_path / "benchmark"
+    shutil.copytree(project_files.project_file("task_specs") / "benchmark", config)
+    models = config / "models.yml"
+    text = models.read_text(encoding="utf-8")
+    small = "      - name: mistral-small-2603\n        label: small\n        active: false"
+    assert small in text
+    models.write_text(text.replace(small, small.replace("false", "true")), encoding="utf-8")
+    result = CliRunner().invoke(
+        main,
+        [
+            "run-cell",
+            "mistral~mistral-small-2603__none__data_gouv_context",
+            "--tasks",
+            "task_0002",
+            "--config-dir",
+            str(config),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        env={"MISTRAL_API_KEY": None},
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith(
+        "Error: no run of mistral~mistral-small-2603__none__data_gouv_context finished "
+        "(1 ended skipped); 1 because: "
+    )
+    assert "MISTRAL_API_KEY" in last
+    assert (tmp_path / "out" / "task_0002__r0.json").is_file()  # the trace is still written
