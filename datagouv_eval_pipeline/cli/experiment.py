@@ -36,6 +36,7 @@ from datagouv_eval_pipeline.cli.preconditions import (
     require_writable_warehouse,
     sandbox_notice,
 )
+from datagouv_eval_pipeline.cli.urls import HTTP_URL
 from datagouv_eval_pipeline.experiment.plan import ExperimentPlan, SelectionError, plan_experiment
 from datagouv_eval_pipeline.tasks.errors import SpecErrors
 from datagouv_eval_pipeline.warehouse.location import default_duckdb_path
@@ -131,6 +132,7 @@ def _print_plan(plan: ExperimentPlan, *, live: bool, rerun: bool) -> None:
 )
 @click.option(
     "--judge-base-url",
+    type=HTTP_URL,
     default=None,
     metavar="URL",
     help="Send judge requests to this OpenAI-compatible URL (e.g. a replay server).",

@@ -17,6 +17,7 @@ from datagouv_eval_pipeline.benchmark.loader import (
     BenchmarkConfigErrors,
     load_benchmark_config,
 )
+from datagouv_eval_pipeline.cli.urls import HTTP_URL
 from datagouv_eval_pipeline.cli.validate import format_error
 from datagouv_eval_pipeline.tasks.errors import TaskSpecErrors
 from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
@@ -103,6 +104,7 @@ def _require_writable_dir(target: Path) -> None:
 )
 @click.option(
     "--model-base-url",
+    type=HTTP_URL,
     default=None,
     help="Send model requests here instead (e.g. a `datagouv-eval replay serve` URL).",
 )
