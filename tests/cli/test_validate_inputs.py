@@ -32,6 +32,17 @@ def test_deeply_nested_yaml_is_one_error_not_a_recursion_error(tmp_path: Path) -
     )
 
 
+def test_a_spec_over_the_size_cap_is_refused_without_parsing(tmp_path: Path) -> None:
+    spec = tmp_path / "task_9998.yml"
+    spec.write_text("task_name: " + "x" * 2_000_000 + "\n", encoding="utf-8")
+    code, lines = _validate(str(spec))
+    assert code == 1
+    assert lines[0] == (
+        f"{spec}: the file is 2,000,012 bytes; at most 1,048,576 are read (a task spec or a "
+        "benchmark file is a few kilobytes)"
+    )
+
+
 def test_a_symlink_loop_and_a_broken_link_are_named(tmp_path: Path) -> None:
     (tmp_path / "loop_a.yml").symlink_to(tmp_path / "loop_b.yml")
     (tmp_path / "loop_b.yml").symlink_to(tmp_path / "loop_a.yml")
