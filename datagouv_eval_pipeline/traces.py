@@ -188,7 +188,14 @@ def load_trace(path: Path) -> Trace:
     from pydantic import ValidationError
 
     try:
-        return Trace.model_validate_json(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"{path}: not UTF-8 text (byte {error.object[error.start]:#04x} at offset "
+            f"{error.start}); a trace is UTF-8 JSON"
+        ) from None
+    try:
+        return Trace.model_validate_json(text)
     except ValidationError as error:
         lines = [f"{path}: invalid trace"]
         for item in error.errors():
