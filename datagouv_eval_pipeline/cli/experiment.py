@@ -31,6 +31,7 @@ from datagouv_eval_pipeline.cli.dagster_home import (
 )
 from datagouv_eval_pipeline.cli.experiment_summary import exit_code, summarise, summary_lines
 from datagouv_eval_pipeline.cli.preconditions import (
+    exclusive_run_store,
     require_code_cell_dirs,
     require_instance_dir,
     require_writable_warehouse,
@@ -38,6 +39,7 @@ from datagouv_eval_pipeline.cli.preconditions import (
 )
 from datagouv_eval_pipeline.cli.urls import HTTP_URL
 from datagouv_eval_pipeline.experiment.plan import ExperimentPlan, SelectionError, plan_experiment
+from datagouv_eval_pipeline.experiment.store import default_run_store
 from datagouv_eval_pipeline.tasks.errors import SpecErrors
 from datagouv_eval_pipeline.warehouse.location import default_duckdb_path
 
@@ -171,18 +173,19 @@ def command(
         click.echo(f"note: {notice}")
     os.environ["DAGSTER_HOME"] = str(home)
     started = time.perf_counter()
-    result, db_path, report = _execute(
-        {
-            "evaluation_types": list(evaluation_types),
-            "task_ids": ids,
-            "repeats": repeats,
-            "skip_validation": skip_validation,
-            "rerun": rerun,
-        },
-        live=live,
-        judge=judge_config,
-        cells={cell.key for cell in plan.cells},
-    )
+    with exclusive_run_store(default_run_store()):
+        result, db_path, report = _execute(
+            {
+                "evaluation_types": list(evaluation_types),
+                "task_ids": ids,
+                "repeats": repeats,
+                "skip_validation": skip_validation,
+                "rerun": rerun,
+            },
+            live=live,
+            judge=judge_config,
+            cells={cell.key for cell in plan.cells},
+        )
     elapsed = time.perf_counter() - started
     summary = summarise(result)
     interrupted = last_interrupt()

@@ -7,8 +7,11 @@ an unwritable warehouse directory or a warehouse file locked by an analyst's
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -92,3 +95,53 @@ def sandbox_notice() -> str | None:
         "bubblewrap (bwrap) is not installed: the code cells (code, code + skills, code + CLI) "
         "will be skipped; install it with `apt-get install bubblewrap` (./dev run does it as root)"
     )
+
+
+LOCK_NAME = ".experiment.lock"
+"""The file in the run store an experiment holds locked while it runs."""
+
+
+@contextmanager
+def exclusive_run_store(root: Path) -> Iterator[None]:
+    """Hold the run store for one experiment; a second one on the same store is refused at once.
+
+    Two experiments on one store corrupt nothing, but the second fails a cell late with a digest
+    mismatch. The lock is the kernel's (``flock``): it goes with the process, even on ``kill -9``.
+
+    Raises:
+        click.ClickException: The store is a file or cannot be created, or another experiment
+            holds it.
+    """
+    if root.exists() and not root.is_dir():
+        raise click.ClickException(
+            f"{root}: the run store is a file; set DATAGOUV_EVAL_RUN_STORE to a directory"
+        )
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise click.ClickException(
+            f"{root}: cannot create the run store ({error.strerror}); set DATAGOUV_EVAL_RUN_STORE "
+            "to a directory"
+        ) from None
+    lock = root / LOCK_NAME
+    try:
+        descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as error:
+        raise click.ClickException(
+            f"{lock}: cannot open the run store's lock ({error.strerror})"
+        ) from None
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(descriptor, 32, 0).decode(errors="replace").strip()
+            who = f"process {holder}" if holder.isdigit() else "another process"
+            raise click.ClickException(
+                f"{root}: another experiment ({who}) is using this run store; wait for it to end, "
+                "or give this one its own DATAGOUV_EVAL_RUN_STORE and DATAGOUV_EVAL_DUCKDB"
+            ) from None
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(descriptor)  # closing releases the lock
