@@ -350,7 +350,8 @@ PASS_K = Table(
     name="pass_k",
     grain=(
         "one row per cell × task × tier × k, for tasks run more than once: pass@k and pass^k "
-        "over the runs whose accuracy was decided (a run passes when its accuracy is 1)"
+        "over the runs whose accuracy was decided (a run passes when its accuracy is 1 and every "
+        "criterion was decided)"
     ),
     primary_key=("cell_key", "task_id", "tier", "k"),
     columns=(
@@ -360,10 +361,19 @@ PASS_K = Table(
         _c("k", "INTEGER", "Attempts drawn (1 ≤ k ≤ n).", False),
         _c("runs", "INTEGER", "Runs of the task in the cell (repeats).", False),
         _c("n", "INTEGER", "Runs whose accuracy was decided (the others are excluded).", False),
-        _c("c", "INTEGER", "Decided runs that passed (accuracy 1).", False),
+        _c(
+            "c",
+            "INTEGER",
+            "Decided runs that passed (accuracy 1 with every criterion decided).",
+            False,
+        ),
         _c("pass_at_k", "DOUBLE", "1 - C(n-c, k) / C(n, k); NULL when k > n."),
         _c("pass_hat_k", "DOUBLE", "C(c, k) / C(n, k); NULL when k > n."),
-        _c("reason", "VARCHAR", "Why the values are NULL."),
+        _c(
+            "reason",
+            "VARCHAR",
+            "Why the values are NULL, and how many runs with accuracy 1 had undecided criteria.",
+        ),
     ),
 )
 EXPERIMENTS = Table(
