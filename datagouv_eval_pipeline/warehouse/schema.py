@@ -601,10 +601,27 @@ GATE_RESULTS = Table(
         _c("ci_low", "DOUBLE", "Lower bound of the 95 % interval of the difference."),
         _c("ci_high", "DOUBLE", "Upper bound."),
         _c("p_value", "DOUBLE", "Paired test p-value, unadjusted."),
-        _c("p_adjusted", "DOUBLE", "Holm-adjusted within the cell."),
-        _c("verdict", "VARCHAR", "better, worse or no detectable difference; NULL without pairs."),
+        _c(
+            "p_adjusted",
+            "DOUBLE",
+            "Holm-adjusted within the cell's comparable comparisons; NULL when not comparable.",
+        ),
+        _c(
+            "verdict",
+            "VARCHAR",
+            "better, worse or no detectable difference; NULL without pairs or when not comparable.",
+        ),
         _c("failed", "BOOLEAN", "A significant drop at least the configured size.", False),
-        _c("reason", "VARCHAR", "Why nothing was compared, or a note."),
+        _c(
+            "comparable",
+            "BOOLEAN",
+            "False when a judge-decided score was judged by another judge or prompt, or with a "
+            "criterion coverage further apart than the tolerance: no verdict, never failed.",
+            False,
+        ),
+        _c("coverage_previous", "DOUBLE", "Criterion coverage of the tier in the previous run."),
+        _c("coverage_current", "DOUBLE", "Criterion coverage of the tier in this run."),
+        _c("reason", "VARCHAR", "Why nothing was compared, why not comparable, or a note."),
     ),
 )
 
