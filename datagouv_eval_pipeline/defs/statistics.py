@@ -134,7 +134,7 @@ def no_regression(warehouse: WarehouseResource) -> dg.AssetCheckResult:
         rows = read_gate_results(conn)
     failed = [r for r in rows if r["failed"]]
     cells = sorted({r["cell_key"] for r in failed})
-    incomparable = [r for r in rows if not r["comparable"] and r["cell_key"] not in cells]
+    incomparable = [r for r in rows if r["comparable"] is False and r["cell_key"] not in cells]
     lines = [
         f"{r['cell_key']} {r['tier']} {r['metric']} [{r['language']}]: "
         f"{r['mean_previous']:.3f} -> {r['mean_current']:.3f}, p_adj {r['p_adjusted']:.4f}"

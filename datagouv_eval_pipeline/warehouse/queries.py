@@ -72,6 +72,19 @@ def judge_coverage(conn: duckdb.DuckDBPyConnection) -> float | None:
     return float(row[0]) / float(row[1])
 
 
+def criterion_coverage(conn: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]:
+    """Per tier: (criteria scored, criteria total) over every run's criterion verdicts.
+
+    A tier counts the criteria that apply to it (the optimal tier includes the minimal ones,
+    inherited), as the tier's accuracy does.
+    """
+    rows = conn.execute(
+        f"SELECT tier, count(value), count(*) FROM {SCHEMA}.verdicts "
+        "WHERE kind = 'criterion' GROUP BY tier ORDER BY tier"
+    ).fetchall()
+    return {str(tier): (int(scored), int(total)) for tier, scored, total in rows}
+
+
 def experiment_summary(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """Rows of :data:`EXPERIMENT_SUMMARY_SQL` as dicts."""
     cursor = conn.execute(EXPERIMENT_SUMMARY_SQL)

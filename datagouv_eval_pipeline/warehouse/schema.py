@@ -616,8 +616,8 @@ GATE_RESULTS = Table(
             "comparable",
             "BOOLEAN",
             "False when a judge-decided score was judged by another judge or prompt, or with a "
-            "criterion coverage further apart than the tolerance: no verdict, never failed.",
-            False,
+            "criterion coverage further apart than the tolerance: no verdict, never failed "
+            "(NULL only in rows written before the column existed).",
         ),
         _c("coverage_previous", "DOUBLE", "Criterion coverage of the tier in the previous run."),
         _c("coverage_current", "DOUBLE", "Criterion coverage of the tier in this run."),
