@@ -62,10 +62,10 @@ def out_of_range_values(conn: duckdb.DuckDBPyConnection) -> list[tuple[str, str,
 
 
 def judge_coverage(conn: duckdb.DuckDBPyConnection) -> float | None:
-    """Scored / total over judge verdicts (checks excluded); None without verdicts."""
+    """Scored / total over judge verdicts that apply (checks excluded); None without any."""
     row = conn.execute(
         f"SELECT count(value), count(*) FROM {SCHEMA}.verdicts "
-        "WHERE kind <> 'check' AND NOT inherited"
+        "WHERE kind <> 'check' AND NOT inherited AND status <> 'not_applicable'"
     ).fetchone()
     if row is None or row[1] == 0:
         return None

@@ -297,8 +297,18 @@ FAILURE_MODES = Table(
         *_run_key(),
         _c("tier", "VARCHAR", "minimal or optimal.", False),
         _c("mode", "VARCHAR", "One of the nine failure modes.", False),
-        _c("present", "BOOLEAN", "Whether the run shows the mode; NULL when unscored."),
-        _c("status", "VARCHAR", "ok or unscored.", False),
+        _c(
+            "present",
+            "BOOLEAN",
+            "Whether the run shows the mode; NULL when unscored or not applicable.",
+        ),
+        _c(
+            "status",
+            "VARCHAR",
+            "ok, unscored, or not_applicable (the mode cannot apply, e.g. TOOL_OMISSION without "
+            "any tool or in a tier requiring no action).",
+            False,
+        ),
         _c("reason", "VARCHAR", "Why.", False),
         _c("error", "VARCHAR", "Why unscored."),
         _c("judge_id", "VARCHAR", "Judge id.", False),
