@@ -482,3 +482,19 @@ def test_a_changed_judge_is_not_comparable_even_when_the_agent_got_worse(tmp_pat
     assert report.failed_cells == [] and report.outcome == NOT_COMPARABLE
     reasons = {c.reason for c in report.comparisons if c.metric == "accuracy"}
     assert reasons == {"not comparable: judge changed: hand@1 → hand@2"}
+
+
+def test_a_changed_judge_prompt_is_not_comparable(tmp_path: Path) -> None:
+    # Same judge id, its criterion prompt edited between the runs (hash ph -> ph2).
+    conn = connect(tmp_path / "w.duckdb")
+    load_experiment(conn, [judged_cell("model-a", DECIDED)], experiment=experiment("e1", 0))
+    edited = judged_cell("model-a", [[False, False]] * 10)
+    for judgement in edited.judgements or []:
+        assert isinstance(judgement, dict)
+        for criterion in judgement["criteria"]:
+            criterion["verdict"]["prompt_hash"] = "ph2"
+    load_experiment(conn, [edited], experiment=experiment("e2", 5))
+    report = evaluate_gate(conn)
+    assert report.outcome == NOT_COMPARABLE and report.failed_cells == []
+    reasons = {c.reason for c in report.comparisons if c.metric == "accuracy"}
+    assert reasons == {"not comparable: judge prompt changed: ph → ph2"}
