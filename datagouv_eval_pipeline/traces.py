@@ -178,6 +178,14 @@ class Trace(_Strict):
     written before they were recorded."""
     provenance: Provenance = Field(default_factory=Provenance)
 
+    @property
+    def tool_less(self) -> bool:
+        """True when the run had no tool available: no capability, and no tool call made.
+
+        Action usage, trajectory adherence and TOOL_OMISSION do not apply to such a run.
+        """
+        return not self.capabilities and not self.tool_calls
+
 
 def load_trace(path: Path) -> Trace:
     """Read a trace JSON file.

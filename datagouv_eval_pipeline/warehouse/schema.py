@@ -297,8 +297,18 @@ FAILURE_MODES = Table(
         *_run_key(),
         _c("tier", "VARCHAR", "minimal or optimal.", False),
         _c("mode", "VARCHAR", "One of the nine failure modes.", False),
-        _c("present", "BOOLEAN", "Whether the run shows the mode; NULL when unscored."),
-        _c("status", "VARCHAR", "ok or unscored.", False),
+        _c(
+            "present",
+            "BOOLEAN",
+            "Whether the run shows the mode; NULL when unscored or not applicable.",
+        ),
+        _c(
+            "status",
+            "VARCHAR",
+            "ok, unscored, or not_applicable (the mode cannot apply, e.g. TOOL_OMISSION without "
+            "any tool or in a tier requiring no action).",
+            False,
+        ),
         _c("reason", "VARCHAR", "Why.", False),
         _c("error", "VARCHAR", "Why unscored."),
         _c("judge_id", "VARCHAR", "Judge id.", False),
@@ -350,7 +360,8 @@ PASS_K = Table(
     name="pass_k",
     grain=(
         "one row per cell × task × tier × k, for tasks run more than once: pass@k and pass^k "
-        "over the runs whose accuracy was decided (a run passes when its accuracy is 1)"
+        "over the runs whose accuracy was decided (a run passes when its accuracy is 1 and every "
+        "criterion was decided)"
     ),
     primary_key=("cell_key", "task_id", "tier", "k"),
     columns=(
@@ -360,10 +371,19 @@ PASS_K = Table(
         _c("k", "INTEGER", "Attempts drawn (1 ≤ k ≤ n).", False),
         _c("runs", "INTEGER", "Runs of the task in the cell (repeats).", False),
         _c("n", "INTEGER", "Runs whose accuracy was decided (the others are excluded).", False),
-        _c("c", "INTEGER", "Decided runs that passed (accuracy 1).", False),
+        _c(
+            "c",
+            "INTEGER",
+            "Decided runs that passed (accuracy 1 with every criterion decided).",
+            False,
+        ),
         _c("pass_at_k", "DOUBLE", "1 - C(n-c, k) / C(n, k); NULL when k > n."),
         _c("pass_hat_k", "DOUBLE", "C(c, k) / C(n, k); NULL when k > n."),
-        _c("reason", "VARCHAR", "Why the values are NULL."),
+        _c(
+            "reason",
+            "VARCHAR",
+            "Why the values are NULL, and how many runs with accuracy 1 had undecided criteria.",
+        ),
     ),
 )
 EXPERIMENTS = Table(
@@ -591,10 +611,27 @@ GATE_RESULTS = Table(
         _c("ci_low", "DOUBLE", "Lower bound of the 95 % interval of the difference."),
         _c("ci_high", "DOUBLE", "Upper bound."),
         _c("p_value", "DOUBLE", "Paired test p-value, unadjusted."),
-        _c("p_adjusted", "DOUBLE", "Holm-adjusted within the cell."),
-        _c("verdict", "VARCHAR", "better, worse or no detectable difference; NULL without pairs."),
+        _c(
+            "p_adjusted",
+            "DOUBLE",
+            "Holm-adjusted within the cell's comparable comparisons; NULL when not comparable.",
+        ),
+        _c(
+            "verdict",
+            "VARCHAR",
+            "better, worse or no detectable difference; NULL without pairs or when not comparable.",
+        ),
         _c("failed", "BOOLEAN", "A significant drop at least the configured size.", False),
-        _c("reason", "VARCHAR", "Why nothing was compared, or a note."),
+        _c(
+            "comparable",
+            "BOOLEAN",
+            "False when a judge-decided score was judged by another judge or prompt, or with a "
+            "criterion coverage further apart than the tolerance: no verdict, never failed "
+            "(NULL only in rows written before the column existed).",
+        ),
+        _c("coverage_previous", "DOUBLE", "Criterion coverage of the tier in the previous run."),
+        _c("coverage_current", "DOUBLE", "Criterion coverage of the tier in this run."),
+        _c("reason", "VARCHAR", "Why nothing was compared, why not comparable, or a note."),
     ),
 )
 

@@ -154,10 +154,11 @@ def test_means_carry_intervals_and_pairs_carry_tests_and_verdicts(
     assert ranking[1] == (HAND_B, 0, 2, False, None, "accuracy not scored on any run")
     gate = _rows(
         db,
-        "SELECT experiment_id, previous_experiment_id, bool_and(passed), count(*) "
+        "SELECT experiment_id, previous_experiment_id, bool_and(passed), count(*), "
+        "string_agg(DISTINCT outcome), sum(not_comparable_comparisons) "
         "FROM main.regression_gate WHERE is_latest GROUP BY ALL",
     )
-    assert gate == [("fixture-2", "fixture-1", True, 5)]
+    assert gate == [("fixture-2", "fixture-1", True, 5, "passed", 0)]
 
 
 def test_a_planted_out_of_range_score_fails_the_range_test(
