@@ -2,13 +2,15 @@
 
 After each load, in the same step and writer (DuckDB allows one writer, and one step keeps dbt
 to one invocation after it): error bars and paired comparisons of the latest run of each cell
-(``eval.metric_estimates``, ``eval.comparisons``, and per toolset feature
-``eval.feature_estimates``, ``eval.feature_comparisons``), then the gate of the experiment just
-loaded against each cell's previous run (``eval.gate_results``). The ``no_regression`` check on that
-table fails on a significant drop, and warns when a judge-decided score is not comparable with the
-previous run (another judge or prompt, or a criterion coverage beyond the tolerance); the
-thresholds are the warehouse asset's ``GateConfig`` (the launchpad and CI can tighten them);
-``datagouv-eval gate`` prints the same verdict.
+(``eval.metric_estimates``, ``eval.comparisons``, per toolset feature
+``eval.feature_estimates``, ``eval.feature_comparisons``, and the answer to each evaluation
+type's question, ``eval.questions`` and ``eval.question_comparisons``), then the gate of the
+experiment just loaded against each cell's previous run (``eval.gate_results``). The
+``no_regression`` check on that table fails on a significant drop, and warns when a
+judge-decided score is not comparable with the previous run (another judge or prompt, or a
+criterion coverage beyond the tolerance); the thresholds are the warehouse asset's
+``GateConfig`` (the launchpad and CI can tighten them); ``datagouv-eval gate`` prints the same
+verdict.
 """
 
 import time
@@ -18,6 +20,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
+from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.defs.resources import WarehouseResource
 from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
 from datagouv_eval_pipeline.warehouse.gate import (
@@ -37,6 +40,8 @@ from datagouv_eval_pipeline.warehouse.schema import (
     FEATURE_ESTIMATES,
     GATE_RESULTS,
     METRIC_ESTIMATES,
+    QUESTION_COMPARISONS,
+    QUESTIONS,
     SCHEMA,
 )
 
@@ -71,7 +76,7 @@ def run_statistics(
     """Compute the statistics tables and the gate; metadata per table name."""
     started = time.perf_counter()
     with connect(db) as conn:
-        result = compute_statistics(conn)
+        result = compute_statistics(conn, load_benchmark_config().evaluation_types.evaluation_types)
         computed = time.perf_counter()
         try:
             report = evaluate_gate(conn, settings=config.settings())
@@ -112,6 +117,8 @@ def run_statistics(
         },
         FEATURE_ESTIMATES.name: {"dagster/row_count": result.feature_estimates},
         FEATURE_COMPARISONS.name: {"dagster/row_count": result.feature_comparisons},
+        QUESTIONS.name: {"dagster/row_count": result.questions},
+        QUESTION_COMPARISONS.name: {"dagster/row_count": result.question_comparisons},
         GATE_RESULTS.name: gate,
     }
 

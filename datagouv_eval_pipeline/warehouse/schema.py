@@ -588,6 +588,73 @@ FEATURE_COMPARISONS = Table(
     ),
 )
 
+QUESTIONS = Table(
+    name="questions",
+    grain="one row per evaluation type × factor its question compares (evaluation_types.yml)",
+    primary_key=("evaluation_type", "factor"),
+    columns=(
+        _c("evaluation_type", "VARCHAR", "The evaluation type.", False),
+        _c(
+            "factor",
+            "VARCHAR",
+            "What the question varies: model, mcp_version, capability, skills or system_prompt.",
+            False,
+        ),
+        _c(
+            "description", "VARCHAR", "The question, in a sentence (the type's description).", False
+        ),
+        _c("active", "BOOLEAN", "The type is active in the benchmark configuration.", False),
+        _c("cells", "INTEGER", "The type's cells in the warehouse (eval.cells).", False),
+        _c("pairs", "INTEGER", "Pairs of those cells differing in the factor only.", False),
+        _c("reason", "VARCHAR", "Why the question cannot be answered (no cell, no pair)."),
+    ),
+)
+
+_QUESTION_COLUMN_DOCS = {
+    "cell_a": (
+        "Reference cell: the older version, the one without skills, the capability the type "
+        "lists first, or the first name."
+    ),
+    "value_a": "Cell a's value of the factor ('none': without it).",
+    "value_b": "Cell b's value of the factor.",
+    "family_size": "Comparisons in the family (evaluation type × factor × metric × tier).",
+    "p_adjusted": "Holm-Bonferroni adjusted p-value within the question's family.",
+    "reason": "Why a figure is NULL (no run scored in both cells, fewer than 2 tasks...).",
+}
+"""Columns of ``eval.comparisons`` that read differently in ``eval.question_comparisons``."""
+
+QUESTION_COMPARISONS = Table(
+    name="question_comparisons",
+    grain=(
+        "one row per evaluation type × factor × pair of the type's cells differing in that "
+        "factor only (one order: b against the reference a) × tier × averaged metric"
+    ),
+    primary_key=("evaluation_type", "factor", "cell_a", "cell_b", "tier", "metric"),
+    columns=(
+        _c("evaluation_type", "VARCHAR", "The evaluation type whose question this answers.", False),
+        _c(
+            "factor",
+            "VARCHAR",
+            "model, mcp_version, capability (the way of reaching the catalog, skills aside), "
+            "skills (with and without the document, or two versions) or system_prompt.",
+            False,
+        ),
+        _c(
+            "setting",
+            "VARCHAR",
+            "What both cells share, e.g. 'model offline/x, skills none'.",
+            False,
+        ),
+        *(
+            Column(column.name, column.type, _QUESTION_COLUMN_DOCS[column.name], column.nullable)
+            if column.name in _QUESTION_COLUMN_DOCS
+            else column
+            for column in COMPARISONS.columns
+            if column.name != "dimension"
+        ),
+    ),
+)
+
 GATE_RESULTS = Table(
     name="gate_results",
     grain="one row per experiment × cell × tier × headline metric × language (all, fr, ...)",
@@ -640,6 +707,8 @@ STATISTICS_TABLES: tuple[Table, ...] = (
     COMPARISONS,
     FEATURE_ESTIMATES,
     FEATURE_COMPARISONS,
+    QUESTIONS,
+    QUESTION_COMPARISONS,
     GATE_RESULTS,
 )
 """Tables the statistics stage writes from the loaded ones (recomputed on every run)."""
