@@ -16,3 +16,30 @@ def project_cache_dir(name: str, override_env: str) -> Path:
         return Path(override)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "datagouv-eval" / name
+
+
+class CacheDirError(ValueError):
+    """A cache directory cannot be created or written (the message names it and why)."""
+
+
+def require_writable_dir(path: Path, what: str, override_env: str) -> Path:
+    """Create ``path`` if needed and check that it is a writable directory.
+
+    Args:
+        path: The directory.
+        what: What it is for, named in the error (e.g. "the sandbox's library copy").
+        override_env: The variable that chooses it (named in the error, as the remedy).
+
+    Raises:
+        CacheDirError: It is a file, or cannot be created or written.
+    """
+    remedy = f"set ${override_env} or $XDG_CACHE_HOME to a writable directory"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise CacheDirError(
+            f"{path} ({what}): cannot be created ({error.strerror}); {remedy}"
+        ) from None
+    if not os.access(path, os.W_OK):
+        raise CacheDirError(f"{path} ({what}): is not writable; {remedy}")
+    return path

@@ -178,6 +178,14 @@ class Trace(_Strict):
     written before they were recorded."""
     provenance: Provenance = Field(default_factory=Provenance)
 
+    @property
+    def tool_less(self) -> bool:
+        """True when the run had no tool available: no capability, and no tool call made.
+
+        Action usage, trajectory adherence and TOOL_OMISSION do not apply to such a run.
+        """
+        return not self.capabilities and not self.tool_calls
+
 
 def load_trace(path: Path) -> Trace:
     """Read a trace JSON file.
@@ -188,7 +196,14 @@ def load_trace(path: Path) -> Trace:
     from pydantic import ValidationError
 
     try:
-        return Trace.model_validate_json(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"{path}: not UTF-8 text (byte {error.object[error.start]:#04x} at offset "
+            f"{error.start}); a trace is UTF-8 JSON"
+        ) from None
+    try:
+        return Trace.model_validate_json(text)
     except ValidationError as error:
         lines = [f"{path}: invalid trace"]
         for item in error.errors():

@@ -43,6 +43,16 @@ def test_load_trace_names_the_file_and_field(tmp_path: Path) -> None:
     assert "latency" in str(error.value)
 
 
+def test_load_trace_names_the_file_of_bytes_that_are_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "trace.json"
+    path.write_bytes(b'{"task_id": "task_0002", "answer": "\xff\xfe"}')
+    with pytest.raises(ValueError) as raised:
+        load_trace(path)
+    assert str(raised.value) == (
+        f"{path}: not UTF-8 text (byte 0xff at offset 36); a trace is UTF-8 JSON"
+    )
+
+
 def test_total_tokens_adds_input_and_output() -> None:
     trace = Trace.model_validate(
         {"task_id": "t", "usage": {"input_tokens": 120, "output_tokens": 30}}

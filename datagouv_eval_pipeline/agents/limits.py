@@ -30,3 +30,20 @@ class RunBudget:
             raise ValueError(f"RunBudget.max_tokens must be >= 1 or None, got {self.max_tokens}")
         if self.wall_timeout_s <= 0:
             raise ValueError(f"RunBudget.wall_timeout_s must be > 0, got {self.wall_timeout_s}")
+
+
+_WALL_CLOCK = "wall-clock budget of "
+
+
+def wall_clock_reason(seconds: float) -> str:
+    """The ``status_reason`` of a run ended by its wall-clock budget."""
+    return f"{_WALL_CLOCK}{seconds:g} s exceeded"
+
+
+def ended_by_wall_clock(status_reason: str | None) -> bool:
+    """Whether a ``budget_exceeded`` run was ended by the clock, not by its own spending.
+
+    The clock measures the provider (a hanging or slow server) as much as the agent, so such
+    a run is not a result to reuse: it is asked again on the next run.
+    """
+    return status_reason is not None and status_reason.startswith(_WALL_CLOCK)

@@ -64,7 +64,7 @@ from datagouv_eval_pipeline.agents.capabilities import (
     default_sandbox,
     instructions_for,
 )
-from datagouv_eval_pipeline.agents.limits import RunBudget
+from datagouv_eval_pipeline.agents.limits import RunBudget, wall_clock_reason
 from datagouv_eval_pipeline.agents.models import ManagedModel, MissingApiKeyError, base_model
 from datagouv_eval_pipeline.agents.output import (
     FINAL_ANSWER_DESCRIPTION,
@@ -642,8 +642,7 @@ async def _drive(
             output = result.output
             messages = result.all_messages()
         except TimeoutError:
-            status = "budget_exceeded"
-            reason = f"wall-clock budget of {budget.wall_timeout_s:g} s exceeded"
+            status, reason = "budget_exceeded", wall_clock_reason(budget.wall_timeout_s)
         except UsageLimitExceeded as error:
             status, reason = "budget_exceeded", str(error)
         except ModelHTTPError as error:

@@ -464,6 +464,27 @@ class Metric(StrEnum):
     """Semantic action precision/recall, parameters and trajectory against the task's chains."""
 
 
+class Factor(StrEnum):
+    """What an evaluation type's question varies: cells differing in that factor only are paired.
+
+    The statistics stage (``eval.question_comparisons``) pairs two cells of the type for a
+    factor when every other coordinate is the same, by the definitions below.
+    """
+
+    MODEL = "model"
+    """The model (provider and id); everything else the same."""
+    MCP_VERSION = "mcp_version"
+    """The MCP server version (and where it comes from), both cells having ``mcp``."""
+    CAPABILITY = "capability"
+    """The way of reaching the catalogue (none, mcp, code, code with the CLI...): the capability
+    set ignoring ``skills``. The skills version is the same on both sides; the MCP version may
+    differ only because one side has no ``mcp``."""
+    SKILLS = "skills"
+    """The skills document: the same setup with and without it, or with two of its versions."""
+    SYSTEM_PROMPT = "system_prompt"
+    """The system prompt; everything else the same."""
+
+
 SELECTOR_WORDS = ("active", "all")
 
 
@@ -486,6 +507,10 @@ class EvaluationType(_Strict):
     """For sets with ``skills``: ``active``, ``all`` or a list of versions."""
     metrics: list[Metric] = Field(min_length=1)
     """The metric groups computed for this type's cells."""
+    compares: list[Factor] = Field(min_length=1)
+    """What the question varies: ``model``, ``mcp_version``, ``capability``, ``skills`` or
+    ``system_prompt``. Each factor is answered apart, by pairing the type's cells that differ in
+    it only (``eval.question_comparisons``)."""
 
     @field_validator("system_prompts", "mcp_versions", "skills_versions")
     @classmethod
@@ -524,6 +549,13 @@ class EvaluationType(_Strict):
     def _distinct_metrics(cls, value: list[Metric]) -> list[Metric]:
         if len(set(value)) != len(value):
             raise ValueError("a metric is listed more than once")
+        return value
+
+    @field_validator("compares")
+    @classmethod
+    def _distinct_factors(cls, value: list[Factor]) -> list[Factor]:
+        if len(set(value)) != len(value):
+            raise ValueError("a factor is listed more than once")
         return value
 
 

@@ -127,6 +127,42 @@ def pools_to_apply(path: Path) -> dict[str, int]:
     return providers | load_pools(path)
 
 
+def open_instance(home: Path) -> DagsterInstance:
+    """Open the Dagster instance at ``home``, or fail with one line naming what is wrong.
+
+    Raises:
+        click.ClickException: ``dagster.yaml`` is not YAML or not Dagster's schema, or the
+            instance's SQLite storage is not a database.
+    """
+    import sqlalchemy.exc
+    from dagster import DagsterInstance
+    from dagster._core.errors import DagsterInvalidConfigError
+    from dagster._core.instance.ref import InstanceRef
+
+    config = home / "dagster.yaml"
+    try:
+        return DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"{config}:{mark.line + 1}" if mark is not None else str(config)
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise click.ClickException(f"{where}: not valid YAML ({problem})") from None
+    except DagsterInvalidConfigError as error:
+        problems = [line.strip() for line in str(error).splitlines() if line.strip()]
+        detail = problems[1] if len(problems) > 1 else problems[0]
+        detail = detail.split(". Expected:", 1)[0]
+        raise click.ClickException(
+            f"{config}: not a valid Dagster instance configuration: {detail}"
+        ) from None
+    except sqlalchemy.exc.DatabaseError as error:
+        reason = str(error.orig) if error.orig is not None else str(error).splitlines()[0]
+        raise click.ClickException(
+            f"{home}: the instance's SQLite storage cannot be read ({reason}); move the "
+            "damaged storage (history/, storage/, schedules/) away, or point DAGSTER_HOME "
+            "at another directory"
+        ) from None
+
+
 def apply_pools(home: Path, limits: Mapping[str, int]) -> tuple[int | None, list[PoolState]]:
     """Set each pool's limit in the instance at ``home``.
 
@@ -135,10 +171,7 @@ def apply_pools(home: Path, limits: Mapping[str, int]) -> tuple[int | None, list
     Returns:
         The instance's default pool limit and every pool it now has a limit for.
     """
-    from dagster import DagsterInstance
-    from dagster._core.instance.ref import InstanceRef
-
-    with DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
+    with open_instance(home) as instance:
         storage = instance.event_log_storage
         if not storage.supports_global_concurrency_limits:
             raise click.ClickException(
@@ -152,10 +185,7 @@ def apply_pools(home: Path, limits: Mapping[str, int]) -> tuple[int | None, list
 
 def read_pools(home: Path) -> tuple[int | None, list[PoolState]]:
     """Return the instance's default pool limit and the pools it has limits for."""
-    from dagster import DagsterInstance
-    from dagster._core.instance.ref import InstanceRef
-
-    with DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
+    with open_instance(home) as instance:
         return instance.global_op_concurrency_default_limit, _pool_states(instance)
 
 
@@ -397,12 +427,9 @@ def ui(home: Path | None, host: str, port: int, print_command: bool) -> None:
 @home_option
 def cleanup(home: Path | None) -> None:
     """Mark failed the runs whose process is gone (kill -9) and free their pool slots."""
-    from dagster import DagsterInstance
-    from dagster._core.instance.ref import InstanceRef
-
     resolved = resolve_home(home)
     _check_home(resolved)
-    with DagsterInstance.from_ref(InstanceRef.from_dir(str(resolved))) as instance:
+    with open_instance(resolved) as instance:
         click.echo(describe_cleaned(clean_dead_runs(instance)))
 
 

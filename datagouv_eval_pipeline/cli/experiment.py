@@ -26,15 +26,20 @@ from datagouv_eval_pipeline.cli.dagster_home import (
     RUN_PID_TAG,
     clean_dead_runs,
     describe_cleaned,
+    open_instance,
     resolve_home,
 )
 from datagouv_eval_pipeline.cli.experiment_summary import exit_code, summarise, summary_lines
 from datagouv_eval_pipeline.cli.preconditions import (
+    exclusive_run_store,
+    require_code_cell_dirs,
     require_instance_dir,
     require_writable_warehouse,
     sandbox_notice,
 )
+from datagouv_eval_pipeline.cli.urls import HTTP_URL
 from datagouv_eval_pipeline.experiment.plan import ExperimentPlan, SelectionError, plan_experiment
+from datagouv_eval_pipeline.experiment.store import default_run_store
 from datagouv_eval_pipeline.tasks.errors import SpecErrors
 from datagouv_eval_pipeline.warehouse.location import default_duckdb_path
 
@@ -129,6 +134,7 @@ def _print_plan(plan: ExperimentPlan, *, live: bool, rerun: bool) -> None:
 )
 @click.option(
     "--judge-base-url",
+    type=HTTP_URL,
     default=None,
     metavar="URL",
     help="Send judge requests to this OpenAI-compatible URL (e.g. a replay server).",
@@ -159,27 +165,27 @@ def command(
     home = resolve_home(None)
     require_instance_dir(home)
     require_writable_warehouse(Path(default_duckdb_path()))
-    notice = (
-        sandbox_notice()
-        if any(SANDBOX_CAPABILITIES & set(c.capabilities) for c in plan.cells)
-        else None
-    )
+    code_cells = any(SANDBOX_CAPABILITIES & set(c.capabilities) for c in plan.cells)
+    if code_cells:
+        require_code_cell_dirs()
+    notice = sandbox_notice() if code_cells else None
     if notice:
         click.echo(f"note: {notice}")
     os.environ["DAGSTER_HOME"] = str(home)
     started = time.perf_counter()
-    result, db_path, report = _execute(
-        {
-            "evaluation_types": list(evaluation_types),
-            "task_ids": ids,
-            "repeats": repeats,
-            "skip_validation": skip_validation,
-            "rerun": rerun,
-        },
-        live=live,
-        judge=judge_config,
-        cells={cell.key for cell in plan.cells},
-    )
+    with exclusive_run_store(default_run_store()):
+        result, db_path, report = _execute(
+            {
+                "evaluation_types": list(evaluation_types),
+                "task_ids": ids,
+                "repeats": repeats,
+                "skip_validation": skip_validation,
+                "rerun": rerun,
+            },
+            live=live,
+            judge=judge_config,
+            cells={cell.key for cell in plan.cells},
+        )
     elapsed = time.perf_counter() - started
     summary = summarise(result)
     interrupted = last_interrupt()
@@ -206,7 +212,10 @@ def command(
         pages = default_report_dir(db_path)
         click.echo(f"report: {pages / REPORT_PAGE} (Markdown for the Dagster UI: {report})")
         click.echo(f"results browser: {pages / BROWSER_DIR / 'index.html'}")
-        click.echo("example queries (paste into `duckdb -readonly <file>`, or run them as shown):")
+        click.echo(
+            "example queries (paste into `python3 -m uv run duckdb -readonly "
+            f"{db_path}`, or run them as shown):"
+        )
         for query in EXAMPLE_QUERIES:
             click.echo(f'  python3 -m uv run datagouv-eval sql "{query}"')
     # The run leaves a large heap; the interpreter's final collection of it took ~8 s on two
@@ -270,7 +279,7 @@ def _execute(
 
     first, last = covering_range(cells or ACTIVE_KEYS)
     job = defs.resolve_job_def("experiment")
-    with dg.DagsterInstance.get() as instance:
+    with open_instance(resolve_home(None)) as instance:
         click.echo(describe_cleaned(clean_dead_runs(instance)))
         # SIGTERM acts as Ctrl-C: the agent step stops its cell and fails the run cleanly
         # (instead of dying with the run left STARTED and its pool slot held).

@@ -2,9 +2,9 @@
 
 It names what a person must act on: cells that failed, cells whose runs were all skipped or
 errored (with the reason, e.g. the unset API key variable or the missing sandbox), and the
-checks that failed. The exit code follows: non-zero when the run failed, a cell failed or a
-blocking check failed. The result is Dagster's ``ExecuteInProcessResult``, read by attribute
-only, so this module does not import Dagster.
+checks that failed. The exit code follows: non-zero when the run failed, a cell failed (every
+run of it ended in error counts as failed) or a blocking check failed. The result is Dagster's
+``ExecuteInProcessResult``, read by attribute only, so this module does not import Dagster.
 """
 
 from __future__ import annotations
@@ -74,7 +74,14 @@ def summarise(result: Any) -> Summary:
         summary.reused = _value(meta, "task_runs_reused")
         idle: dict[str, list[str]] = defaultdict(list)
         for key, cell in (_value(meta, "cells", {}) or {}).items():
-            if cell.get("problem"):
+            statuses = cell.get("statuses") or {}
+            if cell.get("problem") and set(statuses) <= {"error", "cancelled"} and statuses:
+                # Every run failed: the cell has no result to show, which is a failure of the
+                # experiment, not a choice of the configuration (as a skipped cell can be).
+                summary.failed_cells.setdefault(
+                    key, f"agent_runs: every run ended in error: {cell['problem']}"
+                )
+            elif cell.get("problem"):
                 idle[str(cell["problem"])].append(key)
         summary.idle_cells = dict(idle)
     for evaluation in result.get_asset_check_evaluations():

@@ -3,7 +3,9 @@
 Compares each cell of the latest recorded experiment (or ``--experiment``) with the previous
 run of the same cell (or every cell with ``--against RUN``), paired by task, over all tasks and
 per task language, on the headline metrics. Prints the verdict and the drops; exits 1 when a
-cell got significantly worse, so CI can block the change. Reads the warehouse only.
+cell got significantly worse, so CI can block the change, and 3 when nothing got worse but some
+judge-decided score could not be compared (another judge or prompt, or a criterion coverage that
+moved more than the tolerance: a judge outage is not an agent regression). Reads the warehouse only.
 """
 
 from __future__ import annotations
@@ -17,13 +19,19 @@ import click
 import duckdb
 
 from datagouv_eval_pipeline.warehouse.gate import (
+    COVERAGE_TOLERANCE,
     HEADLINE_METRICS,
+    NOT_COMPARABLE,
+    WORSE,
     GateError,
     GateSettings,
     evaluate_gate,
     summary_lines,
 )
 from datagouv_eval_pipeline.warehouse.location import default_duckdb_path
+
+EXIT_CODES = {WORSE: 1, NOT_COMPARABLE: 3}
+"""Exit status per gate outcome; 0 when it passed (2 stays click's usage error)."""
 
 
 @click.command("gate")
@@ -56,6 +64,14 @@ from datagouv_eval_pipeline.warehouse.location import default_duckdb_path
     show_default=True,
     help="Smallest drop that may fail the gate.",
 )
+@click.option(
+    "--coverage-tolerance",
+    type=click.FloatRange(0, 1),
+    default=COVERAGE_TOLERANCE,
+    show_default=True,
+    help="Largest change in a tier's criterion coverage between the two runs for which the "
+    "judge's scores are still compared; beyond it they are 'not comparable'.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print every comparison as JSON.")
 @click.option(
     "--db",
@@ -71,16 +87,25 @@ def command(
     tiers: tuple[str, ...],
     alpha: float,
     min_drop: float,
+    coverage_tolerance: float,
     as_json: bool,
     db_path: Path | None,
 ) -> None:
-    """Exit 1 when a cell's headline score dropped significantly since its previous run."""
+    """Exit 1 when a cell's headline score dropped significantly since its previous run.
+
+    Exit status: 0 passed; 1 a cell got worse; 3 nothing got worse, but a judge-decided score
+    of some cell is not comparable with its previous run (the judge id or prompt hash changed,
+    or the criterion coverage moved more than --coverage-tolerance), so the gate cannot vouch
+    for it.
+    """
     path = db_path or Path(default_duckdb_path())
     if not path.exists():
         raise click.ClickException(
             f"{path}: no warehouse yet; run `./dev run` (or `datagouv-eval experiment`) first"
         )
-    settings = GateSettings(tuple(metrics), tuple(tiers), alpha, min_drop)
+    settings = GateSettings(
+        tuple(metrics), tuple(tiers), alpha, min_drop, coverage_tolerance=coverage_tolerance
+    )
     try:
         with duckdb.connect(str(path), read_only=True) as conn:
             report = evaluate_gate(conn, experiment_id, against=against, settings=settings)
@@ -96,11 +121,13 @@ def command(
             "experiment_id": report.experiment_id,
             "against": report.against,
             "passed": report.passed,
+            "outcome": report.outcome,
             "failed_cells": report.failed_cells,
+            "not_comparable_cells": report.not_comparable_cells,
             "comparisons": [asdict(c) for c in report.comparisons],
         }
         click.echo(json.dumps(payload, indent=2, default=str))
     else:
         for line in summary_lines(report):
             click.echo(line)
-    sys.exit(0 if report.passed else 1)
+    sys.exit(EXIT_CODES.get(report.outcome, 0))

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from datagouv_eval_pipeline.cli.urls import HTTP_URL
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
 
 
@@ -122,6 +123,7 @@ _TASKS_OPTION = click.option(
 _BASE_URL_OPTION = click.option(
     "--judge-base-url",
     "base_url",
+    type=HTTP_URL,
     metavar="URL",
     help="Send judge requests to this OpenAI-compatible URL instead (a local server, a replay).",
 )

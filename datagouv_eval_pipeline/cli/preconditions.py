@@ -7,13 +7,17 @@ an unwritable warehouse directory or a warehouse file locked by an analyst's
 
 from __future__ import annotations
 
+import fcntl
 import os
-import re
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
 import duckdb
+
+from datagouv_eval_pipeline.warehouse.storage import describe_open_error
 
 
 def require_instance_dir(home: Path) -> None:
@@ -32,9 +36,6 @@ def require_instance_dir(home: Path) -> None:
         raise click.ClickException(
             f"{home}: cannot create the Dagster instance directory ({error.strerror})"
         ) from None
-
-
-_LOCK_HOLDER = re.compile(r"\(PID (\d+)\)")
 
 
 def require_writable_warehouse(path: Path) -> None:
@@ -62,15 +63,28 @@ def require_writable_warehouse(path: Path) -> None:
     try:
         duckdb.connect(str(path)).close()
     except duckdb.Error as error:
-        text = str(error)
-        holder = _LOCK_HOLDER.search(text)
-        if "lock" in text.lower():
-            who = f"process {holder.group(1)}" if holder else "another process"
-            raise click.ClickException(
-                f"{path}: the warehouse is locked by {who} (a `duckdb` shell, even -readonly, or "
-                "another run); close it and run again"
-            ) from None
-        raise click.ClickException(f"{path}: cannot open the warehouse: {text}") from None
+        raise click.ClickException(describe_open_error(path, error)) from None
+
+
+def require_code_cell_dirs() -> None:
+    """What code cells write outside the run store must be usable directories.
+
+    The twin home (the front's CA) and the cache holding the sandbox's copy of the libraries.
+
+    Raises:
+        click.ClickException: One is a file, or cannot be created or written.
+    """
+    from datagouv_eval_pipeline.cache_home import CacheDirError, require_writable_dir
+    from datagouv_eval_pipeline.front import TwinHomeError, require_twin_home
+    from datagouv_eval_pipeline.sandbox.library import LIBRARY_DIR_ENV, library_root
+
+    try:
+        require_twin_home()
+        require_writable_dir(
+            library_root(), "the code sandbox's copy of the libraries", LIBRARY_DIR_ENV
+        )
+    except (TwinHomeError, CacheDirError) as error:
+        raise click.ClickException(str(error)) from None
 
 
 def sandbox_notice() -> str | None:
@@ -81,3 +95,53 @@ def sandbox_notice() -> str | None:
         "bubblewrap (bwrap) is not installed: the code cells (code, code + skills, code + CLI) "
         "will be skipped; install it with `apt-get install bubblewrap` (./dev run does it as root)"
     )
+
+
+LOCK_NAME = ".experiment.lock"
+"""The file in the run store an experiment holds locked while it runs."""
+
+
+@contextmanager
+def exclusive_run_store(root: Path) -> Iterator[None]:
+    """Hold the run store for one experiment; a second one on the same store is refused at once.
+
+    Two experiments on one store corrupt nothing, but the second fails a cell late with a digest
+    mismatch. The lock is the kernel's (``flock``): it goes with the process, even on ``kill -9``.
+
+    Raises:
+        click.ClickException: The store is a file or cannot be created, or another experiment
+            holds it.
+    """
+    if root.exists() and not root.is_dir():
+        raise click.ClickException(
+            f"{root}: the run store is a file; set DATAGOUV_EVAL_RUN_STORE to a directory"
+        )
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise click.ClickException(
+            f"{root}: cannot create the run store ({error.strerror}); set DATAGOUV_EVAL_RUN_STORE "
+            "to a directory"
+        ) from None
+    lock = root / LOCK_NAME
+    try:
+        descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as error:
+        raise click.ClickException(
+            f"{lock}: cannot open the run store's lock ({error.strerror})"
+        ) from None
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(descriptor, 32, 0).decode(errors="replace").strip()
+            who = f"process {holder}" if holder.isdigit() else "another process"
+            raise click.ClickException(
+                f"{root}: another experiment ({who}) is using this run store; wait for it to end, "
+                "or give this one its own DATAGOUV_EVAL_RUN_STORE and DATAGOUV_EVAL_DUCKDB"
+            ) from None
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(descriptor)  # closing releases the lock

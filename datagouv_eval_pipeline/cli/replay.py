@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from datagouv_eval_pipeline.cli.ports import PORT, require_free_port
+from datagouv_eval_pipeline.cli.urls import HTTP_URL
 
 
 @click.group(name="replay")
@@ -32,6 +33,7 @@ def command() -> None:
 )
 @click.option(
     "--upstream",
+    type=HTTP_URL,
     default=None,
     help="OpenAI-compatible base URL to record from, e.g. https://api.mistral.ai/v1.",
 )

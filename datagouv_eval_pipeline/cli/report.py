@@ -12,9 +12,12 @@ import http.server
 from pathlib import Path
 
 import click
+import duckdb
 
+from datagouv_eval_pipeline.cli.ports import require_free_port
 from datagouv_eval_pipeline.experiment.store import default_run_store
 from datagouv_eval_pipeline.warehouse.location import default_duckdb_path
+from datagouv_eval_pipeline.warehouse.storage import describe_open_error
 
 _DB = click.option(
     "--db",
@@ -55,6 +58,8 @@ def _build(db_path: Path | None, out_dir: Path | None, store_root: Path | None) 
         built = build_report(db, out_dir, sources)
     except ReportInputError as error:
         raise click.ClickException(str(error)) from None
+    except duckdb.Error as error:
+        raise click.ClickException(describe_open_error(db, error)) from None
     click.echo(f"report:          {built.page}")
     click.echo(f"results browser: {built.browser} ({built.pages} pages)")
     return built.out_dir
@@ -92,6 +97,7 @@ def serve(
     """Serve the report and the results browser on 127.0.0.1 (Ctrl-C stops)."""
     from datagouv_eval_pipeline.report import default_report_dir
 
+    require_free_port(port)
     if rebuild:
         directory = _build(db_path, out_dir, store_root)
     else:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +17,7 @@ from datagouv_eval_pipeline.benchmark.loader import (
     BenchmarkConfigErrors,
     load_benchmark_config,
 )
+from datagouv_eval_pipeline.cli.urls import HTTP_URL
 from datagouv_eval_pipeline.cli.validate import format_error
 from datagouv_eval_pipeline.tasks.errors import TaskSpecErrors
 from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
@@ -66,6 +69,21 @@ def _build(cell: Cell, builds: BuildServers) -> dict[str, Any]:
     return {"mcp_url": endpoint.url}
 
 
+def _require_writable_dir(target: Path) -> None:
+    """Create ``target`` (the traces' directory) now, or fail with one line naming it."""
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise click.ClickException(
+            f"{target}: cannot create the output directory ({error.strerror}); choose another "
+            "with --out"
+        ) from None
+    if not os.access(target, os.W_OK):
+        raise click.ClickException(
+            f"{target}: the output directory is not writable; choose another with --out"
+        )
+
+
 @click.command("run-cell")
 @click.argument("cell_key")
 @click.option(
@@ -86,6 +104,7 @@ def _build(cell: Cell, builds: BuildServers) -> dict[str, Any]:
 )
 @click.option(
     "--model-base-url",
+    type=HTTP_URL,
     default=None,
     help="Send model requests here instead (e.g. a `datagouv-eval replay serve` URL).",
 )
@@ -120,13 +139,21 @@ def command(
     The twin is started in-process on a free port (unless --live). Traces go to
     OUT/<task_id>__r<repeat>.json and the MCP tool list to OUT/mcp-tools-<version>.json.
     """
+    from datagouv_eval_pipeline.agents.capabilities import SANDBOX_CAPABILITIES
     from datagouv_eval_pipeline.agents.limits import RunBudget
     from datagouv_eval_pipeline.agents.runner import RunSettings, execute_cell
+    from datagouv_eval_pipeline.cli.preconditions import require_code_cell_dirs
     from datagouv_eval_pipeline.mcp_builds import BuildError, BuildServers
+    from datagouv_eval_pipeline.twin.catalog import SnapshotError
     from datagouv_eval_pipeline.twin.server import TwinServer
 
     cell = _cell(config_dir, cell_key)
     tasks = _tasks(tasks_dir, task_ids)
+    # Checked before any agent runs: a cell's traces are not to be lost at the last step.
+    target = out_dir or Path("runs") / cell.key
+    _require_writable_dir(target)
+    if SANDBOX_CAPABILITIES & set(cell.capabilities) and not live:
+        require_code_cell_dirs()
     settings = RunSettings(
         budget=RunBudget(max_requests=max_requests, wall_timeout_s=timeout_s),
         max_concurrency=concurrency,
@@ -151,10 +178,8 @@ def command(
                     **_build(cell, builds),
                     **options,
                 )
-    except BuildError as error:
+    except (BuildError, SnapshotError) as error:
         raise click.ClickException(str(error)) from None
-    target = out_dir or Path("runs") / cell.key
-    target.mkdir(parents=True, exist_ok=True)
     for trace in run.traces:
         path = target / f"{trace.task_id}__r{trace.repeat}.json"
         path.write_text(trace.model_dump_json(indent=2) + "\n", encoding="utf-8")
@@ -167,3 +192,11 @@ def command(
         path = target / f"mcp-tools-{version}.json"
         path.write_text(json.dumps(tools, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     click.echo(f"wrote {len(run.traces)} trace(s) to {target}")
+    finished = [t for t in run.traces if t.status in ("ok", "budget_exceeded")]
+    if run.traces and not finished:
+        reasons = Counter(t.status_reason or t.status for t in run.traces)
+        reason, count = reasons.most_common(1)[0]
+        raise click.ClickException(
+            f"no run of {cell.key} finished ({len(run.traces)} ended "
+            f"{'/'.join(sorted({t.status for t in run.traces}))}); {count} because: {reason}"
+        )

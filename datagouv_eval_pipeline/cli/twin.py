@@ -64,7 +64,7 @@ def serve(
     Metrics and crawler hosts) through the front: run `eval "$(datagouv-eval twin env)"` in
     another shell.
     """
-    from datagouv_eval_pipeline.front import Front
+    from datagouv_eval_pipeline.front import Front, TwinHomeError, require_twin_home
     from datagouv_eval_pipeline.twin.app import TwinConfig
     from datagouv_eval_pipeline.twin.catalog import CatalogStore, SnapshotError
     from datagouv_eval_pipeline.twin.front import forget_running, record_running, served_by
@@ -72,6 +72,10 @@ def serve(
     from datagouv_eval_pipeline.twin.server import serve_forever
 
     require_free_port(port)
+    try:
+        require_twin_home(home)
+    except TwinHomeError as error:
+        raise click.ClickException(str(error)) from None
     try:
         store = CatalogStore.load(snapshots_dir, snapshot_id)
     except SnapshotError as error:

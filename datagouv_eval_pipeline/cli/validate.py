@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
 from datagouv_eval_pipeline.benchmark.cells import expand_cells
+from datagouv_eval_pipeline.benchmark.config import ModelsFile
 from datagouv_eval_pipeline.benchmark.loader import (
     BENCHMARK_CONFIG_DIR,
     BenchmarkConfigErrors,
     load_benchmark_config,
 )
+from datagouv_eval_pipeline.judges.config import (
+    JUDGE_FILE,
+    JudgeModelError,
+    JudgeSpecError,
+    load_judge_spec,
+)
+from datagouv_eval_pipeline.judges.factory import build_judge
 from datagouv_eval_pipeline.tasks.errors import SpecError, TaskSpecErrors
 from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.tasks.spec import TaskSpec, TaskStatus
@@ -19,8 +28,9 @@ from datagouv_eval_pipeline.tasks.spec import TaskSpec, TaskStatus
 
 def display_path(path: Path) -> Path:
     """Return a path relative to the working directory when it is inside it."""
+    # abspath, not resolve: a link is shown by its own name, and a looping one does not raise.
     try:
-        return path.resolve().relative_to(Path.cwd().resolve())
+        return Path(os.path.abspath(path)).relative_to(os.getcwd())
     except ValueError:
         return path
 
@@ -47,23 +57,50 @@ def command(paths: tuple[Path, ...], config_dir: Path) -> None:
     """
     errors: list[SpecError] = []
     specs: list[TaskSpec] = []
-    try:
-        specs = load_task_specs(list(paths) or [TASK_SPECS_DIR])
-    except TaskSpecErrors as task_errors:
-        errors.extend(task_errors.errors)
-    cells = 0
-    try:
-        cells = len(expand_cells(load_benchmark_config(config_dir)))
-    except BenchmarkConfigErrors as config_errors:
-        errors.extend(config_errors.errors)
+    # A benchmark configuration directory named as a path is validated as one, not read as specs.
+    config_dirs = [path for path in paths if is_benchmark_config_dir(path)] or [config_dir]
+    spec_paths = [path for path in paths if not is_benchmark_config_dir(path)]
+    if spec_paths or not paths:
+        try:
+            specs = load_task_specs(spec_paths or [TASK_SPECS_DIR])
+        except TaskSpecErrors as task_errors:
+            errors.extend(task_errors.errors)
+    cells: dict[Path, int] = {}
+    for directory in config_dirs:
+        try:
+            config = load_benchmark_config(directory)
+        except BenchmarkConfigErrors as config_errors:
+            errors.extend(config_errors.errors)
+            continue
+        cells[directory] = len(expand_cells(config))
+        errors.extend(judge_errors(directory / JUDGE_FILE, config.models))
     if errors:
         for item in errors:
             click.echo(format_error(item))
         files = len({item.file for item in errors})
         click.echo(f"{len(errors)} error(s) in {files} file(s)", err=True)
         raise SystemExit(1)
-    active = sum(spec.meta.status == TaskStatus.ACTIVE for spec in specs)
-    click.echo(
-        f"OK: {len(specs)} tasks ({active} active); benchmark configuration "
-        f"{display_path(config_dir)}: {cells} cells"
+    configs = "; ".join(
+        f"benchmark configuration {display_path(directory)}: {count} cells"
+        for directory, count in cells.items()
     )
+    if spec_paths or not paths:
+        active = sum(spec.meta.status == TaskStatus.ACTIVE for spec in specs)
+        click.echo(f"OK: {len(specs)} tasks ({active} active); {configs}")
+    else:
+        click.echo(f"OK: {configs}")
+
+
+def judge_errors(path: Path, models: ModelsFile) -> list[SpecError]:
+    """The problems of ``judge.yml`` that `experiment` would refuse it for (none when valid)."""
+    try:
+        build_judge(load_judge_spec(path), models)
+    except (JudgeSpecError, JudgeModelError) as error:
+        message = str(error).removeprefix(f"{path}: ")
+        return [SpecError(path, None, "", message)]
+    return []
+
+
+def is_benchmark_config_dir(path: Path) -> bool:
+    """Whether ``path`` is a benchmark configuration directory (it has ``evaluation_types.yml``)."""
+    return path.is_dir() and (path / "evaluation_types.yml").is_file()

@@ -153,13 +153,33 @@ def cell_coverage(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     description=f"At least {JUDGE_COVERAGE_THRESHOLD:.0%} of verdicts are scored (warns).",
 )
 def judge_coverage(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    """Share of verdicts that are scored; unscored ones are NULL with a reason, never zeros."""
+    """Share of verdicts that are scored; unscored ones are NULL with a reason, never zeros.
+
+    The result's description names the criterion coverage per tier (what each tier's accuracy
+    rests on), so the warning says how much of the accuracy was decided, not only that it was low.
+    """
     with connect(warehouse.db_path(), read_only=True) as conn:
         coverage = queries.judge_coverage(conn)
+        criteria = queries.criterion_coverage(conn)
+    tiers = {tier: scored / total for tier, (scored, total) in criteria.items() if total}
+    named = ", ".join(
+        f"{tier} {scored / total:.2f} ({scored} of {total})"
+        for tier, (scored, total) in criteria.items()
+        if total
+    )
+    overall = "no verdict" if coverage is None else f"{coverage:.2f}"
     return dg.AssetCheckResult(
         passed=coverage is not None and coverage >= JUDGE_COVERAGE_THRESHOLD,
         severity=dg.AssetCheckSeverity.WARN,
-        metadata={"coverage": coverage, "threshold": JUDGE_COVERAGE_THRESHOLD},
+        description=(
+            f"criterion coverage {named or 'none (no criterion verdict)'}; "
+            f"all verdicts {overall} (threshold {JUDGE_COVERAGE_THRESHOLD:.2f})"
+        ),
+        metadata={
+            "coverage": coverage,
+            "threshold": JUDGE_COVERAGE_THRESHOLD,
+            **{f"criterion_coverage_{tier}": value for tier, value in tiers.items()},
+        },
     )
 
 

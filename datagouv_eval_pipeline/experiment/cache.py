@@ -5,9 +5,10 @@ versions, system prompt text), the task spec, the repeat index, the catalog snap
 code the cell's runs depend on (the shared agent code and its own toolsets' code,
 ``experiment.fingerprints``). When none of these changed, re-materializing a cell reuses the
 stored trace instead of asking the model again, so editing one task spec reruns exactly that
-task in every cell. Only finished runs (``ok``, ``budget_exceeded``) are cached: an ``error``
-may be transient and a ``skipped`` run costs nothing. Live runs (no snapshot) are never cached:
-the live catalog changes under them.
+task in every cell. Only finished runs (``ok``, and ``budget_exceeded`` by the run's own requests
+or tokens) are cached: an ``error`` may be transient, a run ended by the wall clock measured the
+provider as much as the agent (a hanging server), and a ``skipped`` run costs nothing. Live runs
+(no snapshot) are never cached: the live catalog changes under them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from datagouv_eval_pipeline import project_files
+from datagouv_eval_pipeline.agents.limits import ended_by_wall_clock
 from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.experiment.fingerprints import cell_code_fingerprint
 from datagouv_eval_pipeline.experiment.store import write_json_atomic
@@ -120,7 +122,7 @@ class AgentRunCache:
 
     def put(self, input_hash: str, trace: Trace) -> bool:
         """Store a finished trace; returns whether it was cacheable."""
-        if trace.status not in CACHEABLE_STATUSES:
+        if trace.status not in CACHEABLE_STATUSES or ended_by_wall_clock(trace.status_reason):
             return False
         write_json_atomic(self._path(input_hash), trace.model_dump(mode="json"))
         return True

@@ -10,7 +10,12 @@ to the real network.
 
 from datagouv_eval_pipeline.front.allow import AllowList
 from datagouv_eval_pipeline.front.authority import CertificateAuthority
-from datagouv_eval_pipeline.front.home import TWIN_HOME_ENV, twin_home
+from datagouv_eval_pipeline.front.home import (
+    TWIN_HOME_ENV,
+    TwinHomeError,
+    require_twin_home,
+    twin_home,
+)
 from datagouv_eval_pipeline.front.proxy import (
     CA_BUNDLE_VARS,
     Front,
@@ -26,7 +31,9 @@ __all__ = [
     "CertificateAuthority",
     "Front",
     "ServedHosts",
+    "TwinHomeError",
     "WireRequest",
     "export_lines",
+    "require_twin_home",
     "twin_home",
 ]

@@ -20,3 +20,26 @@ def twin_home(home: Path | str | None = None) -> Path:
     """
     chosen = home if home is not None else os.environ.get(TWIN_HOME_ENV) or DEFAULT_TWIN_HOME
     return Path(chosen).expanduser().resolve()
+
+
+class TwinHomeError(ValueError):
+    """The twin home cannot hold the front's state (the message names the path and why)."""
+
+
+def require_twin_home(home: Path | str | None = None) -> Path:
+    """The twin home, checked to be a directory that exists or can be created, and writable.
+
+    Raises:
+        TwinHomeError: It is a file, or cannot be created or written.
+    """
+    path = twin_home(home)
+    where = f"{path} (the twin home: ${TWIN_HOME_ENV} or ./{DEFAULT_TWIN_HOME})"
+    if path.exists() and not path.is_dir():
+        raise TwinHomeError(f"{where}: is a file; the twin home must be a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise TwinHomeError(f"{where}: cannot be created ({error.strerror})") from None
+    if not os.access(path, os.W_OK):
+        raise TwinHomeError(f"{where}: is not writable")
+    return path

@@ -43,6 +43,7 @@ answer, so the agent's own local exceptions (a ``KeyError`` while parsing) never
 found in neither the prompt nor any tool *result* (present: the agent's own tool arguments and
 code are not evidence, so an id it invented and merely tried is not grounded; a figure worked out
 in the agent's head is not shown by any tool either). The other modes need an LLM judge.
+``TOOL_OMISSION`` is not applicable (no value) when the tier requires no action.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ from datagouv_eval_pipeline.judges.verdict import (
     Question,
     Verdict,
     VerdictStatus,
+    not_applicable,
     unscored,
 )
 from datagouv_eval_pipeline.metrics.checks import citation_check, grounded_ids_check
@@ -506,7 +508,12 @@ def _present(reason: str, **details: Any) -> Verdict:
 def _tool_omission(data: FailureModeInput) -> Verdict:
     required = data.task.chain(data.tier).required_actions
     if not required:
-        return _absent(f"the {data.tier} tier requires no actions")
+        return not_applicable(
+            Question.FAILURE_MODE,
+            f"the {data.tier} tier requires no actions",
+            judge_id=JUDGE_ID,
+            prompt_hash=RULES_HASH,
+        )
     types = action_type_score(required, data.instances)
     if types.missing:
         return _present(

@@ -12,13 +12,17 @@ Order of work for one trace:
 
 Concurrency is bounded by the judge's limiter, not here. The instance-level usage metrics are
 recomputed with the argument verdicts (:func:`judged_instance_score`).
+
+What cannot apply is not asked: without any tool (capability set none) or in a tier that requires
+no action, the trajectory and TOOL_OMISSION are ``not_applicable`` verdicts whatever the judge,
+and without any tool the judged action precision, recall and F1 are NULL "not applicable".
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from datagouv_eval_pipeline.judges.judgement_record import (
@@ -36,9 +40,11 @@ from datagouv_eval_pipeline.judges.verdict import (
     CallClassification,
     FailureMode,
     JudgeSpend,
+    Question,
     Verdict,
     aggregate,
     judge_spend,
+    not_applicable,
     outcome,
 )
 from datagouv_eval_pipeline.metrics.usage import (
@@ -46,6 +52,8 @@ from datagouv_eval_pipeline.metrics.usage import (
     PairCache,
     action_instance_score,
 )
+from datagouv_eval_pipeline.metrics.values import NO_TOOL
+from datagouv_eval_pipeline.metrics.values import not_applicable as metric_not_applicable
 from datagouv_eval_pipeline.semantic.instances import ActionInstance
 from datagouv_eval_pipeline.semantic.mapper import TraceMapping, map_trace
 from datagouv_eval_pipeline.semantic.registry import ActionRegistry, load_registry
@@ -268,6 +276,15 @@ def merge_classifications(
     return tuple(instances)
 
 
+def inapplicable_reason(trace: Trace, required: Sequence[RequiredAction]) -> str | None:
+    """Why a tier's trajectory and TOOL_OMISSION do not apply to the run; None when they do."""
+    if trace.tool_less:
+        return NO_TOOL
+    if not required:
+        return "the tier requires no actions"
+    return None
+
+
 async def judge_trace(
     judge: Judge,
     task: TaskSpec,
@@ -334,6 +351,8 @@ async def judge_trace(
         judge.arguments(unique_required[key], [instances[i] for i in candidates_of[key]])
         for key in argument_keys
     ]
+    inapplicable = {tier: inapplicable_reason(trace, required_by_tier[tier]) for tier in tiers}
+    asked = [tier for tier in tiers if inapplicable[tier] is None]
     trajectory_jobs = [
         judge.trajectory(
             task.chain(tier).chain,
@@ -342,7 +361,7 @@ async def judge_trace(
             tier=tier,
             question=task.prompt,
         )
-        for tier in tiers
+        for tier in asked
     ]
     criterion_verdicts, argument_lists, trajectories = await asyncio.gather(
         asyncio.gather(*criteria_jobs),
@@ -352,7 +371,17 @@ async def judge_trace(
     argument_verdicts: dict[int, list[Verdict]] = dict(
         zip(argument_keys, argument_lists, strict=True)
     )
-    trajectory: dict[Tier, Verdict] = dict(zip(tiers, trajectories, strict=True))
+    answered: dict[Tier, Verdict] = dict(zip(asked, trajectories, strict=True))
+    trajectory: dict[Tier, Verdict] = {}
+    for tier in tiers:
+        why = inapplicable[tier]
+        trajectory[tier] = (
+            answered[tier]
+            if why is None
+            else not_applicable(
+                Question.TRAJECTORY, why, judge_id=judge.judge_id, details={"tier": tier}
+            )
+        )
 
     criteria = tuple(
         CriterionResult(
@@ -377,7 +406,11 @@ async def judge_trace(
             for r_index, action in enumerate(required_by_tier[tier])
         )
         arguments[tier] = results
-        instance_scores[tier] = judged_instance_score(required_by_tier[tier], instances, results)
+        usage = judged_instance_score(required_by_tier[tier], instances, results)
+        if trace.tool_less:
+            none = metric_not_applicable(NO_TOOL)
+            usage = replace(usage, precision=none, recall=none, f1=none)
+        instance_scores[tier] = usage
 
     mode_jobs = [
         judge.failure_modes(
@@ -397,7 +430,20 @@ async def judge_trace(
         )
         for tier in tiers
     ]
-    modes = await asyncio.gather(*mode_jobs)
+    modes = list(await asyncio.gather(*mode_jobs))
+    for position, tier in enumerate(tiers):
+        why = inapplicable[tier]
+        if why is not None and FailureMode.TOOL_OMISSION in modes[position]:
+            # Whatever the judge said: an action cannot be omitted where none could be taken.
+            modes[position] = {
+                **modes[position],
+                FailureMode.TOOL_OMISSION: not_applicable(
+                    Question.FAILURE_MODE,
+                    why,
+                    judge_id=judge.judge_id,
+                    details={"mode": FailureMode.TOOL_OMISSION.value, "tier": tier},
+                ),
+            }
     return TraceJudgement(
         task_id=task.task_id,
         judge_id=judge.judge_id,

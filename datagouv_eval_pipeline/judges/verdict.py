@@ -2,7 +2,10 @@
 
 A verdict is ``ok`` (it carries ``passed`` and/or ``score``) or ``unscored`` (it carries neither,
 only the error that prevented a decision). An unscored verdict has no numeric value at all, so no
-aggregation can turn it into a 0: aggregates exclude it and report coverage instead.
+aggregation can turn it into a 0: aggregates exclude it and report coverage instead. A question
+that cannot apply to the run (a trajectory or TOOL_OMISSION when no tool was available or the tier
+expects no action) is ``not_applicable``: no value either, and left out of coverage too (there
+was nothing to decide).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from datagouv_eval_pipeline.metrics.values import MetricValue
+from datagouv_eval_pipeline.metrics.values import NOT_APPLICABLE, MetricValue
 
 NEEDS_LLM = "needs an LLM judge"
 """The error of every verdict the deterministic judge leaves to an LLM judge."""
@@ -25,6 +28,7 @@ class VerdictStatus(StrEnum):
 
     OK = "ok"
     UNSCORED = "unscored"
+    NOT_APPLICABLE = "not_applicable"
 
 
 class Question(StrEnum):
@@ -63,7 +67,8 @@ class Verdict(BaseModel):
     question: Question
     """Which question this verdict answers."""
     status: VerdictStatus
-    """``ok`` when the judge decided, ``unscored`` when it could not (see ``error``)."""
+    """``ok`` when the judge decided, ``unscored`` when it could not (see ``error``),
+    ``not_applicable`` when the question does not apply to the run (see ``reason``)."""
     passed: bool | None = None
     """The binary decision (criterion met, arguments correct, failure mode absent)."""
     score: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -96,6 +101,11 @@ class Verdict(BaseModel):
                 raise ValueError("an ok verdict needs 'passed' or 'score'")
             if self.error is not None:
                 raise ValueError("an ok verdict has no 'error'")
+        elif self.status is VerdictStatus.NOT_APPLICABLE:
+            if self.passed is not None or self.score is not None or self.error is not None:
+                raise ValueError("a not applicable verdict has no 'passed', 'score' or 'error'")
+            if not self.reason:
+                raise ValueError("a not applicable verdict needs the 'reason' it does not apply")
         else:
             if self.passed is not None or self.score is not None:
                 raise ValueError("an unscored verdict has neither 'passed' nor 'score'")
@@ -152,6 +162,25 @@ def unscored(
     )
 
 
+def not_applicable(
+    question: Question,
+    why: str,
+    *,
+    judge_id: str,
+    prompt_hash: str = "",
+    details: Mapping[str, Any] | None = None,
+) -> Verdict:
+    """Build a not applicable verdict (reason ``not applicable: why``): no value, no coverage."""
+    return Verdict(
+        question=question,
+        status=VerdictStatus.NOT_APPLICABLE,
+        reason=f"{NOT_APPLICABLE}: {why}",
+        judge_id=judge_id,
+        prompt_hash=prompt_hash,
+        details=dict(details or {}),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ClassifiedAction:
     """One semantic action a judge found in a code or CLI call.
@@ -190,7 +219,7 @@ class Aggregate:
     Attributes:
         mean: Mean value over scored verdicts, None (with ``mean.reason``) when none is scored.
         scored: Verdicts that are ``ok``.
-        total: All verdicts.
+        total: All verdicts that apply (not applicable ones left out).
         coverage: ``scored / total``; None for an empty list.
         errors: Count of unscored verdicts per error.
     """
@@ -222,6 +251,8 @@ def aggregate(verdicts: Iterable[Verdict]) -> Aggregate:
     errors: dict[str, int] = {}
     total = 0
     for verdict in verdicts:
+        if verdict.status is VerdictStatus.NOT_APPLICABLE:
+            continue  # nothing to decide: neither a value nor a gap in coverage
         total += 1
         value = verdict.value
         if value is None:

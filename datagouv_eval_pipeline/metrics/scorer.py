@@ -12,7 +12,7 @@ import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from datagouv_eval_pipeline.metrics.catalog import (
@@ -35,7 +35,7 @@ from datagouv_eval_pipeline.metrics.usage import (
     instance_score_indexed,
     type_score_indexed,
 )
-from datagouv_eval_pipeline.metrics.values import MetricValue, undefined
+from datagouv_eval_pipeline.metrics.values import NO_TOOL, MetricValue, not_applicable, undefined
 from datagouv_eval_pipeline.semantic.instances import ActionInstance, CallCategory
 from datagouv_eval_pipeline.semantic.mapper import TraceMapping, map_trace
 from datagouv_eval_pipeline.semantic.registry import (
@@ -48,7 +48,7 @@ from datagouv_eval_pipeline.tasks.references import Reference, references_by_nam
 from datagouv_eval_pipeline.tasks.spec import TIERS, RequiredAction, TaskSpec, Tier
 from datagouv_eval_pipeline.traces import Trace
 
-SCORER_VERSION = "2"
+SCORER_VERSION = "3"
 """Bumped whenever a deterministic metric's definition changes (results are not comparable)."""
 
 TIER_METRICS: tuple[str, ...] = (
@@ -527,6 +527,23 @@ def score_trace(
                 index,
                 None,
             )
+    if trace.tool_less and not summary.instances:
+        # Without any tool the agent cannot act: usage and trajectory do not apply (NULL with
+        # the reason), they are not a failure to score 0 (the counts stay, for reading).
+        none = not_applicable(NO_TOOL)
+        tiers = {
+            tier: replace(
+                score,
+                action_type_precision=none,
+                action_type_recall=none,
+                action_type_f1=none,
+                action_precision=none,
+                action_recall=none,
+                action_f1=none,
+                trajectory_adherence=none,
+            )
+            for tier, score in tiers.items()
+        }
 
     return TraceScore(
         task_id=task.task_id,

@@ -18,7 +18,7 @@ from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from datagouv_eval_pipeline.metrics.values import MetricValue, ratio
+from datagouv_eval_pipeline.metrics.values import NOT_APPLICABLE, MetricValue, ratio
 from datagouv_eval_pipeline.semantic.instances import ActionInstance
 from datagouv_eval_pipeline.tasks.chain import Action, ChainNode
 from datagouv_eval_pipeline.tasks.chain import Sequence as ChainSequence
@@ -107,7 +107,7 @@ def adherence_indexed(chain: ChainNode, positions: Mapping[str, list[int]]) -> T
     _walk(chain, 0, positions, steps)
     matched = sum(1 for step in steps if step.instance_index is not None)
     return TrajectoryScore(
-        adherence=ratio(matched, len(steps), "the chain has no actions"),
+        adherence=ratio(matched, len(steps), f"{NOT_APPLICABLE}: the chain has no actions"),
         matched=matched,
         total=len(steps),
         steps=tuple(steps),

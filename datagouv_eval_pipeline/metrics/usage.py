@@ -15,9 +15,12 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from datagouv_eval_pipeline.metrics.values import MetricValue, f1, ratio
+from datagouv_eval_pipeline.metrics.values import NOT_APPLICABLE, MetricValue, f1, ratio
 from datagouv_eval_pipeline.semantic.instances import ActionInstance
 from datagouv_eval_pipeline.tasks.spec import RequiredAction
+
+NO_ACTION_REQUIRED = f"{NOT_APPLICABLE}: the tier requires no actions"
+"""Why recall (and so F1) is NULL for a tier that expects no action."""
 
 # isinstance with a tuple: ``str | int`` in an expression builds a new union object at each call.
 _SCALARS = (str, int, float, bool)
@@ -160,7 +163,7 @@ def type_score_indexed(required_names: Collection[str], index: InstanceIndex) ->
     performed = index.by_name.keys()  # names of non-errored instances
     matched = len(required_set & performed)
     precision = ratio(matched, len(actual_names), "the trace has no action instances")
-    recall = ratio(matched, len(required_set), "the tier requires no actions")
+    recall = ratio(matched, len(required_set), NO_ACTION_REQUIRED)
     return ActionTypeScore(
         precision=precision,
         recall=recall,
@@ -394,7 +397,7 @@ def instance_score_indexed(
         )
     matched = len(pairs)
     precision = ratio(matched, len(instances), "the trace has no action instances")
-    recall = ratio(matched, len(required), "the tier requires no actions")
+    recall = ratio(matched, len(required), NO_ACTION_REQUIRED)
     return ActionInstanceScore(
         precision=precision,
         recall=recall,

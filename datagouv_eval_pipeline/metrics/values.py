@@ -42,6 +42,18 @@ _ratio_memo: dict[tuple[float, float, str], MetricValue] = {}
 _f1_memo: dict[tuple[int, int], tuple[MetricValue, MetricValue, MetricValue]] = {}
 
 
+NOT_APPLICABLE = "not applicable"
+"""The reason prefix of a metric (or verdict) that cannot apply to the run: NULL, never 0."""
+
+NO_TOOL = "no tool available (capability set none)"
+"""Why action usage and trajectory do not apply to a run without any capability."""
+
+
+def not_applicable(why: str) -> MetricValue:
+    """An undefined metric whose reason says it does not apply (``not applicable: why``)."""
+    return undefined(f"{NOT_APPLICABLE}: {why}")
+
+
 def undefined(reason: str) -> MetricValue:
     """Return an undefined metric with its reason."""
     value = _undefined_memo.get(reason)
@@ -71,8 +83,11 @@ def ratio(numerator: float, denominator: float, empty_reason: str) -> MetricValu
 def f1(precision: MetricValue, recall: MetricValue) -> MetricValue:
     """Return the harmonic mean ``2PR / (P + R)`` of two metric values.
 
-    Undefined when either input is undefined. When both are 0 the F1 is 0 (nothing matched), with a
-    reason saying so rather than an undefined value: the agent did act and matched nothing.
+    Undefined when either input is undefined, with one exception: a recall of 0 with an
+    undefined precision (no action instance at all, so no precision denominator) gives an F1 of 0.
+    The run was expected to act and did nothing; leaving it undefined would drop it from the F1
+    mean and flatter the agent. When both are 0 the F1 is 0 (nothing matched), with a reason
+    saying so rather than an undefined value: the agent did act and matched nothing.
     """
     key = (id(precision), id(recall))
     hit = _f1_memo.get(key)
@@ -86,6 +101,8 @@ def f1(precision: MetricValue, recall: MetricValue) -> MetricValue:
 
 
 def _f1(precision: MetricValue, recall: MetricValue) -> MetricValue:
+    if precision.value is None and recall.value == 0.0:
+        return MetricValue(0.0, "no action instance: precision is undefined and recall 0, so F1 0")
     if precision.value is None or recall.value is None:
         missing = [
             f"{name}: {value.reason}"

@@ -20,6 +20,8 @@ from datagouv_eval_pipeline.warehouse.calibration import latest_calibration
 from datagouv_eval_pipeline.warehouse.schema import (
     FEATURE_COMPARISONS,
     JUDGE_CALIBRATION,
+    QUESTION_COMPARISONS,
+    QUESTIONS,
     SCHEMA,
     TASK_FEATURES,
 )
@@ -130,6 +132,9 @@ class ReportData:
             (``eval.task_features``), sorted; empty without the table.
         feature_tests: ``eval.feature_comparisons`` rows of MCP version pairs (both orders);
             empty when the statistics stage has not run.
+        questions: ``eval.questions`` rows (evaluation type × factor); empty when the
+            statistics stage has not run.
+        answers: ``eval.question_comparisons`` rows of the headline tier; empty likewise.
     """
 
     db_path: Path
@@ -151,6 +156,8 @@ class ReportData:
     calibration: list[Row] = field(default_factory=list)
     features: dict[str, list[str]] = field(default_factory=dict)
     feature_tests: list[Row] = field(default_factory=list)
+    questions: list[Row] = field(default_factory=list)
+    answers: list[Row] = field(default_factory=list)
 
     def summary(self, cell_key: str, metric: str, tier: str = HEADLINE_TIER) -> Row | None:
         """The ``experiment_metrics`` row of one cell, tier and metric."""
@@ -306,6 +313,18 @@ def load_report_data(db_path: Path, sources: ReportSources | None = None) -> Rep
                 f"SELECT * FROM {FEATURE_COMPARISONS.qualified} WHERE dimension = 'mcp_version' "
                 "ORDER BY feature, metric, tier, cell_a, cell_b",
             )
+        questions: list[Row] = []
+        answers: list[Row] = []
+        if tables >= {QUESTIONS.qualified, QUESTION_COMPARISONS.qualified}:
+            questions = _rows(
+                conn, f"SELECT * FROM {QUESTIONS.qualified} ORDER BY evaluation_type, factor"
+            )
+            answers = _rows(
+                conn,
+                f"SELECT * FROM {QUESTION_COMPARISONS.qualified} WHERE tier = ? "
+                "ORDER BY evaluation_type, factor, setting, value_a, value_b, metric",
+                [HEADLINE_TIER],
+            )
     return ReportData(
         db_path=db_path,
         cells=cells,
@@ -326,6 +345,8 @@ def load_report_data(db_path: Path, sources: ReportSources | None = None) -> Rep
         calibration=calibration,
         features=features,
         feature_tests=feature_tests,
+        questions=questions,
+        answers=answers,
     )
 
 

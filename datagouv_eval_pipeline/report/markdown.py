@@ -14,6 +14,7 @@ from datagouv_eval_pipeline.report.views import (
     Comparison,
     FeatureComparison,
     Power,
+    QuestionAnswer,
     ReportedMean,
     ReportView,
 )
@@ -221,6 +222,65 @@ def version_power_lines(view: ReportView) -> list[str]:
     return lines
 
 
+def _answer_cells(a: QuestionAnswer) -> list[str]:
+    """The figures of one answer row (``—`` where nothing was scored in both cells)."""
+    interval = "—" if a.low is None or a.high is None else f"[{a.low:+.2f}, {a.high:+.2f}]"
+    return [
+        _escape(a.setting),
+        f"{_escape(a.value_a)} → {_escape(a.value_b)}",
+        a.metric,
+        "—" if a.difference is None else f"{a.difference:+.2f}",
+        interval,
+        _num(a.p_adjusted, 3),
+        a.verdict or "—",
+        _num(a.mde),
+        str(a.tasks),
+        _escape(a.note or ""),
+    ]
+
+
+def question_lines(view: ReportView) -> list[str]:
+    """The opening sections: each evaluation type's question, per factor, and its answer."""
+    lines = ["", "## The benchmark's questions (minimal tier)", ""]
+    if not view.questions:
+        lines.append(
+            "Absent: the answers come from the statistics tables (`eval.questions`), which this "
+            "warehouse does not have yet."
+        )
+        return lines
+    lines.append(
+        "Each evaluation type asks one question and varies one or more factors; each factor is "
+        "answered by pairing the type's cells that differ in it only. Δ is B − A over the tasks "
+        "scored in both cells, with its 95 % interval; p is Holm-adjusted within the question "
+        "(type × factor × metric); the verdict is B against A at 5 %; below the MDE (80 % "
+        "power), *no detectable difference* does not mean *no difference*."
+    )
+    unrun = [q for q in view.questions if q.cells == 0]
+    for q in view.questions:
+        if q.cells == 0:
+            continue
+        lines += [
+            "",
+            f"### {q.evaluation_type}: {q.factor}",
+            "",
+            f"*{_escape(q.question)}* Compares {q.varies}, over the type's {q.cells} cells.",
+            "",
+        ]
+        if not q.answers:
+            lines.append(f"Cannot be answered: {q.reason}.")
+            continue
+        lines += [
+            "| setting | A → B | metric | Δ | 95 % CI | p (Holm) | verdict | MDE | paired tasks "
+            "| note |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        lines += ["| " + " | ".join(_answer_cells(a)) + " |" for a in q.answers]
+    if unrun:
+        names = ", ".join(f"{q.evaluation_type} ({q.factor})" for q in unrun)
+        lines += ["", f"Not run (no cell of the type in the warehouse): {names}."]
+    return lines
+
+
 def render_markdown(view: ReportView, *, html_path: str | None = None) -> str:
     """The report's Markdown (``—``: not scored, never a zero)."""
     totals = view.totals
@@ -237,6 +297,7 @@ def render_markdown(view: ReportView, *, html_path: str | None = None) -> str:
             "> No statistics tables in the warehouse yet: means without intervals, comparisons "
             "without tests or verdicts.",
         ]
+    lines += question_lines(view)
     for pivot in view.pivots:
         lines += ["", f"## {pivot.title} (minimal tier)", ""]
         heads = ["no MCP" if v == "—" else f"MCP {v}" for v in pivot.versions]

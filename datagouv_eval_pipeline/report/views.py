@@ -177,6 +177,129 @@ class Comparison:
     coverage_note: str | None = None
 
 
+QUESTION_METRICS = (("accuracy", "accuracy"), ("action_f1", "action F1"))
+"""The headline metrics each question is answered on, with their names in the text."""
+
+FACTOR_NAMES = {
+    "model": "the model",
+    "mcp_version": "the MCP server version",
+    "capability": "the way of reaching the catalog (skills document aside)",
+    "skills": "the skills document (with against without, or two versions)",
+    "system_prompt": "the system prompt",
+}
+"""What each factor of ``evaluation_types.yml`` varies, in words."""
+
+
+@dataclass(frozen=True)
+class QuestionAnswer:
+    """One pair of cells answering a question, on one headline metric.
+
+    Attributes:
+        setting: What both cells share (model, the other capabilities...).
+        cell_a: The reference cell.
+        cell_b: The compared cell (Δ = B - A).
+        value_a: A's value of the factor (``none``: without).
+        value_b: B's value.
+        metric: The metric's name in the text.
+        difference: Mean paired difference B - A; None when nothing was scored in both.
+        low: Lower bound of its 95 % interval; None with fewer than 2 paired tasks.
+        high: Upper bound.
+        p_adjusted: Holm-adjusted p-value within the question.
+        verdict: better / worse / no detectable difference (B against A); None with fewer than
+            2 paired tasks.
+        mde: Minimum detectable difference at 80 % power.
+        tasks: Paired tasks.
+        note: Why a figure is missing.
+    """
+
+    setting: str
+    cell_a: str
+    cell_b: str
+    value_a: str
+    value_b: str
+    metric: str
+    difference: float | None
+    low: float | None
+    high: float | None
+    p_adjusted: float | None
+    verdict: str | None
+    mde: float | None
+    tasks: int
+    note: str | None
+
+
+@dataclass(frozen=True)
+class QuestionSection:
+    """One evaluation type's question about one factor, and its answer.
+
+    Attributes:
+        evaluation_type: The type.
+        question: The question in a sentence (the type's description).
+        factor: The factor compared.
+        varies: What the factor varies, in words.
+        cells: The type's cells in the warehouse.
+        answers: The pairs' comparisons on the headline metrics (minimal tier).
+        reason: Why the question has no answer (no cell, no pair); None when it has pairs.
+    """
+
+    evaluation_type: str
+    question: str
+    factor: str
+    varies: str
+    cells: int
+    answers: list[QuestionAnswer]
+    reason: str | None
+
+
+def question_sections(data: ReportData) -> list[QuestionSection]:
+    """Every evaluation type × factor question with its answer (statistics tables only)."""
+    names = dict(QUESTION_METRICS)
+    answers: dict[tuple[str, str], list[QuestionAnswer]] = defaultdict(list)
+    for row in data.answers:
+        if row["metric"] not in names:
+            continue
+        answers[(row["evaluation_type"], row["factor"])].append(
+            QuestionAnswer(
+                setting=row["setting"],
+                cell_a=row["cell_a"],
+                cell_b=row["cell_b"],
+                value_a=row["value_a"],
+                value_b=row["value_b"],
+                metric=names[row["metric"]],
+                difference=row["mean_difference"],
+                low=row["ci_low"],
+                high=row["ci_high"],
+                p_adjusted=row["p_adjusted"],
+                # One paired task answers nothing, whatever its test says: the note says why.
+                verdict=row["verdict"] if row["tasks"] >= 2 else None,
+                mde=row["mde"],
+                tasks=row["tasks"],
+                note=row["reason"],
+            )
+        )
+    order = [name for _, name in QUESTION_METRICS]
+    sections = []
+    for q in data.questions:
+        found = answers.get((q["evaluation_type"], q["factor"]), [])
+        found.sort(key=lambda a: (a.setting, a.value_a, a.value_b, order.index(a.metric)))
+        reason = q["reason"]
+        if reason is None and not found:
+            reason = "no headline metric (accuracy, action F1) is computed for its cells"
+        sections.append(
+            QuestionSection(
+                evaluation_type=q["evaluation_type"],
+                question=q["description"],
+                factor=q["factor"],
+                varies=FACTOR_NAMES.get(str(q["factor"]), str(q["factor"])),
+                cells=q["cells"],
+                answers=found,
+                reason=reason,
+            )
+        )
+    # The questions the experiment ran first; those of types with no cell close the list.
+    return sorted(sections, key=lambda s: s.cells == 0)
+
+
 FEATURE_METRIC = "accuracy"
 """The metric the by-feature section compares (the headline, minimal tier)."""
 
@@ -366,6 +489,8 @@ class ReportView:
         language_tasks: Tasks run per language, in language order.
         features: Per toolset feature and MCP version pair, the paired accuracy comparison on
             the feature's tasks (empty without the statistics tables or task features).
+        questions: Each evaluation type's question per factor, with its answer (empty without
+            the statistics tables).
     """
 
     data: ReportData
@@ -386,6 +511,7 @@ class ReportView:
     languages: list[LanguageRow] = field(default_factory=list)
     language_tasks: dict[str, int] = field(default_factory=dict)
     features: list[FeatureComparison] = field(default_factory=list)
+    questions: list[QuestionSection] = field(default_factory=list)
 
     @property
     def power(self) -> Power:
@@ -854,4 +980,5 @@ def build_view(data: ReportData) -> ReportView:
         languages=language_rows(data),
         language_tasks=language_task_counts(data),
         features=feature_comparisons(data) if data.has_statistics else [],
+        questions=question_sections(data) if data.has_statistics else [],
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import os
 import re
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
@@ -66,21 +67,39 @@ def spec_files(paths: Sequence[Path]) -> tuple[list[Path], list[SpecError]]:
     errors: list[SpecError] = []
     for path in paths:
         if path.is_dir():
-            found = sorted(
-                child
-                for child in path.iterdir()
-                if child.is_file()
-                and child.suffix in _SPEC_SUFFIXES
-                and ".schema" not in child.name
-            )
-            if not found:
+            found: list[Path] = []
+            unreadable = len(errors)
+            for child in sorted(path.iterdir()):
+                if child.suffix not in _SPEC_SUFFIXES or ".schema" in child.name:
+                    continue
+                if child.is_file():
+                    found.append(child)
+                else:
+                    # A spec name that is not a readable regular file (a broken or looping
+                    # link, a directory, a pipe) would otherwise vanish from the benchmark.
+                    errors.append(SpecError(child, None, "", _not_a_file(child)))
+            if not found and len(errors) == unreadable:
                 errors.append(SpecError(path, None, "", "no task specification (*.yml) here"))
             files.update(dict.fromkeys(found))
         elif path.is_file():
             files[path] = None
         else:
-            errors.append(SpecError(path, None, "", "no such file or directory"))
+            errors.append(SpecError(path, None, "", _not_a_file(path)))
     return sorted(files), errors
+
+
+def _not_a_file(path: Path) -> str:
+    """Why ``path`` is not a spec file one can read."""
+    if path.is_symlink():
+        try:
+            path.resolve(strict=True)
+        except RuntimeError:
+            return "a symbolic link that loops back on itself, not a file"
+        except OSError:
+            return f"a symbolic link to {os.readlink(path)!r}, which does not exist"
+    if path.exists():
+        return "not a regular file (a directory, a pipe or a device)"
+    return "no such file or directory"
 
 
 def load_task_specs(

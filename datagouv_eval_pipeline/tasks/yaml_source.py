@@ -98,6 +98,11 @@ def expanded_size(root: yaml.Node, limit: int = MAX_EXPANDED_NODES) -> int:
     return size(root)
 
 
+MAX_FILE_BYTES = 1_048_576
+"""Largest YAML file read (1 MiB): a task spec or a benchmark file is a few kilobytes, and a
+50 MB one took 23 s to refuse after it had been parsed whole."""
+
+
 def read_yaml(path: Path) -> tuple[YamlDocument | None, list[SpecError]]:
     """Read and parse one YAML file without raising.
 
@@ -109,6 +114,17 @@ def read_yaml(path: Path) -> tuple[YamlDocument | None, list[SpecError]]:
         include duplicate keys even when the document itself was returned.
     """
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            return None, [
+                SpecError(
+                    path,
+                    None,
+                    "",
+                    f"the file is {size:,} bytes; at most {MAX_FILE_BYTES:,} are read (a task "
+                    "spec or a benchmark file is a few kilobytes)",
+                )
+            ]
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         return None, [SpecError(path, None, "", f"cannot read the file: {error}")]
@@ -133,10 +149,27 @@ def read_yaml(path: Path) -> tuple[YamlDocument | None, list[SpecError]]:
         return None, [SpecError(path, line, "", f"invalid YAML: {reason}")]
     except yaml.YAMLError as error:
         return None, [SpecError(path, None, "", f"invalid YAML: {error}")]
+    except RecursionError:
+        return None, [_too_deep(path)]
     finally:
         loader.dispose()
-    duplicates = list(_duplicate_keys(path, root, ())) if root is not None else []
+    try:
+        duplicates = list(_duplicate_keys(path, root, ())) if root is not None else []
+    except RecursionError:
+        return None, [_too_deep(path)]
     return YamlDocument(path, data, root, duplicates), duplicates
+
+
+def _too_deep(path: Path) -> SpecError:
+    # PyYAML composes and constructs recursively: a few thousand nested brackets exhaust the
+    # interpreter's stack before any field could be checked.
+    return SpecError(
+        path,
+        None,
+        "",
+        "invalid YAML: its values are nested too deeply to read (hundreds of levels of lists or "
+        "mappings inside each other); a task spec needs a few",
+    )
 
 
 def _duplicate_keys(path: Path, node: yaml.Node, loc: Loc) -> list[SpecError]:

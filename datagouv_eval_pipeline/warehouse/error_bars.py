@@ -12,7 +12,10 @@ languages) and writes, in one transaction, replacing the previous figures:
 * ``eval.feature_estimates`` and ``eval.feature_comparisons``: the same two, restricted for each
   toolset feature (``eval.task_features``, the tasks' ``meta.exercises``) to the runs of the
   tasks exercising it, so that a version comparison can be read feature by feature (Holm within
-  feature × dimension × metric × tier).
+  feature × dimension × metric × tier);
+* ``eval.questions`` and ``eval.question_comparisons``: each evaluation type's question, for
+  each factor it compares, answered by pairing the type's cells that differ in that factor only
+  (:mod:`~datagouv_eval_pipeline.warehouse.questions`), Holm within the question.
 
 The arithmetic lives in :mod:`datagouv_eval_pipeline.metrics.statistics`.
 """
@@ -28,12 +31,22 @@ from typing import Any, NamedTuple
 import duckdb
 import pandas as pd  # type: ignore[import-untyped]
 
+from datagouv_eval_pipeline.benchmark.config import EvaluationType
+from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.metrics import statistics as st
+from datagouv_eval_pipeline.warehouse.questions import (
+    Question,
+    question_rows,
+    questions_of,
+    read_question_cells,
+)
 from datagouv_eval_pipeline.warehouse.schema import (
     COMPARISONS,
     FEATURE_COMPARISONS,
     FEATURE_ESTIMATES,
     METRIC_ESTIMATES,
+    QUESTION_COMPARISONS,
+    QUESTIONS,
     SCHEMA,
     Table,
 )
@@ -128,6 +141,8 @@ class StatisticsResult:
         significant: Comparisons (one order) whose verdict is better or worse.
         feature_estimates: Rows of ``eval.feature_estimates``.
         feature_comparisons: Rows of ``eval.feature_comparisons`` (both orders of each pair).
+        questions: Rows of ``eval.questions`` (evaluation type × factor).
+        question_comparisons: Rows of ``eval.question_comparisons`` (one order of each pair).
     """
 
     estimates: int
@@ -135,6 +150,8 @@ class StatisticsResult:
     significant: int
     feature_estimates: int = 0
     feature_comparisons: int = 0
+    questions: int = 0
+    question_comparisons: int = 0
 
 
 def _scopes(v: _Value) -> Iterator[tuple[str, tuple[Any, ...]]]:
@@ -484,6 +501,91 @@ def _reversed(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def question_comparison_rows(
+    values: Sequence[_Value], questions: Sequence[Question], *, alpha: float = st.ALPHA
+) -> list[dict[str, Any]]:
+    """``eval.question_comparisons`` rows: each question's pairs, compared (pure).
+
+    Every pair of :func:`questions.questions_of` (cells differing in the question's factor
+    only) is compared on every tier × metric any of the type's cells has, with the paired test
+    of :func:`comparison_rows`; a pair nothing was scored in both cells of keeps its row, with the
+    reason. The Holm family is the question: evaluation type × factor × metric × tier.
+
+    Args:
+        values: The per-run metric values (:func:`read_values`).
+        questions: The questions and their pairs.
+        alpha: The significance level of the verdicts.
+
+    Returns:
+        One row per question × pair × tier × metric, b against the reference a.
+    """
+    series: dict[tuple[str, str, str], dict[tuple[str, int], float | None]] = {}
+    bounded: dict[tuple[str, str], bool] = {}
+    for v in values:
+        series.setdefault((v.cell_key, v.tier, v.metric), {})[(v.task_id, v.repeat_index)] = v.value
+        bounded[(v.tier, v.metric)] = bounded.get((v.tier, v.metric), True) and v.bounded
+    rows: list[dict[str, Any]] = []
+    for question in questions:
+        members = {cell.key for cell in question.cells}
+        measures = sorted({(tier, metric) for key, tier, metric in series if key in members})
+        factor = str(question.factor)
+        families: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for a, b in question.pairs:
+            left_cell = _Cell(a.key, {factor: a.value(question.factor)})
+            right_cell = _Cell(b.key, {factor: b.value(question.factor)})
+            for tier, metric in measures:
+                left = series.get((a.key, tier, metric), {})
+                right = series.get((b.key, tier, metric), {})
+                keys = sorted(left.keys() & right.keys())
+                result = st.paired_comparison(
+                    [left[k] for k in keys],
+                    [right[k] for k in keys],
+                    [k[0] for k in keys],
+                    bounded=bounded[(tier, metric)],
+                )
+                criteria = (
+                    _criterion_coverage(series, a.key, b.key, tier, keys, left, right)
+                    if metric == "accuracy"
+                    else (None, None)
+                )
+                row = _comparison_row(
+                    left_cell, right_cell, factor, tier, metric, result, criterion_coverage=criteria
+                )
+                del row["dimension"]
+                families.setdefault((metric, tier), []).append(
+                    {
+                        "evaluation_type": question.evaluation_type,
+                        "factor": factor,
+                        "setting": a.setting(question.factor),
+                        **row,
+                    }
+                )
+        for family in families.values():
+            adjusted = st.holm_adjust([row["p_value"] for row in family])
+            size = sum(1 for row in family if row["p_value"] is not None)
+            for row, p_adjusted in zip(family, adjusted, strict=True):
+                row["family_size"] = size
+                row["p_adjusted"] = p_adjusted
+                row["verdict"] = st.verdict(
+                    row["mean_difference"],
+                    p_adjusted,
+                    higher_is_better=row["higher_is_better"],
+                    alpha=alpha,
+                )
+                row["verdict_note"] = st.verdict_note(
+                    row["p_value"],
+                    p_adjusted,
+                    row["ci_low"],
+                    row["ci_high"],
+                    size,
+                    row["verdict"],
+                    test=row["test"],
+                    alpha=alpha,
+                )
+                rows.append(row)
+    return rows
+
+
 def read_values(conn: duckdb.DuckDBPyConnection) -> list[_Value]:
     """Every averaged metric value of the latest run of each cell, with its dimensions."""
     return [_Value(*row) for row in conn.execute(_VALUES_SQL).fetchall()]
@@ -517,10 +619,21 @@ def replace_rows(
         conn.unregister(view)
 
 
-def compute_statistics(conn: duckdb.DuckDBPyConnection) -> StatisticsResult:
-    """Recompute the estimates and comparisons, overall and per feature, in one transaction."""
+def compute_statistics(
+    conn: duckdb.DuckDBPyConnection, evaluation_types: Sequence[EvaluationType] | None = None
+) -> StatisticsResult:
+    """Recompute estimates and comparisons (overall, per feature, per question) in one transaction.
+
+    Args:
+        conn: The warehouse.
+        evaluation_types: The questions to answer; default: the project's benchmark
+            configuration (``task_specs/benchmark/evaluation_types.yml``).
+    """
     values = read_values(conn)
     features = read_features(conn)
+    if evaluation_types is None:
+        evaluation_types = load_benchmark_config().evaluation_types.evaluation_types
+    questions = questions_of(evaluation_types, read_question_cells(conn))
     with warnings.catch_warnings():
         # scipy warns that exact Wilcoxon p-values are unavailable with ties and falls back to
         # the normal approximation: the documented behaviour, not news for every pair.
@@ -529,12 +642,15 @@ def compute_statistics(conn: duckdb.DuckDBPyConnection) -> StatisticsResult:
         comparisons = comparison_rows(values)
         by_feature = feature_estimate_rows(values, features)
         feature_comparisons = feature_comparison_rows(values, features)
+        answers = question_comparison_rows(values, questions)
     conn.begin()
     try:
         replace_rows(conn, METRIC_ESTIMATES, estimates)
         replace_rows(conn, COMPARISONS, comparisons)
         replace_rows(conn, FEATURE_ESTIMATES, by_feature)
         replace_rows(conn, FEATURE_COMPARISONS, feature_comparisons)
+        replace_rows(conn, QUESTIONS, question_rows(questions))
+        replace_rows(conn, QUESTION_COMPARISONS, answers)
         conn.commit()
     except BaseException:
         conn.rollback()
@@ -546,4 +662,6 @@ def compute_statistics(conn: duckdb.DuckDBPyConnection) -> StatisticsResult:
         significant,
         feature_estimates=len(by_feature),
         feature_comparisons=len(feature_comparisons),
+        questions=len(questions),
+        question_comparisons=len(answers),
     )

@@ -6,6 +6,16 @@ previous experiment that loaded the same cell key (or a named one), on the (task
 scored in both, over all tasks and per task language. A comparison fails when the paired test,
 Holm-adjusted within the cell, finds a drop (verdict ``worse``) of at least ``min_drop``.
 A cell seen for the first time has nothing to be compared with and passes, with that reason.
+
+The gate compares like with like. A score the judge decides (``source = 'judge'`` in
+``eval.metrics``, and the efficiencies computed from the accuracy) is compared only when both runs
+of the cell had the same judge id and judge prompt hash(es) and their criterion coverage (criteria
+scored / criteria total in the tier) is within ``coverage_tolerance``. Otherwise the comparison is
+*not comparable*, with the reason ("judge changed: X → Y", "coverage fell from 0.62 to 0.00"): it
+gets no verdict, never fails, stays out of the cell's Holm family, and the cell's outcome is "not
+comparable" unless another of its comparisons failed. A judge outage (every verdict unscored) thus
+reads as what it is, not as an agent regression; scores the judge does not decide (action F1,
+trajectory adherence, runs scored) are still compared.
 """
 
 from __future__ import annotations
@@ -32,6 +42,15 @@ from datagouv_eval_pipeline.warehouse.schema import (
 HEADLINE_METRICS = ("accuracy", "action_f1", "trajectory_adherence")
 """The scores the gate guards by default."""
 
+COVERAGE_TOLERANCE = 0.10
+"""Largest change in criterion coverage between two runs of a cell that still compares them."""
+
+JUDGE_DERIVED = frozenset({"token_efficiency", "time_efficiency"})
+"""Scorer metrics computed from the judge's accuracy (compared like judge metrics)."""
+
+PASSED, WORSE, NOT_COMPARABLE = "passed", "worse", "not comparable"
+"""A cell's outcome: no failed and no incomparable comparison; a failed one; else incomparable."""
+
 SCORED = "scored"
 """The gate's own 0/1 outcome per run (tier ``all``): whether the run was scored at all.
 
@@ -54,6 +73,8 @@ class GateSettings:
         min_drop: Smallest drop (in the metric's unit) that may fail the gate; a significant
             drop below it passes.
         scored: Also compare the share of runs scored (:data:`SCORED`).
+        coverage_tolerance: Largest absolute change in a tier's criterion coverage between the
+            two runs for which the judge's scores are still compared.
     """
 
     metrics: tuple[str, ...] = HEADLINE_METRICS
@@ -61,6 +82,7 @@ class GateSettings:
     alpha: float = st.ALPHA
     min_drop: float = 0.0
     scored: bool = True
+    coverage_tolerance: float = COVERAGE_TOLERANCE
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +106,9 @@ class GateComparison:
     p_adjusted: float | None
     verdict: st.Verdict | None
     failed: bool
+    comparable: bool
+    coverage_previous: float | None
+    coverage_current: float | None
     reason: str | None
 
 
@@ -109,9 +134,22 @@ class GateReport:
         return sorted({c.cell_key for c in self.comparisons if c.failed})
 
     @property
+    def not_comparable_cells(self) -> list[str]:
+        """Cells without a failed comparison but with one that is not comparable, sorted."""
+        failed = set(self.failed_cells)
+        return sorted({c.cell_key for c in self.comparisons if not c.comparable} - failed)
+
+    @property
     def passed(self) -> bool:
-        """True when no comparison failed."""
+        """True when no comparison failed (incomparable ones do not fail)."""
         return not self.failed_cells
+
+    @property
+    def outcome(self) -> str:
+        """The gate's outcome: worse, else not comparable, else passed."""
+        if self.failed_cells:
+            return WORSE
+        return NOT_COMPARABLE if self.not_comparable_cells else PASSED
 
     @property
     def cells(self) -> list[str]:
@@ -136,6 +174,83 @@ FROM {RUNS_HISTORY.qualified} AS r
 JOIN ({language_sql(RUNS_HISTORY.qualified)}) AS l USING (experiment_id, run_id)
 WHERE r.experiment_id IN (SELECT unnest(?)) AND r.status <> 'skipped'
 """
+
+_JUDGES_SQL = f"""
+SELECT experiment_id, cell_key,
+       string_agg(DISTINCT judge_id, ',' ORDER BY judge_id),
+       array_to_string(
+           list_sort(list_distinct(list_filter(
+               flatten(list(string_split(judge_prompt_hash, ','))
+                   FILTER (WHERE judge_prompt_hash IS NOT NULL)),
+               lambda h: h <> ''
+           ))),
+           ','
+       )
+FROM {RUNS_HISTORY.qualified}
+WHERE experiment_id IN (SELECT unnest(?)) AND judged
+GROUP BY experiment_id, cell_key
+"""
+
+_COVERAGE_SQL = f"""
+SELECT experiment_id, cell_key, tier,
+       sum(value) FILTER (WHERE metric = 'criteria_scored')
+       / nullif(sum(value) FILTER (WHERE metric = 'criteria_total'), 0)
+FROM {METRICS_HISTORY.qualified}
+WHERE experiment_id IN (SELECT unnest(?)) AND metric IN ('criteria_scored', 'criteria_total')
+GROUP BY experiment_id, cell_key, tier
+"""
+
+_JUDGED_SQL = f"""
+SELECT DISTINCT metric FROM {METRICS_HISTORY.qualified}
+WHERE experiment_id IN (SELECT unnest(?)) AND source = 'judge'
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class _Judging:
+    """Who judged each (experiment, cell) and the criterion coverage per tier."""
+
+    judges: dict[tuple[str, str], tuple[str | None, str | None]]
+    coverage: dict[tuple[str, str, str], float | None]
+    judge_metrics: frozenset[str]
+
+    def coverage_of(self, experiment: str | None, cell: str, tier: str) -> float | None:
+        if experiment is None:
+            return None
+        return self.coverage.get((experiment, cell, tier))
+
+    def incomparable(
+        self, before: str, current: str, cell: str, tier: str, tolerance: float
+    ) -> str | None:
+        """Why the judge's scores of the two runs are not comparable; None when they are."""
+        then = self.judges.get((before, cell), (None, None))
+        now = self.judges.get((current, cell), (None, None))
+        if then[0] != now[0]:
+            return f"judge changed: {then[0] or 'none'} → {now[0] or 'none'}"
+        if then[1] != now[1]:
+            return f"judge prompt changed: {then[1] or 'none'} → {now[1] or 'none'}"
+        old = self.coverage_of(before, cell, tier)
+        new = self.coverage_of(current, cell, tier)
+        if old is None or new is None or abs(new - old) <= tolerance + 1e-12:
+            return None
+        moved = "fell" if new < old else "rose"
+        return (
+            f"coverage {moved} from {old:.2f} to {new:.2f} "
+            f"(more than the tolerance {tolerance:.2f})"
+        )
+
+
+def _judging(conn: duckdb.DuckDBPyConnection, experiments: list[str]) -> _Judging:
+    judges = {
+        (exp, cell): (judge, prompt)
+        for exp, cell, judge, prompt in conn.execute(_JUDGES_SQL, [experiments]).fetchall()
+    }
+    coverage = {
+        (exp, cell, tier): value
+        for exp, cell, tier, value in conn.execute(_COVERAGE_SQL, [experiments]).fetchall()
+    }
+    metrics = {row[0] for row in conn.execute(_JUDGED_SQL, [experiments]).fetchall()}
+    return _Judging(judges, coverage, frozenset(metrics | JUDGE_DERIVED))
 
 
 def evaluate_gate(
@@ -182,9 +297,12 @@ def evaluate_gate(
         models.setdefault(cell, model)
         per_cell = values.setdefault((exp, cell), {})
         per_cell.setdefault((tier, metric), {})[(task, repeat)] = (value, bounded, language)
+    judging = _judging(conn, wanted)
     comparisons: list[GateComparison] = []
     for cell, before in sorted(previous.items()):
-        comparisons += _compare_cell(current, before, cell, models.get(cell, ""), values, settings)
+        comparisons += _compare_cell(
+            current, before, cell, models.get(cell, ""), values, settings, judging
+        )
     return GateReport(current, against, comparisons, settings)
 
 
@@ -195,6 +313,7 @@ def _compare_cell(
     model: str,
     values: dict[tuple[str, str], dict[tuple[str, str], dict[tuple[str, int], Any]]],
     settings: GateSettings,
+    judging: _Judging,
 ) -> list[GateComparison]:
     now = values.get((current, cell), {})
     then = values.get((before, cell), {}) if before is not None else {}
@@ -207,6 +326,11 @@ def _compare_cell(
         if not series_now:
             continue
         series_then = then.get((tier, metric), {})
+        incomparable = None
+        if before is not None and metric in judging.judge_metrics:
+            incomparable = judging.incomparable(
+                before, current, cell, tier, settings.coverage_tolerance
+            )
         keys = sorted(series_now.keys() & series_then.keys())
         languages = sorted({series_now[k][2] for k in keys})
         for language in ["all", *languages] if len(languages) > 1 else ["all"]:
@@ -222,6 +346,8 @@ def _compare_cell(
                 reason = "first run of this cell: nothing to compare with"
             elif not series_then:
                 reason = f"experiment {before} has no {metric} ({tier}) for this cell"
+            elif incomparable is not None:
+                reason = f"not comparable: {incomparable}"
             drafts.append(
                 {
                     "tier": tier,
@@ -229,15 +355,25 @@ def _compare_cell(
                     "language": language,
                     "result": result,
                     "reason": reason,
+                    "comparable": incomparable is None or not series_then,
                 }
             )
-    adjusted = st.holm_adjust([d["result"].p_value for d in drafts])
+    # Incomparable comparisons stay out of the cell's Holm family: they decide nothing.
+    family = [d for d in drafts if d["comparable"]]
+    adjusted = dict(
+        zip(map(id, family), st.holm_adjust([d["result"].p_value for d in family]), strict=True)
+    )
     out = []
-    for draft, p_adjusted in zip(drafts, adjusted, strict=True):
+    for draft in drafts:
         result = draft["result"]
+        p_adjusted = adjusted.get(id(draft))
         better = st.higher_is_better(draft["metric"])
-        verdict = st.verdict(
-            result.mean_difference, p_adjusted, higher_is_better=better, alpha=settings.alpha
+        verdict = (
+            st.verdict(
+                result.mean_difference, p_adjusted, higher_is_better=better, alpha=settings.alpha
+            )
+            if draft["comparable"]
+            else None
         )
         drop = abs(result.mean_difference or 0.0)
         failed = verdict == st.WORSE and drop >= settings.min_drop
@@ -260,6 +396,9 @@ def _compare_cell(
                 p_adjusted=p_adjusted,
                 verdict=verdict,
                 failed=failed,
+                comparable=draft["comparable"],
+                coverage_previous=judging.coverage_of(before, cell, draft["tier"]),
+                coverage_current=judging.coverage_of(current, cell, draft["tier"]),
                 reason=draft["reason"],
             )
         )
@@ -301,12 +440,15 @@ def read_gate_results(
 
 
 def summary_lines(report: GateReport, *, limit: int = 50) -> list[str]:
-    """Human-readable lines: the verdict, then each failed comparison."""
+    """Human-readable lines: the verdict, each failed comparison, each incomparable one."""
+    word = {PASSED: "PASSED", WORSE: "FAILED", NOT_COMPARABLE: "NOT COMPARABLE"}[report.outcome]
     lines = [
-        f"gate {'PASSED' if report.passed else 'FAILED'} for experiment {report.experiment_id}"
+        f"gate {word} for experiment {report.experiment_id}"
         + (f" against {report.against}" if report.against else " against each cell's previous run")
-        + f": {len(report.failed_cells)} of {len(report.cells)} cell(s) worse"
-        f" (alpha {report.settings.alpha}, min drop {report.settings.min_drop})"
+        + f": {len(report.failed_cells)} of {len(report.cells)} cell(s) worse, "
+        f"{len(report.not_comparable_cells)} not comparable"
+        f" (alpha {report.settings.alpha}, min drop {report.settings.min_drop}, "
+        f"coverage tolerance {report.settings.coverage_tolerance})"
     ]
     failed = [c for c in report.comparisons if c.failed]
     for c in failed[:limit]:
@@ -317,6 +459,9 @@ def summary_lines(report: GateReport, *, limit: int = 50) -> list[str]:
             f"95% CI [{_f(c.ci_low, '+.3f')}, {_f(c.ci_high, '+.3f')}], "
             f"n={c.pairs}, p_adj={_f(c.p_adjusted, '.4f')})"
         )
+    incomparable = [c for c in report.comparisons if not c.comparable]
+    for c in incomparable[:limit]:
+        lines.append(f"  {c.cell_key} {c.tier} {c.metric} [{c.language}]: {c.reason}")
     first = sum(1 for c in report.comparisons if c.previous_experiment_id is None)
     if first:
         lines.append(f"  {first} comparison(s) of cells run for the first time: nothing to compare")

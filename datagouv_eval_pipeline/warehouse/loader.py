@@ -43,17 +43,22 @@ from datagouv_eval_pipeline.warehouse.schema import (
     TABLES_BY_NAME,
     create_schema,
 )
+from datagouv_eval_pipeline.warehouse.storage import open_writable
 
 DbTarget = str | Path | duckdb.DuckDBPyConnection
 """A DuckDB file path, or an open connection (left open)."""
 
 
 def connect(path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open the warehouse file, creating its parent directory and the schema if needed."""
+    """Open the warehouse file, creating its parent directory and the schema if needed.
+
+    A writable file is kept in the storage format the ``duckdb`` shell reads
+    (``warehouse/storage.py``).
+    """
     if read_only:
         return duckdb.connect(str(path), read_only=True)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    conn = duckdb.connect(str(path))
+    conn = open_writable(Path(path))
     create_schema(conn)
     return conn
 

@@ -62,14 +62,27 @@ def out_of_range_values(conn: duckdb.DuckDBPyConnection) -> list[tuple[str, str,
 
 
 def judge_coverage(conn: duckdb.DuckDBPyConnection) -> float | None:
-    """Scored / total over judge verdicts (checks excluded); None without verdicts."""
+    """Scored / total over judge verdicts that apply (checks excluded); None without any."""
     row = conn.execute(
         f"SELECT count(value), count(*) FROM {SCHEMA}.verdicts "
-        "WHERE kind <> 'check' AND NOT inherited"
+        "WHERE kind <> 'check' AND NOT inherited AND status <> 'not_applicable'"
     ).fetchone()
     if row is None or row[1] == 0:
         return None
     return float(row[0]) / float(row[1])
+
+
+def criterion_coverage(conn: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]:
+    """Per tier: (criteria scored, criteria total) over every run's criterion verdicts.
+
+    A tier counts the criteria that apply to it (the optimal tier includes the minimal ones,
+    inherited), as the tier's accuracy does.
+    """
+    rows = conn.execute(
+        f"SELECT tier, count(value), count(*) FROM {SCHEMA}.verdicts "
+        "WHERE kind = 'criterion' GROUP BY tier ORDER BY tier"
+    ).fetchall()
+    return {str(tier): (int(scored), int(total)) for tier, scored, total in rows}
 
 
 def experiment_summary(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:

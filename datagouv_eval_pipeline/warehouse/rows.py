@@ -247,18 +247,36 @@ def build_cell_rows(
 
 
 def _pass_k_rows(cell_key: str, rows: CellRows) -> None:
-    """pass@k and pass^k per task × tier of a cell whose tasks ran more than once."""
-    runs: dict[tuple[str, str], list[float | None]] = {}
+    """pass@k and pass^k per task × tier of a cell whose tasks ran more than once.
+
+    A run counts in ``n`` when its accuracy was decided, and passes only when its accuracy is 1
+    *and* every criterion was decided (``accuracy_coverage`` 1): an accuracy of 1 over the
+    decided criteria only says nothing of the undecided ones, so such a run is not a pass.
+    """
+    measures: dict[tuple[str, str, int], dict[str, float | None]] = {}
     for row in rows.tables["metrics"]:
-        if row["metric"] == "accuracy" and row["tier"] in TIERS:
-            runs.setdefault((row["task_id"], row["tier"]), []).append(row["value"])
+        if row["metric"] in ("accuracy", "accuracy_coverage") and row["tier"] in TIERS:
+            run = (row["task_id"], row["tier"], row["repeat_index"])
+            measures.setdefault(run, {})[row["metric"]] = row["value"]
+    runs: dict[tuple[str, str], list[tuple[float | None, float | None]]] = {}
+    for (task_id, tier, _repeat), measure in sorted(measures.items()):
+        pair = (measure.get("accuracy"), measure.get("accuracy_coverage"))
+        runs.setdefault((task_id, tier), []).append(pair)
     for (task_id, tier), values in sorted(runs.items()):
         if len(values) < 2:
             continue
-        decided = [v for v in values if v is not None]
-        n, c = len(decided), sum(1 for v in decided if v == 1.0)
+        decided = [(a, cov) for a, cov in values if a is not None]
+        n = len(decided)
+        c = sum(1 for a, cov in decided if a == 1.0 and cov == 1.0)
+        partial = sum(1 for a, cov in decided if a == 1.0 and cov != 1.0)
+        note = (
+            f"{partial} run(s) with accuracy 1 had undecided criteria: not counted as passed"
+            if partial
+            else None
+        )
         for k in range(1, len(values) + 1):
             at_k, hat_k = pass_at_k(n, c, k), pass_hat_k(n, c, k)
+            reason = at_k.reason if at_k.value is None else None
             rows.add(
                 "pass_k",
                 {
@@ -271,7 +289,7 @@ def _pass_k_rows(cell_key: str, rows: CellRows) -> None:
                     "c": c,
                     "pass_at_k": at_k.value,
                     "pass_hat_k": hat_k.value,
-                    "reason": at_k.reason if at_k.value is None else None,
+                    "reason": "; ".join(r for r in (reason, note) if r) or None,
                 },
             )
 

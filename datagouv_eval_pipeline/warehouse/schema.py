@@ -297,8 +297,18 @@ FAILURE_MODES = Table(
         *_run_key(),
         _c("tier", "VARCHAR", "minimal or optimal.", False),
         _c("mode", "VARCHAR", "One of the nine failure modes.", False),
-        _c("present", "BOOLEAN", "Whether the run shows the mode; NULL when unscored."),
-        _c("status", "VARCHAR", "ok or unscored.", False),
+        _c(
+            "present",
+            "BOOLEAN",
+            "Whether the run shows the mode; NULL when unscored or not applicable.",
+        ),
+        _c(
+            "status",
+            "VARCHAR",
+            "ok, unscored, or not_applicable (the mode cannot apply, e.g. TOOL_OMISSION without "
+            "any tool or in a tier requiring no action).",
+            False,
+        ),
         _c("reason", "VARCHAR", "Why.", False),
         _c("error", "VARCHAR", "Why unscored."),
         _c("judge_id", "VARCHAR", "Judge id.", False),
@@ -350,7 +360,8 @@ PASS_K = Table(
     name="pass_k",
     grain=(
         "one row per cell × task × tier × k, for tasks run more than once: pass@k and pass^k "
-        "over the runs whose accuracy was decided (a run passes when its accuracy is 1)"
+        "over the runs whose accuracy was decided (a run passes when its accuracy is 1 and every "
+        "criterion was decided)"
     ),
     primary_key=("cell_key", "task_id", "tier", "k"),
     columns=(
@@ -360,10 +371,19 @@ PASS_K = Table(
         _c("k", "INTEGER", "Attempts drawn (1 ≤ k ≤ n).", False),
         _c("runs", "INTEGER", "Runs of the task in the cell (repeats).", False),
         _c("n", "INTEGER", "Runs whose accuracy was decided (the others are excluded).", False),
-        _c("c", "INTEGER", "Decided runs that passed (accuracy 1).", False),
+        _c(
+            "c",
+            "INTEGER",
+            "Decided runs that passed (accuracy 1 with every criterion decided).",
+            False,
+        ),
         _c("pass_at_k", "DOUBLE", "1 - C(n-c, k) / C(n, k); NULL when k > n."),
         _c("pass_hat_k", "DOUBLE", "C(c, k) / C(n, k); NULL when k > n."),
-        _c("reason", "VARCHAR", "Why the values are NULL."),
+        _c(
+            "reason",
+            "VARCHAR",
+            "Why the values are NULL, and how many runs with accuracy 1 had undecided criteria.",
+        ),
     ),
 )
 EXPERIMENTS = Table(
@@ -605,6 +625,73 @@ FEATURE_COMPARISONS = Table(
     ),
 )
 
+QUESTIONS = Table(
+    name="questions",
+    grain="one row per evaluation type × factor its question compares (evaluation_types.yml)",
+    primary_key=("evaluation_type", "factor"),
+    columns=(
+        _c("evaluation_type", "VARCHAR", "The evaluation type.", False),
+        _c(
+            "factor",
+            "VARCHAR",
+            "What the question varies: model, mcp_version, capability, skills or system_prompt.",
+            False,
+        ),
+        _c(
+            "description", "VARCHAR", "The question, in a sentence (the type's description).", False
+        ),
+        _c("active", "BOOLEAN", "The type is active in the benchmark configuration.", False),
+        _c("cells", "INTEGER", "The type's cells in the warehouse (eval.cells).", False),
+        _c("pairs", "INTEGER", "Pairs of those cells differing in the factor only.", False),
+        _c("reason", "VARCHAR", "Why the question cannot be answered (no cell, no pair)."),
+    ),
+)
+
+_QUESTION_COLUMN_DOCS = {
+    "cell_a": (
+        "Reference cell: the older version, the one without skills, the capability the type "
+        "lists first, or the first name."
+    ),
+    "value_a": "Cell a's value of the factor ('none': without it).",
+    "value_b": "Cell b's value of the factor.",
+    "family_size": "Comparisons in the family (evaluation type × factor × metric × tier).",
+    "p_adjusted": "Holm-Bonferroni adjusted p-value within the question's family.",
+    "reason": "Why a figure is NULL (no run scored in both cells, fewer than 2 tasks...).",
+}
+"""Columns of ``eval.comparisons`` that read differently in ``eval.question_comparisons``."""
+
+QUESTION_COMPARISONS = Table(
+    name="question_comparisons",
+    grain=(
+        "one row per evaluation type × factor × pair of the type's cells differing in that "
+        "factor only (one order: b against the reference a) × tier × averaged metric"
+    ),
+    primary_key=("evaluation_type", "factor", "cell_a", "cell_b", "tier", "metric"),
+    columns=(
+        _c("evaluation_type", "VARCHAR", "The evaluation type whose question this answers.", False),
+        _c(
+            "factor",
+            "VARCHAR",
+            "model, mcp_version, capability (the way of reaching the catalog, skills aside), "
+            "skills (with and without the document, or two versions) or system_prompt.",
+            False,
+        ),
+        _c(
+            "setting",
+            "VARCHAR",
+            "What both cells share, e.g. 'model offline/x, skills none'.",
+            False,
+        ),
+        *(
+            Column(column.name, column.type, _QUESTION_COLUMN_DOCS[column.name], column.nullable)
+            if column.name in _QUESTION_COLUMN_DOCS
+            else column
+            for column in COMPARISONS.columns
+            if column.name != "dimension"
+        ),
+    ),
+)
+
 GATE_RESULTS = Table(
     name="gate_results",
     grain="one row per experiment × cell × tier × headline metric × language (all, fr, ...)",
@@ -628,10 +715,27 @@ GATE_RESULTS = Table(
         _c("ci_low", "DOUBLE", "Lower bound of the 95 % interval of the difference."),
         _c("ci_high", "DOUBLE", "Upper bound."),
         _c("p_value", "DOUBLE", "Paired test p-value, unadjusted."),
-        _c("p_adjusted", "DOUBLE", "Holm-adjusted within the cell."),
-        _c("verdict", "VARCHAR", "better, worse or no detectable difference; NULL without pairs."),
+        _c(
+            "p_adjusted",
+            "DOUBLE",
+            "Holm-adjusted within the cell's comparable comparisons; NULL when not comparable.",
+        ),
+        _c(
+            "verdict",
+            "VARCHAR",
+            "better, worse or no detectable difference; NULL without pairs or when not comparable.",
+        ),
         _c("failed", "BOOLEAN", "A significant drop at least the configured size.", False),
-        _c("reason", "VARCHAR", "Why nothing was compared, or a note."),
+        _c(
+            "comparable",
+            "BOOLEAN",
+            "False when a judge-decided score was judged by another judge or prompt, or with a "
+            "criterion coverage further apart than the tolerance: no verdict, never failed "
+            "(NULL only in rows written before the column existed).",
+        ),
+        _c("coverage_previous", "DOUBLE", "Criterion coverage of the tier in the previous run."),
+        _c("coverage_current", "DOUBLE", "Criterion coverage of the tier in this run."),
+        _c("reason", "VARCHAR", "Why nothing was compared, why not comparable, or a note."),
     ),
 )
 
@@ -640,6 +744,8 @@ STATISTICS_TABLES: tuple[Table, ...] = (
     COMPARISONS,
     FEATURE_ESTIMATES,
     FEATURE_COMPARISONS,
+    QUESTIONS,
+    QUESTION_COMPARISONS,
     GATE_RESULTS,
 )
 """Tables the statistics stage writes from the loaded ones (recomputed on every run)."""
@@ -774,6 +880,7 @@ def _drop_stale_statistics(conn: duckdb.DuckDBPyConnection) -> None:
 
     Their rows are derived from the loaded tables and rewritten whole by each statistics
     stage, so a table of an older shape is dropped and created anew rather than migrated.
+    ``eval.gate_results`` keeps every experiment's gate: it is never dropped.
     """
     present: dict[str, list[str]] = {}
     for table, column in conn.execute(
@@ -783,6 +890,8 @@ def _drop_stale_statistics(conn: duckdb.DuckDBPyConnection) -> None:
     ).fetchall():
         present.setdefault(table, []).append(column)
     for table in STATISTICS_TABLES:
+        if table is GATE_RESULTS:
+            continue
         columns = present.get(table.name)
         if columns is not None and columns != list(table.column_names):
             conn.execute(f"DROP TABLE {table.qualified}")

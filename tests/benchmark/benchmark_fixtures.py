@@ -48,6 +48,7 @@ evaluation_types:
     active: true
     capability_sets: [[], [mcp]]
     metrics: [result_accuracy]
+    compares: [capability]
   - name: t2
     description: d2
     active: true
@@ -55,18 +56,21 @@ evaluation_types:
     system_prompts: all
     mcp_versions: ["0.2.26"]
     metrics: [result_accuracy, action_usage]
+    compares: [system_prompt]
   - name: t3
     description: d3
     active: true
     capability_sets: [[mcp]]
     mcp_versions: ["0.2.26"]
     metrics: [action_usage, efficiency]
+    compares: [model]
   - name: t4
     description: d4
     active: false
     capability_sets: [[code]]
     system_prompts: [b]
     metrics: [efficiency]
+    compares: [model]
 """
 
 FILES = {

@@ -209,7 +209,7 @@ def test_unknown_key_in_an_evaluation_type(tmp_path: Path) -> None:
         "missing required field 'description': The question this evaluation type answers."
     )
     assert found["evaluation_types[3].descripton"].startswith(
-        "unknown key 'descripton'; allowed keys: active, capability_sets, description,"
+        "unknown key 'descripton'; allowed keys: active, capability_sets, compares, description,"
     )
 
 
@@ -252,3 +252,28 @@ def test_an_mcp_version_the_registry_does_not_cover_is_an_error(tmp_path: Path) 
     assert error.line is not None
     assert "'9.9.9' is not covered by the action registry" in error.message
     assert "'>=0.1.0,<=0.2.26'" in error.message
+
+
+def test_unknown_factor_names_the_file_field_and_the_factors(tmp_path: Path) -> None:
+    config_dir = write_config(tmp_path / "benchmark")
+    edit(config_dir / "evaluation_types.yml", "compares: [capability]", "compares: [tools]")
+    error = only_error(config_dir)
+    assert error.file.name == "evaluation_types.yml"
+    assert error.field_path == "evaluation_types[0].compares[0]"
+    assert "'model', 'mcp_version', 'capability', 'skills' or 'system_prompt'" in error.message
+
+
+def test_every_evaluation_type_says_what_its_question_compares(tmp_path: Path) -> None:
+    config_dir = write_config(tmp_path / "benchmark")
+    edit(config_dir / "evaluation_types.yml", "    compares: [capability]\n", "")
+    error = only_error(config_dir)
+    assert error.field_path == "evaluation_types[0].compares"
+    assert "required" in error.message.lower()
+
+
+def test_a_factor_is_compared_once(tmp_path: Path) -> None:
+    config_dir = write_config(tmp_path / "benchmark")
+    edit(config_dir / "evaluation_types.yml", "[capability]", "[capability, capability]")
+    error = only_error(config_dir)
+    assert error.field_path == "evaluation_types[0].compares"
+    assert "a factor is listed more than once" in error.message

@@ -83,3 +83,21 @@ def test_a_blocking_check_or_a_failed_cell_makes_the_exit_code_non_zero() -> Non
     assert "FAILED cell offline~c__none__p: agent_runs: RuntimeError: boom" in lines
     assert exit_code(True, summarise(failed), interrupted=False) == 1
     assert exit_code(False, summarise(_Result({})), interrupted=True) == EXIT_INTERRUPTED
+
+
+def test_a_cell_whose_every_run_errored_is_a_failed_cell() -> None:
+    # 5 of 11 cells erroring on every run used to end "experiment done" with exit 0.
+    cells = {
+        "mistral~a__none__p": {
+            "statuses": {"error": 12, "cancelled": 2},
+            "problem": "model request failed: HTTP 500 after 3 retries",
+        },
+        "offline~c__none__p": {"statuses": {"ok": 13, "error": 1}},
+    }
+    summary = summarise(_Result(cells))
+    assert summary_lines(summary) == [
+        "agent task runs: 3 executed, 11 reused from the cache",
+        "FAILED cell mistral~a__none__p: agent_runs: every run ended in error: model request "
+        "failed: HTTP 500 after 3 retries",
+    ]
+    assert exit_code(True, summary, interrupted=False) == 1

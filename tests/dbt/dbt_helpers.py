@@ -41,6 +41,8 @@ WAREHOUSE_TABLES = [
     "metrics",
     "metrics_history",
     "pass_k",
+    "question_comparisons",
+    "questions",
     "references",
     "review_labels",
     "runs",

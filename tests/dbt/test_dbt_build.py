@@ -18,7 +18,14 @@ from tests.dbt.dbt_helpers import (
     warehouse_env,
 )
 from tests.dbt.dbt_helpers import rows as _rows
-from tests.warehouse.warehouse_factories import HAND, HAND_B, MCP_19, MCP_26, realistic_experiment
+from tests.warehouse.warehouse_factories import (
+    CODE,
+    HAND,
+    HAND_B,
+    MCP_19,
+    MCP_26,
+    realistic_experiment,
+)
 
 
 @pytest.fixture(scope="module")
@@ -157,10 +164,11 @@ def test_means_carry_intervals_and_pairs_carry_tests_and_verdicts(
     assert ranking[1] == (HAND_B, 0, 2, False, None, "accuracy not scored on any run")
     gate = _rows(
         db,
-        "SELECT experiment_id, previous_experiment_id, bool_and(passed), count(*) "
+        "SELECT experiment_id, previous_experiment_id, bool_and(passed), count(*), "
+        "string_agg(DISTINCT outcome), sum(not_comparable_comparisons) "
         "FROM main.regression_gate WHERE is_latest GROUP BY ALL",
     )
-    assert gate == [("fixture-2", "fixture-1", True, 5)]
+    assert gate == [("fixture-2", "fixture-1", True, 5, "passed", 0)]
 
 
 def test_a_planted_out_of_range_score_fails_the_range_test(
@@ -217,3 +225,42 @@ def test_results_by_feature(built: tuple[Path, dbtRunnerResult]) -> None:
     ]
     assert ("search.and_semantics", False, 0, 0, None, None) in versions[4:]
     assert all(not exercised for _, exercised, *_ in versions[4:])
+
+
+def test_question_answers(built: tuple[Path, dbtRunnerResult]) -> None:
+    db, _ = built
+    # MCP or code: mcp@0.2.26 against code for the same model, paired although the capability
+    # set and the MCP version both differ; code ran one task, so no interval, and the reason.
+    assert _rows(
+        db,
+        "SELECT factor, cell_a, cell_b, value_a, value_b, paired_tasks, ci_low, answered, reason "
+        "FROM main.question_answers WHERE evaluation_type = 'capabilities_benchmark' "
+        "AND tier = 'minimal' AND metric = 'accuracy'",
+    ) == [
+        (
+            "capability",
+            MCP_26,
+            CODE,
+            "mcp",
+            "code",
+            1,
+            None,
+            True,
+            "fewer than 2 tasks scored in both cells",
+        )
+    ]
+    # The skills question has no pair in the fixture: one row, no figures, and why.
+    assert _rows(
+        db,
+        "SELECT question, cell_a, paired_tasks, answered, reason FROM main.question_answers "
+        "WHERE evaluation_type = 'capabilities_benchmark' AND factor = 'skills'",
+    ) == [
+        (
+            "How do the ways of reaching the catalog compare (MCP server, code against the REST "
+            "and Tabular APIs), with and without the skills document, at the latest MCP version?",
+            None,
+            0,
+            False,
+            "no two cells of this evaluation type differ in skills only",
+        )
+    ]

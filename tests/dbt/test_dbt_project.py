@@ -32,7 +32,7 @@ def test_a_fresh_copy_without_target_gets_its_manifest_once(tmp_path: Path) -> N
     assert path == project.manifest_path
     manifest = json.loads(path.read_text(encoding="utf-8"))
     models = sorted(n["name"] for n in manifest["nodes"].values() if n["resource_type"] == "model")
-    assert len(models) == 20 and {"cell_comparison", "headline_ranking", "regression_gate"} <= set(
+    assert len(models) == 21 and {"cell_comparison", "question_answers", "regression_gate"} <= set(
         models
     )
     assert sorted(s["name"] for s in manifest["sources"].values()) == WAREHOUSE_TABLES

@@ -38,6 +38,7 @@ MODELS = [
     "metrics_by_capability",
     "metrics_by_language",
     "pass_k_by_cell",
+    "question_answers",
     "references_by_task",
     "regression_gate",
     "stg_metrics",

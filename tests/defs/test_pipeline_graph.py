@@ -34,6 +34,8 @@ EXPECTED_ASSETS = [
     "eval/metrics",
     "eval/metrics_history",
     "eval/pass_k",
+    "eval/question_comparisons",
+    "eval/questions",
     "eval/references",
     "eval/runs",
     "eval/runs_history",

@@ -18,10 +18,12 @@ from click.testing import CliRunner
 from datagouv_eval_pipeline.agents.runner import CellRun, execute_cell
 from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.cli import main
+from datagouv_eval_pipeline.defs.resources import WarehouseResource
 from datagouv_eval_pipeline.defs.statistics import no_regression
 from datagouv_eval_pipeline.defs.warehouse import warehouse
 from datagouv_eval_pipeline.experiment import stages
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.warehouse.gate import evaluate_gate, write_gate_results
 from tests.defs.pipeline_helpers import (
     CELL_STAGES,
     MCP_CELLS,
@@ -32,6 +34,7 @@ from tests.defs.pipeline_helpers import (
     query,
     resources,
 )
+from tests.warehouse.test_warehouse_statistics import A_KEY, B_KEY, DECIDED, _judged_runs
 
 # baseline-oneshot at MCP 0.2.19 and 0.2.26: contiguous partitions, every task applies.
 CELLS = MCP_CELLS[1:3]
@@ -136,3 +139,30 @@ def test_identical_runs_pass_and_a_broken_cell_fails_the_gate_alone(
         ["gate", "--db", str(paths.db), "--experiment", second.run_id, "--against", first.run_id],
     )
     assert against_second.exit_code == 0, against_second.output
+
+
+def test_the_check_warns_on_a_judge_outage_and_fails_on_a_real_regression(tmp_path: Path) -> None:
+    # Same agents twice; the second time the judge's model answered garbage (coverage 1 -> 0.5):
+    # not comparable, a warning naming the coverage, not a failure.
+    outage = tmp_path / "outage"
+    outage.mkdir()
+    with _judged_runs(outage, [[False, None]] * 10, [[None, None]] * 10) as conn:
+        write_gate_results(conn, evaluate_gate(conn))
+    result = no_regression(warehouse=WarehouseResource(path=str(outage / "w.duckdb")))
+    assert isinstance(result, dg.AssetCheckResult)
+    assert not result.passed and result.severity == dg.AssetCheckSeverity.WARN
+    assert result.metadata["failed_cells"] == dg.JsonMetadataValue([])
+    assert result.metadata["not_comparable_cells"] == dg.JsonMetadataValue([A_KEY, B_KEY])
+    details = result.metadata["details"].value
+    assert f"{A_KEY} minimal accuracy [all]: not comparable: coverage fell from 1.00 to 0.50" in (
+        str(details)
+    )
+    # Same judge, every criterion decided: an agent made worse fails the check (ERROR).
+    worse = tmp_path / "worse"
+    worse.mkdir()
+    with _judged_runs(worse, [[False, False]] * 10, DECIDED) as conn:
+        write_gate_results(conn, evaluate_gate(conn))
+    failed = no_regression(warehouse=WarehouseResource(path=str(worse / "w.duckdb")))
+    assert isinstance(failed, dg.AssetCheckResult)
+    assert not failed.passed and failed.severity == dg.AssetCheckSeverity.ERROR
+    assert failed.metadata["failed_cells"] == dg.JsonMetadataValue([A_KEY])

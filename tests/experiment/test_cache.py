@@ -48,6 +48,19 @@ def test_budget_exceeded_runs_are_cached(tmp_path: Path) -> None:
     assert cache.get(HASH) == trace
 
 
+def test_a_run_ended_by_the_wall_clock_is_not_cached(tmp_path: Path) -> None:
+    # A hanging provider ends the run by the clock: the next run must ask again.
+    cache = AgentRunCache(tmp_path)
+    trace = Trace(
+        task_id="task_0002",
+        status="budget_exceeded",
+        status_reason="wall-clock budget of 600 s exceeded",
+    )
+    assert cache.put(HASH, trace) is False
+    assert cache.get(HASH) is None
+    assert not any(tmp_path.rglob("*.json"))
+
+
 @pytest.mark.parametrize("status", ["error", "skipped"])
 def test_errors_and_skips_are_not_cached(tmp_path: Path, status: str) -> None:
     cache = AgentRunCache(tmp_path)

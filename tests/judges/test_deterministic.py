@@ -13,7 +13,13 @@ from datagouv_eval_pipeline.judges.deterministic import (
     unit_near,
 )
 from datagouv_eval_pipeline.judges.protocol import FailureModeInput, ToolEvidence
-from datagouv_eval_pipeline.judges.verdict import NEEDS_LLM, FailureMode, Verdict, outcome
+from datagouv_eval_pipeline.judges.verdict import (
+    NEEDS_LLM,
+    FailureMode,
+    Verdict,
+    VerdictStatus,
+    outcome,
+)
 from datagouv_eval_pipeline.metrics.catalog import (
     CatalogObject,
     StaticCatalogLookup,
@@ -389,3 +395,13 @@ def test_unit_near_in_english(answer: str, near: bool) -> None:
     reading = find_value(answer, 11652)
     assert reading is not None
     assert unit_near(answer, reading, "downloads") is near
+
+
+def test_tool_omission_is_not_applicable_in_a_tier_that_requires_no_action() -> None:
+    # A chain whose action carries no required_actions entry: nothing can be omitted.
+    free = make_task(action_chain={"minimal": {"chain": "search.datasets"}})
+    assert free.chain("minimal").required_actions == []
+    verdict = modes("Rien.", [], task=free)[FailureMode.TOOL_OMISSION]
+    assert verdict.status is VerdictStatus.NOT_APPLICABLE and verdict.passed is None
+    assert verdict.reason == "not applicable: the minimal tier requires no actions"
+    assert verdict.details == {"mode": "TOOL_OMISSION", "tier": "minimal"}

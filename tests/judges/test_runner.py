@@ -9,13 +9,15 @@ import pytest
 from datagouv_eval_pipeline.experiment.catalog import twin_catalog_lookup
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
 from datagouv_eval_pipeline.judges.runner import CONFIDENCE_JUDGE, judge_trace, judge_trace_sync
-from datagouv_eval_pipeline.judges.verdict import FailureMode, outcome
+from datagouv_eval_pipeline.judges.verdict import FailureMode, VerdictStatus, outcome
 from datagouv_eval_pipeline.metrics.catalog import with_catalog_slugs
 from datagouv_eval_pipeline.metrics.scorer import score_trace
+from datagouv_eval_pipeline.metrics.values import MetricValue
 from datagouv_eval_pipeline.semantic.instances import CallCategory
 from datagouv_eval_pipeline.traces import ToolCall, Trace
 from tests.judges.judges_factories import (
     Grader,
+    all_absent,
     default_answers,
     example_trace,
     llm_judge,
@@ -154,3 +156,38 @@ def test_a_trace_for_another_task_is_refused() -> None:
     trace = example_trace("task_0011_mcp_decline.json")
     with pytest.raises(ValueError, match="is for task 'task_0011'"):
         judge_trace_sync(DeterministicJudge(), TASK, trace)
+
+
+def tool_less_trace() -> Trace:
+    """A run of the capability set none: no tool, the answer from the model's memory."""
+    return Trace(task_id="task_0002", answer="Environ 2 000 jeux de données.", capabilities=[])
+
+
+def test_a_run_without_any_tool_gets_not_applicable_trajectory_and_tool_omission() -> None:
+    # Every judge: the trajectory and TOOL_OMISSION are not asked, they are not applicable;
+    # the judged action precision, recall and F1 are NULL with the same reason. The deterministic
+    # judge would have said adherence 0 and TOOL_OMISSION present.
+    reason = "not applicable: no tool available (capability set none)"
+    grader = Grader(default_answers())
+    grader.answers["failure_modes"] = lambda _: {
+        mode: {"present": mode == "TOOL_OMISSION", "reason": "no tool was called"}
+        for mode in all_absent("")
+    }
+    for judge in (DeterministicJudge(), llm_judge(grader)):
+        result = asyncio.run(judge_trace(judge, TASK, tool_less_trace()))
+        for tier in ("minimal", "optimal"):
+            trajectory = result.trajectory[tier]
+            assert (trajectory.status, trajectory.reason) == (VerdictStatus.NOT_APPLICABLE, reason)
+            assert trajectory.value is None and trajectory.judge_id == judge.judge_id
+            omission = result.failure_modes[tier][FailureMode.TOOL_OMISSION]
+            assert (omission.status, omission.reason) == (VerdictStatus.NOT_APPLICABLE, reason)
+            assert outcome(omission) == "unscored" and omission.passed is None
+            usage = result.instance_scores[tier]
+            assert {usage.precision, usage.recall, usage.f1} == {MetricValue(None, reason)}
+        # The other modes are still the judge's.
+        assert result.failure_modes["minimal"][FailureMode.HALLUCINATION].status is VerdictStatus.OK
+    # The LLM judge was never asked about the trajectory.
+    assert grader.of("trajectory") == []
+    # Round trip through the stored record (the warehouse reads it back).
+    record = judge_trace_sync(DeterministicJudge(), TASK, tool_less_trace()).to_record()
+    assert record.tiers["minimal"].trajectory.status is VerdictStatus.NOT_APPLICABLE

@@ -14,6 +14,7 @@ from datagouv_eval_pipeline.judges.verdict import (
     VerdictStatus,
     aggregate,
     judge_spend,
+    not_applicable,
     outcome,
     unscored,
 )
@@ -81,6 +82,37 @@ def test_aggregate_excludes_unscored_and_reports_coverage() -> None:
     assert (result.scored, result.total) == (3, 5)
     assert result.coverage.value == pytest.approx(3 / 5)
     assert result.errors == {"judge timed out": 1, NEEDS_LLM: 1}
+
+
+def test_a_not_applicable_verdict_has_no_value_and_stays_out_of_coverage() -> None:
+    none = not_applicable(Question.TRAJECTORY, "no tool available", judge_id="j")
+    assert (none.status, none.reason, none.value, none.scored) == (
+        VerdictStatus.NOT_APPLICABLE,
+        "not applicable: no tool available",
+        None,
+        False,
+    )
+    assert outcome(none) == "unscored"
+    # 1 passed, 1 unscored, 2 not applicable: mean 1, coverage 1/2 (not 1/4).
+    result = aggregate([ok(passed=True), missing(), none, none])
+    assert (result.mean.value, result.scored, result.total) == (1.0, 1, 2)
+    assert result.coverage.value == 0.5
+    with pytest.raises(ValidationError, match="no 'passed', 'score' or 'error'"):
+        Verdict(
+            question=Question.TRAJECTORY,
+            status=VerdictStatus.NOT_APPLICABLE,
+            score=0.0,
+            reason="not applicable: x",
+            judge_id="j",
+            prompt_hash="",
+        )
+    with pytest.raises(ValidationError, match="needs the 'reason'"):
+        Verdict(
+            question=Question.TRAJECTORY,
+            status=VerdictStatus.NOT_APPLICABLE,
+            judge_id="j",
+            prompt_hash="",
+        )
 
 
 def test_an_all_unscored_aggregate_is_undefined_not_zero() -> None:

@@ -58,6 +58,8 @@ def _bounded(value: MetricValue) -> bool:
 
 
 def _f1_between(p: MetricValue, r: MetricValue, f: MetricValue) -> bool:
+    if p.value is None and r.value == 0.0:
+        return f.value == 0.0  # no instance at all while actions were required: F1 0
     if p.value is None or r.value is None:
         return f.value is None and bool(f.reason)
     assert f.value is not None

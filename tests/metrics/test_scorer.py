@@ -150,16 +150,31 @@ def test_trace_for_another_task_is_rejected(task: TaskSpec) -> None:
         score_trace(task, trace("mcp").model_copy(update={"task_id": "task_0003"}))
 
 
-def test_no_calls_gives_undefined_precisions() -> None:
+def test_no_calls_with_tools_available_gives_undefined_precisions_and_an_f1_of_zero() -> None:
     spec = make_task("search.datasets > get.data", [req("search.datasets"), req("get.data")])
-    score = score_trace(spec, make_trace(answer="2076"))
-    # P = 0/0 undefined; R = 0/2 = 0; F1 undefined; trajectory 0/2 = 0
+    score = score_trace(spec, make_trace(answer="2076", capabilities=["mcp"]))
+    # P = 0/0 undefined; R = 0/2 = 0; F1 0 (recall 0, nothing done: not left out of the mean);
+    # trajectory 0/2 = 0
     assert score.minimal.action_type_precision.value is None
     assert score.minimal.action_type_precision.reason == "the trace has no action instances"
     assert score.minimal.action_recall.value == 0.0
-    assert score.minimal.action_f1.value is None
+    assert score.minimal.action_f1 == MetricValue(
+        0.0, "no action instance: precision is undefined and recall 0, so F1 0"
+    )
     assert score.minimal.trajectory_adherence.value == 0.0
     assert score.mapping.mapped_fraction.value is None
+
+
+def test_a_run_without_any_tool_is_not_applicable_not_zero() -> None:
+    # Capability set none: the agent could not act. Every usage metric and the trajectory are
+    # NULL "not applicable" in both tiers (0 would score a failure the agent could not avoid);
+    # the counts stay.
+    spec = make_task("search.datasets > get.data", [req("search.datasets"), req("get.data")])
+    score = score_trace(spec, make_trace(answer="2076", capabilities=[]))
+    reason = "not applicable: no tool available (capability set none)"
+    for tier in (score.minimal, score.optimal):
+        assert {getattr(tier, name) for name in TIER_METRICS} == {MetricValue(None, reason)}
+        assert (tier.required_actions, tier.actual_actions, tier.chain_actions) == (2, 0, 2)
 
 
 def test_accuracy_reaches_efficiency(task: TaskSpec) -> None:

@@ -60,18 +60,22 @@ def test_type_level_errored_name_counts_as_tried_not_performed() -> None:
 
 def test_type_level_no_calls_gives_undefined_precision() -> None:
     score = action_type_score(required(req("search.datasets")), [])
-    # P = 0/0 -> undefined; R = 0/1 = 0; F1 undefined because P is
+    # P = 0/0 -> undefined; R = 0/1 = 0; F1 = 0: the tier required an action and the run did
+    # nothing (an undefined F1 would drop the run out of the F1 mean)
     assert score.precision == MetricValue(None, "the trace has no action instances")
     assert score.recall.value == 0.0
-    assert score.f1.value is None
-    assert score.f1.reason is not None and "precision" in score.f1.reason
+    assert score.f1 == MetricValue(
+        0.0, "no action instance: precision is undefined and recall 0, so F1 0"
+    )
 
 
 def test_type_level_no_required_actions_gives_undefined_recall() -> None:
     score = action_type_score([], [inst("search.datasets")])
     # P = 0/1 = 0, R = 0/0 -> undefined
     assert score.precision.value == 0.0
-    assert score.recall == MetricValue(None, "the tier requires no actions")
+    assert score.recall == MetricValue(None, "not applicable: the tier requires no actions")
+    # F1 is undefined with it (precision 0 says nothing when nothing was asked).
+    assert score.f1.value is None and "not applicable" in (score.f1.reason or "")
 
 
 def test_f1_of_two_zeros_is_zero_with_reason() -> None:

@@ -58,6 +58,8 @@ def test_the_asset_depends_on_the_marts_and_the_statistics() -> None:
         "eval/comparisons",
         "eval/feature_estimates",
         "eval/feature_comparisons",
+        "eval/questions",
+        "eval/question_comparisons",
         "eval/gate_results",
         "eval/judge_calibration",
         "eval/task_features",

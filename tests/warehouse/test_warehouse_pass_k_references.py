@@ -11,28 +11,29 @@ from tests.warehouse.warehouse_factories import hand_judgement, hand_record, han
 
 
 def test_pass_k_per_task_from_the_repeats(tmp_path: Path) -> None:
-    # task_0001 run 3 times: accuracies 1.0, 0.5, 1.0 -> n=3, c=2.
-    #   pass@1 = 2/3, pass@2 = 1 - C(1,2)/C(3,2) = 1, pass@3 = 1
-    #   pass^1 = 2/3, pass^2 = C(2,2)/C(3,2) = 1/3, pass^3 = 0
+    # task_0001 run 4 times: criteria [T, T] (accuracy 1, all decided: a pass), [T, F]
+    # (accuracy 0.5), [T, None] (accuracy 1 over the one decided criterion: not a pass) and
+    # [None, None] (accuracy undecided: out of n) -> runs=4, n=3, c=1.
+    #   pass@1 = 1/3, pass@2 = 1 - C(2,2)/C(3,2) = 2/3, pass@3 = 1, pass@4 NULL (k > n)
+    #   pass^1 = 1/3, pass^2 = C(1,2)/C(3,2) = 0, pass^3 = 0
     # task_0002 run once: no pass_k rows.
-    criteria: list[list[bool | None]] = [[True, True], [True, False], [True, None], [True]]
-    traces = [hand_trace("task_0001", repeat=r) for r in range(3)] + [hand_trace("task_0002")]
+    criteria: list[list[bool | None]] = [[True, True], [True, False], [True, None], [None, None]]
+    criteria.append([True])
+    traces = [hand_trace("task_0001", repeat=r) for r in range(4)] + [hand_trace("task_0002")]
     scores = [hand_score(t.task_id, 1.0, 1) for t in traces]
     judgements = [hand_judgement(t.task_id, c) for t, c in zip(traces, criteria, strict=True)]
     conn = connect(tmp_path / "w.duckdb")
     item = CellLoad(hand_record(), traces, None, scores, judgements)
     load_cell(conn, item.cell_record, item.traces, item.mappings, item.scores, item.judgements)
     rows = conn.execute(
-        "SELECT task_id, k, runs, n, c, pass_at_k, pass_hat_k FROM eval.pass_k "
+        "SELECT task_id, k, runs, n, c, pass_at_k, pass_hat_k, reason FROM eval.pass_k "
         "WHERE tier = 'minimal' ORDER BY task_id, k"
     ).fetchall()
-    assert [r[:5] for r in rows] == [
-        ("task_0001", 1, 3, 3, 2),
-        ("task_0001", 2, 3, 3, 2),
-        ("task_0001", 3, 3, 3, 2),
-    ]
-    assert [r[5] for r in rows] == pytest.approx([2 / 3, 1.0, 1.0])
-    assert [r[6] for r in rows] == pytest.approx([2 / 3, 1 / 3, 0.0])
+    assert [r[:5] for r in rows] == [("task_0001", k, 4, 3, 1) for k in (1, 2, 3, 4)]
+    assert [r[5] for r in rows] == pytest.approx([1 / 3, 2 / 3, 1.0, None])
+    assert [r[6] for r in rows] == pytest.approx([1 / 3, 0.0, 0.0, None])
+    note = "1 run(s) with accuracy 1 had undecided criteria: not counted as passed"
+    assert [r[7] for r in rows] == [note, note, note, f"k=4 is more than the 3 runs; {note}"]
 
 
 def test_references_rows_say_which_number_was_compared(tmp_path: Path) -> None:

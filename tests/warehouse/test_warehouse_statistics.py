@@ -15,6 +15,9 @@ from datagouv_eval_pipeline.tasks.spec import TaskSpec
 from datagouv_eval_pipeline.warehouse import CellLoad, connect, load_experiment
 from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
 from datagouv_eval_pipeline.warehouse.gate import (
+    NOT_COMPARABLE,
+    SCORED,
+    WORSE,
     GateError,
     GateSettings,
     evaluate_gate,
@@ -452,3 +455,132 @@ def test_the_gate_compares_each_language_and_catches_a_drop_the_total_hides(
     assert any("[en]" in line for line in summary_lines(report))
     # model-b did the same on every task in both runs: it passes in every language.
     assert all(not c.failed for c in report.comparisons if c.cell_key == B_KEY)
+
+
+# --- like with like: a judge outage or a judge change is "not comparable", never "worse" -------
+
+
+def judged_cell(
+    model: str, criteria: Sequence[Sequence[bool | None]], judge: str = "hand@1"
+) -> CellLoad:
+    """One cell of a hand model: task i has the given criterion verdicts (None = unscored)."""
+    key = f"hand~{model}__none__p"
+    tasks = [f"task_{i + 1:04d}" for i in range(len(criteria))]
+    return CellLoad(
+        hand_record(key, model),
+        [hand_trace(task) for task in tasks],
+        None,
+        [hand_score(task, 1.0, 1) for task in tasks],
+        [hand_judgement(task, list(c), judge) for task, c in zip(tasks, criteria, strict=True)],
+    )
+
+
+DECIDED: list[list[bool | None]] = [[True, True]] * 10
+
+
+def _judged_runs(
+    tmp_path: Path,
+    second_a: Sequence[Sequence[bool | None]],
+    second_b: Sequence[Sequence[bool | None]],
+    *,
+    judge: str = "hand@1",
+) -> duckdb.DuckDBPyConnection:
+    conn = connect(tmp_path / "w.duckdb")
+    load_experiment(
+        conn,
+        [judged_cell("model-a", DECIDED), judged_cell("model-b", DECIDED)],
+        experiment=experiment("e1", 0),
+    )
+    load_experiment(
+        conn,
+        [judged_cell("model-a", second_a, judge), judged_cell("model-b", second_b, judge)],
+        experiment=experiment("e2", 5),
+    )
+    return conn
+
+
+def test_a_judge_outage_is_not_comparable_and_does_not_fail_the_gate(tmp_path: Path) -> None:
+    # e1: every criterion decided and passed (accuracy 1, coverage 1). e2, same agents, the
+    # judge's model answers garbage: model-a keeps one rule-decided criterion per task, which
+    # fails (accuracy 0 over it, coverage 10/20 = 0.5); model-b has nothing decided (accuracy
+    # NULL, coverage 0). On today's figures alone model-a "lost" 10 of 10 tasks.
+    conn = _judged_runs(tmp_path, [[False, None]] * 10, [[None, None]] * 10)
+    report = evaluate_gate(conn)
+    assert report.failed_cells == [] and report.passed
+    assert report.outcome == NOT_COMPARABLE
+    assert report.not_comparable_cells == [A_KEY, B_KEY]
+    by = {(c.cell_key, c.tier, c.metric): c for c in report.comparisons}
+    accuracy_a = by[(A_KEY, "minimal", "accuracy")]
+    assert (accuracy_a.pairs, accuracy_a.mean_difference) == (10, -1.0)
+    assert (accuracy_a.verdict, accuracy_a.failed, accuracy_a.comparable) == (None, False, False)
+    assert accuracy_a.p_adjusted is None
+    assert (accuracy_a.coverage_previous, accuracy_a.coverage_current) == (1.0, 0.5)
+    assert accuracy_a.reason == (
+        "not comparable: coverage fell from 1.00 to 0.50 (more than the tolerance 0.10)"
+    )
+    accuracy_b = by[(B_KEY, "optimal", "accuracy")]
+    assert accuracy_b.reason == (
+        "not comparable: coverage fell from 1.00 to 0.00 (more than the tolerance 0.10)"
+    )
+    # What the judge does not decide is still compared: every run was scored both times.
+    scored = by[(A_KEY, "all", SCORED)]
+    assert scored.comparable and scored.verdict == "no detectable difference"
+    lines = summary_lines(report)
+    assert lines[0].startswith("gate NOT COMPARABLE for experiment e2")
+    assert "0 of 2 cell(s) worse, 2 not comparable" in lines[0]
+    assert f"  {A_KEY} minimal accuracy [all]: not comparable: coverage fell from 1.00 to 0.50" in (
+        "\n".join(lines)
+    )
+    write_gate_results(conn, report)
+    stored = read_gate_results(conn)
+    assert {(r["cell_key"], r["comparable"]) for r in stored if r["metric"] == "accuracy"} == {
+        (A_KEY, False),
+        (B_KEY, False),
+    }
+    # A tolerance wide enough to cover the fall compares model-a again, and it fails.
+    lenient = evaluate_gate(conn, settings=GateSettings(coverage_tolerance=0.5))
+    assert lenient.failed_cells == [A_KEY] and lenient.outcome == WORSE
+
+
+def test_an_agent_made_worse_under_the_same_judge_still_fails_the_gate(tmp_path: Path) -> None:
+    # Same judge, every criterion decided both times (coverage 1 = 1): model-a fails both
+    # criteria of 8 of its 10 tasks. McNemar p = 2 / 2^8; Holm over the cell's three tests
+    # with a p-value (two tiers of accuracy, runs scored with p = 1): 3 x 2 / 2^8.
+    worse: list[Sequence[bool | None]] = [[False, False] for _ in range(8)]
+    worse += [[True, True], [True, True]]
+    conn = _judged_runs(tmp_path, worse, DECIDED)
+    report = evaluate_gate(conn)
+    assert report.failed_cells == [A_KEY] and report.outcome == WORSE
+    assert report.not_comparable_cells == []
+    failed = [c for c in report.comparisons if c.failed]
+    assert [(c.tier, c.metric, c.pairs) for c in failed] == [
+        ("minimal", "accuracy", 10),
+        ("optimal", "accuracy", 10),
+    ]
+    assert [c.p_adjusted for c in failed] == pytest.approx([3 * 2 / 2**8] * 2)
+    assert all(c.comparable and c.coverage_current == 1.0 for c in failed)
+
+
+def test_a_changed_judge_is_not_comparable_even_when_the_agent_got_worse(tmp_path: Path) -> None:
+    worse: list[list[bool | None]] = [[False, False]] * 10
+    conn = _judged_runs(tmp_path, worse, DECIDED, judge="hand@2")
+    report = evaluate_gate(conn)
+    assert report.failed_cells == [] and report.outcome == NOT_COMPARABLE
+    reasons = {c.reason for c in report.comparisons if c.metric == "accuracy"}
+    assert reasons == {"not comparable: judge changed: hand@1 → hand@2"}
+
+
+def test_a_changed_judge_prompt_is_not_comparable(tmp_path: Path) -> None:
+    # Same judge id, its criterion prompt edited between the runs (hash ph -> ph2).
+    conn = connect(tmp_path / "w.duckdb")
+    load_experiment(conn, [judged_cell("model-a", DECIDED)], experiment=experiment("e1", 0))
+    edited = judged_cell("model-a", [[False, False]] * 10)
+    for judgement in edited.judgements or []:
+        assert isinstance(judgement, dict)
+        for criterion in judgement["criteria"]:
+            criterion["verdict"]["prompt_hash"] = "ph2"
+    load_experiment(conn, [edited], experiment=experiment("e2", 5))
+    report = evaluate_gate(conn)
+    assert report.outcome == NOT_COMPARABLE and report.failed_cells == []
+    reasons = {c.reason for c in report.comparisons if c.metric == "accuracy"}
+    assert reasons == {"not comparable: judge prompt changed: ph → ph2"}

@@ -238,7 +238,9 @@ def _verdict(passed: bool | None, judge: str = "hand@1") -> dict[str, Any]:
     }
 
 
-def hand_judgement(task_id: str, criteria: list[bool | None]) -> dict[str, Any]:
+def hand_judgement(
+    task_id: str, criteria: list[bool | None], judge: str = "hand@1"
+) -> dict[str, Any]:
     """Criteria all in the minimal tier; accuracy = mean over the scored ones."""
     scored = [c for c in criteria if c is not None]
     mean = sum(scored) / len(scored) if scored else None
@@ -261,9 +263,9 @@ def hand_judgement(task_id: str, criteria: list[bool | None]) -> dict[str, Any]:
     }
     return {
         "task_id": task_id,
-        "judge_id": "hand@1",
+        "judge_id": judge,
         "criteria": [
-            {"index": i, "tier": "minimal", "criterion": f"c{i}", "verdict": _verdict(c)}
+            {"index": i, "tier": "minimal", "criterion": f"c{i}", "verdict": _verdict(c, judge)}
             for i, c in enumerate(criteria)
         ],
         "tiers": {"minimal": block, "optimal": block},

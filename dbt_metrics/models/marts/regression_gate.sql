@@ -1,6 +1,7 @@
 -- The regression gate per experiment run x cell: how many headline comparisons with the
--- cell's previous run were made, which failed (a significant drop), and whether the cell
--- passed. is_latest marks the most recent experiment checked (what `datagouv-eval gate` shows).
+-- cell's previous run were made, which failed (a significant drop), which were not comparable
+-- (a judge-decided score under another judge or prompt, or a criterion coverage beyond the
+-- tolerance: never "worse"), and the cell's outcome. is_latest marks the most recent experiment checked (what `datagouv-eval gate` shows).
 with latest as (
     select experiment_id
     from {{ source('eval', 'experiments') }}
@@ -23,6 +24,16 @@ select
         case when g.failed then g.tier || ' ' || g.metric || ' [' || g.language || ']' end,
         ', ' order by g.tier, g.metric, g.language
     ) as failed_measures,
+    count(*) filter (where not g.comparable) as not_comparable_comparisons,
+    string_agg(
+        case when not g.comparable then g.tier || ' ' || g.metric || ' [' || g.language || ']' end,
+        ', ' order by g.tier, g.metric, g.language
+    ) as not_comparable_measures,
+    case
+        when bool_or(g.failed) then 'worse'
+        when bool_or(not g.comparable) then 'not comparable'
+        else 'passed'
+    end as outcome,
     min(g.mean_difference) filter (where g.failed) as worst_drop,
     min(g.p_adjusted) as min_p_adjusted,
     g.experiment_id in (select experiment_id from latest) as is_latest
