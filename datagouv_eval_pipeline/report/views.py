@@ -209,7 +209,8 @@ class QuestionAnswer:
             2 paired tasks.
         mde: Minimum detectable difference at 80 % power.
         tasks: Paired tasks.
-        note: Why a figure is missing.
+        note: Why a figure is missing; why a raw difference is no verdict (not after Holm);
+            a coverage gap between A and B.
     """
 
     setting: str
@@ -274,7 +275,13 @@ def question_sections(data: ReportData) -> list[QuestionSection]:
                 verdict=row["verdict"] if row["tasks"] >= 2 else None,
                 mde=row["mde"],
                 tasks=row["tasks"],
-                note=row["reason"],
+                # why a figure is missing, why a raw difference is no verdict, coverage gaps
+                note=" ".join(
+                    str(n)
+                    for n in (row["reason"], row.get("verdict_note"), row.get("coverage_note"))
+                    if n
+                )
+                or None,
             )
         )
     order = [name for _, name in QUESTION_METRICS]

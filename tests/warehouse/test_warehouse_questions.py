@@ -200,6 +200,11 @@ def test_a_pair_without_scores_or_with_one_task_says_why() -> None:
     assert (one_task["tasks"], one_task["mean_difference"]) == (1, 1.0)
     assert one_task["reason"] == "fewer than 2 tasks scored in both cells"
     assert one_task["ci_low"] is None
+    # code scored one of the two runs both cells have: the gap is flagged on the answer.
+    assert (one_task["runs"], one_task["coverage_a"], one_task["coverage_b"]) == (2, 1.0, 0.5)
+    assert one_task["coverage_note"] == (
+        "coverage differs by more than 5%: runs scored 100% in a, 50% in b"
+    )
     # code_skills is absent from the warehouse: only the pairs of present cells are listed.
     assert set(found) == {("mcp", "code"), ("mcp", "mcp_skills")}
     nothing = question_comparison_rows(
