@@ -233,7 +233,8 @@ def test_question_answers(built: tuple[Path, dbtRunnerResult]) -> None:
     # set and the MCP version both differ; code ran one task, so no interval, and the reason.
     assert _rows(
         db,
-        "SELECT factor, cell_a, cell_b, value_a, value_b, paired_tasks, ci_low, answered, reason "
+        "SELECT factor, cell_a, cell_b, value_a, value_b, paired_tasks, ci_low, answered, reason, "
+        "mde, mde_method, coverage_a, coverage_b "
         "FROM main.question_answers WHERE evaluation_type = 'capabilities_benchmark' "
         "AND tier = 'minimal' AND metric = 'accuracy'",
     ) == [
@@ -247,6 +248,12 @@ def test_question_answers(built: tuple[Path, dbtRunnerResult]) -> None:
             None,
             True,
             "fewer than 2 tasks scored in both cells",
+            # one discordant pair: the exact test cannot reach 0.05, no MDE; the one run both
+            # cells have (task_0002, repeat 0) is scored on both sides
+            None,
+            None,
+            1.0,
+            1.0,
         )
     ]
     # The skills question has no pair in the fixture: one row, no figures, and why.

@@ -1,7 +1,8 @@
 -- Per evaluation type x factor its question compares x pair of the type's cells differing in that
 -- factor only x tier x averaged metric: the answer of the statistics stage
 -- (eval.question_comparisons: difference b - a with its 95 % interval, Holm-adjusted p within the
--- question, verdict, minimum detectable effect, paired tasks), with the question in a sentence
+-- question, verdict with its note, minimum detectable effect of the test used, paired tasks,
+-- each side's coverage flagged when it differs by more than 0.05), with the question in a sentence
 -- (eval.questions). A question nothing answers (no cell of the type, no pair) is one row with no
 -- pair and its reason, rather than no row read as "no difference".
 select
@@ -31,7 +32,15 @@ select
     qc.family_size,
     qc.p_adjusted,
     qc.verdict,
+    qc.verdict_note,
     qc.mde,
+    qc.mde_method,
+    qc.coverage_a,
+    qc.coverage_b,
+    qc.criterion_coverage_a,
+    qc.criterion_coverage_b,
+    qc.coverage_differs,
+    qc.coverage_note,
     qc.verdict is not null as answered,
     coalesce(qc.reason, q.reason) as reason
 from {{ source('eval', 'questions') }} as q
