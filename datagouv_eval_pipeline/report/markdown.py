@@ -160,7 +160,8 @@ def power_sentence(power: Power) -> str:
     if power.median is None:
         return (
             f"No accuracy comparison has a minimum detectable difference: of {power.comparisons} "
-            "pairs with tasks scored in both cells, none has outcomes that differ on any task."
+            "pairs with tasks scored in both cells, none has outcomes that differ between tasks "
+            "enough for its test to reach 5 % (too few discordant pairs or paired tasks)."
         )
     return (
         f"Minimum detectable paired difference in accuracy at 80 % power: median "
@@ -168,7 +169,8 @@ def power_sentence(power: Power) -> str:
         f"{power.with_mde} of {power.comparisons} pairs of cells, on a median of "
         f"{power.median_tasks:.0f} paired tasks; {power.within_target} at or below the "
         f"target {POWER_TARGET:.2f}. The other {power.comparisons - power.with_mde} pairs have "
-        "the same outcome on every paired task (no standard error, no power figure)."
+        "no power figure: the same outcome on every paired task, or too few discordant pairs or "
+        "paired tasks for their test to reach 5 % at all."
     )
 
 

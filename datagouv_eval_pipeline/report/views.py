@@ -378,7 +378,8 @@ class Power:
     Attributes:
         comparisons: Accuracy comparisons with tasks scored in both cells.
         with_mde: Those with a minimum detectable effect (the others had identical outcomes
-            on every paired task: no standard error, no power figure).
+            on every paired task, or too few discordant pairs or tasks for their test to reach
+            5 %: no power figure).
         median: Median MDE over ``with_mde`` (None without one).
         low: Smallest MDE.
         high: Largest MDE.
