@@ -17,15 +17,17 @@ limits). An occurrence of the number (within tolerance, read by
   within a few words (``2 066… non, en fait 1 850``).
 
 Even when stated, the answer fails when the figure is **drowned**: at least
-:data:`MANY_CANDIDATES` other figures of the same kind (same order of magnitude, within a factor
-:data:`SAME_KIND_FACTOR`; years, the other expected figures and figures whose clause names every
-entity aside) are stated too, as in a dump of every département's count.
+:data:`MANY_CANDIDATES` other figures of the same kind are stated too, as in a dump of every
+département's count. Same kind: within a factor :data:`SAME_KIND_FACTOR` of the figure, not a
+year, not one of the other figures asked, and not about the same entities (its sentence, or its
+clause when the sentence holds several such figures, names every entity).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -295,28 +297,37 @@ def find_statement(
     """
     sentences = _spans(text, _SENTENCE_END) or [(0, len(text))]
     occurrences: list[Occurrence] = []
-    candidates: dict[float, str] = {}
+    figures: list[tuple[NumberReading, int]] = []  # same-kind figures and their sentence
     index = 0
     for reading in iter_numbers(text):
-        start = reading.start
-        while index + 1 < len(sentences) and sentences[index][1] <= start:
+        while index + 1 < len(sentences) and sentences[index][1] <= reading.start:
             index += 1
-        begin, end = sentences[index]
-        sentence = text[begin:end]
-        before = sentence[: start - begin]
-        after = sentence[start - begin + len(reading.text) :]
         if _matches(reading, expected, tolerance):
             occurrences.append(_occurrence(text, reading, sentences, index, entities))
-            continue
-        if (
+        elif (
             many > 0
             and not _is_year(reading)
             and _same_kind(reading, expected)
             and not any(_matches(reading, other, 0.0) for other in others)
         ):
-            clause = _clause_before(before) + " " + _clause_after(after)
-            if not entities or not all(_names_in(clause, entity.names) for entity in entities):
-                candidates.setdefault(reading.values[0], reading.text)
+            figures.append((reading, index))
+    per_sentence = Counter(index for _, index in figures)
+    candidates: dict[float, str] = {}
+    for reading, index in figures:
+        begin, end = sentences[index]
+        sentence = text[begin:end]
+        # Alone in its sentence (a list item, a table row), a figure is about what the whole
+        # sentence names; among others, only its clause says what it is about.
+        context = sentence
+        if per_sentence[index] > 1:
+            offset = reading.start - begin
+            context = (
+                _clause_before(sentence[:offset])
+                + " "
+                + _clause_after(sentence[offset + len(reading.text) :])
+            )
+        if not entities or not all(_names_in(context, entity.names) for entity in entities):
+            candidates.setdefault(reading.values[0], reading.text)
     return _decide(occurrences, tuple(candidates.values()), entities, many)
 
 
