@@ -572,16 +572,23 @@ def call_evidence(call: ToolCall) -> str:
     """What a call's result shows, echoes left out ("" for a failed call).
 
     A failed call (:func:`~datagouv_eval_pipeline.semantic.detect_error`) shows nothing: its
-    message echoes what it was asked (``Error: Dataset with ID '…' not found``). In a successful
+    message echoes what it was asked (``Error: Dataset with ID '…' not found``); except a
+    Python traceback after recorded requests that all succeeded (the agent's parsing raised
+    after printing what they answered). In a successful
     call's result, the catalog ids of the call's own arguments (its code included) are echoes
     and are blanked, unless the call looked them up: a recorded HTTP request that succeeded
     (status below 400) has the id in its URL, or, when no request was recorded, the result
     holds other catalog ids besides them (a lookup answers with the object's resources or
     organization; ``print('<id>')`` or ``No datasets found for query: '<id>'`` does not).
     """
-    if detect_error(call)[0]:
-        return ""
     result = call.result
+    requests = [r for r in call.http_requests or [] if r.method != "CONNECT"]
+    if detect_error(call)[0] and not (
+        # The agent's own code raised after every request it sent succeeded: what it printed
+        # before the traceback came from those answers.
+        requests and all(0 < r.status < 400 for r in requests) and _TRACEBACK in result
+    ):
+        return ""
     own = catalog_ids(json.dumps(call.arguments, ensure_ascii=False, default=str))
     if not own:
         return result
@@ -589,7 +596,6 @@ def call_evidence(call: ToolCall) -> str:
     echoed = {identifier for identifier in own if identifier in lowered}
     if not echoed:
         return result
-    requests = [r for r in call.http_requests or [] if r.method != "CONNECT"]
     if requests:
         looked_up = " ".join(r.url.lower() for r in requests if 0 < r.status < 400)
         echoed = {identifier for identifier in echoed if identifier not in looked_up}
@@ -599,6 +605,9 @@ def call_evidence(call: ToolCall) -> str:
             return result
         return blanked
     return _blank(result, echoed) if echoed else result
+
+
+_TRACEBACK = "Traceback (most recent call last)"
 
 
 def _blank(text: str, identifiers: Iterable[str]) -> str:

@@ -257,3 +257,17 @@ def test_a_link_to_the_dataset_page_is_a_citation() -> None:
     result = citation_check(spec("task_0004"), make_trace("task_0004", answer=answer))
     assert result.passed is True
     assert result.details["cited"] == [ES]
+
+
+def test_what_code_printed_before_its_own_exception_still_grounds() -> None:
+    search = "https://www.data.gouv.fr/api/1/datasets/?q=equipements"
+    crashed = {
+        "id": "c1",
+        "name": "execute_python",
+        "arguments": {"code": "for d in httpx.get(URL).json()['data']: print(d['id']); d['x']"},
+        "result": f"{ES}\nTraceback (most recent call last):\n  File ...\nKeyError: 'x'",
+        "http_requests": [{"method": "GET", "url": search, "status": 200}],
+    }
+    assert ids(crashed, answer=f"Le jeu {ES} répond.") is True
+    # Without a record of the requests, a failed call shows nothing.
+    assert ids({**crashed, "http_requests": None}, answer=f"Le jeu {ES} répond.") is False
