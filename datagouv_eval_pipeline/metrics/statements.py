@@ -19,8 +19,8 @@ limits). An occurrence of the number (within tolerance, read by
 Even when stated, the answer fails when the figure is **drowned**: at least
 :data:`MANY_CANDIDATES` other figures of the same kind are stated too, as in a dump of every
 département's count. Same kind: within a factor :data:`SAME_KIND_FACTOR` of the figure, not a
-year, not one of the other figures asked, and not about the same entities (its sentence, or its
-clause when the sentence holds several such figures, names every entity).
+year, not one of the other figures asked, and not about the same entities (its sentence or table
+row, or its clause when a prose sentence holds several such figures, names every entity).
 """
 
 from __future__ import annotations
@@ -316,10 +316,10 @@ def find_statement(
     for reading, index in figures:
         begin, end = sentences[index]
         sentence = text[begin:end]
-        # Alone in its sentence (a list item, a table row), a figure is about what the whole
-        # sentence names; among others, only its clause says what it is about.
+        # Alone in its sentence (a list item), or in a table row, a figure is about what the
+        # whole sentence names; among others in prose, only its clause says what it is about.
         context = sentence
-        if per_sentence[index] > 1:
+        if per_sentence[index] > 1 and not sentence.lstrip().startswith("|"):
             offset = reading.start - begin
             context = (
                 _clause_before(sentence[:offset])

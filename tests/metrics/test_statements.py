@@ -167,3 +167,15 @@ def test_a_dump_on_one_line_is_drowned_too() -> None:
     found = find_statement(f"Par département : {figures}, Gers 1 023.", 1023, entities=(GERS,))
     assert found.outcome == Outcome.DROWNED
     assert len(found.candidates) == 7
+
+
+def test_a_table_row_naming_the_entities_holds_no_candidate() -> None:
+    # Visits and downloads for three months and their totals: the rows name the year.
+    table = (
+        "| Mois | Visites | Téléchargements |\n|---|---|---|\n"
+        "| 2026-03 | 12 000 | 5 012 |\n| 2026-04 | 11 500 | 4 882 |\n"
+        "| 2026-05 | 12 500 | 4 050 |\n| Total | 36 000 | 13 944 |"
+    )
+    found = find_statement(table, 4882, entities=(MAY_2026,), others=(4050,))
+    assert found.passed
+    assert found.candidates == ("36 000", "13 944")
