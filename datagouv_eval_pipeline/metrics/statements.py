@@ -141,7 +141,7 @@ _NEGATION_AFTER = re.compile(
     r"|(?:is|are)\s+(?:wrong|incorrect)\b)"
 )
 _RETRACTION = re.compile(
-    r"\bnon\s*[,!:.]|\bno\s*[,!:.]|\bou plutot\b|\benfin non\b|\bpardon\b|\bje corrige\b"
+    r"\bnon\s*[,!:.]|\bno\s*[,!:]|\bou plutot\b|\benfin non\b|\bpardon\b|\bje corrige\b"
     r"|\bje rectifie\b|\brectification\b|\bcorrection\s*:|\bje me suis trompe\w*|\berratum\b"
     r"|\bi mean\b|\bsorry\b|\bscratch that\b|\bactually,?\s+no\b"
 )
