@@ -63,7 +63,9 @@ Error detection (:func:`detect_error`), first rule that fires:
 8. Common phrasings and the twin's own texts at every MCP release: the first line opens (after
    symbols such as ``⛔`` or ``**``) with a failure phrase (``Service unavailable (503)``,
    ``Request failed``, ``HTTP 502``, ``Erreur``, ``Connection refused``, ``Timeout``…) or shows
-   a 4xx/5xx code with an error phrase; the result is a JSON error body (an ``error``/``errors``
+   a 4xx/5xx code with an error phrase; a one-line result (300 characters at most) says the
+   object does not exist (``Dataset 'x' not found``, ``introuvable``, ``n'existe pas``); the
+   result is a JSON error body (an ``error``/``errors``
    key without ``data``, or a 4xx/5xx ``status``/``code``); a line starts with ``❌`` (the
    releases' failed-read marker, after the tool's header lines); or a line reads
    ``⚠️ Resource … not available via Tabular API`` (a Tabular 404 before v0.2.24). Indented
@@ -422,6 +424,12 @@ _FIRST_LINE_FAILURE = re.compile(
     r"|status(?: code)?\s*:?\s*[45]\d\d\b)",
     re.IGNORECASE,
 )
+# A one-line answer saying the object asked for does not exist: ``Dataset 'x' not found``.
+_NOT_FOUND = re.compile(
+    r"\bnot found\b|\bdoes not exist\b|\bintrouvable\b|\bn['’]existe pas\b|\bnon trouv[ée]",
+    re.IGNORECASE,
+)
+_NOT_FOUND_MAX = 300
 _STATUS_CODE = re.compile(r"(?<![\w.,])[45]\d\d(?![\w.,])")
 _STATUS_PHRASE = re.compile(
     r"service unavailable|internal server error|bad gateway|gateway time-?out|too many requests"
@@ -566,6 +574,8 @@ def _detect(error: bool, result: str) -> tuple[bool, str]:
         return True, "the first line reports a failure"
     if text[0] == "{" and (reason := _json_error(text)):
         return True, reason
+    if len(text) <= _NOT_FOUND_MAX and "\n" not in text.rstrip() and _NOT_FOUND.search(text):
+        return True, "a one-line result says the object does not exist"
     if "❌" in text and _FAILURE_LINE.search(text):
         return True, "a line starts with '❌'"
     if "via Tabular API" in text and _TABULAR_MISSING.search(text):

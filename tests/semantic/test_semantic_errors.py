@@ -73,6 +73,14 @@ def test_error_rules(result: str, reason: str) -> None:
         ('{"message": "Not Found", "status": 404}', "the result is a JSON body with status 404"),
         ('{"error": "upstream timeout"}', "the result is a JSON error body"),
         (
+            "dataset 'aaaaaaaaaaaaaaaaaaaaaaab' not found",
+            "a one-line result says the object does not exist",
+        ),
+        (
+            "Le jeu de données demandé est introuvable.",
+            "a one-line result says the object does not exist",
+        ),
+        (
             "Querying resource: Equipements sportifs (data-es.csv)\nResource ID: r\n\n"
             "❌ Tabular API error (HTTP 503: Server error - URL: https://tabular-api.data.gouv.fr/x)",
             "a line starts with '❌'",
@@ -114,6 +122,8 @@ def test_tool_flag_wins() -> None:
         '"error_rate","value"\n0.1,3',
         "Total rows (Tabular API): 404\nRetrieved: 20 row(s) from page 1",
         "No datasets found for query: 'erreurs 404'",
+        # A listing that mentions "not found" on a later line is data, not a failure.
+        "Found 2 dataset(s)\n1. Objets trouvés : not found items register\n2. Lost and found",
         # One resource of a multi-resource exploration failing is not the call failing.
         "Exploring dataset: Transports\n--- Resource: a.csv ---\n  Total rows: 3\n"
         "--- Resource: b ---\n  ⚠️  Resource b not available via Tabular API\n",
