@@ -20,6 +20,7 @@ from datagouv_eval_pipeline.metrics.checks import (
 )
 from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.text import fold
 from tests.metrics.metrics_factories import make_trace
 
 ES = "53699ebba3a729239d205f4f"  # the sports facilities dataset (task_0004's expected source)
@@ -271,3 +272,20 @@ def test_what_code_printed_before_its_own_exception_still_grounds() -> None:
     assert ids(crashed, answer=f"Le jeu {ES} répond.") is True
     # Without a record of the requests, a failed call shows nothing.
     assert ids({**crashed, "http_requests": None}, answer=f"Le jeu {ES} répond.") is False
+
+
+def test_every_real_value_filtered_on_a_place_is_stated_about_that_place() -> None:
+    # A filter on a commune code names nothing an answer writes: such a value gives `about`;
+    # any other place filter is derived. Either way the value has a place entity.
+    tasks = load_task_specs([TASK_SPECS_DIR])
+    placed = 0
+    for task in tasks:
+        for expected in task.expected_values:
+            filters = expected.recompute.filters if expected.recompute else []
+            columns = [fold(f.column) for f in filters]
+            if not any("comm" in c or "dep" in c or c.endswith(("name", "code")) for c in columns):
+                continue
+            placed += 1
+            kinds = {entity.kind for entity in value_entities(expected)}
+            assert kinds & {"place", "about"}, f"{task.task_id} {expected.name}"
+    assert placed == 23  # counted by hand in task_specs/
