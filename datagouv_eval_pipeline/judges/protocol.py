@@ -15,7 +15,7 @@ from datagouv_eval_pipeline.judges.verdict import CallClassification, FailureMod
 from datagouv_eval_pipeline.semantic.instances import ActionInstance
 from datagouv_eval_pipeline.semantic.mapper import detect_error
 from datagouv_eval_pipeline.tasks.spec import Criterion, RequiredAction, TaskSpec, Tier
-from datagouv_eval_pipeline.traces import ToolCall, Trace
+from datagouv_eval_pipeline.traces import ToolCall, Trace, WireExchange
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +28,8 @@ class ToolEvidence:
         arguments: The call's arguments.
         result: The full text the tool returned (prompts truncate it, deterministic checks don't).
         errored: Whether the call failed (the mapper's error rules).
+        http_requests: The HTTP requests the call's program sent, when recorded (they tell the
+            grounding check which ids the call really looked up).
     """
 
     call_id: str
@@ -35,6 +37,7 @@ class ToolEvidence:
     arguments: Mapping[str, Any]
     result: str
     errored: bool
+    http_requests: tuple[WireExchange, ...] | None = None
 
     def as_tool_call(self) -> ToolCall:
         """The evidence back as a trace ``ToolCall`` (to reuse trace-level checks)."""
@@ -44,13 +47,21 @@ class ToolEvidence:
             arguments=dict(self.arguments),
             result=self.result,
             error=self.errored,
+            http_requests=list(self.http_requests) if self.http_requests is not None else None,
         )
 
 
 def tool_evidence(trace: Trace) -> tuple[ToolEvidence, ...]:
     """Every tool call of a trace as evidence, with the mapper's error flag."""
     return tuple(
-        ToolEvidence(call.id, call.name, call.arguments, call.result, detect_error(call)[0])
+        ToolEvidence(
+            call.id,
+            call.name,
+            call.arguments,
+            call.result,
+            detect_error(call)[0],
+            tuple(call.http_requests) if call.http_requests is not None else None,
+        )
         for call in trace.tool_calls
     )
 

@@ -6,24 +6,28 @@ and their limits are in ``docs/metrics.md``.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from datagouv_eval_pipeline.metrics.catalog import CatalogLookup, ObjectKind
-from datagouv_eval_pipeline.metrics.numbers import find_value
+from datagouv_eval_pipeline.metrics.places import DEPARTEMENTS
+from datagouv_eval_pipeline.metrics.statements import Entity, find_statement
 from datagouv_eval_pipeline.semantic.aliases import UrlAliases
 from datagouv_eval_pipeline.semantic.instances import ActionInstance, CallCategory
+from datagouv_eval_pipeline.semantic.mapper import detect_error
 from datagouv_eval_pipeline.tasks.references import Reference
 from datagouv_eval_pipeline.tasks.spec import (
     ExpectedBehaviour,
     ExpectedSource,
+    ExpectedValue,
     SourceType,
     TaskSpec,
 )
 from datagouv_eval_pipeline.text import fold_fast
-from datagouv_eval_pipeline.traces import Trace
+from datagouv_eval_pipeline.traces import ToolCall, Trace
 
 CHECK_NAMES: tuple[str, ...] = ("tools", "value", "citation", "behaviour", "grounded_ids")
 
@@ -145,28 +149,81 @@ def tools_check(
 # --- value -------------------------------------------------------------------------------------
 
 
+_YEAR_IN = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
+
+
+def value_entities(expected: ExpectedValue) -> tuple[Entity, ...]:
+    """What an expected value must be stated about (see :func:`find_statement`).
+
+    ``expected.about`` when the spec gives it; otherwise derived: the years in the value's name
+    and its recompute filter values (``datasets_before_2012_06_28``, ``Période = 2026-04``), the
+    département of an exact filter on a département column (``dep_code = 32`` → Gers or 32) and
+    the commune of an exact filter on a commune-name column (``new_name = Auch``). A filter on a
+    commune *code* names no place by itself: such a spec gives ``about``.
+    """
+    if expected.about is not None:
+        return tuple(Entity("about", tuple(names)) for names in expected.about)
+    years = set(_YEAR_IN.findall(expected.name))
+    places: list[Entity] = []
+    for row_filter in expected.recompute.filters if expected.recompute else []:
+        value = str(row_filter.value).strip()
+        years.update(_YEAR_IN.findall(value))
+        if row_filter.operator != "exact" or not value:
+            continue
+        column = fold_fast(row_filter.column)
+        code = value.zfill(2).upper() if value.isdigit() else value.upper()
+        if "dep" in column and code in DEPARTEMENTS:
+            places.append(Entity("place", (DEPARTEMENTS[code], value)))
+        elif ("commune" in column or column.endswith("name")) and not value.isdigit():
+            places.append(Entity("place", (value,)))
+    if years:
+        places.append(Entity("year", tuple(sorted(years))))
+    return tuple(places)
+
+
 def value_check(
     task: TaskSpec, trace: Trace, references: Mapping[str, Reference] | None = None
 ) -> CheckResult:
-    """Check that each expected value appears in the answer within its tolerance.
+    """Check that each expected value is stated in the answer, about what the question asks.
 
     An expected value with a reference (recomputed from the catalog the run used, see
     :mod:`datagouv_eval_pipeline.tasks.references`) is compared with the reference, not with the
     spec's literal. Numbers are read with :mod:`datagouv_eval_pipeline.metrics.numbers` (French
-    and English formats). Does not apply when the task states no value or expects a decline.
+    and English formats); a number counts when :func:`find_statement` says it is stated about
+    the value's entities (:func:`value_entities`), not negated nor retracted, and not drowned
+    among many figures of the same kind. Does not apply when the task states no value or
+    expects a decline.
     """
     if task.expected_behaviour == ExpectedBehaviour.DECLINE:
         return CheckResult(None, "the task expects a decline")
     if not task.expected_values:
         return CheckResult(None, "the task states no expected value")
+    values: dict[str, float] = {}
+    for expected in task.expected_values:
+        ref = (references or {}).get(expected.name)
+        values[expected.name] = ref.effective if ref is not None else expected.value
     found: dict[str, str | None] = {}
+    why: dict[str, str] = {}
     expected_json: dict[str, dict[str, Any]] = {}
     for expected in task.expected_values:
         ref = (references or {}).get(expected.name)
-        value = ref.effective if ref is not None else expected.value
-        reading = find_value(trace.answer, value, expected.tolerance)
-        found[expected.name] = reading.text if reading else None
-        entry: dict[str, Any] = {"value": value, "tolerance": expected.tolerance}
+        value = values[expected.name]
+        entities = value_entities(expected)
+        others = [other for name, other in values.items() if name != expected.name]
+        statement = find_statement(
+            trace.answer, value, expected.tolerance, entities=entities, others=others
+        )
+        found[expected.name] = statement.stated.text if statement.stated else None
+        why[expected.name] = statement.reason
+        entry: dict[str, Any] = {
+            "value": value,
+            "tolerance": expected.tolerance,
+            "about": [list(entity.names) for entity in entities],
+            "outcome": statement.outcome.value,
+            "reason": statement.reason,
+        }
+        if statement.candidates:
+            entry["candidates"] = list(statement.candidates)
         if ref is not None:
             entry.update(
                 spec_value=ref.spec_value,
@@ -177,8 +234,9 @@ def value_check(
     missing = [name for name, text in found.items() if text is None]
     details = {"expected": expected_json, "found": found}
     if missing:
-        return CheckResult(False, f"not found in the answer: {', '.join(missing)}", details)
-    return CheckResult(True, "every expected value is in the answer", details)
+        listed = "; ".join(f"{name} ({why[name]})" for name in missing)
+        return CheckResult(False, f"not stated as asked: {listed}", details)
+    return CheckResult(True, "every expected value is stated about what the task asks", details)
 
 
 # --- citation ----------------------------------------------------------------------------------
@@ -216,6 +274,49 @@ def extract_urls(text: str) -> list[str]:
     return urls
 
 
+# A Markdown inline link ``[text](target "title")``, a reference link ``[text][label]`` with its
+# definition ``[label]: target``, and an HTML anchor ``<a href="target">text</a>``.
+_MD_LINK = re.compile(
+    r"\[([^\]\n]*)\]\(\s*<?([^()\s<>]+(?:\([^()\s]*\)[^()\s<>]*)*)>?"
+    r"(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?\s*\)"
+)
+_MD_REF_LINK = re.compile(r"\[([^\]\n]*)\]\[([^\]\n]*)\]")
+_MD_REF_DEF = re.compile(r"^[ \t]{0,3}\[([^\]\n]+)\]:[ \t]*<?([^\s>]+)>?[^\n]*$", re.MULTILINE)
+_HTML_LINK = re.compile(
+    r"<a\b[^>]*?\bhref\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))[^>]*>.*?</a\s*>",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _link_targets(text: str) -> str:
+    """``text`` with every Markdown or HTML link replaced by its target.
+
+    A link's text is what the reader sees, its target where the click goes: only the target is
+    cited (``[https://www.data.gouv.fr/datasets/x](https://example.org)`` cites example.org).
+    """
+    if "](" not in text and "][" not in text and "]:" not in text and "href" not in text.lower():
+        return text
+    labels = {
+        match.group(1).strip().casefold(): match.group(2) for match in _MD_REF_DEF.finditer(text)
+    }
+    text = _HTML_LINK.sub(
+        lambda match: f" {match.group(1) or match.group(2) or match.group(3) or ''} ", text
+    )
+    text = _MD_LINK.sub(lambda match: f" {match.group(2)} ", text)
+
+    def _reference(match: re.Match[str]) -> str:
+        label = (match.group(2) or match.group(1)).strip().casefold()
+        return f" {labels.get(label, '')} "
+
+    # A definition line is not shown: its target is cited where a link uses it.
+    return _MD_REF_LINK.sub(_reference, _MD_REF_DEF.sub(" ", text))
+
+
+def answer_urls(text: str) -> list[str]:
+    """The URLs an answer text cites: link targets (never link texts) and bare URLs."""
+    return extract_urls(_link_targets(text))
+
+
 def _kind(source: ExpectedSource) -> str:
     return "datasets" if source.type == SourceType.DATASET else "dataservices"
 
@@ -250,7 +351,8 @@ def citation_check(
     """Check that the answer cites a URL and, when the task names sources, one of them.
 
     URLs come from ``trace.cited_urls`` when the agent gave structured citations, else from the
-    answer text. An expected source is cited by ``https://www.data.gouv.fr/datasets/{id or slug}``
+    answer text (:func:`answer_urls`: a Markdown or HTML link cites its target, not its text).
+    An expected source is cited by ``https://www.data.gouv.fr/datasets/{id or slug}``
     (``/dataservices/{id}`` for a dataservice), with or without ``www.`` and a ``/fr/`` prefix;
     the twin's page URLs count as the data.gouv.fr pages they stand for.
 
@@ -263,7 +365,7 @@ def citation_check(
     if task.expected_behaviour == ExpectedBehaviour.DECLINE:
         return CheckResult(None, "the task expects a decline")
     structured = trace.cited_urls is not None
-    urls = list(trace.cited_urls or []) if structured else extract_urls(trace.answer)
+    urls = list(trace.cited_urls or []) if structured else answer_urls(trace.answer)
     origin = "structured cited_urls" if structured else "the answer text"
     details: dict[str, Any] = {"urls": urls, "origin": origin}
     if not urls:
@@ -466,22 +568,72 @@ def catalog_ids(text: str) -> set[str]:
     return found
 
 
+def call_evidence(call: ToolCall) -> str:
+    """What a call's result shows, echoes left out ("" for a failed call).
+
+    A failed call (:func:`~datagouv_eval_pipeline.semantic.detect_error`) shows nothing: its
+    message echoes what it was asked (``Error: Dataset with ID '…' not found``); except a
+    Python traceback after recorded requests that all succeeded (the agent's parsing raised
+    after printing what they answered). In a successful
+    call's result, the catalog ids of the call's own arguments (its code included) are echoes
+    and are blanked, unless the call looked them up: a recorded HTTP request that succeeded
+    (status below 400) has the id in its URL, or, when no request was recorded, the result
+    holds other catalog ids besides them (a lookup answers with the object's resources or
+    organization; ``print('<id>')`` or ``No datasets found for query: '<id>'`` does not).
+    """
+    result = call.result
+    requests = [r for r in call.http_requests or [] if r.method != "CONNECT"]
+    if detect_error(call)[0] and not (
+        # The agent's own code raised after every request it sent succeeded: what it printed
+        # before the traceback came from those answers.
+        requests and all(0 < r.status < 400 for r in requests) and _TRACEBACK in result
+    ):
+        return ""
+    own = catalog_ids(json.dumps(call.arguments, ensure_ascii=False, default=str))
+    if not own:
+        return result
+    lowered = result.lower()
+    echoed = {identifier for identifier in own if identifier in lowered}
+    if not echoed:
+        return result
+    if requests:
+        looked_up = " ".join(r.url.lower() for r in requests if 0 < r.status < 400)
+        echoed = {identifier for identifier in echoed if identifier not in looked_up}
+    else:
+        blanked = _blank(result, echoed)
+        if catalog_ids(blanked) - own:
+            return result
+        return blanked
+    return _blank(result, echoed) if echoed else result
+
+
+_TRACEBACK = "Traceback (most recent call last)"
+
+
+def _blank(text: str, identifiers: Iterable[str]) -> str:
+    for identifier in identifiers:
+        text = re.sub(re.escape(identifier), " ", text, flags=re.IGNORECASE)
+    return text
+
+
 def grounding_texts(task: TaskSpec, trace: Trace) -> Iterator[str]:
-    """The texts an answer may take facts from: the prompt and every tool result.
+    """The texts an answer may take facts from: the prompt and what every tool call showed.
 
     Tool *arguments* are not evidence: they are what the agent wrote (its own code included), so
-    an id it invented and merely tried in a call would otherwise count as seen.
+    an id it invented and merely tried in a call would otherwise count as seen; nor are their
+    echoes in results (see :func:`call_evidence`).
     """
     yield task.prompt
     for call in trace.tool_calls:
-        yield call.result
+        yield call_evidence(call)
 
 
 def grounded_ids_check(task: TaskSpec, trace: Trace) -> CheckResult:
     """Check that every catalog id in the answer was seen in the prompt or a tool result.
 
     An id is grounded when it occurs (case-insensitively) in a tool result or the prompt (see
-    :func:`grounding_texts`); an id found only in the agent's own tool arguments is not. Ids in
+    :func:`grounding_texts`); an id found only in the agent's own tool arguments, or in a failed
+    call's message, or echoed by the call it was given to, is not. Ids in
     the structured ``cited_urls`` count as part of the answer. Does not apply to an answer
     without ids.
     """

@@ -99,6 +99,13 @@ class ExpectedValueRecord(_Record):
     spec_value: float | None = None
     source: str | None = None
     reference_error: str | None = None
+    about: list[list[str]] | None = None
+    """The entities the value had to be stated about (names of each)."""
+    outcome: str | None = None
+    """``stated``, ``absent``, ``negated``, ``retracted``, ``off_subject`` or ``drowned``."""
+    reason: str | None = None
+    candidates: list[str] | None = None
+    """Other figures of the same kind the answer states (when any)."""
 
 
 class ValueCheckDetails(BaseModel):

@@ -60,6 +60,16 @@ Error detection (:func:`detect_error`), first rule that fires:
    ``datagouv dataset get`` without its id (exit code 2).
 7. Its first or last 2 000 characters show an HTTP error status line (``404 Not Found``,
    ``500 Internal Server Error``, ...) or ``command not found``.
+8. Common phrasings and the twin's own texts at every MCP release: the first line opens (after
+   symbols such as ``⛔`` or ``**``) with a failure phrase (``Service unavailable (503)``,
+   ``Request failed``, ``HTTP 502``, ``Erreur``, ``Connection refused``, ``Timeout``…) or shows
+   a 4xx/5xx code with an error phrase; a one-line result (300 characters at most) says the
+   object does not exist (``Dataset 'x' not found``, ``introuvable``, ``n'existe pas``); the
+   result is a JSON error body (an ``error``/``errors``
+   key without ``data``, or a 4xx/5xx ``status``/``code``); a line starts with ``❌`` (the
+   releases' failed-read marker, after the tool's header lines); or a line reads
+   ``⚠️ Resource … not available via Tabular API`` (a Tabular 404 before v0.2.24). Indented
+   lines are one resource of a multi-resource exploration and do not count.
 
 Empty results are not errors. Not flagged on purpose: ``⚠️ Large dataset``, ``⚠️ No rows
 available`` and ``⚠️ Not available via Tabular API`` (informational MCP notices).
@@ -402,6 +412,58 @@ if not all(letter in needle for letter, needle in _HTTP_ERROR_GATES) or not all(
     any(needle in phrase for _, needle in _HTTP_ERROR_GATES) for phrase in _HTTP_ERROR_PHRASES
 ):
     raise RuntimeError("_HTTP_ERROR_GATES must cover every phrase of _HTTP_ERROR_PHRASES")
+# Common phrasings of a failure opening a result, after any leading symbols (``⛔``, ``**``;
+# not a quote or bracket, so a JSON key or a CSV header is not one): ``Service unavailable
+# (503)``, ``Request failed: …``, ``HTTP 502``, ``Erreur : …``.
+_FIRST_LINE_FAILURE = re.compile(
+    r"[^\w\s\"'{}\[\]<>()]*\s*(?:errors?\b|erreurs?\b|exception\b|failed\b|failure\b|[eé]chec\b|fatal\b"
+    r"|service (?:unavailable|indisponible)|internal server error|bad gateway"
+    r"|gateway time-?out|too many requests|not found\b|forbidden\b|unauthori[sz]ed\b"
+    r"|bad request\b|request failed|la requ[eê]te a [eé]chou[eé]|connection (?:refused|reset"
+    r"|error|timed out|aborted)|timed out\b|time-?out\b|http (?:error|[45]\d\d)\b"
+    r"|status(?: code)?\s*:?\s*[45]\d\d\b)",
+    re.IGNORECASE,
+)
+# A one-line answer saying the object asked for does not exist: ``Dataset 'x' not found``.
+_NOT_FOUND = re.compile(
+    r"\bnot found\b|\bdoes not exist\b|\bintrouvable\b|\bn['’]existe pas\b|\bnon trouv[ée]",
+    re.IGNORECASE,
+)
+_NOT_FOUND_MAX = 300
+_STATUS_CODE = re.compile(r"(?<![\w.,])[45]\d\d(?![\w.,])")
+_STATUS_PHRASE = re.compile(
+    r"service unavailable|internal server error|bad gateway|gateway time-?out|too many requests"
+    r"|not found|forbidden|unauthori[sz]ed|bad request|\bgone\b|\berror\b|\berreur\b",
+    re.IGNORECASE,
+)
+# The MCP releases report a failed read with a line starting with ``❌`` after the tool's header
+# lines (``❌ Tabular API error (HTTP 503: …)``, ``❌ Error querying resource``); ``⚠️`` lines
+# are notices. Indented ones belong to one resource of a multi-resource exploration
+# (``query_dataset_data``), whose other resources may have answered: not the call's failure.
+_FAILURE_LINE = re.compile(r"^❌", re.MULTILINE)
+# Before v0.2.24, ``query_resource_data`` reported a Tabular 404 as this (unindented) line.
+_TABULAR_MISSING = re.compile(r"^⚠️?[ \t]*Resource \S+ not available via Tabular API", re.M)
+_JSON_ERROR_MAX = 20_000
+
+
+def _json_error(text: str) -> str:
+    """The reason a result that is a JSON object is an error body ("" when it is not one)."""
+    if len(text) > _JSON_ERROR_MAX:
+        return ""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return ""
+    if not isinstance(body, dict):
+        return ""
+    if ("error" in body or "errors" in body) and not body.get("data"):
+        return "the result is a JSON error body"
+    status = body.get("status", body.get("code"))
+    if isinstance(status, int) and 400 <= status < 600:
+        return f"the result is a JSON body with status {status}"
+    return ""
+
+
 _ERROR_FETCHING = re.compile(r"^\s*Error fetching", re.MULTILINE)
 _SYNTAX_ERROR = re.compile(r"^\s*(?:SyntaxError|IndentationError): ", re.MULTILINE)
 # A click/Typer usage error: the usage line, the ``Try '<command> --help'`` hint, then an
@@ -507,6 +569,17 @@ def _detect(error: bool, result: str) -> tuple[bool, str]:
         return True, "result starts with '❌'"
     if head.startswith("[stderr]") and _STDERR_FAILURE.search(text[:4000]):
         return True, "stderr-only output reporting a failure"
+    first = text[: text.find("\n")] if "\n" in text[:400] else text[:400]
+    if _FIRST_LINE_FAILURE.match(first):
+        return True, "the first line reports a failure"
+    if text[0] == "{" and (reason := _json_error(text)):
+        return True, reason
+    if len(text) <= _NOT_FOUND_MAX and "\n" not in text.rstrip() and _NOT_FOUND.search(text):
+        return True, "a one-line result says the object does not exist"
+    if "❌" in text and _FAILURE_LINE.search(text):
+        return True, "a line starts with '❌'"
+    if "via Tabular API" in text and _TABULAR_MISSING.search(text):
+        return True, "Tabular API failure notice: 'Resource … not available via Tabular API'"
     # Rules 4 and 5 are case-sensitive and every marker holds "(" (the traceback header), "Error"
     # or "Tabular API": a one-character search (memchr) rules most results out before any scan.
     if "(" in text and _TRACEBACK in text:
@@ -533,13 +606,13 @@ def _detect(error: bool, result: str) -> tuple[bool, str]:
     folded = (edges if edges.isascii() else edges.encode("ascii", "ignore").decode()).lower()
     for letter, needle in _HTTP_ERROR_GATES:
         if letter in folded and needle in folded:
+            lowered = edges.lower()  # a gate matched: the exact rule decides (and names it)
+            for phrase in _HTTP_ERROR_PHRASES:
+                if phrase in lowered:
+                    return True, f"error status in output: {phrase!r}"
             break
-    else:
-        return False, ""
-    lowered = edges.lower()  # a gate matched: the exact rule decides (and names the phrase)
-    for phrase in _HTTP_ERROR_PHRASES:
-        if phrase in lowered:
-            return True, f"error status in output: {phrase!r}"
+    if _STATUS_CODE.search(first) and _STATUS_PHRASE.search(first):
+        return True, "the first line shows an HTTP error status"
     return False, ""
 
 

@@ -210,6 +210,27 @@ class ExpectedValue(_Strict):
     tolerance: float = Field(default=0.0, ge=0)
     """Absolute tolerance: a stated number within ``value ± tolerance`` counts."""
     recompute: Recompute | None = None
+    about: list[list[str]] | None = None
+    """What the number is stated about: one entry per entity (a place, a period), each the
+    names an answer may call it by, e.g. ``[[Toulouse, "31555"]]``. The value check requires
+    one name of every entity in the context of the sentence stating the number. Left out, the
+    entities are derived from ``name`` and the ``recompute`` filters (years, département codes,
+    commune names); give it when a filter holds a commune code."""
+
+    @field_validator("about")
+    @classmethod
+    def _about_names(cls, about: list[list[str]] | None) -> list[list[str]] | None:
+        if about is None:
+            return None
+        for position, names in enumerate(about):
+            if not names:
+                raise ValueError(f"about[{position}] must list at least one name")
+            for name in names:
+                if not any(char.isalnum() for char in name):
+                    raise ValueError(
+                        f"about[{position}] has the name {name!r}: expected a word or a code"
+                    )
+        return about
 
 
 class SourceType(StrEnum):

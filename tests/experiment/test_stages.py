@@ -171,6 +171,9 @@ def test_judging_follows_the_changed_count_and_resolves_slugs(
         "spec_value": 2076,
         "source": reference.source,
         "reference_error": None,
+        "about": [["2012"]],
+        "outcome": "stated",
+        "reason": "stated as '2 080'",
     }
     assert score["checks"]["citation"]["passed"] is True
     assert score["provenance"]["spec_hash"] == tasks["task_0002"].spec_hash()

@@ -56,6 +56,50 @@ def test_error_rules(result: str, reason: str) -> None:
     assert detect_error(_call(result)) == (True, reason)
 
 
+@pytest.mark.parametrize(
+    ("result", "reason"),
+    [
+        # Issue 25: common phrasings of a failure, and the MCP releases' own texts after their
+        # header lines (every one was read as a success before).
+        ("Service unavailable (503)", "the first line reports a failure"),
+        ("**Service indisponible** (503), réessayez plus tard", "the first line reports a failure"),
+        ("⛔ Request failed: 502 Bad Gateway", "the first line reports a failure"),
+        ("HTTP 429: slow down", "the first line reports a failure"),
+        ("Erreur : le serveur n'a pas répondu", "the first line reports a failure"),
+        ("Connection refused by www.data.gouv.fr", "the first line reports a failure"),
+        ("Timeout after 30 s", "the first line reports a failure"),
+        ("La requête a échoué (HTTP 500)", "the first line reports a failure"),
+        ("(503) The service is down, error", "the first line shows an HTTP error status"),
+        ('{"message": "Not Found", "status": 404}', "the result is a JSON body with status 404"),
+        ('{"error": "upstream timeout"}', "the result is a JSON error body"),
+        (
+            "dataset 'aaaaaaaaaaaaaaaaaaaaaaab' not found",
+            "a one-line result says the object does not exist",
+        ),
+        (
+            "Le jeu de données demandé est introuvable.",
+            "a one-line result says the object does not exist",
+        ),
+        (
+            "Querying resource: Equipements sportifs (data-es.csv)\nResource ID: r\n\n"
+            "❌ Tabular API error (HTTP 503: Server error - URL: https://tabular-api.data.gouv.fr/x)",
+            "a line starts with '❌'",
+        ),
+        (
+            "Querying resource: X\nResource ID: r\n\n❌ Service unavailable",
+            "a line starts with '❌'",
+        ),
+        (
+            "Querying resource: X\nResource ID: r1\nQuestion: ?\n\n"
+            "⚠️  Resource r1 not available via Tabular API",
+            "Tabular API failure notice: 'Resource … not available via Tabular API'",
+        ),
+    ],
+)
+def test_common_and_twin_failure_texts(result: str, reason: str) -> None:
+    assert detect_error(_call(result)) == (True, reason)
+
+
 def test_tool_flag_wins() -> None:
     assert detect_error(_call("Found 3 datasets", error=True)) == (
         True,
@@ -73,6 +117,16 @@ def test_tool_flag_wins() -> None:
         "Resource Information: X\nTabular API availability:\n⚠️  Not available via Tabular API",
         "[stderr]   % Total    % Received % Xferd  Average Speed   Time\n100  1234  100  1234",
         "count\n0  2076",
+        # Data that merely mentions errors or codes, and a JSON body with data.
+        '{"errors_count": 0, "data": [1, 2]}',
+        '"error_rate","value"\n0.1,3',
+        "Total rows (Tabular API): 404\nRetrieved: 20 row(s) from page 1",
+        "No datasets found for query: 'erreurs 404'",
+        # A listing that mentions "not found" on a later line is data, not a failure.
+        "Found 2 dataset(s)\n1. Objets trouvés : not found items register\n2. Lost and found",
+        # One resource of a multi-resource exploration failing is not the call failing.
+        "Exploring dataset: Transports\n--- Resource: a.csv ---\n  Total rows: 3\n"
+        "--- Resource: b ---\n  ⚠️  Resource b not available via Tabular API\n",
     ],
 )
 def test_not_errors(result: str) -> None:

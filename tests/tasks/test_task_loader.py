@@ -469,3 +469,20 @@ def test_history_notes_must_be_dated(tmp_path: Path) -> None:
     path = write(tmp_path, "task_0001.yml", spec(meta=meta))
     (loaded,) = load_task_specs([path], known_actions=ACTIONS, known_args=ARGS)
     assert loaded.meta.history == ["2026-12-06: 2076 became 2066."]
+
+
+def test_about_names_every_entity_with_a_word_or_a_code(tmp_path: Path) -> None:
+    values = [{"name": "gers", "value": 1023, "about": [["Gers", "32"], []]}]
+    error = only_error(write(tmp_path, "task_0001.yml", spec(expected_values=values)))
+    assert error.field_path == "expected_values[0].about"
+    assert "about[1] must list at least one name" in error.message
+    values = [{"name": "gers", "value": 1023, "about": [["Gers", " - "]]}]
+    error = only_error(write(tmp_path, "task_0001.yml", spec(expected_values=values)))
+    assert "about[0] has the name ' - ': expected a word or a code" in error.message
+    values = [{"name": "gers", "value": 1023, "about": [["Gers", "32"]]}]
+    (loaded,) = load_task_specs(
+        [write(tmp_path, "task_0001.yml", spec(expected_values=values))],
+        known_actions=ACTIONS,
+        known_args=ARGS,
+    )
+    assert loaded.expected_values[0].about == [["Gers", "32"]]
