@@ -720,11 +720,12 @@ class CalibrationReport:
                 f"  {kind:<10} {counts['total']:>4} / {counts['scored']:>4} / {counts['agree']:>4}"
             )
         spend = self.spend
-        if spend.calls or spend.cache_hits:
+        if spend.questions or spend.cache_hits:
             cost = "unknown" if spend.cost is None else f"{spend.cost:.4f} {spend.currency or ''}"
             lines += [
                 "",
-                f"judge spend: {spend.calls} model calls, {spend.cache_hits} cache hits, "
+                f"judge spend: {spend.questions} questions in {spend.requests} HTTP requests, "
+                f"{spend.cache_hits} cache hits, "
                 f"{spend.input_tokens} in / {spend.output_tokens} out tokens, cost {cost}",
             ]
         else:

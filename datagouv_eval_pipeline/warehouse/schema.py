@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 SCHEMA = "eval"
 """The DuckDB schema holding the warehouse tables (the asset-key prefix)."""
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 """Bumped whenever a table or column changes (recorded in ``eval.schema_info``)."""
 
 
@@ -205,7 +205,16 @@ RUNS = Table(
         _c("tool_call_count", "INTEGER", "Tool calls made by the agent.", False),
         _c("cost", "DOUBLE", "Agent cost; NULL when the model has no price."),
         _c("currency", "VARCHAR", "Currency of cost and judge_cost.", False),
-        _c("judge_calls", "INTEGER", "Judge model calls (cache hits excluded)."),
+        _c(
+            "judge_questions",
+            "INTEGER",
+            "Judge questions put to a model (cache hits and rule verdicts excluded).",
+        ),
+        _c(
+            "judge_requests",
+            "INTEGER",
+            "HTTP requests sent to judge models, retries included (cache hits send none).",
+        ),
         _c("judge_input_tokens", "BIGINT", "Judge input tokens."),
         _c("judge_output_tokens", "BIGINT", "Judge output tokens."),
         _c("judge_cost", "DOUBLE", "Judge cost; NULL when unknown."),
