@@ -899,8 +899,13 @@ def agreement(
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = 0,
     label_set: str = "all",
+    also_spent: Sequence[Verdict] = (),
 ) -> CalibrationReport:
-    """Compute the report's figures from rows (pure; see the module docstring)."""
+    """Compute the report's figures from rows (pure; see the module docstring).
+
+    ``also_spent``: verdicts asked on the way that are no item's (the criteria a failure-mode
+    item is told), counted in the spend only.
+    """
     confusion = {h: {"pass": 0, "fail": 0, "unscored": 0} for h in ("pass", "fail")}
     by_kind: dict[str, dict[str, int]] = {}
     scored_pairs: list[tuple[bool, bool]] = []
@@ -930,7 +935,7 @@ def agreement(
         ),
         kappa=refused_kappa(scored_pairs, total),
         by_kind=by_kind,
-        spend=judge_spend(row.verdict for row in rows),
+        spend=judge_spend([*(row.verdict for row in rows), *also_spent]),
         kinds={
             k: kind_agreement(k, rows, resamples=resamples, seed=seed)
             for k in VERDICT_KINDS
@@ -1063,7 +1068,15 @@ async def calibrate(
         )
         for r, verdict in zip(items, verdicts, strict=True)
     ]
-    return agreement(judge.judge_id, rows, resamples=resamples, seed=seed, label_set=label_set)
+    told = [judged.verdict for future in criteria_of.values() for judged in future.result()]
+    return agreement(
+        judge.judge_id,
+        rows,
+        resamples=resamples,
+        seed=seed,
+        label_set=label_set,
+        also_spent=told,
+    )
 
 
 def set_sha(items: Sequence[ResolvedItem]) -> str:
