@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from datagouv_eval_pipeline.judges.calibration import (
     judged_outcome,
     load_calibration,
     refused_kappa,
+    restricted,
     target_sha,
 )
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
@@ -215,3 +217,26 @@ def test_an_edited_chain_or_required_action_makes_its_items_an_error(tmp_path: P
     path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
     with pytest.raises(CalibrationError, match="a one-line rationale is required"):
         load_calibration([path], real_tasks())
+
+
+def test_figures_on_the_blind_labels_alone_are_those_of_their_rows() -> None:
+    # 30 blind rows: 12 (pass, pass), 3 (pass, fail), 3 (fail, pass), 12 (fail, fail): kappa
+    # 0.6 as above; 20 verdict-shown rows that all agree would lift the pooled figure.
+    blind = (
+        [_row("criterion", "pass", "pass")] * 12
+        + [_row("criterion", "pass", "fail"), _row("criterion", "fail", "pass")] * 3
+        + [_row("criterion", "fail", "fail")] * 12
+    )
+    blind = [replace(row, method="blind-review") for row in blind]
+    shown = [replace(_row("criterion", "pass", "pass"), method="verdict-shown")] * 10 + [
+        replace(_row("criterion", "fail", "fail"), method="verdict-shown")
+    ] * 10
+    report = agreement("j@1", blind + shown, resamples=200)
+    assert report.label_methods == ("blind-review", "verdict-shown")
+    # All 50: p_o = 44/50, p_e = 0.5: kappa = (0.88 - 0.5) / 0.5 = 0.76.
+    assert report.kappa.value == pytest.approx(0.76)
+    only = restricted(report, "blind", resamples=200)
+    assert only is not None
+    assert (only.label_set, only.label_methods, only.total) == ("blind", ("blind-review",), 30)
+    assert only.kappa.value == pytest.approx(0.6)
+    assert restricted(agreement("j@1", shown, resamples=10), "blind") is None
