@@ -119,7 +119,7 @@ def per_question(simulation: ProviderSimulation, retry: RetryPolicy) -> dict[str
     return {
         "status": verdict.status.value,
         "questions": 1,
-        "judge_calls_with_tokens": judge_spend([verdict]).calls,
+        "judge_calls_with_tokens": judge_spend([verdict]).questions,
         "http_requests": stats["requests"],
         "waits_s": [round(w.seconds, 3) for w in judge.waits],
     }
@@ -156,7 +156,7 @@ def hybrid_throughput(count: int, concurrency: int) -> dict[str, Any]:
         stats = server.state.stats()
     verdicts = [v for j in judged for v in j.verdicts()]
     by_rules = sum(1 for v in verdicts if v.judge_id.startswith("deterministic"))
-    calls = sum(j.spend.calls for j in judged)
+    calls = sum(j.spend.questions for j in judged)
     criteria = [c.verdict for j in judged for c in j.criteria]
     return {
         "traces": count,
@@ -222,11 +222,13 @@ def mapping_classification(count: int, concurrency: int) -> dict[str, Any]:
         "traces": count,
         "undecided_calls": mapped.unmapped_calls,
         "classified_calls": mapped.classified_calls,
-        "judge_calls": mapped.judge_spend.calls if mapped.judge_spend else 0,
+        "judge_calls": mapped.judge_spend.questions if mapped.judge_spend else 0,
         "http_requests": cold_requests,
         "elapsed_s": round(elapsed, 2),
-        "calls_per_s": round((mapped.judge_spend.calls if mapped.judge_spend else 0) / elapsed, 1),
-        "rerun_judge_calls": again.judge_spend.calls if again.judge_spend else 0,
+        "calls_per_s": round(
+            (mapped.judge_spend.questions if mapped.judge_spend else 0) / elapsed, 1
+        ),
+        "rerun_judge_calls": again.judge_spend.questions if again.judge_spend else 0,
         "rerun_http_requests": warm_requests,
         "rerun_elapsed_s": round(warm_elapsed, 2),
     }

@@ -1,4 +1,4 @@
-"""``datagouv-eval judge``: calibrate a judge against the human labels, judge a trace.
+"""``datagouv-eval judge``: calibrate a judge against the labels, judge a trace.
 
 ``calibrate`` is also reachable at the top level (``datagouv-eval calibrate``). Human review
 (drawing a sample, importing labels) is ``datagouv-eval review``.
@@ -19,7 +19,7 @@ from datagouv_eval_pipeline.tasks.spec import TaskSpec
 
 @click.group()
 def command() -> None:
-    """Judges: calibration against human labels, judging traces."""
+    """Judges: calibration against the labels, judging traces."""
 
 
 def _tasks(task_dir: Path | None) -> dict[str, TaskSpec]:
@@ -152,6 +152,14 @@ _BASE_URL_OPTION = click.option(
     "[default: $DATAGOUV_EVAL_DUCKDB or data/warehouse.duckdb].",
 )
 @click.option("--no-store", is_flag=True, help="Print the figures only; write no warehouse row.")
+@click.option(
+    "--labels",
+    "label_set",
+    type=click.Choice(["all", "blind", "verdict-shown", "written"]),
+    default="all",
+    show_default=True,
+    help="Which labels: all, or only those of one method (blind: blind-review labels).",
+)
 def calibrate_command(
     judge_name: str,
     set_paths: tuple[Path, ...],
@@ -162,13 +170,16 @@ def calibrate_command(
     base_url: str | None,
     db_path: Path | None,
     no_store: bool,
+    label_set: str,
 ) -> None:
-    """Agreement of a judge with the human labels of the calibration set.
+    """Agreement of a judge with the labels of the calibration set.
 
     Per verdict kind (criterion, arguments, trajectory, failure mode): n, coverage, Cohen's
     kappa with a 95 % bootstrap interval (kappa >= 0.8 is required before a kind's scores are
-    used for decisions), then the pooled figures and the confusion table with unscored items in
-    their own column. The figures are stored in eval.judge_calibration.
+    used for decisions; no kappa on fewer than 30 items), then the pooled figures, n per item
+    kind (pass, fail, near miss) and the confusion table with unscored items in their own
+    column. --labels blind restricts it to labels given blind. The figures, with the label set
+    and its methods, are stored in eval.judge_calibration.
     """
     import duckdb
 
@@ -178,6 +189,7 @@ def calibrate_command(
         calibrate,
         calibration_files,
         load_calibration,
+        select_labels,
         set_sha,
     )
     from datagouv_eval_pipeline.warehouse.calibration import calibration_rows, write_calibration
@@ -188,13 +200,15 @@ def calibrate_command(
     tasks = _tasks(task_dir)
     paths = list(set_paths) or [CALIBRATION_DIR]
     try:
-        items = load_calibration(paths, tasks)
+        items = select_labels(load_calibration(paths, tasks), label_set)
     except CalibrationError as error:
         raise click.ClickException(str(error)) from error
     from datagouv_eval_pipeline.experiment.catalog import twin_catalog_lookup
 
     judge = _build_judge(judge_name, config_path, cache_dir, base_url)
-    report = asyncio.run(calibrate(judge, items, catalog=twin_catalog_lookup()))
+    report = asyncio.run(
+        calibrate(judge, items, catalog=twin_catalog_lookup(), label_set=label_set)
+    )
     if as_json:
         click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
     else:

@@ -1,9 +1,11 @@
 """``datagouv-eval review``: the review loop of an experiment.
 
-``review sample`` draws a stratified sample of the latest experiment from the warehouse into a
-YAML file a person fills in; ``review import`` stores the labels in the warehouse
+``review sample`` draws a blind, stratified sample of the latest experiment from the warehouse
+into a YAML file to label (nothing of the judge's verdicts in it); ``review import`` looks the
+judge's verdicts up, stores the labels with who labelled them in the warehouse
 (``eval.review_labels``), adds the verdict labels to the calibration set (a new version-2 file
-in ``task_specs/calibration/``) and turns each failed answer into a draft task.
+in ``task_specs/calibration/``, method ``blind-review``) and turns each failed answer into a
+draft task.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ _DB_OPTION = click.option(
 
 @click.group()
 def command() -> None:
-    """Human review: draw a sample of an experiment, import the labels."""
+    """Blind review: draw a sample of an experiment, import the labels."""
 
 
 @command.command("sample")
@@ -50,11 +52,13 @@ def command() -> None:
 def sample_command(
     db_path: Path | None, experiment_id: str | None, runs: int, seed: int, out_path: Path
 ) -> None:
-    """Draw a stratified sample of an experiment's runs for a person to label.
+    """Draw a blind, stratified sample of an experiment's runs to label.
 
-    Strata: capability set x expected behaviour (answer / decline) x whether the run passed
-    every automated check. Each run asks the rubric of the answer and verdict labels of every
-    kind (criteria, arguments, trajectory, failure modes) in both tiers.
+    Outcome strata by the automated checks and decided criteria a run failed: passed (none),
+    near_miss (one), failed (two or more), sharing the sample equally; within each, round-robin
+    over capability set x expected behaviour. The file shows nothing of the judge's verdicts.
+    Each run asks the rubric of the answer and verdict labels of every kind (criteria,
+    arguments, trajectory, failure modes) in both tiers.
     """
     import duckdb
 
@@ -75,12 +79,11 @@ def sample_command(
     write_review(review, out_path)
     labels = sum(len(s.labels) for s in review.samples)
     kinds = sorted({label.verdict_kind for s in review.samples for label in s.labels})
-    strata = len({s.stratum for s in review.samples})
-    passed = sum(1 for s in review.samples if s.passed_every_check)
+    strata = ", ".join(f"{name} {s.drawn} of {s.runs}" for name, s in review.strata.items())
     click.echo(
-        f"wrote {len(review.samples)} runs of experiment {review.experiment_id} ({strata} "
-        f"strata, {passed} passed every check) with {labels} verdict labels "
-        f"({', '.join(kinds)}) to {out_path}"
+        f"wrote {len(review.samples)} runs of experiment {review.experiment_id} (drawn per "
+        f"outcome: {strata}) with {labels} blind verdict labels ({', '.join(kinds)}) to "
+        f"{out_path}"
     )
 
 
@@ -99,17 +102,32 @@ def sample_command(
     default=None,
     help="Where the draft tasks go [default: task_specs].",
 )
+@click.option(
+    "--labeller",
+    default=None,
+    help="Who labelled (a name or an email) [default: the file's `labeller`; required].",
+)
+@click.option(
+    "--human/--not-human",
+    "human",
+    default=None,
+    help="Whether a person labelled [default: the file's `human`; required].",
+)
 def import_command(
     review_path: Path,
     db_path: Path | None,
     calibration_dir: Path | None,
     task_dir: Path | None,
+    labeller: str | None,
+    human: bool | None,
 ) -> None:
     """Store a filled-in review: labels, calibration items and draft tasks.
 
-    Writes eval.review_labels (replacing an earlier import of the same file), a version-2
-    calibration file named after the review file, and one draft task per run whose rubric has a
-    fail. The draft tasks must pass `datagouv-eval validate`; nothing is written otherwise.
+    The judge's verdict on each label is looked up now, in the warehouse. Writes
+    eval.review_labels (replacing an earlier import of the same file), a version-2 calibration
+    file named after the review file (method blind-review, with the labeller), and one draft
+    task per run whose rubric has a fail. The draft tasks must pass `datagouv-eval validate`;
+    nothing is written otherwise.
     """
     import duckdb
 
@@ -128,6 +146,7 @@ def import_command(
         calibration_document,
         check_review,
         draft_tasks,
+        judge_outcomes,
         label_rows,
         read_review,
         write_calibration_file,
@@ -137,17 +156,38 @@ def import_command(
     tasks = _tasks(task_dir)
     try:
         review = read_review(review_path)
+        if labeller is not None:
+            review.labeller = labeller
+        if human is not None:
+            review.human = human
         check_review(review, tasks, review_path)
+        try:
+            review.provenance()
+        except ReviewError as error:
+            raise ReviewError(
+                "\n".join(f"{review_path}: {line}" for line in str(error).splitlines())
+            ) from None
     except ReviewError as error:
         raise click.ClickException(str(error)) from error
+    db = _db(db_path)
+    if not db.exists():
+        raise click.ClickException(
+            f"{db}: no warehouse: the judge's verdicts are looked up there at import "
+            "(give the warehouse the sample was drawn from with --warehouse)"
+        )
+    try:
+        with duckdb.connect(str(db), read_only=True) as conn:
+            outcomes = judge_outcomes(conn, review)
+    except duckdb.Error as error:
+        raise click.ClickException(f"{db}: cannot read the judge's verdicts: {error}") from error
     digest = hashlib.sha256(review_path.read_bytes()).hexdigest()[:12]
     review_id = f"{review_path.name}@{digest}"
-    rows = label_rows(review, review_id, imported_at=datetime.now(UTC))
+    rows = label_rows(review, review_id, imported_at=datetime.now(UTC), outcomes=outcomes)
 
     # Everything is prepared and checked before anything is written.
     target_dir = calibration_dir or CALIBRATION_DIR
     calibration_path = target_dir / f"{review_path.stem}.yml"
-    document = calibration_document(review, review_path.name)
+    document = calibration_document(review, review_path.name, outcomes)
     if document is not None and calibration_path.exists():
         raise click.ClickException(
             f"{calibration_path} exists: this review was imported already (rename the "
@@ -174,14 +214,17 @@ def import_command(
             for path in written:
                 path.unlink(missing_ok=True)
             raise click.ClickException(str(error)) from error
-    db = _db(db_path)
     try:
         with connect(db) as conn:
             write_review_labels(conn, rows)
     except (duckdb.Error, SchemaVersionError, OSError) as error:
         raise click.ClickException(f"{db}: cannot store the labels: {error}") from error
     items = 0 if document is None else len(document.items)
-    click.echo(f"stored {len(rows)} label(s) in {db} (eval.review_labels)")
+    missing = sum(1 for row in rows if row.label_kind != "rubric" and row.automated is None)
+    click.echo(
+        f"stored {len(rows)} label(s) by {review.labeller.strip()} in {db} (eval.review_labels)"
+        + (f"; {missing} verdict(s) no longer in the warehouse" if missing else "")
+    )
     click.echo(
         f"added {items} calibration item(s)"
         + (f" in {calibration_path}" if document is not None else "")

@@ -91,7 +91,8 @@ def action_mappings(
             "calls": calls,
             "unmapped_calls": document.unmapped_calls,
             "classified_calls": document.classified_calls or 0,
-            "judge_calls": document.judge_spend.calls if document.judge_spend else 0,
+            "judge_questions": document.judge_spend.questions if document.judge_spend else 0,
+            "judge_requests": document.judge_spend.requests if document.judge_spend else 0,
         }
 
     outcomes = process_cells(context, store, ACTION_MAPPINGS, work)

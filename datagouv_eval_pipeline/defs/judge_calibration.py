@@ -1,10 +1,13 @@
-"""The ``judge_calibration`` asset: the judge's agreement with the human labels, per verdict kind.
+"""The ``judge_calibration`` asset: the judge's agreement with the labels, per verdict kind.
 
 It asks the judge of the run (``JudgeResource``: ``judge.yml`` or the launchpad's override) every
 question of the calibration set (``task_specs/calibration/``) and writes Cohen's kappa per verdict
-kind, with n and a bootstrap interval, to ``eval.judge_calibration`` (the work is
-:func:`~datagouv_eval_pipeline.judges.calibration.calibrate`). The same as
-``datagouv-eval judge calibrate``. The report shows the latest figures of each judge.
+kind, with n and a bootstrap interval (none on fewer than 30 items), to
+``eval.judge_calibration`` (the work is
+:func:`~datagouv_eval_pipeline.judges.calibration.calibrate`): on every label (``label_set``
+``all``) and, when the set has blind labels, on those alone (``blind``, from the same verdicts).
+The same as ``datagouv-eval judge calibrate [--labels blind]``. The report shows the latest
+figures of each judge and label set.
 
 It runs after the warehouse load, the one writer of the DuckDB file in a run: a run stopped
 before the warehouse leaves no file half-written (nor one created by this asset).
@@ -32,6 +35,8 @@ from datagouv_eval_pipeline.judges.calibration import (
     calibrate,
     calibration_files,
     load_calibration,
+    restricted,
+    select_labels,
     set_sha,
 )
 from datagouv_eval_pipeline.judges.config import JudgeModelError, JudgeSpecError
@@ -73,7 +78,7 @@ def judge_calibration(
     catalog: CatalogResource,
     run_store: RunStoreResource,
 ) -> dg.MaterializeResult[None]:
-    """Cohen's kappa of the run's judge against the human labels, per verdict kind."""
+    """Cohen's kappa of the run's judge against the labels, per verdict kind."""
     tasks = {spec.task_id: spec for spec in load_task_specs([TASK_SPECS_DIR])}
     try:
         items = load_calibration([CALIBRATION_DIR], tasks)
@@ -86,16 +91,22 @@ def judge_calibration(
     report = asyncio.run(calibrate(the_judge, items, catalog=catalog.lookup()))
     files = [path.name for path in calibration_files([CALIBRATION_DIR])]
     rows = calibration_rows(report, set_sha=set_sha(items), files=files)
+    blind = restricted(report, "blind")
+    if blind is not None:
+        blind_items = select_labels(items, "blind")
+        blind_files = sorted({r.path.name for r in blind_items})
+        rows += calibration_rows(blind, set_sha=set_sha(blind_items), files=blind_files)
     db = warehouse.db_path()
     with connect(db) as conn:
         write_calibration(conn, rows)
     table = [
-        "| kind | items | n | coverage | kappa | 95 % CI | >= 0.8 |",
-        "|---|---|---|---|---|---|---|",
+        "| labels | kind | items | n | coverage | kappa | 95 % CI | >= 0.8 | note |",
+        "|---|---|---|---|---|---|---|---|---|",
         *(
-            f"| {r['verdict_kind']} | {r['items']} | {r['scored']} | {_fmt(r['coverage'])} | "
+            f"| {r['label_set']} ({r['label_methods']}) | {r['verdict_kind']} | {r['items']} | "
+            f"{r['scored']} | {_fmt(r['coverage'])} | "
             f"{_fmt(r['kappa'])} | [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] | "
-            f"{'yes' if r['meets_requirement'] else 'no'} |"
+            f"{'yes' if r['meets_requirement'] else 'no'} | {r['reason'] or ''} |"
             for r in rows
         ),
     ]
@@ -103,7 +114,10 @@ def judge_calibration(
         "judge_calibration: %s on %d items: %s",
         report.judge_id,
         report.total,
-        ", ".join(f"{r['verdict_kind']} kappa {_fmt(r['kappa'])} (n={r['scored']})" for r in rows),
+        ", ".join(
+            f"{r['label_set']} {r['verdict_kind']} kappa {_fmt(r['kappa'])} (n={r['scored']})"
+            for r in rows
+        ),
     )
     return dg.MaterializeResult(
         metadata={

@@ -11,6 +11,15 @@ Files live in ``task_specs/calibration/*.yml``, each versioned by its ``version`
   ``trajectory`` (a tier's chain against the instances) and ``failure_mode`` (one mode in one
   tier). Every item of a version-2 file carries a one-line rationale (``note``).
 
+**Provenance.** A file says who produced its labels and how (:class:`Provenance`): the
+``labeller`` (a name or an email), the ``method`` (:data:`LabelMethod`: ``written`` answers and
+verdicts written together, ``verdict-shown`` labels given with the judge's verdict beside each
+item, ``blind-review`` labels given before the judge's verdict could be seen) and ``human``
+(true only when a person labelled). A file without it reads as unrecorded provenance: method
+``written`` for version 1 and ``verdict-shown`` for version 2 (every review before blind
+reviews showed the verdict), ``human: false``. Calibration can be restricted to one method
+(:func:`select_labels`; ``--labels blind``), and records which it used.
+
 Each item names what it judges by position and a short hash of its text (criterion text,
 required action, chain), so that editing a task makes the stale items an error instead of
 silently pairing a human verdict with another question.
@@ -28,6 +37,9 @@ Agreement (``docs/judges.md``):
   only. Unscored items are never counted as disagreements: they are reported as a separate
   column of the confusion table and in the coverage. A judge that leaves everything hard unscored
   therefore shows a high accuracy *and* a low coverage; read both;
+* kappa is refused (None with the reason ``fewer than 30 labelled items (n=12)``) on fewer than
+  :data:`MIN_KAPPA_ITEMS` items, pooled or per kind: on a dozen items one disagreement moves it
+  by 0.2;
 * per verdict kind, kappa comes with n (scored items) and a 95 % bootstrap percentile interval
   (:func:`bootstrap_kappa`: items resampled with replacement, a seeded generator, resamples
   where kappa is undefined left out and counted).
@@ -37,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -88,6 +101,18 @@ for decisions (``docs/judges.md``)."""
 
 BOOTSTRAP_RESAMPLES = 2000
 """Resamples of the bootstrap interval of kappa."""
+
+MIN_KAPPA_ITEMS = 30
+"""Fewer labelled items (decided by the judge) than this: no kappa, the reason instead."""
+
+LabelMethod = Literal["written", "verdict-shown", "blind-review"]
+"""How a file's labels were produced (see the module docstring)."""
+
+LABEL_METHODS: tuple[LabelMethod, ...] = get_args(LabelMethod)
+
+LABEL_SETS: tuple[str, ...] = ("all", "blind", "verdict-shown", "written")
+"""What calibration can be restricted to: every label, ``blind`` (the ``blind-review`` labels),
+or the labels of one other method."""
 
 
 class _Strict(BaseModel):
@@ -192,12 +217,41 @@ class CalibrationItem(_Strict):
         return self
 
 
+class Provenance(_Strict):
+    """Who produced a file's labels, and how."""
+
+    labeller: str = Field(min_length=1)
+    """Who labelled: a name, an email, or a program's name."""
+    method: LabelMethod
+    """``written``, ``verdict-shown`` or ``blind-review`` (the module docstring)."""
+    human: bool
+    """True only when a person gave the labels."""
+    note: str = ""
+    """How, in a sentence (what the labeller saw, from which runs)."""
+
+
+UNRECORDED = "unrecorded"
+"""The labeller of a file that does not say who labelled."""
+
+
 class CalibrationFile(_Strict):
     """One calibration YAML file (see the module docstring for the versions)."""
 
     version: Literal[1, 2]
+    provenance: Provenance | None = None
+    """Who labelled and how; None: unrecorded (:meth:`label_provenance`)."""
     samples: list[Sample] = Field(default_factory=list)
     items: list[CalibrationItem]
+
+    def label_provenance(self) -> Provenance:
+        """The file's provenance; unrecorded: ``written`` (v1) or ``verdict-shown`` (v2)."""
+        if self.provenance is not None:
+            return self.provenance
+        return Provenance(
+            labeller=UNRECORDED,
+            method="written" if self.version == 1 else "verdict-shown",
+            human=False,
+        )
 
     @model_validator(mode="after")
     def _versioned(self) -> CalibrationFile:
@@ -244,6 +298,7 @@ class ResolvedItem:
         path: The file it came from.
         sample: The sample it asks about (version 2).
         required: The required action (arguments items).
+        provenance: Who labelled it and how (its file's).
     """
 
     item: CalibrationItem
@@ -252,6 +307,9 @@ class ResolvedItem:
     path: Path
     sample: Sample | None = None
     required: RequiredAction | None = None
+    provenance: Provenance = field(
+        default_factory=lambda: Provenance(labeller=UNRECORDED, method="written", human=False)
+    )
 
     @property
     def answer(self) -> str:
@@ -387,6 +445,7 @@ def load_calibration(paths: Sequence[Path], tasks: Mapping[str, TaskSpec]) -> li
                 problems.append(f"{path}: {where}: {issue['msg']}")
             continue
         samples = {sample.id: sample for sample in parsed.samples}
+        provenance = parsed.label_provenance()
         for item in parsed.items:
             prefix = f"{path}: item {item.id!r}"
             if item.id in seen:
@@ -406,10 +465,53 @@ def load_calibration(paths: Sequence[Path], tasks: Mapping[str, TaskSpec]) -> li
                 problems.append(f"{prefix}: {problem}")
                 continue
             criterion, required = found
-            resolved.append(ResolvedItem(item, task, criterion, path, sample, required))
+            resolved.append(ResolvedItem(item, task, criterion, path, sample, required, provenance))
     if problems:
         raise CalibrationError(problems)
     return resolved
+
+
+def label_method(label_set: str) -> LabelMethod | None:
+    """The method a label set names (None: every label).
+
+    Raises:
+        ValueError: An unknown label set (naming the known ones).
+    """
+    if label_set == "all":
+        return None
+    if label_set == "blind":
+        return "blind-review"
+    for method in LABEL_METHODS:
+        if label_set == method:
+            return method
+    raise ValueError(f"unknown label set {label_set!r}: expected one of {', '.join(LABEL_SETS)}")
+
+
+def select_labels(items: Sequence[ResolvedItem], label_set: str) -> list[ResolvedItem]:
+    """The items of a label set (:data:`LABEL_SETS`).
+
+    Raises:
+        CalibrationError: An unknown label set, or none of the items is of it (saying what the
+            set holds instead).
+    """
+    try:
+        method = label_method(label_set)
+    except ValueError as error:
+        raise CalibrationError([str(error)]) from None
+    if method is None:
+        return list(items)
+    chosen = [r for r in items if r.provenance.method == method]
+    if not chosen:
+        held = Counter(r.provenance.method for r in items)
+        raise CalibrationError(
+            [
+                f"no {method} labels in the calibration set (it holds "
+                + ", ".join(f"{n} {m}" for m, n in sorted(held.items()))
+                + "): draw a blind sample with `datagouv-eval review sample`, label it, and "
+                "import it with `datagouv-eval review import`"
+            ]
+        )
+    return chosen
 
 
 # --- agreement ---------------------------------------------------------------------------------
@@ -432,6 +534,37 @@ def cohen_kappa(pairs: Iterable[tuple[bool, bool]]) -> MetricValue:
     if expected == 1:
         return MetricValue(None, "chance agreement is 1: both raters used a single label")
     return MetricValue((observed - expected) / (1 - expected))
+
+
+def refused_kappa(pairs: Sequence[tuple[bool, bool]], items: int) -> MetricValue:
+    """Cohen's kappa of the scored pairs, refused on fewer than :data:`MIN_KAPPA_ITEMS`.
+
+    Args:
+        pairs: (human passed, judge passed) of the items the judge decided.
+        items: The labelled items (decided or not).
+    """
+    if items < MIN_KAPPA_ITEMS:
+        return MetricValue(None, f"fewer than {MIN_KAPPA_ITEMS} labelled items (n={items})")
+    if len(pairs) < MIN_KAPPA_ITEMS:
+        return MetricValue(
+            None,
+            f"fewer than {MIN_KAPPA_ITEMS} labelled items decided by the judge "
+            f"(n={len(pairs)} of {items})",
+        )
+    return cohen_kappa(pairs)
+
+
+def kappa_interval(
+    pairs: Sequence[tuple[bool, bool]],
+    items: int,
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+) -> KappaInterval:
+    """The bootstrap interval of :func:`refused_kappa`: none (no resample) when it is refused."""
+    if min(items, len(pairs)) < MIN_KAPPA_ITEMS:
+        return KappaInterval(None, None, resamples, 0, 0.95)
+    return bootstrap_kappa(pairs, resamples=resamples, seed=seed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -508,6 +641,7 @@ class CalibrationRow:
         judge: The judge's outcome.
         verdict: The judge's verdict.
         verdict_kind: Which judge question.
+        method: How the label was produced (:data:`LabelMethod`).
     """
 
     item_id: str
@@ -518,6 +652,7 @@ class CalibrationRow:
     judge: Outcome
     verdict: Verdict
     verdict_kind: VerdictKind = "criterion"
+    method: LabelMethod = "written"
 
     @property
     def agrees(self) -> bool | None:
@@ -605,8 +740,8 @@ def kind_agreement(
             if scored
             else MetricValue(None, "the judge scored no item")
         ),
-        kappa=cohen_kappa(pairs),
-        interval=bootstrap_kappa(pairs, resamples=resamples, seed=seed),
+        kappa=refused_kappa(pairs, items),
+        interval=kappa_interval(pairs, items, resamples=resamples, seed=seed),
         prompt_hashes=tuple(sorted({row.verdict.prompt_hash for row in mine})),
     )
 
@@ -627,6 +762,7 @@ class CalibrationReport:
         by_kind: Per item kind (pass / fail / near_miss): total, scored, agreements.
         spend: Judge tokens and cost of the run.
         kinds: Per verdict kind present: n, kappa and its bootstrap interval.
+        label_set: The label set the figures were computed on (:data:`LABEL_SETS`).
     """
 
     judge_id: str
@@ -640,11 +776,20 @@ class CalibrationReport:
     by_kind: dict[str, dict[str, int]]
     spend: JudgeSpend = field(repr=False)
     kinds: dict[str, KindAgreement] = field(default_factory=dict)
+    label_set: str = "all"
+
+    @property
+    def label_methods(self) -> tuple[str, ...]:
+        """The methods of the labels the figures rest on, sorted."""
+        return tuple(sorted({row.method for row in self.rows}))
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {
             "judge_id": self.judge_id,
+            "label_set": self.label_set,
+            "label_methods": list(self.label_methods),
+            "min_kappa_items": MIN_KAPPA_ITEMS,
             "total": self.total,
             "scored": self.scored,
             "coverage": self.coverage.to_json(),
@@ -662,6 +807,7 @@ class CalibrationReport:
                     "verdict_kind": row.verdict_kind,
                     "criterion": row.criterion,
                     "kind": row.kind,
+                    "method": row.method,
                     "human": row.human,
                     "judge": row.judge,
                     "agrees": row.agrees,
@@ -679,8 +825,12 @@ class CalibrationReport:
             number = value.value if isinstance(value, MetricValue) else value
             return "n/a" if number is None else f"{number:.3f}"
 
+        by_method = Counter(row.method for row in self.rows)
         lines = [
             f"judge: {self.judge_id}",
+            f"labels: {self.label_set} ("
+            + ", ".join(f"{n} {method}" for method, n in sorted(by_method.items()))
+            + ")",
             f"items: {self.total}  scored: {self.scored}  coverage: {fmt(self.coverage)}",
             f"accuracy (scored items): {fmt(self.accuracy)}"
             + (f"  ({self.accuracy.reason})" if self.accuracy.reason else ""),
@@ -688,7 +838,7 @@ class CalibrationReport:
             + (f"  ({self.kappa.reason})" if self.kappa.reason else ""),
             "",
             f"per verdict kind (kappa >= {KAPPA_REQUIRED} is required before a kind's scores "
-            "are used for decisions)",
+            f"are used for decisions; no kappa on fewer than {MIN_KAPPA_ITEMS} items)",
             f"  {'kind':<13}{'items':>6}{'n':>6}{'cover':>7}{'kappa':>8}  95 % CI",
         ]
         for name, k in self.kinds.items():
@@ -714,17 +864,18 @@ class CalibrationReport:
                 f"{'human ' + human:>12}{counts['pass']:>10}{counts['fail']:>10}"
                 f"{counts['unscored']:>10}"
             )
-        lines += ["", "by kind (total / scored / agree)"]
+        lines += ["", "by item kind (total / scored / agree)"]
         for kind, counts in sorted(self.by_kind.items()):
             lines.append(
                 f"  {kind:<10} {counts['total']:>4} / {counts['scored']:>4} / {counts['agree']:>4}"
             )
         spend = self.spend
-        if spend.calls or spend.cache_hits:
+        if spend.questions or spend.cache_hits:
             cost = "unknown" if spend.cost is None else f"{spend.cost:.4f} {spend.currency or ''}"
             lines += [
                 "",
-                f"judge spend: {spend.calls} model calls, {spend.cache_hits} cache hits, "
+                f"judge spend: {spend.questions} questions in {spend.requests} HTTP requests, "
+                f"{spend.cache_hits} cache hits, "
                 f"{spend.input_tokens} in / {spend.output_tokens} out tokens, cost {cost}",
             ]
         else:
@@ -747,8 +898,14 @@ def agreement(
     *,
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = 0,
+    label_set: str = "all",
+    also_spent: Sequence[Verdict] = (),
 ) -> CalibrationReport:
-    """Compute the report's figures from rows (pure; see the module docstring)."""
+    """Compute the report's figures from rows (pure; see the module docstring).
+
+    ``also_spent``: verdicts asked on the way that are no item's (the criteria a failure-mode
+    item is told), counted in the spend only.
+    """
     confusion = {h: {"pass": 0, "fail": 0, "unscored": 0} for h in ("pass", "fail")}
     by_kind: dict[str, dict[str, int]] = {}
     scored_pairs: list[tuple[bool, bool]] = []
@@ -776,15 +933,35 @@ def agreement(
             if scored
             else MetricValue(None, "the judge scored no item")
         ),
-        kappa=cohen_kappa(scored_pairs),
+        kappa=refused_kappa(scored_pairs, total),
         by_kind=by_kind,
-        spend=judge_spend(row.verdict for row in rows),
+        spend=judge_spend([*(row.verdict for row in rows), *also_spent]),
         kinds={
             k: kind_agreement(k, rows, resamples=resamples, seed=seed)
             for k in VERDICT_KINDS
             if k in present
         },
+        label_set=label_set,
     )
+
+
+def restricted(
+    report: CalibrationReport,
+    label_set: str,
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+) -> CalibrationReport | None:
+    """The report's figures on one label set's rows (None when it has no row), asking nothing.
+
+    Raises:
+        ValueError: An unknown label set.
+    """
+    method = label_method(label_set)
+    rows = [row for row in report.rows if method is None or row.method == method]
+    if not rows:
+        return None
+    return agreement(report.judge_id, rows, resamples=resamples, seed=seed, label_set=label_set)
 
 
 async def _judge_item(
@@ -863,15 +1040,17 @@ async def calibrate(
     catalog: CatalogLookup | None = None,
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = 0,
+    label_set: str = "all",
 ) -> CalibrationReport:
-    """Judge every calibration item (concurrently) and compare with the human verdicts.
+    """Judge every calibration item (concurrently) and compare with the labels.
 
     Args:
         judge: The judge calibrated.
-        items: The resolved calibration items.
+        items: The resolved calibration items (already restricted to ``label_set``).
         catalog: The catalog (slug of each id), as the pipeline's scoring uses it.
         resamples: Bootstrap resamples of each kappa interval.
         seed: Seed of the bootstrap.
+        label_set: The label set the items are (recorded in the report).
     """
     criteria_of: dict[tuple[str, Tier], Any] = {}
     verdicts = await asyncio.gather(*(_judge_item(judge, r, criteria_of, catalog) for r in items))
@@ -885,10 +1064,19 @@ async def calibrate(
             judge=judged_outcome(r.item.verdict_kind, verdict),
             verdict=verdict,
             verdict_kind=r.item.verdict_kind,
+            method=r.provenance.method,
         )
         for r, verdict in zip(items, verdicts, strict=True)
     ]
-    return agreement(judge.judge_id, rows, resamples=resamples, seed=seed)
+    told = [judged.verdict for future in criteria_of.values() for judged in future.result()]
+    return agreement(
+        judge.judge_id,
+        rows,
+        resamples=resamples,
+        seed=seed,
+        label_set=label_set,
+        also_spent=told,
+    )
 
 
 def set_sha(items: Sequence[ResolvedItem]) -> str:

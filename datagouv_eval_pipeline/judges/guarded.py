@@ -5,13 +5,16 @@
 provider use in this process), at most ``max_concurrency`` at once, retried by the shared
 :class:`~datagouv_eval_pipeline.providers.retry.RetryPolicy` (the SDK's own retries are off), each
 attempt within ``timeout_s`` (waiting for a slot is not counted). It counts the HTTP requests it
-sent and records every wait.
+sent and records every wait; :func:`counting_requests` also counts the requests of one question
+(retries included), so a verdict can say what it cost in requests.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
@@ -21,6 +24,26 @@ from pydantic_ai.settings import ModelSettings
 
 from datagouv_eval_pipeline.providers.limits import RateLimiter
 from datagouv_eval_pipeline.providers.retry import RetryPolicy, RetryWait, send_with_retries
+
+_QUESTION_REQUESTS: ContextVar[list[int] | None] = ContextVar(
+    "judge_question_requests", default=None
+)
+"""The request counter of the question being asked (a one-item list: tasks the model's client
+spawns copy the context, and so share the same list)."""
+
+
+@contextmanager
+def counting_requests() -> Iterator[list[int]]:
+    """Count the HTTP requests sent within the block (retries included): ``counter[0]``.
+
+    Concurrent questions each count their own: the counter lives in the asyncio context.
+    """
+    counter = [0]
+    token = _QUESTION_REQUESTS.set(counter)
+    try:
+        yield counter
+    finally:
+        _QUESTION_REQUESTS.reset(token)
 
 
 async def _sleep(seconds: float) -> None:
@@ -129,6 +152,9 @@ class GuardedModel(WrapperModel):
                     self.waits.append(RetryWait(0, paced, "rate limiter", None, None))
             async with self._slot():
                 self.requests += 1
+                question = _QUESTION_REQUESTS.get()
+                if question is not None:
+                    question[0] += 1
                 call = self.wrapped.request(messages, model_settings, model_request_parameters)
                 if self.timeout_s is None:
                     return await call

@@ -53,7 +53,19 @@ def _spend_json(spend: JudgeSpend) -> dict[str, Any]:
     return spend.to_json()
 
 
-StoredJudgeSpend = Annotated[JudgeSpend, PlainSerializer(_spend_json, return_type=dict[str, Any])]
+def _questions_were_calls(data: Any) -> Any:
+    # Documents written before questions and requests were told apart name questions ``calls``
+    # (and recorded no requests: read as 0).
+    if isinstance(data, dict) and "calls" in data and "questions" not in data:
+        return {("questions" if key == "calls" else key): value for key, value in data.items()}
+    return data
+
+
+StoredJudgeSpend = Annotated[
+    JudgeSpend,
+    BeforeValidator(_questions_were_calls),
+    PlainSerializer(_spend_json, return_type=dict[str, Any]),
+]
 """Judge tokens and cost as the documents store them."""
 
 

@@ -33,7 +33,7 @@ from pydantic_ai.usage import RunUsage
 from datagouv_eval_pipeline.judges.cache import JudgeCache, cache_key
 from datagouv_eval_pipeline.judges.config import JudgeConfig, Role, RoleModel
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
-from datagouv_eval_pipeline.judges.guarded import GuardedModel
+from datagouv_eval_pipeline.judges.guarded import GuardedModel, counting_requests
 from datagouv_eval_pipeline.judges.prompts import (
     ARGUMENTS_PROMPT,
     CLASSIFICATION_PROMPT,
@@ -95,6 +95,8 @@ class _Answer:
     output_tokens: int
     cached: bool
     role_model: RoleModel
+    requests: int = 0
+    """HTTP requests the question sent (retries included; 0 from the cache)."""
 
 
 class LLMJudge:
@@ -271,9 +273,10 @@ class LLMJudge:
                 else:
                     return _Answer(stored, None, 0, 0, True, role_model)
         async with self._active_slot():
-            output, error, input_tokens, output_tokens = await self._call_model(
-                role, prompt, message
-            )
+            with counting_requests() as sent:
+                output, error, input_tokens, output_tokens = await self._call_model(
+                    role, prompt, message
+                )
         if output is not None and self.cache is not None:
             self.cache.put(
                 key,
@@ -284,7 +287,7 @@ class LLMJudge:
                 input_tokens=input_tokens,
                 output_tokens=output_tokens,
             )
-        return _Answer(output, error, input_tokens, output_tokens, False, role_model)
+        return _Answer(output, error, input_tokens, output_tokens, False, role_model, sent[0])
 
     def _evidence(self, evidence: Sequence[ToolEvidence], budget: EvidenceBudget) -> str:
         # The runner passes one evidence tuple to every question of a trace: render it once.
@@ -354,6 +357,7 @@ class LLMJudge:
             "prompt_hash": prompt.hash,
             "input_tokens": answer.input_tokens,
             "output_tokens": answer.output_tokens,
+            "requests": answer.requests,
             "cost": cost,
             "currency": role_model.currency if cost is not None else None,
         }
@@ -622,5 +626,5 @@ def _typed(output: BaseModel | None, kind: type[OutT]) -> OutT | None:
 
 
 def _free(answer: _Answer) -> _Answer:
-    """The same answer with no tokens (for the 2nd..nth verdict drawn from one call)."""
+    """The same answer with no tokens nor requests (the 2nd..nth verdict drawn from one call)."""
     return _Answer(answer.output, answer.error, 0, 0, answer.cached, answer.role_model)

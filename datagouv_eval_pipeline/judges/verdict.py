@@ -85,6 +85,9 @@ class Verdict(BaseModel):
     """Judge tokens spent by this call (0 on a cache hit and for the deterministic judge)."""
     output_tokens: int = Field(default=0, ge=0)
     """Judge output tokens spent by this call."""
+    requests: int = Field(default=0, ge=0)
+    """HTTP requests this call sent to the judge model, retries included (0 on a cache hit, for
+    rule verdicts, and for the 2nd..nth verdict drawn from one model answer)."""
     cost: float | None = None
     """Cost of this call in ``currency``; None when the model's prices are unknown."""
     currency: str | None = None
@@ -143,6 +146,7 @@ def unscored(
     details: Mapping[str, Any] | None = None,
     input_tokens: int = 0,
     output_tokens: int = 0,
+    requests: int = 0,
     cost: float | None = None,
     currency: str | None = None,
 ) -> Verdict:
@@ -157,6 +161,7 @@ def unscored(
         details=dict(details or {}),
         input_tokens=input_tokens,
         output_tokens=output_tokens,
+        requests=requests,
         cost=cost,
         currency=currency,
     )
@@ -278,25 +283,30 @@ class JudgeSpend:
     """Judge tokens and cost, kept apart from the agent's usage.
 
     Attributes:
-        calls: Verdicts that made a model call (cache hits and deterministic verdicts excluded).
+        questions: Judge questions put to a model (one per model answer: cache hits and rule
+            verdicts excluded; the verdicts drawn from one answer count once).
         cache_hits: Verdicts read from the cache.
         input_tokens: Judge input tokens.
         output_tokens: Judge output tokens.
         cost: Total cost, or None when any priced call has an unknown price.
         currency: Currency of ``cost`` (None when nothing was priced).
+        requests: HTTP requests actually sent to judge models for those questions, retries
+            included (cache hits send none).
     """
 
-    calls: int
+    questions: int
     cache_hits: int
     input_tokens: int
     output_tokens: int
     cost: float | None
     currency: str | None
+    requests: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {
-            "calls": self.calls,
+            "questions": self.questions,
+            "requests": self.requests,
             "cache_hits": self.cache_hits,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
@@ -306,8 +316,13 @@ class JudgeSpend:
 
 
 def judge_spend(verdicts: Iterable[Verdict]) -> JudgeSpend:
-    """Sum the judge tokens and cost of verdicts (what this scoring run spent on judges)."""
-    calls = hits = tokens_in = tokens_out = 0
+    """Sum the judge tokens and cost of verdicts (what this scoring run spent on judges).
+
+    A verdict counts as a question when it sent a request or spent tokens: a server that
+    reports no usage still counts its questions, and a question whose every attempt failed
+    still counts its requests.
+    """
+    questions = requests = hits = tokens_in = tokens_out = 0
     cost = 0.0
     unknown = False
     currencies: set[str] = set()
@@ -315,9 +330,10 @@ def judge_spend(verdicts: Iterable[Verdict]) -> JudgeSpend:
         if verdict.cached:
             hits += 1
             continue
-        if verdict.total_tokens == 0:
+        if verdict.total_tokens == 0 and verdict.requests == 0:
             continue
-        calls += 1
+        questions += 1
+        requests += verdict.requests
         tokens_in += verdict.input_tokens
         tokens_out += verdict.output_tokens
         if verdict.cost is None:
@@ -329,12 +345,13 @@ def judge_spend(verdicts: Iterable[Verdict]) -> JudgeSpend:
     if len(currencies) > 1:
         unknown = True
     return JudgeSpend(
-        calls=calls,
+        questions=questions,
         cache_hits=hits,
         input_tokens=tokens_in,
         output_tokens=tokens_out,
         cost=None if unknown else cost,
         currency=next(iter(currencies)) if len(currencies) == 1 else None,
+        requests=requests,
     )
 
 

@@ -363,7 +363,9 @@ def render_markdown(view: ReportView, *, html_path: str | None = None) -> str:
         lines += [
             "",
             "A judge's scores of a verdict kind are used for decisions only once its kappa "
-            "reaches 0.8.",
+            "reaches 0.8, on at least 30 labelled items (fewer: no kappa, the note says why). "
+            "`labels` names the label set (all, or blind ones only) and how its labels were "
+            "produced (written, verdict-shown, blind-review).",
         ]
     else:
         lines.append("Absent: the warehouse holds no judge calibration results.")

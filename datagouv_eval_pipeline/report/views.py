@@ -921,11 +921,13 @@ def _figure(value: Any) -> str:
 
 
 def calibration(data: ReportData) -> list[Row] | None:
-    """The judges' agreement with the human labels, per verdict kind (None when never computed).
+    """The judges' agreement with the labels, per verdict kind (None when never computed).
 
-    One row per judge and kind (the latest computation): n (items the judge decided), coverage,
-    Cohen's kappa with its 95 % bootstrap interval, and whether it reaches the kappa required
-    before that judge's scores of that kind are used for decisions.
+    One row per judge, label set and kind (the latest computation): the labels it rests on (all,
+    or blind ones only, and how they were produced), n (items the judge decided), coverage,
+    Cohen's kappa with its 95 % bootstrap interval (none on fewer than 30 items: the note says
+    so), and whether it reaches the kappa required before that judge's scores of that kind are
+    used for decisions.
     """
     if not data.calibration:
         return None
@@ -933,6 +935,7 @@ def calibration(data: ReportData) -> list[Row] | None:
         {
             "judge": row["judge_id"],
             "verdict kind": row["verdict_kind"],
+            "labels": f"{row['label_set']} ({row['label_methods']})",
             "labelled items": row["items"],
             "n (decided)": row["scored"],
             "coverage": _figure(row["coverage"]),

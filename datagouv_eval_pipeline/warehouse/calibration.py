@@ -1,9 +1,10 @@
-"""Write and read the human-label tables: ``eval.judge_calibration`` and ``eval.review_labels``.
+"""Write and read the label tables: ``eval.judge_calibration`` and ``eval.review_labels``.
 
 A calibration row is keyed by judge, prompt hash(es), verdict kind and the content hash of the
-calibration set: computing the same judge on the same labels again replaces its rows, a new
-label set or a new prompt adds rows (earlier figures stay queryable). The report shows the
-latest row per judge and kind (:func:`latest_calibration`).
+labels it rests on (all of them, or the blind ones: ``label_set``): computing the same judge on
+the same labels again replaces its rows, a new label set or a new prompt adds rows (earlier
+figures stay queryable). The report shows the latest row per judge, label set and kind
+(:func:`latest_calibration`).
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from datagouv_eval_pipeline.judges.calibration import (
     KAPPA_REQUIRED,
     CalibrationReport,
     KindAgreement,
-    cohen_kappa,
+    kappa_interval,
+    refused_kappa,
 )
-from datagouv_eval_pipeline.judges.calibration import bootstrap_kappa as _bootstrap
 from datagouv_eval_pipeline.metrics.values import MetricValue
 from datagouv_eval_pipeline.warehouse.schema import JUDGE_CALIBRATION, REVIEW_LABELS, SCHEMA
 
@@ -44,8 +45,8 @@ def _pooled(report: CalibrationReport) -> KindAgreement:
         judge_pass=sum(1 for _, j in pairs if j),
         coverage=report.coverage,
         accuracy=report.accuracy,
-        kappa=cohen_kappa(pairs),
-        interval=_bootstrap(pairs, resamples=first.interval.resamples),
+        kappa=refused_kappa(pairs, report.total),
+        interval=kappa_interval(pairs, report.total, resamples=first.interval.resamples),
         prompt_hashes=tuple(sorted({row.verdict.prompt_hash for row in report.rows})),
     )
 
@@ -72,6 +73,8 @@ def calibration_rows(
                 "verdict_kind": name,
                 "set_sha": set_sha,
                 "calibration_files": ",".join(files),
+                "label_set": report.label_set,
+                "label_methods": ",".join(report.label_methods),
                 "items": k.items,
                 "scored": k.scored,
                 "coverage": _value(k.coverage),
@@ -99,7 +102,8 @@ def _value(metric: MetricValue) -> float | None:
 
 
 def _interval_reason(k: KindAgreement) -> str | None:
-    if k.interval.low is None:
+    refused = (k.kappa.reason or "").startswith("fewer than")  # no interval was drawn
+    if k.interval.low is None and not refused:
         return "no bootstrap resample defines kappa"
     return None
 
@@ -149,13 +153,13 @@ def write_review_labels(conn: duckdb.DuckDBPyConnection, rows: Sequence[LabelRow
 
 
 def latest_calibration(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    """The latest row per judge and verdict kind (what the report shows)."""
+    """The latest row per judge, label set and verdict kind (what the report shows)."""
     cursor = conn.execute(
         f"SELECT * FROM {SCHEMA}.{JUDGE_CALIBRATION.name} "
-        "QUALIFY row_number() OVER (PARTITION BY judge_id, verdict_kind "
+        "QUALIFY row_number() OVER (PARTITION BY judge_id, label_set, verdict_kind "
         "ORDER BY computed_at DESC) = 1 "
-        "ORDER BY judge_id, CASE verdict_kind WHEN 'criterion' THEN 0 WHEN 'arguments' THEN 1 "
-        "WHEN 'trajectory' THEN 2 WHEN 'failure_mode' THEN 3 ELSE 4 END"
+        "ORDER BY judge_id, label_set, CASE verdict_kind WHEN 'criterion' THEN 0 "
+        "WHEN 'arguments' THEN 1 WHEN 'trajectory' THEN 2 WHEN 'failure_mode' THEN 3 ELSE 4 END"
     )
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]

@@ -1,25 +1,39 @@
-"""Human review: draw a stratified sample of an experiment, and import what a person labelled.
+"""Blind review: draw a stratified sample of an experiment, and import what was labelled.
 
 **Sample** (:func:`draw_sample`). From the warehouse, the runs of one experiment (the latest by
-default) that produced an answer are put in strata: capability set × expected behaviour (answer
-or decline) × whether the run *passed every automated check* (no check and no decided criterion
-failed: an evaluator who reviews only failures never learns what the checks wrongly let
-through). Runs are drawn round-robin over the strata with a seeded generator, so every stratum
-gets a run before any gets a second, and code and MCP cells, decline tasks and passed runs are
-all in the sample when the experiment has them. Each drawn run asks the reviewer:
+default) that produced an answer are put in three **outcome strata** by the automated checks
+and decided criteria they failed (:data:`OUTCOMES`): ``passed`` (none), ``near_miss`` (exactly
+one) and ``failed`` (two or more): a reviewer who sees only failures never learns what the
+checks wrongly let through, and near misses are where a judge errs most. The strata share the
+sample equally (round-robin; a stratum with too few runs leaves its share to the others); within
+one, runs are drawn round-robin over capability set × expected behaviour (answer or decline)
+with a seeded generator, so code and MCP cells and decline tasks are all in it when the
+experiment has them. The drawn runs are then shuffled: their order says nothing of their
+stratum. The file's header and ``strata`` give each stratum's size (runs in the experiment,
+runs drawn), never which run is in which.
+
+The sample is **blind**: it shows the question, the answer, the tool calls and the mapped
+action instances, and nothing of the judge's verdict (no outcome, score, reason, judge id, nor
+the stratum of a run). Each drawn run asks the reviewer:
 
 * the **rubric** of the answer (:data:`RUBRIC`): right data, right number, period and unit,
   caveats, citation, nothing invented, concise (``pass``, ``fail`` or ``n/a``);
 * **verdict labels**: every criterion of both tiers, up to :data:`ARGUMENT_LABELS` argument
-  verdicts, the trajectory of both tiers and :data:`MODE_LABELS` failure modes (alternating
-  tiers), each with the automated judge's outcome and reason to agree or disagree with.
+  questions, the trajectory of both tiers and :data:`MODE_LABELS` failure modes (alternating
+  tiers), each one question to answer ``pass`` or ``fail``.
 
-The file is YAML: the reviewer fills ``human`` (``pass`` / ``fail``) and ``note`` (one line: why).
+The file is YAML: the reviewer fills ``human`` (``pass`` / ``fail``) and ``note`` (one line: why)
+and says who labelled: ``labeller`` (a name or an email) and ``human`` (true only when a person
+labelled; a model or a program is false). ``method`` is ``blind-review``.
 
-**Import** (:func:`read_review`, :func:`calibration_document`, :func:`draft_tasks`). The labels
-become rows of ``eval.review_labels``; the verdict labels become a version-2 calibration file
-(:mod:`~datagouv_eval_pipeline.judges.calibration`); each run whose rubric has a ``fail`` becomes
-a draft task (``meta.status: draft``) for a maintainer to turn into a regression question.
+**Import** (:func:`read_review`, :func:`judge_outcomes`, :func:`calibration_document`,
+:func:`draft_tasks`). The judge's verdict on each label is looked up only now, in the warehouse
+by the run and the verdict's name (:func:`judge_outcomes`). The labels become rows of
+``eval.review_labels`` (with the labeller, the method and that verdict); the verdict labels
+become a version-2 calibration file (:mod:`~datagouv_eval_pipeline.judges.calibration`) with the
+review's provenance, an item being a ``near_miss`` where the label and the judge disagree; each
+run whose rubric has a ``fail`` becomes a draft task (``meta.status: draft``) for a maintainer to
+turn into a regression question.
 """
 
 from __future__ import annotations
@@ -44,6 +58,7 @@ from datagouv_eval_pipeline.judges.calibration import (
     CalibrationItem,
     EvidenceItem,
     InstanceItem,
+    Provenance,
     Sample,
     VerdictKind,
     criterion_sha,
@@ -80,6 +95,9 @@ EVIDENCE_CHARS = 8000
 DRAFT_FIRST_NUMBER = 9001
 """Draft tasks from reviews take ids from ``task_9001`` up, away from the curated tasks'."""
 
+OUTCOMES: tuple[str, ...] = ("passed", "near_miss", "failed")
+"""The outcome strata: no, exactly one, or two or more failed checks and decided criteria."""
+
 RubricValue = Literal["", "pass", "fail", "n/a"]
 HumanValue = Literal["", "pass", "fail"]
 
@@ -96,18 +114,14 @@ class RubricAnswer(_Doc):
 
 
 class ReviewLabel(_Doc):
-    """One verdict label: the automated judge's outcome and the reviewer's."""
+    """One verdict label: a judge question, for the labeller to answer blind."""
 
     label: str
     """The verdict's name in ``eval.verdicts`` (``criterion:0``, ``trajectory``, a mode...)."""
     verdict_kind: VerdictKind
     tier: Tier
     question: str
-    """What the reviewer decides, in words."""
-    automated: str
-    """The automated judge's outcome at export: pass, fail or unscored."""
-    automated_reason: str = ""
-    judge_id: str = ""
+    """What the labeller decides, in words."""
     human: HumanValue = ""
     note: str = ""
     criterion: int | None = None
@@ -140,8 +154,6 @@ class ReviewSample(_Doc):
     model: str
     language: str = "fr"
     expected_behaviour: str
-    passed_every_check: bool
-    stratum: str
     question: str
     answer: str
     tool_calls: list[ReviewCall] = Field(default_factory=list)
@@ -150,17 +162,55 @@ class ReviewSample(_Doc):
     labels: list[ReviewLabel]
 
 
-class ReviewFile(_Doc):
-    """A review file: the sample of one experiment, filled in by a person."""
+class Stratum(_Doc):
+    """One outcome stratum's size."""
 
-    version: Literal[1] = 1
+    runs: int
+    """Runs of the experiment in the stratum."""
+    drawn: int
+    """Runs of the sample drawn from it."""
+
+
+class ReviewFile(_Doc):
+    """A blind review file: the sample of one experiment, to be labelled."""
+
+    version: Literal[2] = 2
     experiment_id: str
     drawn_at: str
     seed: int
-    reviewer: str = ""
-    """Who filled it in."""
+    labeller: str = ""
+    """Who labelled: a name or an email (required at import)."""
+    human: bool | None = None
+    """True only when a person labelled (required at import)."""
+    method: Literal["blind-review"] = "blind-review"
+    """How: the judge's verdicts were not shown."""
+    strata: dict[str, Stratum] = Field(default_factory=dict)
+    """Each outcome stratum's size (:data:`OUTCOMES`); not which run is in which."""
     rubric_questions: dict[str, str] = Field(default_factory=lambda: dict(RUBRIC))
     samples: list[ReviewSample]
+
+    def provenance(self) -> Provenance:
+        """Who labelled and how.
+
+        Raises:
+            ReviewError: No labeller, or not said whether a person labelled.
+        """
+        problems = []
+        if not self.labeller.strip():
+            problems.append("labeller: say who labelled (a name or an email; --labeller)")
+        if self.human is None:
+            problems.append(
+                "human: say whether a person labelled (true) or not (false; --human/--not-human)"
+            )
+        if problems:
+            raise ReviewError("\n".join(problems))
+        assert self.human is not None
+        return Provenance(
+            labeller=self.labeller.strip(),
+            method=self.method,
+            human=self.human,
+            note=f"blind review of {len(self.samples)} runs of experiment {self.experiment_id}",
+        )
 
 
 class ReviewError(ValueError):
@@ -216,13 +266,6 @@ def _labels(
     rng: random.Random,
     mode_tier: Tier,
 ) -> list[ReviewLabel]:
-    def automated(v: Mapping[str, Any]) -> str:
-        if v["status"] != "ok":
-            return "unscored"
-        if v["kind"] == "trajectory":
-            return f"score {v['score']:.2f}"
-        return "pass" if v["passed"] else "fail"
-
     n_minimal = len(task.evaluation_criteria.minimal)
     criteria = task.criteria("optimal")
     labels: list[ReviewLabel] = []
@@ -232,13 +275,8 @@ def _labels(
         if v["inherited"]:
             continue
         tier: Tier = v["tier"]
-        common = {
-            "label": v["name"],
-            "tier": tier,
-            "automated": automated(v),
-            "automated_reason": str(v["reason"] or v["error"] or "")[:300],
-            "judge_id": str(v["judge_id"]),
-        }
+        # Only what is asked: nothing of the verdict (outcome, score, reason, judge) is shown.
+        common = {"label": v["name"], "tier": tier}
         kind = v["kind"]
         if kind == "criterion":
             index = int(str(v["name"]).split(":")[1])
@@ -343,11 +381,11 @@ def draw_sample(
         f"""
         SELECT r.run_id, r.cell_key, r.task_id, r.repeat_index, r.capability_set,
                r.mcp_version, r.model_name, r.answer, t.language, t.expected_behaviour,
-               NOT EXISTS (
-                   SELECT 1 FROM {SCHEMA}.verdicts AS v
+               (
+                   SELECT count(DISTINCT v.kind || v.name) FROM {SCHEMA}.verdicts AS v
                    WHERE v.run_id = r.run_id AND v.kind IN ('check', 'criterion')
                      AND v.status = 'ok' AND v.passed = false
-               ) AS passed_every_check
+               ) AS failed_checks
         FROM {SCHEMA}.runs AS r
         JOIN {SCHEMA}.runs_history AS h
           ON h.experiment_id = ? AND h.cell_key = r.cell_key AND h.task_id = r.task_id
@@ -369,20 +407,9 @@ def draw_sample(
             "every run was skipped or failed)"
         )
     rng = random.Random(seed)
-    strata: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for c in candidates:
-        outcome = "passed" if c["passed_every_check"] else "failed"
-        strata[f"{c['capability_set']}|{c['expected_behaviour']}|{outcome}"].append(c)
-    for pool in strata.values():
-        rng.shuffle(pool)
-    order = sorted(strata)
-    chosen: list[tuple[str, dict[str, Any]]] = []
-    while len(chosen) < min(runs, len(candidates)):
-        for name in order:
-            if strata[name] and len(chosen) < runs:
-                chosen.append((name, strata[name].pop()))
+    chosen, strata = stratified_draw(candidates, runs, rng)
     samples = []
-    for number, (stratum, run) in enumerate(chosen, start=1):
+    for number, run in enumerate(chosen, start=1):
         run_id = run["run_id"]
         calls = _rows(
             conn,
@@ -406,9 +433,10 @@ def draw_sample(
                 [run_id],
             )
         ]
+        # Which questions to ask, never what the judge answered: names only.
         verdicts = _rows(
             conn,
-            f"SELECT * FROM {SCHEMA}.verdicts WHERE run_id = ? "
+            f"SELECT kind, name, tier, inherited FROM {SCHEMA}.verdicts WHERE run_id = ? "
             "AND kind IN ('criterion', 'arguments', 'trajectory', 'failure_mode') "
             "ORDER BY tier, kind, name",
             [run_id],
@@ -426,8 +454,6 @@ def draw_sample(
                 model=run["model_name"],
                 language=run["language"],
                 expected_behaviour=run["expected_behaviour"],
-                passed_every_check=bool(run["passed_every_check"]),
-                stratum=stratum,
                 question=task.prompt,
                 answer=run["answer"],
                 tool_calls=[
@@ -450,26 +476,70 @@ def draw_sample(
         experiment_id=experiment,
         drawn_at=datetime.now(UTC).isoformat(timespec="seconds"),
         seed=seed,
+        strata=strata,
         samples=samples,
     )
 
 
+def outcome_of(failed_checks: int) -> str:
+    """The outcome stratum of a run that failed this many checks and decided criteria."""
+    return OUTCOMES[min(failed_checks, 2)]
+
+
+def stratified_draw(
+    candidates: Sequence[dict[str, Any]], runs: int, rng: random.Random
+) -> tuple[list[dict[str, Any]], dict[str, Stratum]]:
+    """Draw up to ``runs`` runs over the outcome strata (module docstring), shuffled."""
+    pools: dict[str, list[dict[str, Any]]] = {}
+    for outcome in OUTCOMES:
+        mine = [c for c in candidates if outcome_of(int(c["failed_checks"])) == outcome]
+        groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for c in mine:
+            groups[f"{c['capability_set']}|{c['expected_behaviour']}"].append(c)
+        for group in groups.values():
+            rng.shuffle(group)
+        # Round-robin over capability set x expected behaviour, within the outcome.
+        order: list[dict[str, Any]] = []
+        while any(groups.values()):
+            for name in sorted(groups):
+                if groups[name]:
+                    order.append(groups[name].pop())
+        pools[outcome] = order
+    drawn: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
+    chosen: list[dict[str, Any]] = []
+    while len(chosen) < min(runs, len(candidates)):
+        for outcome in OUTCOMES:
+            if drawn[outcome] < len(pools[outcome]) and len(chosen) < runs:
+                chosen.append(pools[outcome][drawn[outcome]])
+                drawn[outcome] += 1
+    rng.shuffle(chosen)  # the order of the file says nothing of a run's stratum
+    strata = {o: Stratum(runs=len(pools[o]), drawn=drawn[o]) for o in OUTCOMES}
+    return chosen, strata
+
+
 _HEADER = """\
-# A review sample: fill in `human` (pass / fail; the rubric also takes n/a) and `note` (one line:
-# why) for each rubric question and label, set `reviewer`, then run
+# A blind review sample: nothing of the judge's verdicts is shown (they are looked up at import).
+# Fill in `human` (pass / fail; the rubric also takes n/a) and `note` (one line: why) for each
+# rubric question and label, set `labeller` (your name or email) and `human` (true if you are a
+# person, false for a model or a program), then run
 #   datagouv-eval review import {name}
-# Labels ask one question each; `automated` is what the pipeline's judge said (agree or not).
 # A failure mode label asks whether the run is FREE of the mode (pass = absent).
+# Outcome strata (failed automated checks and decided criteria: passed 0, near_miss 1,
+# failed 2+), drawn round-robin so that passes and near misses are labelled too, then shuffled:
+{strata}
 """
 
 
 def write_review(review: ReviewFile, path: Path) -> None:
-    """Write a review file (YAML, with the instructions as a header)."""
+    """Write a review file (YAML, with the instructions and the strata as a header)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     body = yaml.safe_dump(
         review.model_dump(mode="json"), sort_keys=False, allow_unicode=True, width=100
     )
-    path.write_text(_HEADER.format(name=path.name) + body, encoding="utf-8")
+    strata = "\n".join(
+        f"#   {name}: {s.drawn} drawn of {s.runs} runs" for name, s in review.strata.items()
+    )
+    path.write_text(_HEADER.format(name=path.name, strata=strata) + body, encoding="utf-8")
 
 
 def read_review(path: Path) -> ReviewFile:
@@ -482,6 +552,12 @@ def read_review(path: Path) -> ReviewFile:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
     except (OSError, yaml.YAMLError) as error:
         raise ReviewError(f"{path}: cannot read: {error}") from error
+    if isinstance(data, dict) and data.get("version") == 1:
+        raise ReviewError(
+            f"{path}: version 1 review files showed the judge's verdict beside each label; "
+            "they cannot be imported as blind labels (draw a new sample with "
+            "`datagouv-eval review sample`)"
+        )
     try:
         return ReviewFile.model_validate(data)
     except ValidationError as error:
@@ -493,6 +569,53 @@ def read_review(path: Path) -> ReviewFile:
 
 
 # --- import ------------------------------------------------------------------------------------
+
+OutcomeKey = tuple[str, str, str]
+"""(run id, tier, label name) of a verdict label."""
+
+
+def _outcome(row: Mapping[str, Any]) -> str:
+    if row["status"] != "ok":
+        return "unscored"
+    if row["kind"] == "trajectory":
+        if row["score"] is None:
+            return "unscored"
+        return "pass" if float(row["score"]) >= TRAJECTORY_PASS_SCORE else "fail"
+    return "pass" if row["passed"] else "fail"
+
+
+def judge_outcomes(conn: duckdb.DuckDBPyConnection, review: ReviewFile) -> dict[OutcomeKey, str]:
+    """The judge's outcome (pass, fail or unscored) of each label, from ``eval.verdicts``.
+
+    Looked up at import only, by the run and the verdict's name: the sample never showed it. A
+    criterion label's tier is the criterion's (its verdict may be recorded in either tier). A
+    label whose run's verdict is no longer in the warehouse (its cell was loaded again since)
+    has no entry.
+    """
+    run_ids = sorted({s.run_id for s in review.samples})
+    if not run_ids:
+        return {}
+    rows = _rows(
+        conn,
+        f"SELECT run_id, kind, name, tier, status, passed, score FROM {SCHEMA}.verdicts "
+        "WHERE NOT inherited AND kind IN ('criterion', 'arguments', 'trajectory', "
+        f"'failure_mode') AND run_id IN ({', '.join('?' for _ in run_ids)})",
+        run_ids,
+    )
+    found: dict[OutcomeKey, str] = {}
+    by_criterion: dict[tuple[str, str], str] = {}
+    for row in rows:
+        outcome = _outcome(row)
+        found[(row["run_id"], row["tier"], row["name"])] = outcome
+        if row["kind"] == "criterion":
+            by_criterion[(row["run_id"], row["name"])] = outcome
+    for sample in review.samples:
+        for label in sample.labels:
+            if label.verdict_kind == "criterion":
+                decided = by_criterion.get((sample.run_id, label.label))
+                if decided is not None:
+                    found[(sample.run_id, label.tier, label.label)] = decided
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -511,7 +634,9 @@ class LabelRow:
     automated: str | None
     human: str
     note: str
-    reviewer: str
+    labeller: str
+    method: str
+    labeller_human: bool
     imported_at: datetime
 
 
@@ -519,8 +644,25 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
 
 
-def label_rows(review: ReviewFile, review_id: str, *, imported_at: datetime) -> list[LabelRow]:
-    """The filled-in rubric answers and labels as warehouse rows (blank ones are skipped)."""
+def label_rows(
+    review: ReviewFile,
+    review_id: str,
+    *,
+    imported_at: datetime,
+    outcomes: Mapping[OutcomeKey, str],
+) -> list[LabelRow]:
+    """The filled-in rubric answers and labels as warehouse rows (blank ones are skipped).
+
+    Args:
+        review: The filled-in review (its provenance must be complete).
+        review_id: The file's name and content hash.
+        imported_at: When.
+        outcomes: The judge's outcome of each label (:func:`judge_outcomes`).
+
+    Raises:
+        ReviewError: No labeller, or not said whether a person labelled.
+    """
+    provenance = review.provenance()
     rows: list[LabelRow] = []
     for sample in review.samples:
 
@@ -540,7 +682,9 @@ def label_rows(review: ReviewFile, review_id: str, *, imported_at: datetime) -> 
                 automated=automated,
                 human=human,
                 note=note.strip(),
-                reviewer=review.reviewer,
+                labeller=provenance.labeller,
+                method=provenance.method,
+                labeller_human=provenance.human,
                 imported_at=imported_at,
             )
 
@@ -554,7 +698,7 @@ def label_rows(review: ReviewFile, review_id: str, *, imported_at: datetime) -> 
                         label.label,
                         label.tier,
                         label.verdict_kind,
-                        label.automated,
+                        outcomes.get((sample.run_id, label.tier, label.label)),
                         label.human,
                         label.note,
                     )
@@ -608,11 +752,19 @@ def check_review(review: ReviewFile, tasks: Mapping[str, TaskSpec], path: Path) 
         raise ReviewError("\n".join(problems))
 
 
-def calibration_document(review: ReviewFile, origin: str) -> CalibrationFile | None:
+def calibration_document(
+    review: ReviewFile, origin: str, outcomes: Mapping[OutcomeKey, str]
+) -> CalibrationFile | None:
     """The filled verdict labels as a version-2 calibration file (None when there are none).
 
-    An item is a ``near_miss`` when the reviewer disagrees with the automated outcome.
+    The file carries the review's provenance (labeller, ``blind-review``, whether a person). An
+    item is a ``near_miss`` when the label disagrees with the judge's outcome (looked up at
+    import: ``outcomes``).
+
+    Raises:
+        ReviewError: No labeller, or not said whether a person labelled.
     """
+    provenance = review.provenance()
     samples: list[Sample] = []
     items: list[CalibrationItem] = []
     prefix = _slug(review.experiment_id[:8])
@@ -639,11 +791,7 @@ def calibration_document(review: ReviewFile, origin: str) -> CalibrationFile | N
         )
         for label in labelled:
             human: Literal["pass", "fail"] = "pass" if label.human == "pass" else "fail"
-            automated = label.automated
-            if label.verdict_kind == "trajectory" and automated.startswith("score "):
-                automated = (
-                    "pass" if float(automated.split()[1]) >= TRAJECTORY_PASS_SCORE else "fail"
-                )
+            automated = outcomes.get((sample.run_id, label.tier, label.label))
             near_miss = automated in ("pass", "fail") and automated != human
             items.append(
                 CalibrationItem(
@@ -669,17 +817,20 @@ def calibration_document(review: ReviewFile, origin: str) -> CalibrationFile | N
     if not items:
         return None
     try:
-        return CalibrationFile(version=2, samples=samples, items=items)
+        return CalibrationFile(version=2, provenance=provenance, samples=samples, items=items)
     except ValidationError as error:
         raise CalibrationError([f"{origin}: {error}"]) from error
 
 
 def write_calibration_file(document: CalibrationFile, path: Path, *, source: str) -> None:
     """Write a calibration file with a header saying where it came from."""
+    who = document.label_provenance()
     header = (
-        f"# Calibration set: labels imported from the human review {source}\n"
-        "# (`datagouv-eval review import`). Items ask one judge question of a sample (a run of\n"
-        "# the pipeline); see datagouv_eval_pipeline/judges/calibration.py for the fields.\n"
+        f"# Calibration set: labels imported from the review {source} (`datagouv-eval review\n"
+        f"# import`), method {who.method}, labelled by {who.labeller} "
+        f"({'a person' if who.human else 'not a person'}). Items ask one judge question\n"
+        "# of a sample (a run of the pipeline); see datagouv_eval_pipeline/judges/calibration.py\n"
+        "# for the fields.\n"
     )
     data = document.model_dump(mode="json", exclude_defaults=True)
     # Every item names its kind, the default one too, so the file reads on its own.
@@ -728,7 +879,7 @@ def draft_tasks(review: ReviewFile, task_dir: Path, *, source: str) -> list[tupl
         data["meta"] = {**data.get("meta", {}), "status": "draft"}
         lines = [
             "# yaml-language-server: $schema=./task_spec.schema.json",
-            f"# Draft from the human review {source} (experiment {review.experiment_id}):",
+            f"# Draft from the review {source} (experiment {review.experiment_id}):",
             f"# {len(samples)} run(s) of {source_task} failed the rubric.",
         ]
         for sample in samples:

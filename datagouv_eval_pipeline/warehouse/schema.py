@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 SCHEMA = "eval"
 """The DuckDB schema holding the warehouse tables (the asset-key prefix)."""
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 """Bumped whenever a table or column changes (recorded in ``eval.schema_info``)."""
 
 
@@ -205,7 +205,16 @@ RUNS = Table(
         _c("tool_call_count", "INTEGER", "Tool calls made by the agent.", False),
         _c("cost", "DOUBLE", "Agent cost; NULL when the model has no price."),
         _c("currency", "VARCHAR", "Currency of cost and judge_cost.", False),
-        _c("judge_calls", "INTEGER", "Judge model calls (cache hits excluded)."),
+        _c(
+            "judge_questions",
+            "INTEGER",
+            "Judge questions put to a model (cache hits and rule verdicts excluded).",
+        ),
+        _c(
+            "judge_requests",
+            "INTEGER",
+            "HTTP requests sent to judge models, retries included (cache hits send none).",
+        ),
         _c("judge_input_tokens", "BIGINT", "Judge input tokens."),
         _c("judge_output_tokens", "BIGINT", "Judge output tokens."),
         _c("judge_cost", "DOUBLE", "Judge cost; NULL when unknown."),
@@ -752,7 +761,7 @@ STATISTICS_TABLES: tuple[Table, ...] = (
 
 JUDGE_CALIBRATION = Table(
     name="judge_calibration",
-    grain="one row per judge × prompt hash(es) × verdict kind × calibration set content",
+    grain="one row per judge × prompt hash(es) × verdict kind × label set content",
     primary_key=("judge_id", "prompt_hash", "verdict_kind", "set_sha"),
     columns=(
         _c("judge_id", "VARCHAR", "The judge calibrated, e.g. deterministic@3.", False),
@@ -775,6 +784,18 @@ JUDGE_CALIBRATION = Table(
             False,
         ),
         _c("calibration_files", "VARCHAR", "The calibration files, ','-joined.", False),
+        _c(
+            "label_set",
+            "VARCHAR",
+            "The labels the figures rest on: all, or blind (blind-review labels only).",
+            False,
+        ),
+        _c(
+            "label_methods",
+            "VARCHAR",
+            "How those labels were produced (written, verdict-shown, blind-review), ','-joined.",
+            False,
+        ),
         _c("items", "INTEGER", "Labelled items of the kind.", False),
         _c("scored", "INTEGER", "Items the judge decided: the n of kappa.", False),
         _c("coverage", "DOUBLE", "scored / items; NULL without items."),
@@ -782,7 +803,12 @@ JUDGE_CALIBRATION = Table(
         _c("accuracy", "DOUBLE", "agreements / scored; NULL when nothing is scored."),
         _c("human_pass", "INTEGER", "Items the human passed (failure modes: mode absent).", False),
         _c("judge_pass", "INTEGER", "Scored items the judge passed.", False),
-        _c("kappa", "DOUBLE", "Cohen's kappa over the scored items; NULL when undefined."),
+        _c(
+            "kappa",
+            "DOUBLE",
+            "Cohen's kappa over the scored items; NULL when undefined or on fewer than 30 "
+            "items (reason).",
+        ),
         _c("ci_low", "DOUBLE", "Lower bound of the bootstrap percentile interval of kappa."),
         _c("ci_high", "DOUBLE", "Upper bound of that interval."),
         _c("confidence", "DOUBLE", "Level of the interval (0.95).", False),
@@ -829,16 +855,23 @@ REVIEW_LABELS = Table(
             "rubric, criterion, arguments, trajectory or failure_mode.",
             False,
         ),
-        _c("automated", "VARCHAR", "The judge's outcome at export (NULL for the rubric)."),
-        _c("human", "VARCHAR", "pass, fail, or n/a (rubric only).", False),
-        _c("note", "VARCHAR", "The reviewer's one-line rationale.", False),
-        _c("reviewer", "VARCHAR", "Who labelled.", False),
+        _c(
+            "automated",
+            "VARCHAR",
+            "The judge's outcome (pass, fail, unscored), looked up in eval.verdicts at import; "
+            "NULL for the rubric or when the run's verdict is no longer there.",
+        ),
+        _c("human", "VARCHAR", "The label: pass, fail, or n/a (rubric only).", False),
+        _c("note", "VARCHAR", "The labeller's one-line rationale.", False),
+        _c("labeller", "VARCHAR", "Who labelled (a name or an email).", False),
+        _c("method", "VARCHAR", "How: blind-review (the judge's verdict not shown).", False),
+        _c("labeller_human", "BOOLEAN", "Whether a person labelled.", False),
         _c("imported_at", "TIMESTAMPTZ", "When the file was imported.", False),
     ),
 )
 
 CALIBRATION_TABLES: tuple[Table, ...] = (JUDGE_CALIBRATION, REVIEW_LABELS)
-"""Tables of human labels and judge agreement (``judge calibrate``, ``review import``)."""
+"""Tables of labels and judge agreement (``judge calibrate``, ``review import``)."""
 
 PIPELINE_TABLES: tuple[Table, ...] = (*TABLES, *STATISTICS_TABLES)
 """The tables the ``warehouse`` asset writes."""

@@ -109,8 +109,11 @@ def test_hybrid_judge_decides_every_criterion_and_a_rerun_asks_nothing(tmp_path:
         assert all(row[6] for row in rows if row[5] != RULES)  # the LLM's rows: a prompt hash
         runs = _rows(db, "SELECT DISTINCT judge_id FROM eval.runs WHERE judged")
         assert runs == [(f"hybrid:{MODEL}",)]
-        (calls,) = _rows(db, "SELECT sum(judge_calls) FROM eval.runs")[0]
-        assert calls == first  # one request per judge call: nothing was retried
+        (questions, requests) = _rows(
+            db, "SELECT sum(judge_questions), sum(judge_requests) FROM eval.runs"
+        )[0]
+        assert requests == first  # every request the server saw
+        assert questions == first  # one request per question: nothing was retried
         # Criterion coverage per cell, in the warehouse and in the report.
         coverage = _rows(
             db,
@@ -123,7 +126,9 @@ def test_hybrid_judge_decides_every_criterion_and_a_rerun_asks_nothing(tmp_path:
         # The same command again: every answer comes from the judge cache.
         _experiment(env, server)
         assert server.requests == first
-        assert _rows(db, "SELECT DISTINCT judge_calls FROM eval.runs WHERE judged") == [(0,)]
+        assert _rows(
+            db, "SELECT DISTINCT judge_questions, judge_requests FROM eval.runs WHERE judged"
+        ) == [(0, 0)]
         assert _criteria(db) == rows
 
 

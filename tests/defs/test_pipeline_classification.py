@@ -138,8 +138,8 @@ def test_the_mapping_stage_classifies_undecided_calls_and_caches(tmp_path: Path)
         assert verdict["status"] == "ok" and verdict["judge_id"] == f"llm:{MODEL}"
         assert verdict["prompt_hash"] and verdict["cached"] is False
         # One question, one request: the rules decided every other call.
-        assert asked == 1 and classified["mapping"]["judge_spend"]["calls"] == 1
-        assert classified["document"]["judge_spend"]["calls"] == 1
+        assert asked == 1 and classified["mapping"]["judge_spend"]["questions"] == 1
+        assert classified["document"]["judge_spend"]["questions"] == 1
 
         # The judge stage takes the mapping stage's classification and does not ask again.
         _materialize(paths, judge, [judge_scores])
@@ -170,9 +170,9 @@ def test_the_mapping_stage_classifies_undecided_calls_and_caches(tmp_path: Path)
         _materialize(paths, judge, [action_mappings, judge_scores])
         assert server.requests == after_judging
         again = _mapping(paths)
-        assert again["mapping"]["judge_spend"]["calls"] == 0
+        assert again["mapping"]["judge_spend"]["questions"] == 0
         assert again["mapping"]["classifications"][0]["verdict"]["cached"] is True
-        assert query(paths.db, "SELECT judge_calls FROM eval.runs") == [(0,)]
+        assert query(paths.db, "SELECT judge_questions, judge_requests FROM eval.runs") == [(0, 0)]
 
 
 @pytest.mark.parametrize(

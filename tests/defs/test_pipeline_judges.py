@@ -81,13 +81,17 @@ def test_the_hybrid_judge_decides_every_criterion_and_caches(tmp_path: Path) -> 
                 assert after[3:5] == before[3:5]  # a rule's decision stands, and says so
             else:
                 assert after[4] == f"llm:{MODEL}" and after[3] is True and after[5]
-        (calls, judge_id) = query(paths.db, "SELECT judge_calls, judge_id FROM eval.runs")[0]
+        (questions, requests, judge_id) = query(
+            paths.db, "SELECT judge_questions, judge_requests, judge_id FROM eval.runs"
+        )[0]
         assert judge_id == f"hybrid:{MODEL}"
-        assert calls == first  # one HTTP request per judge call: no retry was needed
+        # Every request the server saw is counted; none was retried: one per question.
+        assert requests == first
+        assert questions == first
         # Re-running the stage asks the server nothing: every answer is in the judge cache.
         _run(paths, judge, stages=[judge_scores])
         assert server.requests == first
-        assert query(paths.db, "SELECT judge_calls FROM eval.runs") == [(0,)]
+        assert query(paths.db, "SELECT judge_questions, judge_requests FROM eval.runs") == [(0, 0)]
     # Criteria of the minimal tier count in both tiers: each unique criterion is asked once.
     unique_open = {row[1] for row in rules_open}
     assert first >= len(unique_open)

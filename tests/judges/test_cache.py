@@ -35,11 +35,11 @@ def test_rescoring_an_unchanged_trace_makes_no_model_call(tmp_path: Path) -> Non
     # 5 criteria + 2 trajectories + 2 failure-mode calls + 2 argument calls (search query,
     # get.data filters: the two required actions with a criteria argument and a candidate).
     assert calls == 11
-    assert first.spend.calls == calls
+    assert first.spend.questions == calls
     second_grader = Grader(default_answers())
     second = run(second_grader, tmp_path)  # a new judge and cache object: the entries are on disk
     assert second_grader.requests == []
-    assert second.spend.calls == 0
+    assert second.spend.questions == 0
     assert second.spend.input_tokens == 0
     assert all(v.cached for v in second.verdicts() if v.judge_id.startswith("llm:"))
     assert [c.verdict.passed for c in second.criteria] == [c.verdict.passed for c in first.criteria]

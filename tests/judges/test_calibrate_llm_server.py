@@ -126,21 +126,25 @@ def test_an_llm_judge_is_calibrated_against_a_local_openai_compatible_server(
         assert again.exit_code == 0
         assert server.requests == 9  # every answer from the judge cache
     assert "judge: llm:mistral/mistral-small-2603" in result.output
+    # The spend counts every question asked, the 2 criteria behind the failure-mode item too.
+    assert "judge spend: 9 questions in 9 HTTP requests, 0 cache hits" in result.output
     with duckdb.connect(str(db), read_only=True) as conn:
         rows = {
-            kind: (items, scored, kappa, prompt_hash, reason)
-            for kind, items, scored, kappa, prompt_hash, reason in conn.execute(
-                "SELECT verdict_kind, items, scored, kappa, prompt_hash, reason "
+            kind: (items, scored, kappa, prompt_hash, reason, accuracy)
+            for kind, items, scored, kappa, prompt_hash, reason, accuracy in conn.execute(
+                "SELECT verdict_kind, items, scored, kappa, prompt_hash, reason, accuracy "
                 "FROM eval.judge_calibration WHERE judge_id = 'llm:mistral/mistral-small-2603'"
             ).fetchall()
         }
-    # criterion: (pass, pass), (fail, pass), (fail, fail), (fail, fail): p_o = 3/4,
-    # p_e = 1/4 * 2/4 + 3/4 * 2/4 = 1/2, kappa = (3/4 - 1/2) / (1/2) = 0.5.
-    assert rows["criterion"][:3] == (4, 4, pytest.approx(0.5))
+    # criterion: (pass, pass), (fail, pass), (fail, fail), (fail, fail): 3 of 4 agree; on 4
+    # items no kappa is given, the reason instead.
+    assert rows["criterion"][:3] == (4, 4, None)
+    assert rows["criterion"][4] == "fewer than 30 labelled items (n=4)"
+    assert rows["criterion"][5] == pytest.approx(3 / 4)
     assert rows["criterion"][3] and rows["criterion"][3] != rows["trajectory"][3]
-    # One item each: the server decided it (n = 1), kappa is undefined and says why.
+    # One item each: the server decided it (n = 1), no kappa, and the reason says why.
     for kind in ("trajectory", "arguments", "failure_mode"):
-        items, scored, kappa, _, reason = rows[kind]
+        items, scored, kappa, _, reason, _ = rows[kind]
         assert (items, scored, kappa) == (1, 1, None)
-        assert "single label" in reason
-    assert rows["all"][:2] == (7, 7)
+        assert reason == "fewer than 30 labelled items (n=1)"
+    assert rows["all"][:3] == (7, 7, None)

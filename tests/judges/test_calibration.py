@@ -223,6 +223,6 @@ def test_an_llm_judge_can_be_calibrated_offline() -> None:
     assert report.accuracy.value == pytest.approx(26 / 58)
     # A constant judge agrees exactly as often as chance predicts: kappa 0.
     assert report.kappa.value == pytest.approx(0.0)
-    assert report.spend.calls == 58
+    assert report.spend.questions == 58
     evidence_items = [r for r in grader.requests if "Total rows (Tabular API): 2066" in r.prompt]
     assert len(evidence_items) == 1  # the one item that carries tool evidence

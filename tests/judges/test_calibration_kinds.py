@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import yaml
 from datagouv_eval_pipeline.judges.calibration import (
     CALIBRATION_DIR,
     KAPPA_REQUIRED,
+    MIN_KAPPA_ITEMS,
     TRAJECTORY_PASS_SCORE,
     CalibrationError,
     CalibrationRow,
@@ -21,6 +23,8 @@ from datagouv_eval_pipeline.judges.calibration import (
     calibrate,
     judged_outcome,
     load_calibration,
+    refused_kappa,
+    restricted,
     target_sha,
 )
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
@@ -52,35 +56,57 @@ def _row(kind: str, human: str, judge: str, item: str = "x") -> CalibrationRow:
 
 
 def test_kappa_per_verdict_kind_matches_the_hand_count() -> None:
-    # criterion: 4 (pass, pass), 1 (pass, fail), 1 (fail, pass), 4 (fail, fail), 2 unscored.
-    #   p_o = 8/10; human pass 5/10, judge pass 5/10: p_e = 0.25 + 0.25 = 0.5;
-    #   kappa = (0.8 - 0.5) / 0.5 = 0.6.
+    # criterion: 12 (pass, pass), 3 (pass, fail), 3 (fail, pass), 12 (fail, fail), 6 unscored.
+    #   p_o = 24/30; human pass 15/30, judge pass 15/30: p_e = 0.25 + 0.25 = 0.5;
+    #   kappa = (0.8 - 0.5) / 0.5 = 0.6, on n = 30 decided items (the least kappa is given on).
     rows = (
-        [_row("criterion", "pass", "pass")] * 4
-        + [_row("criterion", "pass", "fail"), _row("criterion", "fail", "pass")]
-        + [_row("criterion", "fail", "fail")] * 4
-        + [_row("criterion", "fail", "unscored")] * 2
+        [_row("criterion", "pass", "pass")] * 12
+        + [_row("criterion", "pass", "fail"), _row("criterion", "fail", "pass")] * 3
+        + [_row("criterion", "fail", "fail")] * 12
+        + [_row("criterion", "fail", "unscored")] * 6
     )
-    # failure_mode: 3 (pass, pass), 2 (fail, pass), 1 (fail, fail).
-    #   p_o = 4/6; human pass 3/6, judge pass 5/6: p_e = 15/36 + 3/36 = 1/2;
-    #   kappa = (2/3 - 1/2) / (1/2) = 1/3.
+    # failure_mode: 3 (pass, pass), 2 (fail, pass), 1 (fail, fail): 6 items, kappa refused.
     rows += [_row("failure_mode", "pass", "pass")] * 3
     rows += [_row("failure_mode", "fail", "pass")] * 2 + [_row("failure_mode", "fail", "fail")]
     report = agreement("j@1", rows, resamples=500)
     criterion = report.kinds["criterion"]
-    assert (criterion.items, criterion.scored, criterion.agreements) == (12, 10, 8)
+    assert (criterion.items, criterion.scored, criterion.agreements) == (36, 30, 24)
     assert criterion.kappa.value == pytest.approx(0.6)
-    assert criterion.coverage.value == pytest.approx(10 / 12)
+    assert criterion.coverage.value == pytest.approx(30 / 36)
     assert criterion.prompt_hashes == ("h-criterion",)
     assert not criterion.meets_requirement  # 0.6 < 0.8
     modes = report.kinds["failure_mode"]
-    assert modes.kappa.value == pytest.approx(1 / 3)
+    assert modes.kappa.value is None
+    assert modes.kappa.reason == "fewer than 30 labelled items (n=6)"
+    assert (modes.interval.low, modes.interval.high, modes.interval.defined) == (None, None, 0)
+    assert not modes.meets_requirement
     assert (modes.human_pass, modes.judge_pass) == (3, 5)
     assert set(report.kinds) == {"criterion", "failure_mode"}  # kinds without items are absent
     assert KAPPA_REQUIRED == 0.8
     text = report.render()
-    assert "  criterion        12    10  0.833   0.600  [" in text
+    assert "  criterion        36    30  0.833   0.600  [" in text
+    assert "  failure_mode      6     6  1.000     n/a  n/a below  (fewer than 30 labelled" in text
     assert "below" in text
+
+
+def test_kappa_is_refused_on_fewer_than_30_labelled_items() -> None:
+    # 12 items, all agreeing on both labels: kappa would be 1.0 (the argument kappa).
+    twelve = [_row("criterion", "pass", "pass")] * 6 + [_row("criterion", "fail", "fail")] * 6
+    report = agreement("j@1", twelve, resamples=100)
+    assert MIN_KAPPA_ITEMS == 30
+    for kappa in (report.kappa, report.kinds["criterion"].kappa):
+        assert (kappa.value, kappa.reason) == (None, "fewer than 30 labelled items (n=12)")
+    # 29 is refused, 30 is given: 15 (pass, pass) + 15 (fail, fail) agree perfectly.
+    assert refused_kappa([(True, True)] * 15 + [(False, False)] * 14, 29).value is None
+    assert refused_kappa([(True, True)] * 15 + [(False, False)] * 15, 30).value == 1.0
+    # 40 labelled items but 20 decided by the judge: n of kappa is 20, refused.
+    decided = [(True, True)] * 10 + [(False, False)] * 10
+    assert refused_kappa(decided, 40).reason == (
+        "fewer than 30 labelled items decided by the judge (n=20 of 40)"
+    )
+    text = report.render()
+    assert "Cohen's kappa (scored items): n/a  (fewer than 30 labelled items (n=12))" in text
+    assert "no kappa on fewer than 30 items" in text
 
 
 def test_the_bootstrap_interval_brackets_kappa_and_is_reproducible() -> None:
@@ -141,10 +167,15 @@ def test_the_labelled_set_covers_every_kind_both_tiers_declines_code_and_mcp() -
 def test_the_deterministic_judge_on_the_reviewed_set() -> None:
     items = [r for r in load_calibration([REVIEW_FILE], real_tasks())]
     report = asyncio.run(calibrate(DeterministicJudge(), items, resamples=200))
+    refused = {}
     for name, k in report.kinds.items():
         # kappa from this kind's own confusion counts, by the formula.
         rows = [row for row in report.rows if row.verdict_kind == name and row.judge != "unscored"]
         n = len(rows)
+        if min(n, k.items) < 30:
+            refused[name] = k.kappa.reason
+            assert k.kappa.value is None
+            continue
         tp = sum(1 for r in rows if r.human == "pass" and r.judge == "pass")
         tn = sum(1 for r in rows if r.human == "fail" and r.judge == "fail")
         human_pass = sum(1 for r in rows if r.human == "pass") / n
@@ -152,6 +183,11 @@ def test_the_deterministic_judge_on_the_reviewed_set() -> None:
         expected = human_pass * judge_pass + (1 - human_pass) * (1 - judge_pass)
         assert k.kappa.value == pytest.approx(((tp + tn) / n - expected) / (1 - expected)), name
         assert k.prompt_hashes == (report.rows[0].verdict.prompt_hash,)
+    # The argument kappa (1.0 once) rested on 12 decided items: it is refused now.
+    assert refused["arguments"] == (
+        f"fewer than 30 labelled items decided by the judge (n={report.kinds['arguments'].scored}"
+        " of 42)"
+    )
     # The rules decide every trajectory; MISINTERPRETATION and its kind stay for an LLM.
     assert report.kinds["trajectory"].coverage.value == 1.0
     assert report.kinds["failure_mode"].coverage.value is not None
@@ -181,3 +217,26 @@ def test_an_edited_chain_or_required_action_makes_its_items_an_error(tmp_path: P
     path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
     with pytest.raises(CalibrationError, match="a one-line rationale is required"):
         load_calibration([path], real_tasks())
+
+
+def test_figures_on_the_blind_labels_alone_are_those_of_their_rows() -> None:
+    # 30 blind rows: 12 (pass, pass), 3 (pass, fail), 3 (fail, pass), 12 (fail, fail): kappa
+    # 0.6 as above; 20 verdict-shown rows that all agree would lift the pooled figure.
+    blind = (
+        [_row("criterion", "pass", "pass")] * 12
+        + [_row("criterion", "pass", "fail"), _row("criterion", "fail", "pass")] * 3
+        + [_row("criterion", "fail", "fail")] * 12
+    )
+    blind = [replace(row, method="blind-review") for row in blind]
+    shown = [replace(_row("criterion", "pass", "pass"), method="verdict-shown")] * 10 + [
+        replace(_row("criterion", "fail", "fail"), method="verdict-shown")
+    ] * 10
+    report = agreement("j@1", blind + shown, resamples=200)
+    assert report.label_methods == ("blind-review", "verdict-shown")
+    # All 50: p_o = 44/50, p_e = 0.5: kappa = (0.88 - 0.5) / 0.5 = 0.76.
+    assert report.kappa.value == pytest.approx(0.76)
+    only = restricted(report, "blind", resamples=200)
+    assert only is not None
+    assert (only.label_set, only.label_methods, only.total) == ("blind", ("blind-review",), 30)
+    assert only.kappa.value == pytest.approx(0.6)
+    assert restricted(agreement("j@1", shown, resamples=10), "blind") is None

@@ -5,11 +5,16 @@ from pathlib import Path
 
 import duckdb
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from datagouv_eval_pipeline.cli import main
-from datagouv_eval_pipeline.judges.calibration import CALIBRATION_DIR
-from tests.judges.judges_factories import EXAMPLES
+from datagouv_eval_pipeline.judges.calibration import (
+    CALIBRATION_DIR,
+    LABEL_SETS,
+    load_calibration,
+)
+from tests.judges.judges_factories import EXAMPLES, real_tasks
 
 
 def invoke(*args: str) -> tuple[int, str]:
@@ -23,7 +28,7 @@ V1 = str(CALIBRATION_DIR / "criteria_v1.yml")
 def test_the_top_level_calibrate_is_judge_calibrate_with_its_own_help() -> None:
     listing = invoke("--help")[1]
     (line,) = [row for row in listing.splitlines() if row.strip().startswith("calibrate")]
-    assert "Agreement of a judge with the human labels" in line
+    assert "Agreement of a judge with the labels of the calibration set" in line
     code, text = invoke("calibrate", "--help")
     # The same command: only the usage line differs, naming the path it was called by.
     assert code == 0 and text == invoke("judge", "calibrate", "--help")[1].replace(
@@ -144,3 +149,65 @@ def test_a_judge_config_sets_a_model_per_role(
     bad.write_text("default: {model: x/y}\nroles: {grading: {model: x/y}}\n", encoding="utf-8")
     with pytest.raises(Exception, match="invalid judge config"):
         _build_judge("x/y", bad, None, None)
+
+
+def _as_blind(source: Path, target: Path) -> None:
+    """The reviewed labels as if they had been given blind (a test's relabelling of the file)."""
+    data = yaml.load(source.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
+    data["provenance"] = {
+        "labeller": "Ada <ada@example.org>",
+        "method": "blind-review",
+        "human": True,
+    }
+    target.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+
+
+def test_calibration_restricted_to_blind_labels_records_its_label_set(tmp_path: Path) -> None:
+    db = tmp_path / "w.duckdb"
+    # No blind label in the set: refused, saying what the set holds.
+    code, out = invoke("calibrate", "--set", V1, "--labels", "blind", "--no-store")
+    assert code == 1
+    assert "no blind-review labels in the calibration set (it holds 58 written)" in out
+    blind = tmp_path / "blind.yml"
+    _as_blind(CALIBRATION_DIR / "review_2026-12-02.yml", blind)
+    both = ["--set", V1, "--set", str(blind), "--warehouse", str(db)]
+    code, out = invoke("calibrate", *both, "--labels", "blind")
+    assert code == 0, out
+    assert "labels: blind (242 blind-review)" in out
+    code, out = invoke("calibrate", *both)
+    assert code == 0, out
+    assert "labels: all (242 blind-review, 58 written)" in out
+    with duckdb.connect(str(db), read_only=True) as conn:
+        rows = conn.execute(
+            "SELECT label_set, label_methods, items FROM eval.judge_calibration "
+            "WHERE verdict_kind = 'all' ORDER BY label_set"
+        ).fetchall()
+    assert rows == [("all", "blind-review,written", 300), ("blind", "blind-review", 242)]
+
+
+def test_a_file_without_provenance_reads_as_unrecorded_and_not_blind(tmp_path: Path) -> None:
+    data = yaml.load(
+        (CALIBRATION_DIR / "review_2026-12-02.yml").read_text(encoding="utf-8"),
+        Loader=yaml.CSafeLoader,
+    )
+    assert data["provenance"]["method"] == "verdict-shown"
+    assert data["provenance"]["human"] is False
+    del data["provenance"]
+    old = tmp_path / "old.yml"
+    old.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    items = load_calibration([old], real_tasks())
+    assert {(r.provenance.labeller, r.provenance.method, r.provenance.human) for r in items} == {
+        ("unrecorded", "verdict-shown", False)
+    }
+    v1 = yaml.safe_load(Path(V1).read_text(encoding="utf-8"))
+    del v1["provenance"]
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v1" / "v1.yml").write_text(yaml.safe_dump(v1), encoding="utf-8")
+    written = load_calibration([tmp_path / "v1"], real_tasks())
+    assert {r.provenance.method for r in written} == {"written"}
+
+
+def test_the_cli_offers_every_label_set() -> None:
+    text = invoke("judge", "calibrate", "--help")[1]
+    assert "[all|blind|verdict-shown|written]" in text
+    assert f"[{'|'.join(LABEL_SETS)}]" in text

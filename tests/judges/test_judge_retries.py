@@ -13,7 +13,7 @@ from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.judges.config import resolve_model
 from datagouv_eval_pipeline.judges.llm import LLMJudge
 from datagouv_eval_pipeline.judges.protocol import tool_evidence
-from datagouv_eval_pipeline.judges.verdict import Verdict, outcome
+from datagouv_eval_pipeline.judges.verdict import Verdict, judge_spend, outcome
 from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
 from datagouv_eval_pipeline.providers.retry import RetryPolicy
 from tests.judges.judge_server import grading
@@ -100,3 +100,55 @@ def test_one_judge_serves_several_event_loops() -> None:
         ]
     assert [outcome(v) for v in verdicts] == ["pass"] * 3
     assert server.requests == 3
+
+
+def test_each_verdict_counts_the_http_requests_it_sent_retries_included() -> None:
+    # The counter-example: eval.runs.judge_calls said 0 in a run that sent 657 requests (it
+    # counted questions that reported tokens). Three questions at once; the server refuses the
+    # first two requests it sees with a 503, so two questions need a retry (or one needs two).
+    refusals = iter([always(503)] * 2)
+
+    def script(body: dict[str, object]) -> Reply:
+        return next(refusals, grading)(body)
+
+    models = load_benchmark_config().models
+    task = real_tasks()["task_0002"]
+    trace = example_trace("task_0002_mcp.json")
+    with ScriptedServer(script) as server:
+        judge = LLMJudge(
+            {"default": resolve_model(MODEL, models, base_url=server.base_url)},
+            retry=RetryPolicy(retries=3, min_delay_s=0.01, base_delay_s=0.01, jitter_s=0),
+            limiters=RateLimiters(default=RateLimit()),
+        )
+
+        async def three() -> list[Verdict]:
+            criterion = task.criteria("minimal")[0]
+            return list(
+                await asyncio.gather(
+                    *(
+                        judge.criterion(task.prompt, f"{trace.answer} ({i})", criterion, ())
+                        for i in range(3)
+                    )
+                )
+            )
+
+        verdicts = asyncio.run(three())
+    assert server.requests == 5  # 3 questions + 2 refused attempts
+    assert [outcome(v) for v in verdicts] == ["pass"] * 3
+    # Each verdict names its own requests; together they are every request the server saw.
+    assert sorted(v.requests for v in verdicts)[0] == 1
+    assert sum(v.requests for v in verdicts) == 5
+    spend = judge_spend(verdicts)
+    assert (spend.questions, spend.requests) == (3, 5)
+
+
+def test_a_question_whose_every_attempt_fails_still_counts_its_requests() -> None:
+    with ScriptedServer(always(503)) as server:
+        verdict, _ = ask(
+            server.base_url, RetryPolicy(retries=2, min_delay_s=0.01, base_delay_s=0.01, jitter_s=0)
+        )
+    assert outcome(verdict) == "unscored"
+    assert verdict.total_tokens == 0  # no usage came back: the old count said 0 calls
+    assert verdict.requests == server.requests == 3
+    spend = judge_spend([verdict])
+    assert (spend.questions, spend.requests) == (1, 3)

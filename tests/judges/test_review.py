@@ -3,6 +3,7 @@ imported as labels, calibration items and draft tasks that pass validation."""
 
 from __future__ import annotations
 
+import random
 import shutil
 from pathlib import Path
 
@@ -16,7 +17,15 @@ from datagouv_eval_pipeline.judges.calibration import load_calibration
 from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.warehouse import load_experiment, new_experiment
 from datagouv_eval_pipeline.warehouse.loader import connect
-from datagouv_eval_pipeline.warehouse.review import RUBRIC, ReviewError, draw_sample
+from datagouv_eval_pipeline.warehouse.review import (
+    RUBRIC,
+    ReviewError,
+    draw_sample,
+    outcome_of,
+    read_review,
+    stratified_draw,
+    write_review,
+)
 from tests.warehouse.warehouse_factories import (
     MCP_26,
     cell_load,
@@ -43,17 +52,57 @@ def warehouse(tmp_path: Path) -> Path:
     return db
 
 
-def test_the_sample_covers_every_stratum_before_any_gets_a_second(warehouse: Path) -> None:
+# Keys that would show the judge's verdict (or something derived from it) to the labeller.
+VERDICT_KEYS = {
+    "automated",
+    "automated_reason",
+    "judge_id",
+    "passed",
+    "score",
+    "reason",
+    "verdict",
+    "status",
+    "stratum",
+    "passed_every_check",
+    "failed_checks",
+    "outcome",
+}
+
+
+def _keys(data: object) -> set[str]:
+    if isinstance(data, dict):
+        return set(data) | {k for v in data.values() for k in _keys(v)}
+    if isinstance(data, list):
+        return {k for v in data for k in _keys(v)}
+    return set()
+
+
+def test_the_sample_is_blind_and_draws_every_outcome(warehouse: Path, tmp_path: Path) -> None:
     with duckdb.connect(str(warehouse), read_only=True) as conn:
         every = draw_sample(conn, specs(), runs=50, seed=3)
-        three = draw_sample(conn, specs(), runs=3, seed=3)
-    # 7 runs ended ok (the failed run of MCP 0.2.26 has no answer to review).
+        four = draw_sample(conn, specs(), runs=4, seed=3)
+        reasons = [
+            r
+            for (r,) in conn.execute(
+                "SELECT DISTINCT reason FROM eval.verdicts WHERE length(reason) > 25"
+            ).fetchall()
+        ]
+    # 7 runs ended ok (the failed run of MCP 0.2.26 has no answer to review). Failed checks and
+    # decided criteria, by run: code task_0002 0, both task_0011 0 (passed); both MCP task_0002
+    # repeat 0 2 (citation, criterion 4), both repeat 1 7: failed. No near miss.
     assert len(every.samples) == 7
     assert all(s.run_id.split("|")[1] != "task_0003" for s in every.samples)
-    strata = {s.stratum for s in every.samples}
-    assert strata == {"code|answer|passed", "mcp|answer|failed", "mcp|decline|passed"}
-    assert any(s.passed_every_check for s in every.samples)  # passes are reviewed too
-    assert len({s.stratum for s in three.samples}) == 3  # round-robin over the strata
+    assert {k: (v.runs, v.drawn) for k, v in every.strata.items()} == {
+        "passed": (3, 3),
+        "near_miss": (0, 0),
+        "failed": (4, 4),
+    }
+    # Four runs: the outcomes share them (near_miss is empty, its share goes to the others).
+    assert {k: v.drawn for k, v in four.strata.items()} == {
+        "passed": 2,
+        "near_miss": 0,
+        "failed": 2,
+    }
     kinds = {(label.verdict_kind, label.tier) for s in every.samples for label in s.labels}
     assert {k for k, _ in kinds} == {"criterion", "arguments", "trajectory", "failure_mode"}
     assert {t for _, t in kinds} == {"minimal", "optimal"}
@@ -63,6 +112,59 @@ def test_the_sample_covers_every_stratum_before_any_gets_a_second(warehouse: Pat
     assert all(label.human == "" for label in first.labels)
     assert sum(1 for label in first.labels if label.verdict_kind == "trajectory") == 2
     assert sum(1 for label in first.labels if label.verdict_kind == "failure_mode") == 4
+    # Blind: the file shows nothing of the judge's verdicts, in its fields or its text.
+    path = tmp_path / "blind.yml"
+    write_review(every, path)
+    text = path.read_text(encoding="utf-8")
+    data = yaml.safe_load(text)
+    assert _keys(data["samples"]) & VERDICT_KEYS == set()
+    assert reasons and not [r for r in reasons if r in text]
+    assert (data["version"], data["method"], data["labeller"], data["human"]) == (
+        2,
+        "blind-review",
+        "",
+        None,
+    )
+    assert "#   passed: 3 drawn of 3 runs" in text
+    assert "#   near_miss: 0 drawn of 0 runs" in text
+
+
+def test_the_draw_shares_the_sample_between_outcomes_round_robin() -> None:
+    def run(n: int, failed: int, capability: str = "mcp") -> dict[str, object]:
+        return {
+            "run_id": f"r{n}",
+            "failed_checks": failed,
+            "capability_set": capability,
+            "expected_behaviour": "answer",
+        }
+
+    candidates = (
+        [run(i, 0) for i in range(2)]
+        + [run(10 + i, 1, "code" if i else "mcp") for i in range(3)]
+        + [run(20 + i, 2 + i) for i in range(10)]
+    )
+    six, strata = stratified_draw(candidates, 6, random.Random(0))
+    assert {k: (v.runs, v.drawn) for k, v in strata.items()} == {
+        "passed": (2, 2),
+        "near_miss": (3, 2),
+        "failed": (10, 2),
+    }
+    # Within near misses, capability sets alternate: both are in a share of two.
+    near = [c for c in six if c["failed_checks"] == 1]
+    assert {c["capability_set"] for c in near} == {"mcp", "code"}
+    # Nine: rounds of one per outcome until a stratum runs out (2 passed, then 3 near misses).
+    nine, strata = stratified_draw(candidates, 9, random.Random(0))
+    assert {k: v.drawn for k, v in strata.items()} == {"passed": 2, "near_miss": 3, "failed": 4}
+    assert len({c["run_id"] for c in nine}) == 9
+    # The order of the drawn runs is shuffled, not grouped by stratum.
+    orders = {
+        tuple(
+            outcome_of(int(str(c["failed_checks"])))
+            for c in stratified_draw(candidates, 9, random.Random(seed))[0]
+        )
+        for seed in range(5)
+    }
+    assert len(orders) > 1
 
 
 def test_an_empty_sample_is_an_error_saying_why(tmp_path: Path) -> None:
@@ -90,17 +192,16 @@ def test_an_empty_sample_is_an_error_saying_why(tmp_path: Path) -> None:
 
 
 def _fill(path: Path) -> dict[str, int]:
-    """Label like a reviewer: agree with every decided verdict, pass the rest; fail one rubric."""
+    """Label blind: pass every label (the judge's verdicts are not there to agree with), fail
+    one rubric question; who labelled is left for the import to say."""
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    data["reviewer"] = "test"
     counts = {"labels": 0}
     for number, sample in enumerate(data["samples"]):
         for name, answer in sample["rubric"].items():
             answer["human"] = "fail" if (number == 0 and name == "right_number") else "pass"
             answer["note"] = "checked against the trace"
         for label in sample["labels"]:
-            automated = label["automated"]
-            label["human"] = "fail" if automated == "fail" else "pass"
+            label["human"] = "pass"
             label["note"] = "read the answer and the calls"
             counts["labels"] += 1
     path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
@@ -117,6 +218,7 @@ def test_sample_fill_import_stores_labels_calibration_items_and_a_draft_task(
     assert code == 0, out
     assert "wrote 4 runs of experiment" in out
     assert "(arguments, criterion, failure_mode, trajectory)" in out
+    assert "drawn per outcome: passed 2 of 3, near_miss 0 of 0, failed 2 of 4" in out
     # Nothing filled in: refused, nothing written.
     code, out = invoke("review", "import", str(review), "--warehouse", str(warehouse))
     assert code == 1 and "nothing is filled in" in out
@@ -125,7 +227,27 @@ def test_sample_fill_import_stores_labels_calibration_items_and_a_draft_task(
     shutil.copytree(TASK_SPECS_DIR, task_dir)
     calibration = tmp_path / "calibration"
     args = ["--warehouse", str(warehouse), "--calibration-dir", str(calibration)]
+    # Who labelled is required: no labeller, a blank one, or not saying whether a person.
     code, out = invoke("review", "import", str(review), *args, "--task-dir", str(task_dir))
+    assert code == 1
+    assert f"{review}: labeller: say who labelled (a name or an email; --labeller)" in out
+    assert f"{review}: human: say whether a person labelled" in out
+    assert "Traceback" not in out
+    code, out = invoke(
+        "review", "import", str(review), *args, "--task-dir", str(task_dir),
+        "--labeller", "  ", "--human",
+    )  # fmt: skip
+    assert code == 1 and "labeller: say who labelled" in out
+    code, out = invoke(
+        "review", "import", str(review), *args, "--task-dir", str(task_dir),
+        "--labeller", "Ada <ada@example.org>",
+    )  # fmt: skip
+    assert code == 1 and "human: say whether a person labelled" in out
+    assert not calibration.exists() and not (task_dir / "task_9001.yml").exists()
+    code, out = invoke(
+        "review", "import", str(review), *args, "--task-dir", str(task_dir),
+        "--labeller", "Ada <ada@example.org>", "--not-human",
+    )  # fmt: skip
     assert code == 0, out
     assert f"added {counts['labels']} calibration item(s)" in out
     assert "wrote 1 draft task(s): task_9001.yml" in out
@@ -139,6 +261,27 @@ def test_sample_fill_import_stores_labels_calibration_items_and_a_draft_task(
             "SELECT label, human FROM eval.review_labels WHERE label_kind = 'rubric' "
             "AND human = 'fail'"
         ).fetchall()
+        provenance = conn.execute(
+            "SELECT DISTINCT labeller, method, labeller_human FROM eval.review_labels"
+        ).fetchall()
+        # The judge's outcome, looked up at import: the labels (all pass) against eval.verdicts.
+        looked_up = conn.execute(
+            "SELECT l.label_kind, l.automated, v.status, v.passed, v.score "
+            "FROM eval.review_labels AS l JOIN eval.verdicts AS v ON v.run_id = l.run_id "
+            "AND v.name = l.label AND NOT v.inherited "
+            "AND (v.tier = l.tier OR l.label_kind = 'criterion') WHERE l.label_kind <> 'rubric'"
+        ).fetchall()
+    assert provenance == [("Ada <ada@example.org>", "blind-review", False)]
+    assert looked_up
+    for kind, automated, status, passed, score in looked_up:
+        if status != "ok":
+            assert automated == "unscored"
+        elif kind == "trajectory":
+            assert automated == ("pass" if score >= 0.75 else "fail")
+        else:
+            assert automated == ("pass" if passed else "fail")
+    judge_failed = sum(1 for row in looked_up if row[1] == "fail")
+    assert judge_failed > 0
     assert kinds["rubric"] == 4 * len(RUBRIC)
     assert sum(v for k, v in kinds.items() if k != "rubric") == counts["labels"]
     assert failed == [("rubric:right_number", "fail")]
@@ -152,14 +295,30 @@ def test_sample_fill_import_stores_labels_calibration_items_and_a_draft_task(
         "trajectory",
         "failure_mode",
     }
+    # ...with the review's provenance, and a near miss where the label (pass) and the judge's
+    # verdict (fail) disagree.
+    assert {(r.provenance.labeller, r.provenance.method, r.provenance.human) for r in items} == {
+        ("Ada <ada@example.org>", "blind-review", False)
+    }
+    assert sum(1 for r in items if r.item.kind == "near_miss") == judge_failed
     # ...and the draft task passes validation as a draft of the failed run's task.
     draft = yaml.safe_load((task_dir / "task_9001.yml").read_text(encoding="utf-8"))
     assert draft["meta"]["status"] == "draft"
-    assert tasks["task_9001"].prompt == tasks["task_0002"].prompt  # the code cell's failed run
+    first = read_review(review).samples[0]  # the sample whose rubric failed
+    assert tasks["task_9001"].prompt == tasks[first.task_id].prompt
     assert invoke("validate", str(task_dir / "task_9001.yml"))[0] == 0
     # Importing the same review twice is refused (a new file is a new calibration version).
-    code, out = invoke("review", "import", str(review), *args, "--task-dir", str(task_dir))
+    code, out = invoke(
+        "review", "import", str(review), *args, "--task-dir", str(task_dir),
+        "--labeller", "Ada <ada@example.org>", "--not-human",
+    )  # fmt: skip
     assert code == 1 and "was imported already" in out
+
+
+def test_a_review_file_that_showed_the_verdicts_is_not_imported_as_blind() -> None:
+    # The 2026-12-02 review (version 1) showed the judge's outcome beside each label.
+    with pytest.raises(ReviewError, match="version 1 review files showed the judge's verdict"):
+        read_review(TASK_SPECS_DIR / "reviews" / "review_2026-12-02.yml")
 
 
 def test_a_label_without_its_rationale_is_refused(warehouse: Path, tmp_path: Path) -> None:

@@ -53,7 +53,7 @@ def test_deterministic_judgement_of_the_good_example_trace() -> None:
     assert result.trajectory["optimal"].score == pytest.approx(4 / 5)
     assert outcome(result.failure_modes["optimal"][FailureMode.TOOL_OMISSION]) == "fail"
     assert outcome(result.failure_modes["minimal"][FailureMode.TOOL_OMISSION]) == "pass"
-    assert result.spend.calls == 0
+    assert result.spend.questions == 0
 
 
 def test_a_wrong_answer_scores_zero_only_on_what_was_scored() -> None:
@@ -143,11 +143,11 @@ def test_judge_spend_is_separate_from_the_agent_usage_and_json_ready() -> None:
     grader = Grader(default_answers(), input_tokens=7, output_tokens=3)
     result = asyncio.run(judge_trace(llm_judge(grader), TASK, trace))
     spend = result.spend
-    assert spend.calls == len(grader.requests) == 11
+    assert spend.questions == len(grader.requests) == 11
     assert (spend.input_tokens, spend.output_tokens) == (77, 33)
     assert spend.input_tokens != trace.usage.input_tokens
     document: dict[str, Any] = json.loads(json.dumps(result.to_json()))
-    assert document["judge_spend"]["calls"] == 11
+    assert document["judge_spend"]["questions"] == 11
     assert document["tiers"]["minimal"]["accuracy"]["coverage"]["value"] == 1.0
     assert document["tiers"]["optimal"]["failure_modes"]["EARLY_STOP"]["status"] == "ok"
 

@@ -139,15 +139,15 @@ def test_an_unscored_verdict_can_never_become_zero(decided: list[bool], failures
     assert aggregate(with_failures).total == len(decided) + failures
 
 
-def test_judge_spend_counts_calls_tokens_and_cost_separately_from_cache_hits() -> None:
+def test_judge_spend_counts_questions_requests_tokens_and_cost_apart_from_cache_hits() -> None:
     verdicts = [
         ok(passed=True, input_tokens=100, output_tokens=10, cost=0.5, currency="EUR"),
         missing(input_tokens=50, output_tokens=0, cost=0.25, currency="EUR"),  # failed, still paid
         ok(passed=True, cached=True),
-        ok(passed=False),  # deterministic: no tokens, not a call
+        ok(passed=False),  # deterministic: no tokens, not a question
     ]
     spend = judge_spend(verdicts)
-    assert (spend.calls, spend.cache_hits) == (2, 1)
+    assert (spend.questions, spend.cache_hits) == (2, 1)
     assert (spend.input_tokens, spend.output_tokens) == (150, 10)
     assert spend.cost == pytest.approx(0.75)
     assert spend.currency == "EUR"

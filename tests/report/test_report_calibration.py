@@ -54,8 +54,11 @@ def test_the_asset_stores_kappa_per_kind_and_the_report_shows_it(
     assert set(kinds) == {"criterion", "arguments", "trajectory", "failure_mode", "all"}
     assert kinds["all"][0] == sum(kinds[k][0] for k in kinds if k != "all")
     after = build_report(db, tmp_path / "after")
-    assert "| judge | verdict kind | labelled items | n (decided) |" in after.markdown
-    assert "| deterministic@3 | trajectory |" in after.markdown
+    assert "| judge | verdict kind | labels | labelled items | n (decided) |" in after.markdown
+    trajectory = "| deterministic@3 | trajectory | all (verdict-shown,written) | 36 | 36 |"
+    assert trajectory in after.markdown
+    # The argument kappa rests on 12 decided items: refused, with the reason.
+    assert "fewer than 30 labelled items decided by the judge (n=12 of 42)" in after.markdown
     assert "used for decisions only once its kappa reaches 0.8" in after.markdown
     page = (tmp_path / "after" / "index.html").read_text(encoding="utf-8")
     assert "<td>failure_mode</td>" in page

@@ -73,6 +73,8 @@ def test_a_run_page_shows_the_whole_trace(built_report: BuiltReport) -> None:
     assert "Tool calls (" in page and "execute_python" in page
     assert "criterion" in page and "deterministic@" in page  # verdicts with their judge
     assert "action_f1" in page and "cost unpriced" in page
+    # The deterministic judge asked no model: no question, no HTTP request.
+    assert "judge 0 questions in 0 HTTP requests" in page
 
 
 def test_a_run_page_shows_the_model_turns_with_their_calls_and_whole_results(

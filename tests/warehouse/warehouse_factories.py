@@ -271,7 +271,8 @@ def hand_judgement(
         "tiers": {"minimal": block, "optimal": block},
         "classifications": [],
         "judge_spend": {
-            "calls": len(criteria),
+            "questions": len(criteria),
+            "requests": len(criteria),
             "cache_hits": 0,
             "input_tokens": 10 * len(criteria),
             "output_tokens": 2 * len(criteria),
