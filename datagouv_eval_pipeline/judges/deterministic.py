@@ -93,7 +93,7 @@ from datagouv_eval_pipeline.tasks.spec import (
 from datagouv_eval_pipeline.text import canonical_json, fold_spaced
 from datagouv_eval_pipeline.traces import ToolCall, Trace
 
-DETERMINISTIC_VERSION = "4"
+DETERMINISTIC_VERSION = "3"
 """Bumped whenever a rule changes (the verdicts' prompt hash changes with it)."""
 
 JUDGE_ID = f"deterministic@{DETERMINISTIC_VERSION}"

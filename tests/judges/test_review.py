@@ -18,12 +18,14 @@ from datagouv_eval_pipeline.warehouse import load_experiment, new_experiment
 from datagouv_eval_pipeline.warehouse.loader import connect
 from datagouv_eval_pipeline.warehouse.review import RUBRIC, ReviewError, draw_sample
 from tests.warehouse.warehouse_factories import (
+    CODE,
     MCP_26,
     cell_load,
     cells,
     failed_trace,
     realistic_experiment,
     specs,
+    trace_for,
 )
 
 
@@ -37,9 +39,14 @@ def warehouse(tmp_path: Path) -> Path:
     db = tmp_path / "warehouse.duckdb"
     # Three cells (MCP 0.2.19, MCP 0.2.26, code): task_0002 twice and the decline task_0011 in
     # each MCP cell, one failed run; the deterministic judge scored them like the pipeline.
-    load_experiment(
-        db, realistic_experiment(), tasks=specs().values(), experiment=new_experiment("c")
-    )
+    # The code run's answer also gives the caveat its optimal criteria ask for, so that one run
+    # passes every decided check and criterion (a stratum of passes to review).
+    loads = realistic_experiment()[:-1]
+    code = cells()[CODE]
+    trace = trace_for(code, "task_0002_code.json")
+    caveat = " Les jeux supprimés depuis ne sont pas comptés."
+    loads.append(cell_load(code, [trace.model_copy(update={"answer": trace.answer + caveat})]))
+    load_experiment(db, loads, tasks=specs().values(), experiment=new_experiment("c"))
     return db
 
 
@@ -51,7 +58,8 @@ def test_the_sample_covers_every_stratum_before_any_gets_a_second(warehouse: Pat
     assert len(every.samples) == 7
     assert all(s.run_id.split("|")[1] != "task_0003" for s in every.samples)
     strata = {s.stratum for s in every.samples}
-    assert strata == {"code|answer|passed", "mcp|answer|failed", "mcp|decline|passed"}
+    # The decline run fails its optimal criterion asking for the aggregated dataset's link.
+    assert strata == {"code|answer|passed", "mcp|answer|failed", "mcp|decline|failed"}
     assert any(s.passed_every_check for s in every.samples)  # passes are reviewed too
     assert len({s.stratum for s in three.samples}) == 3  # round-robin over the strata
     kinds = {(label.verdict_kind, label.tier) for s in every.samples for label in s.labels}
