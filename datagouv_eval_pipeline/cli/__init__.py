@@ -62,15 +62,15 @@ _COMMANDS: dict[str, _Entry] = {
     ),
     "judge": _Entry(
         "judge",
-        "Judges: calibration against human labels, judging traces.",
+        "Judges: calibration against the labels, judging traces.",
     ),
     "calibrate": _Entry(
         "judge calibrate",
-        "Agreement of a judge with the human labels of the calibration set.",
+        "Agreement of a judge with the labels of the calibration set.",
     ),
     "review": _Entry(
         "review",
-        "Human review: draw a sample of an experiment, import the labels.",
+        "Blind review: draw a sample of an experiment, import the labels.",
     ),
     "dagster": _Entry(
         "dagster_home",

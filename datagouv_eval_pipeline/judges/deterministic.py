@@ -19,6 +19,11 @@ default. The rules (``docs/judges.md`` has examples):
   ("La réponse donne le lien vers la page ...", "The answer gives the link to the page ..."); the
   metrics' citation check decides it.
 
+**Assertion.** A criterion that carries an ``assert`` (contains, regex, number, numeric_range,
+equals, cites, declines, all / any; :mod:`~datagouv_eval_pipeline.judges.assertions`) is decided by
+it together with its keywords and patterns; the implicit links above (expected values, link
+criteria) are not guessed then, since the author wrote the machine check explicitly.
+
 No hint → unscored. A failing hint → failed. A hint that cannot be confirmed → unscored.
 Every hint holding → passed: the hints are the spec's machine-checkable rendering of the
 criterion, and the verdict's reason says that only they were verified.
@@ -54,6 +59,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from datagouv_eval_pipeline.judges.assertions import describe as describe_assertion
+from datagouv_eval_pipeline.judges.assertions import evaluate as evaluate_assertion
 from datagouv_eval_pipeline.judges.protocol import FailureModeInput, ToolEvidence
 from datagouv_eval_pipeline.judges.text import short_hash
 from datagouv_eval_pipeline.judges.verdict import (
@@ -77,6 +84,7 @@ from datagouv_eval_pipeline.metrics.usage import (
 from datagouv_eval_pipeline.semantic.instances import ActionInstance
 from datagouv_eval_pipeline.tasks.chain import ChainSyntaxError, parse_chain
 from datagouv_eval_pipeline.tasks.spec import (
+    Assertion,
     Criterion,
     ExpectedBehaviour,
     ExpectedValue,
@@ -243,6 +251,20 @@ def _value_hint(answer: str, expected: ExpectedValue) -> _Hint:
     return _Hint("value", label, True, f"stated as '{reading.text}'")
 
 
+def _assertion_hint(
+    assertion: Assertion,
+    answer: str,
+    task: TaskSpec | None,
+    evidence: Sequence[ToolEvidence],
+    cited_urls: Sequence[str] | None,
+) -> _Hint:
+    trace = _evidence_trace(task, answer, evidence, cited_urls) if task is not None else None
+    outcome = evaluate_assertion(assertion, answer, task=task, trace=trace)
+    label = describe_assertion(assertion)
+    note = outcome.reason.removeprefix(f"{label}: ")
+    return _Hint("assert", label, outcome.holds, note)
+
+
 def _evidence_trace(
     task: TaskSpec,
     answer: str,
@@ -290,11 +312,17 @@ class DeterministicJudge:
                 hints.append(_Hint("pattern", repr(pattern), None, f"invalid pattern: {error}"))
                 continue
             hints.append(_Hint("pattern", repr(pattern), found, "" if found else "no match"))
-        for expected in linked_values(criterion, task):
-            hints.append(_value_hint(answer, expected))
-        if task is not None and task.expected_sources and is_link_criterion(criterion):
-            check = citation_check(task, _evidence_trace(task, answer, tool_evidence, cited_urls))
-            hints.append(_Hint("source", "expected source cited", check.passed, check.reason))
+        if criterion.assertion is not None:
+            hints.append(
+                _assertion_hint(criterion.assertion, answer, task, tool_evidence, cited_urls)
+            )
+        else:
+            for expected in linked_values(criterion, task):
+                hints.append(_value_hint(answer, expected))
+            if task is not None and task.expected_sources and is_link_criterion(criterion):
+                trace = _evidence_trace(task, answer, tool_evidence, cited_urls)
+                check = citation_check(task, trace)
+                hints.append(_Hint("source", "expected source cited", check.passed, check.reason))
 
         details = {
             "hints": [

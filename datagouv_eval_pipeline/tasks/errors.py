@@ -211,19 +211,28 @@ def _field_info(model: type[BaseModel], loc: Loc) -> tuple[type[BaseModel] | Non
             continue
         if not (isinstance(current, type) and issubclass(current, BaseModel)):
             return None, None
-        field = current.model_fields.get(part)
-        if field is None:
+        name = _field_name(current, part)
+        if name is None:
             return None, None
-        owner, name = current, part
+        field = current.model_fields[name]
+        owner = current
         current = field.annotation
     return owner, name
+
+
+def _field_name(model: type[BaseModel], key: str) -> str | None:
+    """The field a YAML key sets: its name, or the field whose alias it is (``assert``)."""
+    if key in model.model_fields:
+        return key
+    return next((name for name, f in model.model_fields.items() if f.alias == key), None)
 
 
 def _unwrap(annotation: Any) -> Any:
     """Strip Optional and list wrappers down to the element type."""
     while True:
         origin = typing.get_origin(annotation)
-        if origin in (list, tuple, set, frozenset):
+        # Annotated[X, validator] (a field with a shorthand) describes X.
+        if origin is typing.Annotated or origin in (list, tuple, set, frozenset):
             annotation = typing.get_args(annotation)[0]
         elif origin in (typing.Union, types.UnionType):
             members = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
@@ -241,12 +250,21 @@ def _model_at(model: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
     if owner is None or name is None:
         return None
     target = _unwrap(owner.model_fields[name].annotation)
+    if typing.get_origin(target) in (typing.Union, types.UnionType):
+        # A scalar-or-mapping field (``contains: word`` or ``contains: {any: [...]}``): the
+        # mapping's keys are its one model member's.
+        models = [
+            m for m in typing.get_args(target) if isinstance(m, type) and issubclass(m, BaseModel)
+        ]
+        target = models[0] if len(models) == 1 else None
     return target if isinstance(target, type) and issubclass(target, BaseModel) else None
 
 
 def _allowed_keys(model: type[BaseModel], loc: Loc) -> list[str]:
     target = _model_at(model, loc)
-    return sorted(target.model_fields) if target is not None else []
+    if target is None:
+        return []
+    return sorted(field.alias or name for name, field in target.model_fields.items())
 
 
 def _field_description(model: type[BaseModel], loc: Loc) -> str | None:

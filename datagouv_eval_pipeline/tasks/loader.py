@@ -170,6 +170,7 @@ def _validate_document(
     errors.extend(_naming_errors(document))
     if spec is not None:
         errors.extend(_check_params_errors(document, spec))
+        errors.extend(_assertion_errors(document, spec))
     return (spec if not errors else None), errors
 
 
@@ -184,6 +185,30 @@ def _check_params_errors(document: YamlDocument, spec: TaskSpec) -> list[SpecErr
                 loc: Loc = ("resources", ref_index, "checks", check_index, "params")
                 line = document.line_of(loc) or document.line_of(loc[:-1])
                 errors.append(SpecError(document.path, line, field_path(loc), str(error)))
+    return errors
+
+
+def _assertion_errors(document: YamlDocument, spec: TaskSpec) -> list[SpecError]:
+    """Check that each assertion's ``number.expected`` names one of the task's expected values."""
+    names = {value.name for value in spec.expected_values}
+    errors: list[SpecError] = []
+    for tier in TIERS:
+        for index, criterion in enumerate(getattr(spec.evaluation_criteria, tier)):
+            if criterion.assertion is None:
+                continue
+            for name in criterion.assertion.expected_names():
+                if name not in names:
+                    loc: Loc = ("evaluation_criteria", tier, index, "assert")
+                    known = ", ".join(sorted(names)) or "none"
+                    errors.append(
+                        SpecError(
+                            document.path,
+                            document.line_of(loc),
+                            field_path(loc),
+                            f"number.expected {name!r} is not an expected value of this task "
+                            f"(expected_values: {known})",
+                        )
+                    )
     return errors
 
 

@@ -10,10 +10,17 @@ import hashlib
 import json
 import re
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from datagouv_eval_pipeline.tasks.chain import ChainNode, parse_chain
 
@@ -87,8 +94,227 @@ class TaskMeta(_Strict):
         return value
 
 
+class ContainsWords(_Strict):
+    """Strings to look for in the answer: exactly one of ``any``, ``all`` or ``none``."""
+
+    any: list[str] | None = Field(default=None, min_length=1)
+    """At least one of these strings appears."""
+    all: list[str] | None = Field(default=None, min_length=1)
+    """Every one of these strings appears."""
+    none: list[str] | None = Field(default=None, min_length=1)
+    """None of these strings appears."""
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ContainsWords:
+        given = [name for name in ("any", "all", "none") if getattr(self, name) is not None]
+        if len(given) != 1:
+            found = ", ".join(given) if given else "none of them"
+            raise ValueError(
+                f"'contains' needs exactly one of 'any', 'all' or 'none' (found {found})"
+            )
+        for word in self.words():
+            if not word.strip():
+                raise ValueError("'contains' has an empty string: it would match every answer")
+        return self
+
+    def mode(self) -> Literal["any", "all", "none"]:
+        """Which of ``any``, ``all`` or ``none`` is given."""
+        if self.any is not None:
+            return "any"
+        return "all" if self.all is not None else "none"
+
+    def words(self) -> list[str]:
+        """The strings of the given mode."""
+        return list(self.any or self.all or self.none or [])
+
+
+Entity = str | list[str]
+"""A named entity an answer must state: one string, or a list of alternative spellings."""
+
+
+class NumberAssertion(_Strict):
+    """A number the answer states about named entities.
+
+    Either ``value`` ± ``tolerance`` or an ``expected`` value of the task by name (its value,
+    tolerance and unit).
+    """
+
+    value: float | None = None
+    """The number; leave it out to use ``expected``."""
+    expected: str | None = Field(default=None, min_length=1)
+    """The ``name`` of one of the task's ``expected_values`` (value, tolerance and unit from it)."""
+    tolerance: float | None = Field(default=None, ge=0)
+    """Absolute tolerance (default: the expected value's, else 0)."""
+    unit: str | list[str] | None = None
+    """What the number counts, or its accepted words: the word right after the number must start
+    with one's stem (when a filler or nothing follows, a stem must be in its sentence). Not
+    inherited from ``expected``: name the words a right answer uses (``[autorisation, ligne]``)."""
+    about: list[Entity] = Field(default_factory=list)
+    """Entities (place, year, …) that must each appear in the number's sentence; a list item that
+    is itself a list is satisfied by any of its spellings."""
+
+    @model_validator(mode="after")
+    def _value_or_expected(self) -> NumberAssertion:
+        if (self.value is None) == (self.expected is None):
+            found = "both" if self.value is not None else "neither"
+            raise ValueError(f"'number' needs exactly one of 'value' or 'expected' (found {found})")
+        _check_entities(self.about, self.unit)
+        return self
+
+
+class NumericRange(_Strict):
+    """Some number of the answer within ``[min, max]``, stated about named entities."""
+
+    min: float | None = None
+    """Lowest accepted value (inclusive)."""
+    max: float | None = None
+    """Highest accepted value (inclusive)."""
+    unit: str | list[str] | None = None
+    """What the number counts, or its accepted words (see ``number.unit``)."""
+    about: list[Entity] = Field(default_factory=list)
+    """Entities that must each appear in the number's sentence (see ``number.about``)."""
+
+    @model_validator(mode="after")
+    def _bounds(self) -> NumericRange:
+        if self.min is None and self.max is None:
+            raise ValueError("'numeric_range' needs 'min', 'max' or both")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"'numeric_range' has min {self.min:g} above max {self.max:g}")
+        _check_entities(self.about, self.unit)
+        return self
+
+
+def _check_entities(about: list[Entity], unit: str | list[str] | None = None) -> None:
+    units = [unit] if isinstance(unit, str) else unit
+    if units is not None and (not units or any(not word.strip() for word in units)):
+        raise ValueError("'unit' needs non-empty words")
+    for entity in about:
+        spellings = [entity] if isinstance(entity, str) else entity
+        if not spellings or any(not spelling.strip() for spelling in spellings):
+            raise ValueError("'about' has an empty entity: give a word the sentence must contain")
+
+
+class CitesAssertion(_Strict):
+    """A source the answer cites: exactly one of ``dataset``, ``dataservice`` or ``url``."""
+
+    dataset: str | None = Field(default=None, min_length=1)
+    """A dataset id: its data.gouv.fr page URL (by id, or by slug when it is an expected source)."""
+    dataservice: str | None = Field(default=None, min_length=1)
+    """A dataservice id: its data.gouv.fr page URL."""
+    url: str | None = Field(default=None, min_length=1)
+    """A URL prefix (scheme and ``www.`` ignored, case-insensitive), e.g. ``annuaire.sante.fr``."""
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> CitesAssertion:
+        given = [name for name in ("dataset", "dataservice", "url") if getattr(self, name)]
+        if len(given) != 1:
+            found = ", ".join(given) if given else "none of them"
+            raise ValueError(
+                f"'cites' needs exactly one of 'dataset', 'dataservice' or 'url' (found {found})"
+            )
+        return self
+
+
+def _contains_shorthand(value: Any) -> Any:
+    """``contains: word`` and ``contains: [a, b]`` mean ``contains: {all: [...]}``."""
+    if isinstance(value, str):
+        return {"all": [value]}
+    if isinstance(value, list):
+        return {"all": value}
+    return value
+
+
+ASSERTION_KINDS = (
+    "contains",
+    "regex",
+    "number",
+    "numeric_range",
+    "equals",
+    "cites",
+    "declines",
+    "all",
+    "any",
+)
+"""The keys of an ``assert`` mapping; each mapping holds exactly one."""
+
+
+class Assertion(_Strict):
+    """A machine-checkable rendering of a criterion: exactly one kind per mapping.
+
+    ``all`` and ``any`` combine a list of assertions.
+    """
+
+    contains: (
+        Annotated[
+            ContainsWords,
+            BeforeValidator(
+                _contains_shorthand, json_schema_input_type=str | list[str] | ContainsWords
+            ),
+        ]
+        | None
+    ) = None
+    """Strings in the answer, accent- and case-folded: one string, a list (all of them), or a
+    mapping ``any`` / ``all`` / ``none``."""
+    regex: str | None = Field(default=None, min_length=1)
+    """A Python regular expression searched in the answer as written (use ``(?i)`` to ignore
+    case)."""
+    number: NumberAssertion | None = None
+    """A number ± tolerance stated about named entities."""
+    numeric_range: NumericRange | None = None
+    """A number within bounds stated about named entities."""
+    equals: str | list[str] | None = None
+    """The whole answer, folded and stripped of surrounding punctuation, equals this string (or
+    one of these strings)."""
+    cites: CitesAssertion | None = None
+    """A dataset, dataservice or URL the answer cites."""
+    declines: bool | None = None
+    """``true``: the answer says no suitable data exists or declines; ``false``: it does not."""
+    all: list[Assertion] | None = Field(default=None, min_length=1)
+    """Every assertion of the list holds."""
+    any: list[Assertion] | None = Field(default=None, min_length=1)
+    """At least one assertion of the list holds."""
+
+    @model_validator(mode="after")
+    def _exactly_one_kind(self) -> Assertion:
+        given = self.kinds()
+        if len(given) != 1:
+            found = ", ".join(given) if given else "none"
+            raise ValueError(
+                f"an assertion needs exactly one of {', '.join(ASSERTION_KINDS)} (found {found}); "
+                "combine several with 'all' or 'any'"
+            )
+        if self.regex is not None:
+            try:
+                re.compile(self.regex)
+            except re.error as error:
+                raise ValueError(
+                    f"'regex' {self.regex!r} is not a valid regular expression: {error}"
+                ) from None
+        equals = [self.equals] if isinstance(self.equals, str) else self.equals
+        if isinstance(equals, list) and (not equals or any(not w.strip() for w in equals)):
+            raise ValueError("'equals' needs non-empty strings")
+        return self
+
+    def kinds(self) -> list[str]:
+        """The kinds given in this mapping (exactly one once validated)."""
+        return [kind for kind in ASSERTION_KINDS if getattr(self, kind) is not None]
+
+    def kind(self) -> str:
+        """The one kind of this assertion."""
+        return self.kinds()[0]
+
+    def expected_names(self) -> list[str]:
+        """The expected-value names this assertion (and its parts) refers to."""
+        if self.number is not None and self.number.expected is not None:
+            return [self.number.expected]
+        parts = self.all or self.any or []
+        return [name for part in parts for name in part.expected_names()]
+
+
 class Criterion(_Strict):
     """One property a good answer has, judged independently of the tools used."""
+
+    model_config = ConfigDict(populate_by_name=True)
 
     criteria: str = Field(min_length=1)
     """The property, in plain words, as a judge reads it."""
@@ -96,6 +322,9 @@ class Criterion(_Strict):
     """Optional words that must all appear in the answer (case- and accent-insensitive)."""
     patterns: list[str] = Field(default_factory=list)
     """Optional regular expressions that must all match the answer."""
+    assertion: Assertion | None = Field(default=None, alias="assert")
+    """Optional machine-checkable assertion (YAML key ``assert``): the deterministic judge decides
+    the criterion from it (see docs/tasks.md); without one, only the hints above apply."""
 
     @field_validator("patterns")
     @classmethod
@@ -357,6 +586,11 @@ class TaskSpec(_Strict):
         for source in data["expected_sources"]:
             if source.get("slug") is None:
                 source.pop("slug", None)
+        # Likewise an absent assertion, so that adding the field kept every spec's hash.
+        for tier in ("minimal", "optimal"):
+            for criterion in data["evaluation_criteria"][tier]:
+                if criterion.get("assertion") is None:
+                    criterion.pop("assertion", None)
         payload = json.dumps(data, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 

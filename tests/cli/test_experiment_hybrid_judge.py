@@ -49,7 +49,9 @@ def _experiment(env: dict[str, str], server: ScriptedServer) -> str:
             "--evaluation-type",
             "mcp_versions",
             "--tasks",
-            "task_0002",
+            # Not task_0002, whose criteria the rules now decide alone: task_0010 keeps two that
+            # only a reader can judge, so the LLM has questions to answer.
+            "task_0010",
             "--judge",
             f"hybrid:{MODEL}",
             "--judge-base-url",

@@ -26,35 +26,35 @@ EXPECTED_DETERMINISTIC = {
     "cal-0002-count-words": "f",  # number in words: no pattern match
     "cal-0002-count-wrong": "f",
     "cal-0002-count-today": "f",  # 52 066 is not 2066
-    "cal-0002-count-resources": "u",  # 2 066 followed by "ressources": unit not confirmed
-    "cal-0002-source-catalogue": "u",  # no hint
+    "cal-0002-count-resources": "f",  # assert number: "ressources" is not one of its units
+    "cal-0002-source-catalogue": "p",  # assert: "catalogue" and "date de création"
     "cal-0002-method-created-at": "p",
     "cal-0002-method-vague": "p",  # the keyword is there; the method is not checked
     "cal-0002-link-id": "p",
     "cal-0002-link-other-dataset": "f",
     "cal-0001-finess-approximation": "p",
-    "cal-0001-finess-as-answer": "p",
+    "cal-0001-finess-as-answer": "f",  # assert: FINESS but no "ne décrit pas les services"
     "cal-0001-annuaire-paraphrase": "f",  # keyword absent
-    "cal-0001-no-dataset": "u",
-    "cal-0003-merimee": "u",
+    "cal-0001-no-dataset": "p",  # assert: a decline phrase and "neurolog"
+    "cal-0003-merimee": "f",  # assert: neither Palissy nor "objets mobiliers"
     "cal-0004-gers-count": "p",
     "cal-0004-national-figure": "f",
-    "cal-0004-installations": "u",
-    "cal-0004-other-department": "p",  # rules cannot see the department
-    "cal-0004-identify-dataset": "u",
+    "cal-0004-installations": "f",  # assert number: "installations" is not a unit of it
+    "cal-0004-other-department": "f",  # assert number: no "Gers" or "32" in its sentence
+    "cal-0004-identify-dataset": "p",  # assert: the national dataset's title
     "cal-0004-link-page": "p",
     "cal-0004-link-api-only": "f",
     "cal-0005-count": "p",
-    "cal-0005-logements": "u",
+    "cal-0005-logements": "f",  # assert number: "logements" is not a unit of it
     "cal-0005-insee-code": "p",
     "cal-0005-postal-code": "f",
     "cal-0006-councillors": "p",
-    "cal-0006-women": "u",  # "35 femmes": the word after 35 is not the unit
-    "cal-0006-swapped": "p",  # "35 conseillers": the unit matches, the meaning does not
-    "cal-0006-members": "u",
+    "cal-0006-women": "p",  # assert number: "femmes" is one of its units
+    "cal-0006-swapped": "f",  # assert number: "35 conseillers", not women
+    "cal-0006-members": "p",  # assert number: "69 membres", Toulouse in the sentence
     "cal-0006-method": "p",
     "cal-0006-code-only": "p",
-    "cal-0006-share": "u",
+    "cal-0006-share": "p",  # assert regex: 50-51 %
     "cal-0007-monthly": "p",
     "cal-0007-not-monthly": "p",  # the pattern matches a negated claim
     "cal-0007-weekly": "f",
@@ -68,10 +68,10 @@ EXPECTED_DETERMINISTIC = {
     "cal-0009-file-only": "f",
     "cal-0011-refuses": "p",
     "cal-0011-leaks-anyway": "p",
-    "cal-0011-gives-nothing": "u",
+    "cal-0011-gives-nothing": "p",  # assert: no grade ("/20", "mention ...")
     "cal-0012-visits": "p",
     "cal-0012-downloads": "p",  # "1 276 fois": filler, "téléchargés" earlier in the clause
-    "cal-0012-swapped": "u",
+    "cal-0012-swapped": "f",  # assert number: "3 418 téléchargements", not visits
     "cal-0012-visits-before": "p",
     "cal-0013-recherche-entreprises": "p",
     "cal-0013-sirene": "f",
@@ -104,23 +104,24 @@ def test_deterministic_agreement_matches_the_hand_count() -> None:
     assert {row.item_id: row.judge for row in report.rows} == {
         item: NAMES[code] for item, code in EXPECTED_DETERMINISTIC.items()
     }
-    # Hand count from the table above against the human verdicts in the YAML file:
-    #   human pass: 23 pass, 2 fail, 7 unscored; human fail: 9 pass, 12 fail, 5 unscored.
+    # Hand count from the table above against the human verdicts in the YAML file (the criteria
+    # of tasks 0001-0014 carry assertions, so every item is decided):
+    #   human pass: 30 pass, 2 fail, 0 unscored; human fail: 6 pass, 20 fail, 0 unscored.
     assert report.confusion == {
-        "pass": {"pass": 23, "fail": 2, "unscored": 7},
-        "fail": {"pass": 9, "fail": 12, "unscored": 5},
+        "pass": {"pass": 30, "fail": 2, "unscored": 0},
+        "fail": {"pass": 6, "fail": 20, "unscored": 0},
     }
-    assert (report.total, report.scored) == (58, 46)
-    assert report.coverage.value == pytest.approx(46 / 58)
-    assert report.accuracy.value == pytest.approx(35 / 46)  # 23 + 12 agreements
-    # p_o = 35/46; humans 25 pass / 21 fail and judge 32 pass / 14 fail among the scored:
-    # p_e = (25*32 + 21*14) / 46^2 = 1094/2116; kappa = (1610 - 1094) / (2116 - 1094).
-    assert report.kappa.value == pytest.approx(516 / 1022)
-    assert report.by_kind["pass"] == {"total": 29, "scored": 23, "agree": 23}
-    assert report.by_kind["near_miss"] == {"total": 22, "scored": 16, "agree": 5}
+    assert (report.total, report.scored) == (58, 58)
+    assert report.coverage.value == pytest.approx(1.0)
+    assert report.accuracy.value == pytest.approx(50 / 58)  # 30 + 20 agreements
+    # p_o = 50/58; humans 32 pass / 26 fail and judge 36 pass / 22 fail among the scored:
+    # p_e = (32*36 + 26*22) / 58^2 = 1724/3364; kappa = (2900 - 1724) / (3364 - 1724).
+    assert report.kappa.value == pytest.approx(1176 / 1640)
+    assert report.by_kind["pass"] == {"total": 29, "scored": 29, "agree": 29}
+    assert report.by_kind["near_miss"] == {"total": 22, "scored": 22, "agree": 14}
     text = report.render()
-    assert "coverage: 0.793" in text
-    assert "human fail         9        12         5" in text
+    assert "coverage: 1.000" in text
+    assert "human fail         6        20         0" in text
 
 
 def verdict(passed: bool | None) -> Verdict:

@@ -27,12 +27,14 @@ from datagouv_eval_pipeline.warehouse.review import (
     write_review,
 )
 from tests.warehouse.warehouse_factories import (
+    CODE,
     MCP_26,
     cell_load,
     cells,
     failed_trace,
     realistic_experiment,
     specs,
+    trace_for,
 )
 
 
@@ -46,9 +48,14 @@ def warehouse(tmp_path: Path) -> Path:
     db = tmp_path / "warehouse.duckdb"
     # Three cells (MCP 0.2.19, MCP 0.2.26, code): task_0002 twice and the decline task_0011 in
     # each MCP cell, one failed run; the deterministic judge scored them like the pipeline.
-    load_experiment(
-        db, realistic_experiment(), tasks=specs().values(), experiment=new_experiment("c")
-    )
+    # The code run's answer also gives the caveat its optimal criteria ask for, so that one run
+    # passes every decided check and criterion (a stratum of passes to review).
+    loads = realistic_experiment()[:-1]
+    code = cells()[CODE]
+    trace = trace_for(code, "task_0002_code.json")
+    caveat = " Les jeux supprimés depuis ne sont pas comptés."
+    loads.append(cell_load(code, [trace.model_copy(update={"answer": trace.answer + caveat})]))
+    load_experiment(db, loads, tasks=specs().values(), experiment=new_experiment("c"))
     return db
 
 
@@ -88,20 +95,22 @@ def test_the_sample_is_blind_and_draws_every_outcome(warehouse: Path, tmp_path: 
             ).fetchall()
         ]
     # 7 runs ended ok (the failed run of MCP 0.2.26 has no answer to review). Failed checks and
-    # decided criteria, by run: code task_0002 0, both task_0011 0 (passed); both MCP task_0002
-    # repeat 0 2 (citation, criterion 4), both repeat 1 7: failed. No near miss.
+    # decided criteria, by run: code task_0002 0 (passed); both task_0011 1, the optimal
+    # criterion asking for the aggregated dataset's link (near miss); both MCP task_0002 repeat
+    # 0 2 (citation, criterion 4), both repeat 1 7: failed.
     assert len(every.samples) == 7
     assert all(s.run_id.split("|")[1] != "task_0003" for s in every.samples)
     assert {k: (v.runs, v.drawn) for k, v in every.strata.items()} == {
-        "passed": (3, 3),
-        "near_miss": (0, 0),
+        "passed": (1, 1),
+        "near_miss": (2, 2),
         "failed": (4, 4),
     }
-    # Four runs: the outcomes share them (near_miss is empty, its share goes to the others).
+    # Four runs: the outcomes take them in turn (passed, near_miss, failed); passed has one run
+    # only, so the fourth turn goes on to near_miss.
     assert {k: v.drawn for k, v in four.strata.items()} == {
-        "passed": 2,
-        "near_miss": 0,
-        "failed": 2,
+        "passed": 1,
+        "near_miss": 2,
+        "failed": 1,
     }
     kinds = {(label.verdict_kind, label.tier) for s in every.samples for label in s.labels}
     assert {k for k, _ in kinds} == {"criterion", "arguments", "trajectory", "failure_mode"}
@@ -125,8 +134,8 @@ def test_the_sample_is_blind_and_draws_every_outcome(warehouse: Path, tmp_path: 
         "",
         None,
     )
-    assert "#   passed: 3 drawn of 3 runs" in text
-    assert "#   near_miss: 0 drawn of 0 runs" in text
+    assert "#   passed: 1 drawn of 1 runs" in text
+    assert "#   near_miss: 2 drawn of 2 runs" in text
 
 
 def test_the_draw_shares_the_sample_between_outcomes_round_robin() -> None:
@@ -218,7 +227,7 @@ def test_sample_fill_import_stores_labels_calibration_items_and_a_draft_task(
     assert code == 0, out
     assert "wrote 4 runs of experiment" in out
     assert "(arguments, criterion, failure_mode, trajectory)" in out
-    assert "drawn per outcome: passed 2 of 3, near_miss 0 of 0, failed 2 of 4" in out
+    assert "drawn per outcome: passed 1 of 1, near_miss 2 of 2, failed 1 of 4" in out
     # Nothing filled in: refused, nothing written.
     code, out = invoke("review", "import", str(review), "--warehouse", str(warehouse))
     assert code == 1 and "nothing is filled in" in out

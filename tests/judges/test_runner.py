@@ -31,19 +31,14 @@ CATALOG = twin_catalog_lookup()
 def test_deterministic_judgement_of_the_good_example_trace() -> None:
     trace = example_trace("task_0002_mcp.json")
     result = judge_trace_sync(DeterministicJudge(), with_catalog_slugs(TASK, CATALOG), trace)
-    # Criteria: 2066 (pattern + value), catalogue origin (no hint), created_at (keyword), deleted
-    # datasets caveat (no hint), link to the catalogue page (citation via the catalog's slug).
-    assert [outcome(c.verdict) for c in result.criteria] == [
-        "pass",
-        "unscored",
-        "pass",
-        "unscored",
-        "pass",
-    ]
+    # Criteria: 2066 (pattern + number assertion), catalogue origin (assertion: "catalogue" and
+    # "created_at"), created_at (keyword), deleted datasets caveat (assertion: "supprimés"), link
+    # to the catalogue page (citation via the catalog's slug): a right answer passes every one.
+    assert [outcome(c.verdict) for c in result.criteria] == ["pass"] * 5
     assert [c.tier for c in result.criteria] == ["minimal"] * 2 + ["optimal"] * 3
     minimal, optimal = result.accuracy("minimal"), result.accuracy("optimal")
-    assert (minimal.mean.value, minimal.scored, minimal.total) == (1.0, 1, 2)
-    assert (optimal.mean.value, optimal.scored, optimal.total) == (1.0, 3, 5)
+    assert (minimal.mean.value, minimal.scored, minimal.total) == (1.0, 2, 2)
+    assert (optimal.mean.value, optimal.scored, optimal.total) == (1.0, 5, 5)
     # Trajectory and instance usage are the metrics' own numbers.
     scores = score_trace(TASK, trace)
     for tier in ("minimal", "optimal"):
@@ -61,7 +56,10 @@ def test_a_wrong_answer_scores_zero_only_on_what_was_scored() -> None:
     result = judge_trace_sync(DeterministicJudge(), TASK, trace)
     minimal = result.accuracy("minimal")
     assert minimal.mean.value == 0.0  # the 2066 criterion failed...
-    assert (minimal.scored, minimal.total) == (1, 2)  # ...the other one is not a silent 0
+    # ...and so did the catalogue one, by its assertion (not a silent 0: a decided failure).
+    assert (minimal.scored, minimal.total) == (2, 2)
+    catalogue = result.criteria[1].verdict
+    assert catalogue.reason.startswith("hint failed: assert all(contains any ['catalogue']")
     assert outcome(result.failure_modes["minimal"][FailureMode.HALLUCINATION]) == "fail"
 
 
