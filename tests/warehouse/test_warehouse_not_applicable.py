@@ -8,6 +8,7 @@ cell "worse" on a trajectory it could not have.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from datagouv_eval_pipeline.warehouse import connect, load_experiment
 from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
@@ -72,3 +73,36 @@ def test_a_tool_less_cell_is_not_applicable_and_never_worse(tmp_path: Path) -> N
         ("action_recall", 0, None),
         ("trajectory_adherence", 0, None),
     ]
+
+
+def test_dbt_builds_on_a_tool_less_cell(tmp_path: Path) -> None:
+    # `./dev run` failed at dbt: failure_mode_counts_add_up counted present + absent + unscored
+    # against runs, and TOOL_OMISSION's not-applicable runs are none of the three.
+    from tests.dbt.dbt_helpers import rows, run_dbt, warehouse_env
+
+    none, code = cells()[NONE], cells()[CODE]
+    tool_less = [
+        trace_for(none, "task_0002_code.json", repeat=r, tool_calls=[], turns=[]) for r in range(3)
+    ]
+    with_code = [trace_for(code, "task_0002_code.json", repeat=r) for r in range(3)]
+    db = tmp_path / "w.duckdb"
+    conn = connect(db)
+    try:
+        load_experiment(conn, [cell_load(none, tool_less), cell_load(code, with_code)])
+        compute_statistics(conn)
+    finally:
+        conn.close()
+    with warehouse_env(db):
+        result = run_dbt(["build"], tmp_path)
+    assert result.exception is None
+    nodes: Any = result.result
+    failed = [r.node.name for r in nodes or [] if str(r.status) not in ("pass", "success")]
+    assert result.success, failed
+    counts = rows(
+        db,
+        "SELECT tier, runs, present, absent, unscored, not_applicable "
+        "FROM main.failure_mode_counts WHERE cell_key = ? AND mode = 'TOOL_OMISSION' "
+        "ORDER BY tier",
+        [NONE],
+    )
+    assert counts == [("minimal", 3, 0, 0, 0, 3), ("optimal", 3, 0, 0, 0, 3)]
