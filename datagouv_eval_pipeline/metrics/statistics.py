@@ -521,6 +521,9 @@ MDE_RESAMPLES = 400
 MDE_PRECISION = 0.01
 """The bisection of the Wilcoxon MDE stops within this share of its value."""
 
+MDE_FLOOR = 1e-3
+"""A Wilcoxon MDE below this share of the differences' spread is not reported (see the code)."""
+
 MDE_SEED = 20_250_601
 """Seed of the Wilcoxon power simulation: the same differences always give the same MDE."""
 
@@ -580,25 +583,40 @@ def wilcoxon_mde(
 ) -> float | None:
     """Smallest shift of the per-task differences the signed-rank test detects with ``power``.
 
-    By simulation, seeded: the observed per-task differences, centred on their mean, are
-    resampled with replacement (``resamples`` samples of the same size, the same samples for
-    every shift); a shift ``delta`` is added and each sample is tested with
-    :func:`wilcoxon_signed_rank_rows` (the test actually used); the power is the share of
-    samples with p < ``alpha``. The smallest ``delta`` reaching ``power`` is found by bisection
-    to :data:`MDE_PRECISION` of its size, from a bracket started at three standard errors.
+    By simulation, seeded: the observed per-task differences, centred on their Hodges-Lehmann
+    estimate (the centre the signed-rank test measures: centred on the mean, a skewed sample
+    would be rejected with no shift at all), are resampled with replacement (``resamples``
+    samples of the same size, the same samples for every shift); a shift ``delta`` is added and
+    each sample is tested with :func:`wilcoxon_signed_rank_rows` (the test actually used); the
+    power is the share of samples with p < ``alpha``. The smallest ``delta`` reaching ``power``
+    is found by bisection to :data:`MDE_PRECISION` of its size, from a bracket started at three
+    standard errors.
     The shift moves every task's mean difference, hence the mean difference, by ``delta``.
 
     Returns:
-        The shift, or None with fewer than 2 tasks, when the differences do not vary, or when
-        no shift reaches the power (too few tasks for the test to reach ``alpha``: 5 or fewer
-        at 0.05).
+        The shift, or None with fewer than 2 tasks, when the differences do not vary, when no
+        shift reaches the power (too few tasks for the test to reach ``alpha``: 5 or fewer at
+        0.05), or when the centred samples are rejected with no shift, or with a shift below
+        :data:`MDE_FLOOR` of their spread (ties at zero: a uniform shift turns them all
+        positive), shapes the simulation cannot size a shift for.
     """
-    d = np.asarray(differences, dtype=float)
+    key = tuple(float(x) for x in differences)
+    return _wilcoxon_mde(key, alpha, power, resamples, seed)
+
+
+@functools.lru_cache(maxsize=4096)
+def _wilcoxon_mde(
+    key: tuple[float, ...], alpha: float, power: float, resamples: int, seed: int
+) -> float | None:
+    # Cached: a question's pair is often also a one-dimension pair of eval.comparisons, and the
+    # gate compares the same differences again.
+    d = np.asarray(key, dtype=float)
     if len(d) < 2:
         return None
     if len(d) <= PERMUTATION_MAX_N and 2.0 / 2 ** len(d) >= alpha:
         return None  # even every difference positive gives p = 2 / 2^n
-    residuals = d - d.mean()
+    walsh = (d[:, None] + d[None, :]) / 2
+    residuals = d - float(np.median(walsh[np.triu_indices(len(d))]))
     spread = float(np.max(np.abs(residuals)))
     if spread == 0.0:
         return None
@@ -614,6 +632,8 @@ def wilcoxon_mde(
 
     # Bracket from the t-test figure (about 3 standard errors), doubling up to a shift past
     # every difference (all positive: the most the test can say), then bisect.
+    if reaches(0.0):
+        return None
     ceiling = 2 * spread + 1.0
     high = min(ceiling, 3 * float(np.std(d, ddof=1)) / math.sqrt(len(d)))
     low = 0.0
@@ -621,7 +641,12 @@ def wilcoxon_mde(
         if high >= ceiling:
             return None
         low, high = high, min(ceiling, 2 * high)
+    # Ties at zero make the power jump at a shift of 0+ (every tied difference turns positive):
+    # a shift found below this floor says nothing about the data, so there is no MDE.
+    floor = MDE_FLOOR * spread
     while high - low > MDE_PRECISION * high:
+        if high < floor:
+            return None
         middle = (low + high) / 2
         if reaches(middle):
             high = middle

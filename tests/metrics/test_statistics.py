@@ -316,3 +316,17 @@ def test_verdicts_follow_the_metric_direction() -> None:
         BETTER,
         NO_DIFFERENCE,
     )
+
+
+def test_the_wilcoxon_mde_of_differences_tied_at_zero_is_none_not_zero() -> None:
+    # A default run's action F1 differences: 26 ties at 0. Centred on their mean (-0.005), the
+    # zeros became one block of small negatives, the test rejected with no shift, and the
+    # bisection halved the shift to 0.0 over 1,000 steps (7,645 such searches took 109 s).
+    # Centred on the Hodges-Lehmann estimate (0), any shift above 0 turns the 26 ties positive
+    # and is detected: no shift size means anything, so there is no MDE.
+    losses = [-0.735, -0.719, -0.662, -0.34, -0.06, -0.049]
+    gains = [0.04, 0.07, 0.071, 0.116, 0.167, 0.217, 0.329, 0.381, 0.929]
+    assert wilcoxon_mde(losses + [0.0] * 26 + gains) is None
+    # Without the ties the same differences have one: 6 losses against 9 gains.
+    mde = wilcoxon_mde(losses + gains)
+    assert mde is not None and 0.1 < mde < 1.0
