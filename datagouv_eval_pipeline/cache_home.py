@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from datagouv_eval_pipeline.writable import writable_dir_problem
+
 
 def project_cache_dir(name: str, override_env: str) -> Path:
     """Return ``$<override_env>`` if set, else ``$XDG_CACHE_HOME/datagouv-eval/<name>``.
@@ -33,13 +35,10 @@ def require_writable_dir(path: Path, what: str, override_env: str) -> Path:
     Raises:
         CacheDirError: It is a file, or cannot be created or written.
     """
-    remedy = f"set ${override_env} or $XDG_CACHE_HOME to a writable directory"
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
+    problem = writable_dir_problem(path)
+    if problem is not None:
         raise CacheDirError(
-            f"{path} ({what}): cannot be created ({error.strerror}); {remedy}"
-        ) from None
-    if not os.access(path, os.W_OK):
-        raise CacheDirError(f"{path} ({what}): is not writable; {remedy}")
+            f"{path} ({what}): {problem}; set ${override_env} or $XDG_CACHE_HOME to a writable "
+            "directory"
+        )
     return path

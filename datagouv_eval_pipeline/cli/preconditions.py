@@ -7,7 +7,6 @@ an unwritable warehouse directory or a warehouse file locked by an analyst's
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 from collections.abc import Iterator
@@ -17,7 +16,9 @@ from pathlib import Path
 import click
 import duckdb
 
+from datagouv_eval_pipeline.filelock import LockHeldError, exclusive_lock
 from datagouv_eval_pipeline.warehouse.storage import describe_open_error
+from datagouv_eval_pipeline.writable import writable_dir_problem
 
 
 def require_instance_dir(home: Path) -> None:
@@ -112,36 +113,17 @@ def exclusive_run_store(root: Path) -> Iterator[None]:
         click.ClickException: The store is a file or cannot be created, or another experiment
             holds it.
     """
-    if root.exists() and not root.is_dir():
+    problem = writable_dir_problem(root)
+    if problem is not None:
         raise click.ClickException(
-            f"{root}: the run store is a file; set DATAGOUV_EVAL_RUN_STORE to a directory"
+            f"{root}: the run store {problem}; set DATAGOUV_EVAL_RUN_STORE to a directory"
         )
     try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
+        with exclusive_lock(root / LOCK_NAME, wait=False):
+            yield
+    except LockHeldError as held:
+        who = f"process {held.holder}" if held.holder.isdigit() else "another process"
         raise click.ClickException(
-            f"{root}: cannot create the run store ({error.strerror}); set DATAGOUV_EVAL_RUN_STORE "
-            "to a directory"
+            f"{root}: another experiment ({who}) is using this run store; wait for it to end, "
+            "or give this one its own DATAGOUV_EVAL_RUN_STORE and DATAGOUV_EVAL_DUCKDB"
         ) from None
-    lock = root / LOCK_NAME
-    try:
-        descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as error:
-        raise click.ClickException(
-            f"{lock}: cannot open the run store's lock ({error.strerror})"
-        ) from None
-    try:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(descriptor, 32, 0).decode(errors="replace").strip()
-            who = f"process {holder}" if holder.isdigit() else "another process"
-            raise click.ClickException(
-                f"{root}: another experiment ({who}) is using this run store; wait for it to end, "
-                "or give this one its own DATAGOUV_EVAL_RUN_STORE and DATAGOUV_EVAL_DUCKDB"
-            ) from None
-        os.ftruncate(descriptor, 0)
-        os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
-        yield
-    finally:
-        os.close(descriptor)  # closing releases the lock

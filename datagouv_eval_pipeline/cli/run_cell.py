@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +21,7 @@ from datagouv_eval_pipeline.cli.validate import format_error
 from datagouv_eval_pipeline.tasks.errors import TaskSpecErrors
 from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.tasks.spec import TaskSpec, TaskStatus
+from datagouv_eval_pipeline.writable import writable_dir_problem
 
 if TYPE_CHECKING:
     from datagouv_eval_pipeline.mcp_builds import BuildServers
@@ -71,16 +71,10 @@ def _build(cell: Cell, builds: BuildServers) -> dict[str, Any]:
 
 def _require_writable_dir(target: Path) -> None:
     """Create ``target`` (the traces' directory) now, or fail with one line naming it."""
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
+    problem = writable_dir_problem(target)
+    if problem is not None:
         raise click.ClickException(
-            f"{target}: cannot create the output directory ({error.strerror}); choose another "
-            "with --out"
-        ) from None
-    if not os.access(target, os.W_OK):
-        raise click.ClickException(
-            f"{target}: the output directory is not writable; choose another with --out"
+            f"{target}: the output directory {problem}; choose another with --out"
         )
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from datagouv_eval_pipeline.writable import writable_dir_problem
+
 TWIN_HOME_ENV = "DATAGOUV_EVAL_TWIN_HOME"
 DEFAULT_TWIN_HOME = ".twin"
 
@@ -33,13 +35,7 @@ def require_twin_home(home: Path | str | None = None) -> Path:
         TwinHomeError: It is a file, or cannot be created or written.
     """
     path = twin_home(home)
-    where = f"{path} (the twin home: ${TWIN_HOME_ENV} or ./{DEFAULT_TWIN_HOME})"
-    if path.exists() and not path.is_dir():
-        raise TwinHomeError(f"{where}: is a file; the twin home must be a directory")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise TwinHomeError(f"{where}: cannot be created ({error.strerror})") from None
-    if not os.access(path, os.W_OK):
-        raise TwinHomeError(f"{where}: is not writable")
+    problem = writable_dir_problem(path)
+    if problem is not None:
+        raise TwinHomeError(f"{path} (the twin home: ${TWIN_HOME_ENV} or ./.twin): {problem}")
     return path

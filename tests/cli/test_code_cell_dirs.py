@@ -52,8 +52,8 @@ def test_a_twin_home_that_is_a_file(tmp_path: Path, command: str) -> None:
     home.write_text("not a directory", encoding="utf-8")
     lines = _invoke(tmp_path, COMMANDS[command], {"DATAGOUV_EVAL_TWIN_HOME": str(home)})
     assert lines[-1] == (
-        f"Error: {home} (the twin home: $DATAGOUV_EVAL_TWIN_HOME or ./.twin): is a file; the "
-        "twin home must be a directory"
+        f"Error: {home} (the twin home: $DATAGOUV_EVAL_TWIN_HOME or ./.twin): is a file, not a "
+        "directory"
     )
 
 

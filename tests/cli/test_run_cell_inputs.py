@@ -36,8 +36,8 @@ def test_an_output_directory_under_a_file_fails_before_any_run(tmp_path: Path) -
     blocker.write_text("x", encoding="utf-8")
     line = _one_error(_run_cell("--out", str(blocker / "traces")))
     assert line == (
-        f"Error: {blocker / 'traces'}: cannot create the output directory (Not a directory); "
-        "choose another with --out"
+        f"Error: {blocker / 'traces'}: the output directory cannot be created (Not a "
+        "directory); choose another with --out"
     )
 
 

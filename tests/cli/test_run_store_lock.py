@@ -48,5 +48,6 @@ def test_a_run_store_that_is_a_file(tmp_path: Path) -> None:
     with pytest.raises(click.ClickException) as refused, exclusive_run_store(store):
         pass
     assert refused.value.message == (
-        f"{store}: the run store is a file; set DATAGOUV_EVAL_RUN_STORE to a directory"
+        f"{store}: the run store is a file, not a directory; set DATAGOUV_EVAL_RUN_STORE to a "
+        "directory"
     )
