@@ -376,28 +376,43 @@ def comparison_rows(
             )
     rows: list[dict[str, Any]] = []
     for family in families.values():
-        adjusted = st.holm_adjust([row["p_value"] for row in family])
-        for row, p_adjusted in zip(family, adjusted, strict=True):
-            row["family_size"] = sum(1 for r in family if r["p_value"] is not None)
-            row["p_adjusted"] = p_adjusted
-            row["verdict"] = st.verdict(
-                row["mean_difference"],
-                p_adjusted,
-                higher_is_better=row["higher_is_better"],
-                alpha=alpha,
-            )
-            row["verdict_note"] = st.verdict_note(
-                row["p_value"],
-                p_adjusted,
-                row["ci_low"],
-                row["ci_high"],
-                row["family_size"],
-                row["verdict"],
-                test=row["test"],
-                alpha=alpha,
-            )
+        for row in settle_family(family, alpha=alpha):
             rows += [row, _reversed(row)]
     return rows
+
+
+def settle_family(family: list[dict[str, Any]], *, alpha: float) -> list[dict[str, Any]]:
+    """Holm-adjust one family of comparison rows and give each its verdict and note (in place).
+
+    Args:
+        family: The rows compared together (one dimension or question, one metric and tier).
+        alpha: The significance level of the verdicts.
+
+    Returns:
+        The same rows, with ``family_size``, ``p_adjusted``, ``verdict`` and ``verdict_note``.
+    """
+    adjusted = st.holm_adjust([row["p_value"] for row in family])
+    size = sum(1 for row in family if row["p_value"] is not None)
+    for row, p_adjusted in zip(family, adjusted, strict=True):
+        row["family_size"] = size
+        row["p_adjusted"] = p_adjusted
+        row["verdict"] = st.verdict(
+            row["mean_difference"],
+            p_adjusted,
+            higher_is_better=row["higher_is_better"],
+            alpha=alpha,
+        )
+        row["verdict_note"] = st.verdict_note(
+            row["p_value"],
+            p_adjusted,
+            row["ci_low"],
+            row["ci_high"],
+            size,
+            row["verdict"],
+            test=row["test"],
+            alpha=alpha,
+        )
+    return family
 
 
 def _criterion_coverage(
@@ -561,28 +576,7 @@ def question_comparison_rows(
                     }
                 )
         for family in families.values():
-            adjusted = st.holm_adjust([row["p_value"] for row in family])
-            size = sum(1 for row in family if row["p_value"] is not None)
-            for row, p_adjusted in zip(family, adjusted, strict=True):
-                row["family_size"] = size
-                row["p_adjusted"] = p_adjusted
-                row["verdict"] = st.verdict(
-                    row["mean_difference"],
-                    p_adjusted,
-                    higher_is_better=row["higher_is_better"],
-                    alpha=alpha,
-                )
-                row["verdict_note"] = st.verdict_note(
-                    row["p_value"],
-                    p_adjusted,
-                    row["ci_low"],
-                    row["ci_high"],
-                    size,
-                    row["verdict"],
-                    test=row["test"],
-                    alpha=alpha,
-                )
-                rows.append(row)
+            rows += settle_family(family, alpha=alpha)
     return rows
 
 
