@@ -359,17 +359,8 @@ def comparison_rows(
             left, right = series.get((a.key, tier, metric)), series.get((b.key, tier, metric))
             if left is None or right is None:
                 continue
-            keys = sorted(left.keys() & right.keys())
-            result = st.paired_comparison(
-                [left[k] for k in keys],
-                [right[k] for k in keys],
-                [k[0] for k in keys],
-                bounded=bounded[(tier, metric)],
-            )
-            criteria = (
-                _criterion_coverage(series, a.key, b.key, tier, keys, left, right)
-                if metric == "accuracy"
-                else (None, None)
+            result, criteria = _compare_runs(
+                series, a.key, b.key, tier, metric, left, right, bounded=bounded[(tier, metric)]
             )
             families.setdefault((dimension, metric, tier), []).append(
                 _comparison_row(a, b, dimension, tier, metric, result, criterion_coverage=criteria)
@@ -413,6 +404,33 @@ def settle_family(family: list[dict[str, Any]], *, alpha: float) -> list[dict[st
             alpha=alpha,
         )
     return family
+
+
+def _compare_runs(
+    series: Mapping[tuple[str, str, str], Mapping[tuple[str, int], float | None]],
+    cell_a: str,
+    cell_b: str,
+    tier: str,
+    metric: str,
+    left: Mapping[tuple[str, int], float | None],
+    right: Mapping[tuple[str, int], float | None],
+    *,
+    bounded: bool,
+) -> tuple[st.PairedComparison, tuple[float | None, float | None]]:
+    """The paired test of two cells' runs of one measure, on the runs both scored.
+
+    For accuracy, also each side's criterion coverage on those runs.
+    """
+    keys = sorted(left.keys() & right.keys())
+    result = st.paired_comparison(
+        [left[k] for k in keys], [right[k] for k in keys], [k[0] for k in keys], bounded=bounded
+    )
+    criteria = (
+        _criterion_coverage(series, cell_a, cell_b, tier, keys, left, right)
+        if metric == "accuracy"
+        else (None, None)
+    )
+    return result, criteria
 
 
 def _criterion_coverage(
@@ -551,17 +569,8 @@ def question_comparison_rows(
             for tier, metric in measures:
                 left = series.get((a.key, tier, metric), {})
                 right = series.get((b.key, tier, metric), {})
-                keys = sorted(left.keys() & right.keys())
-                result = st.paired_comparison(
-                    [left[k] for k in keys],
-                    [right[k] for k in keys],
-                    [k[0] for k in keys],
-                    bounded=bounded[(tier, metric)],
-                )
-                criteria = (
-                    _criterion_coverage(series, a.key, b.key, tier, keys, left, right)
-                    if metric == "accuracy"
-                    else (None, None)
+                result, criteria = _compare_runs(
+                    series, a.key, b.key, tier, metric, left, right, bounded=bounded[(tier, metric)]
                 )
                 row = _comparison_row(
                     left_cell, right_cell, factor, tier, metric, result, criterion_coverage=criteria
