@@ -22,8 +22,8 @@ from datagouv_eval_pipeline.defs.resources import (
     JudgeResource,
     RunStoreResource,
 )
-from datagouv_eval_pipeline.experiment.cache import source_fingerprint
 from datagouv_eval_pipeline.experiment.documents import ActionMappingsDocument, AgentRunsDocument
+from datagouv_eval_pipeline.experiment.fingerprints import stage_code_version
 from datagouv_eval_pipeline.experiment.stages import ACTION_MAPPINGS, AGENT_RUNS, map_actions
 from datagouv_eval_pipeline.judges.config import (
     JUDGE_FILE,
@@ -38,7 +38,7 @@ from datagouv_eval_pipeline.semantic.registry import load_registry
 def _code_version() -> str:
     # The judge classifies what the rules leave undecided: its prompts and configuration are
     # code of this stage too.
-    digest = hashlib.sha256(source_fingerprint(("semantic", "traces.py", "judges")).encode())
+    digest = hashlib.sha256(stage_code_version("action_mappings").encode())
     judge_file = BENCHMARK_CONFIG_DIR / JUDGE_FILE
     if judge_file.exists():
         digest.update(judge_file.read_bytes())

@@ -24,12 +24,12 @@ from datagouv_eval_pipeline.defs.resources import (
     JudgeResource,
     RunStoreResource,
 )
-from datagouv_eval_pipeline.experiment.cache import source_fingerprint
 from datagouv_eval_pipeline.experiment.documents import (
     ActionMappingsDocument,
     AgentRunsDocument,
     JudgeScoresDocument,
 )
+from datagouv_eval_pipeline.experiment.fingerprints import stage_code_version
 from datagouv_eval_pipeline.experiment.stages import (
     ACTION_MAPPINGS,
     AGENT_RUNS,
@@ -41,7 +41,7 @@ from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 
 
 def _code_version() -> str:
-    digest = hashlib.sha256(source_fingerprint(("judges", "metrics")).encode())
+    digest = hashlib.sha256(stage_code_version("judge_scores").encode())
     judge_file = BENCHMARK_CONFIG_DIR / JUDGE_FILE
     if judge_file.exists():
         digest.update(judge_file.read_bytes())

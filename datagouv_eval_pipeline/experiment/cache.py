@@ -13,14 +13,12 @@ provider as much as the agent (a hanging server), and a ``skipped`` run costs no
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from datagouv_eval_pipeline import project_files
 from datagouv_eval_pipeline.agents.limits import ended_by_wall_clock
 from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.experiment.fingerprints import cell_code_fingerprint
@@ -32,32 +30,6 @@ CACHEABLE_STATUSES = frozenset({"ok", "budget_exceeded"})
 
 # Cell fields that do not change what the agent does (labels, the metrics computed later).
 NOT_AN_INPUT = frozenset({"key", "evaluation_types", "metrics", "model_label"})
-
-_PACKAGE = project_files.PACKAGE_DIR
-_RUN_CODE = ("agents", "twin", "benchmark", "traces.py")
-_SOURCE_SUFFIXES = frozenset({".py", ".yml", ".yaml", ".md", ".json"})
-
-
-@functools.cache
-def source_fingerprint(names: tuple[str, ...]) -> str:
-    """sha256 over the package sources (``.py``, ``.yml``, ``.md``) under ``names``."""
-    digest = hashlib.sha256()
-    for name in names:
-        root = _PACKAGE / name
-        files = sorted(p for p in root.rglob("*") if p.suffix in _SOURCE_SUFFIXES)
-        for path in files if root.is_dir() else [root]:
-            digest.update(str(path.relative_to(_PACKAGE)).encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-def run_code_fingerprint() -> str:
-    """sha256 of the source that shapes a run (agents, twin, benchmark, trace format).
-
-    Scoring code is deliberately left out: changing a metric rescores stored traces without
-    re-running any agent.
-    """
-    return source_fingerprint(_RUN_CODE)
 
 
 def run_input_hash(
