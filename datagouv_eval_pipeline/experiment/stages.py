@@ -17,11 +17,7 @@ from typing import Any
 from datagouv_eval_pipeline.agents.cancel import CancelToken, RunCancelled
 from datagouv_eval_pipeline.agents.runner import execute_cell
 from datagouv_eval_pipeline.benchmark.cells import Cell
-from datagouv_eval_pipeline.experiment.cache import (
-    CACHEABLE_STATUSES,
-    AgentRunCache,
-    run_input_hash,
-)
+from datagouv_eval_pipeline.experiment.cache import AgentRunCache, run_input_hash
 from datagouv_eval_pipeline.experiment.documents import (
     ActionMappingsDocument,
     AgentRunsDocument,
@@ -209,9 +205,13 @@ def run_agents(
     return AgentStageResult(document, executed, reused, statuses, cell_problem(all_traces))
 
 
+FINISHED_STATUSES = frozenset({"ok", "budget_exceeded"})
+"""Runs the agent finished, with an answer or by spending its budget."""
+
+
 def cell_problem(traces: Sequence[Trace]) -> str | None:
     """Why a cell produced nothing: its most common reason when no run finished."""
-    if not traces or any(str(t.status) in CACHEABLE_STATUSES for t in traces):
+    if not traces or any(str(t.status) in FINISHED_STATUSES for t in traces):
         return None
     reasons = Counter(str(t.status_reason or t.status) for t in traces)
     return reasons.most_common(1)[0][0]
