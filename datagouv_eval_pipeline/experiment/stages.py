@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from datagouv_eval_pipeline.agents.cancel import CancelToken, RunCancelled
+from datagouv_eval_pipeline.agents.models import missing_api_key
 from datagouv_eval_pipeline.agents.runner import execute_cell
 from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.experiment.cache import AgentRunCache, run_input_hash
@@ -75,6 +76,8 @@ class AgentStageResult:
         statuses: Traces per status.
         problem: Why the cell has no result, when none of its runs finished (the most
             common reason: an unset API key variable, no sandbox, ...); None otherwise.
+        missing_key: Why the cell's model cannot be asked now (its API key variable is unset),
+            even when older results of the cell come from the cache; None otherwise.
     """
 
     document: AgentRunsDocument
@@ -82,6 +85,7 @@ class AgentStageResult:
     reused: int
     statuses: Counter[str] = field(default_factory=Counter)
     problem: str | None = None
+    missing_key: str | None = None
 
 
 def run_agents(
@@ -202,7 +206,16 @@ def run_agents(
         traces=all_traces,
     )
     reused = len(traces) - len(missing)
-    return AgentStageResult(document, executed, reused, statuses, cell_problem(all_traces))
+    return AgentStageResult(
+        document,
+        executed,
+        reused,
+        statuses,
+        cell_problem(all_traces),
+        # Named every time, not only when no older result hides it: the runs not in the cache
+        # were not done, and the results shown are older ones.
+        missing_api_key(cell.model, options.get("environ")),
+    )
 
 
 FINISHED_STATUSES = frozenset({"ok", "budget_exceeded"})
