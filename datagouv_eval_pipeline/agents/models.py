@@ -99,6 +99,21 @@ def api_key_for(model: CellModel, environ: Mapping[str, str] | None = None) -> s
     return key
 
 
+def missing_api_key(model: CellModel, environ: Mapping[str, str] | None = None) -> str | None:
+    """Why a live model cannot be asked (its key's variable is unset or empty), or None.
+
+    Offline models need no key. The reason is :func:`api_key_for`'s message (the variable's
+    name, never a value).
+    """
+    if model.kind == ProviderKind.OFFLINE:
+        return None
+    try:
+        api_key_for(model, environ)
+    except MissingApiKeyError as error:
+        return str(error)
+    return None
+
+
 def live_model(
     model: CellModel,
     *,

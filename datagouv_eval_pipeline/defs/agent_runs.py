@@ -199,6 +199,8 @@ def run_agent_cells(
                 }
                 if result.problem is not None:
                     summary["problem"] = result.problem
+                if result.missing_key is not None:
+                    summary["missing_key"] = result.missing_key
                 return result.document, summary
 
             outcomes = process_cells(
