@@ -206,7 +206,7 @@ def rate_limit_of(model: CellModel) -> tuple[str, RateLimit | None]:
         requests_per_minute=config.requests_per_minute,
         tokens_per_minute=config.tokens_per_minute,
     )
-    return (model.key if config.per_model else model.provider), limit
+    return (model.quota_key if config.per_model else model.provider), limit
 
 
 def cell_rate_limiters(cell: Cell, clock: Clock | None = None) -> RateLimiters:
@@ -496,6 +496,7 @@ def _base_trace(shared: _Shared, task: TaskSpec, repeat: int) -> dict[str, Any]:
             code_dirty=_code_dirty(),
             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
             base_urls=shared.env.target.urls.as_dict(),
+            model_settings=cell.model.settings.record() or None,
         ),
     }
 

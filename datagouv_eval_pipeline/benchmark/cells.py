@@ -23,6 +23,7 @@ from datagouv_eval_pipeline.benchmark.config import (
     McpBuild,
     McpVersion,
     Metric,
+    ModelCallSettings,
     ModelEntry,
     ModelRateLimit,
     Provider,
@@ -51,6 +52,9 @@ class CellModel:
         rate_limit: Requests/tokens per minute from ``models.yml`` (provider, overridden by the
             model); None when neither sets one. An execution setting: not part of the key or
             of the cell record.
+        settings: Request and generation settings from ``models.yml`` (timeout, retries,
+            temperature, context window...). Part of the key (their digest) and of the cell
+            record when any is set.
     """
 
     provider: str
@@ -63,6 +67,7 @@ class CellModel:
     currency: str
     label: str | None = None
     rate_limit: ModelRateLimit | None = None
+    settings: ModelCallSettings = field(default_factory=ModelCallSettings)
 
     @property
     def is_llm(self) -> bool:
@@ -71,7 +76,15 @@ class CellModel:
 
     @property
     def key(self) -> str:
-        """The model part of cell keys, e.g. ``albert~openai~gpt-oss-120b``."""
+        """The model part of cell keys, e.g. ``albert~openai~gpt-oss-120b``.
+
+        A model with request settings carries their digest: ``local~qwen2.5@3f9a02c1``.
+        """
+        return model_key(self.provider, self.name, self.settings.tag())
+
+    @property
+    def quota_key(self) -> str:
+        """The model as its provider's API knows it (settings aside): a per-model quota's key."""
         return model_key(self.provider, self.name)
 
 
@@ -169,6 +182,7 @@ class Cell:
             "input_price_per_mtok": self.model.input_price_per_mtok,
             "output_price_per_mtok": self.model.output_price_per_mtok,
             "currency": self.model.currency,
+            "model_settings": self.model.settings.record() or None,
             "capabilities": list(self.capabilities),
             "mcp_version": self.mcp_version,
             "mcp_url": self.mcp_url,
@@ -260,6 +274,7 @@ def _cell_model(provider: Provider, entry: ModelEntry, currency: str) -> CellMod
         currency=currency,
         label=entry.label,
         rate_limit=provider.rate_limit_for(entry),
+        settings=provider.settings_for(entry),
     )
 
 
@@ -292,6 +307,7 @@ def _cells_of(config: BenchmarkConfig, etype: EvaluationType) -> list[Cell]:
                         skills.version if skills else None,
                         prompt.name,
                         mcp.label if mcp else None,
+                        model.settings.tag(),
                     ),
                     evaluation_types=(etype.name,),
                     model=model,
