@@ -212,7 +212,9 @@ def sha256_text(text: str) -> str:
 
 
 def expand_cells(
-    config: BenchmarkConfig, evaluation_types: Sequence[str] | None = None
+    config: BenchmarkConfig,
+    evaluation_types: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
 ) -> list[Cell]:
     """Expand the configuration into its distinct cells.
 
@@ -220,6 +222,9 @@ def expand_cells(
         config: A loaded configuration (``load_benchmark_config``).
         evaluation_types: Names of the evaluation types to expand (inactive ones included when
             named); None expands every active evaluation type.
+        models: The models to expand, as ``PROVIDER/MODEL`` (inactive ones included; names
+            that are not in ``models.yml`` are ignored, see ``selection.select_models``); None
+            expands every active model.
 
     Returns:
         The cells in order of first appearance (file order of types, capability sets, models,
@@ -229,8 +234,9 @@ def expand_cells(
         UnknownEvaluationTypeError: If a name matches no evaluation type.
     """
     cells: dict[str, Cell] = {}
+    chosen = _models(config, models)
     for etype in _selected_types(config, evaluation_types):
-        for cell in _cells_of(config, etype):
+        for cell in _cells_of(config, etype, chosen):
             existing = cells.get(cell.key)
             cells[cell.key] = cell if existing is None else _merge(existing, cell)
     return list(cells.values())
@@ -253,12 +259,14 @@ def _selected_types(config: BenchmarkConfig, names: Sequence[str] | None) -> lis
     return [etype for etype in types if etype.name in set(names)]
 
 
-def _active_models(config: BenchmarkConfig) -> list[CellModel]:
+def _models(config: BenchmarkConfig, names: Sequence[str] | None) -> list[CellModel]:
+    """The active models, or those ``names`` lists (``PROVIDER/MODEL``), in file order."""
+    wanted = set(names) if names is not None else None
     return [
         _cell_model(provider, entry, config.models.currency)
         for provider in config.models.providers
         for entry in provider.models
-        if entry.active
+        if (entry.active if wanted is None else f"{provider.name}/{entry.name}" in wanted)
     ]
 
 
@@ -278,12 +286,13 @@ def _cell_model(provider: Provider, entry: ModelEntry, currency: str) -> CellMod
     )
 
 
-def _cells_of(config: BenchmarkConfig, etype: EvaluationType) -> list[Cell]:
+def _cells_of(
+    config: BenchmarkConfig, etype: EvaluationType, models: Sequence[CellModel]
+) -> list[Cell]:
     prompts = select(etype.system_prompts, config.system_prompts.system_prompts)
     mcp_versions = select(etype.mcp_versions, config.mcp_versions.mcp_versions)
     skills_versions = select(etype.skills_versions, config.skills_versions.skills_versions)
     metrics = tuple(metric.value for metric in Metric if metric in etype.metrics)
-    models = _active_models(config)
     cells: list[Cell] = []
     for capability_set in etype.capability_sets:
         capabilities = tuple(sorted(capability.value for capability in capability_set))
