@@ -138,6 +138,10 @@ class Provenance(_Strict):
     ``datagouv_api``, ``tabular_api``, ``metrics_api``, ``crawler_api``). The twin serves every
     API on one host, so the action mapper reads URLs under these as the production URLs they
     stand for. None in traces recorded before this field existed."""
+    model_settings: dict[str, Any] | None = None
+    """The model's request settings from ``models.yml`` that were set (``timeout_s``,
+    ``retries``, ``temperature``, ``top_p``, ``seed``, ``max_output_tokens``, ``stop``,
+    ``context_window``); None when none was."""
 
 
 class Trace(_Strict):

@@ -20,6 +20,7 @@ from pydantic_ai.exceptions import ModelRetry, ToolFailed
 from pydantic_ai.toolsets import WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
+from datagouv_eval_pipeline.agents.context import ContextWindow, cut_to_fit
 from datagouv_eval_pipeline.front import WireRequest
 from datagouv_eval_pipeline.providers.limits import Clock, SystemClock
 from datagouv_eval_pipeline.traces import WireExchange
@@ -80,6 +81,7 @@ class RunRecorder:
         rate_limit_wait_s: Seconds spent waiting on rate limits (limiter and 429 answers).
         retries: Failed attempts that were retried, with their reason.
         on_wait: Called with each rate-limit wait (the runner extends the run's deadline).
+        context: The room left in the model's context window (None: no ``context_window``).
     """
 
     clock: Clock = field(default_factory=SystemClock)
@@ -89,6 +91,7 @@ class RunRecorder:
     rate_limit_wait_s: float = 0.0
     retries: list[str] = field(default_factory=list)
     on_wait: Callable[[float], None] | None = None
+    context: ContextWindow | None = None
 
     def add_wait(self, seconds: float) -> None:
         """Count a rate-limit wait."""
@@ -210,15 +213,23 @@ class RecordingToolset(WrapperToolset[Any]):
                 )
                 for w in self.wire()
             ]
+        shown = truncate(text, self.model_result_chars)
+        kept: int | None = self.model_result_chars if len(text) > self.model_result_chars else None
+        context = self.recorder.context
+        if context is not None:
+            # The result is shown up to the room left in the window, never sent to overflow it.
+            room = context.room_chars()
+            if len(shown) > room:
+                shown, kept = cut_to_fit(text, room)
+            context.admit(len(shown))
         self.recorder.tools[call_id] = ToolRecord(
             duration_ms=duration_ms,
             full_chars=len(text),
             error=error,
             text=text,
             http_requests=exchanges,
-            shown_chars=self.model_result_chars if len(text) > self.model_result_chars else None,
+            shown_chars=kept,
         )
-        shown = truncate(text, self.model_result_chars)
         if error:
             raise ToolFailed(shown or f"Error: tool {name!r} failed")
         return shown

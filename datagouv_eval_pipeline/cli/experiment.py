@@ -119,6 +119,22 @@ def _print_plan(plan: ExperimentPlan, *, live: bool, rerun: bool) -> None:
     multiple=True,
     help="Only cells of this evaluation type (repeatable).",
 )
+@click.option(
+    "--models",
+    "models",
+    multiple=True,
+    metavar="PROVIDER/MODEL",
+    help="Run these models of models.yml instead of the active ones, active or not "
+    "(repeatable; a glob such as 'albert/*' names several).",
+)
+@click.option(
+    "--cells",
+    "cell_keys",
+    multiple=True,
+    metavar="KEY",
+    help="Run only these cells (repeatable): a key from `datagouv-eval cells`, of any model "
+    "or evaluation type, or a glob among the selected cells, e.g. 'offline~*__none__*'.",
+)
 @click.option("--tasks", "task_ids", default="", help="Comma-separated task ids (default: active).")
 @click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--skip-validation", is_flag=True, help="Run quarantined tasks too.")
@@ -133,6 +149,14 @@ def _print_plan(plan: ExperimentPlan, *, live: bool, rerun: bool) -> None:
     "[default: task_specs/benchmark/judge.yml].",
 )
 @click.option(
+    "--model-base-url",
+    type=HTTP_URL,
+    default=None,
+    metavar="URL",
+    help="Send the agents' model requests to this OpenAI-compatible URL instead (e.g. a "
+    "`datagouv-eval replay serve` URL).",
+)
+@click.option(
     "--judge-base-url",
     type=HTTP_URL,
     default=None,
@@ -142,19 +166,28 @@ def _print_plan(plan: ExperimentPlan, *, live: bool, rerun: bool) -> None:
 def command(
     dry_run: bool,
     evaluation_types: tuple[str, ...],
+    models: tuple[str, ...],
+    cell_keys: tuple[str, ...],
     task_ids: str,
     repeats: int,
     skip_validation: bool,
     rerun: bool,
     live: bool,
     judge_choice: str | None,
+    model_base_url: str | None,
     judge_base_url: str | None,
 ) -> None:
     """Run the default experiment (twin + offline baselines + deterministic judge)."""
     ids = [item.strip() for item in task_ids.split(",") if item.strip()]
     judge_config = _judge_config(judge_choice, judge_base_url)
     try:
-        plan = plan_experiment(evaluation_types=evaluation_types, task_ids=ids, repeats=repeats)
+        plan = plan_experiment(
+            evaluation_types=evaluation_types,
+            task_ids=ids,
+            repeats=repeats,
+            models=models,
+            cells=cell_keys,
+        )
     except SelectionError as error:
         raise click.UsageError(str(error)) from None
     except SpecErrors as error:
@@ -177,6 +210,8 @@ def command(
         result, db_path, report = _execute(
             {
                 "evaluation_types": list(evaluation_types),
+                "cells": plan.cell_keys if plan.chosen else [],
+                "model_base_url": model_base_url or "",
                 "task_ids": ids,
                 "repeats": repeats,
                 "skip_validation": skip_validation,

@@ -16,6 +16,7 @@ from datagouv_eval_pipeline.benchmark.loader import (
     BenchmarkConfigErrors,
     load_benchmark_config,
 )
+from datagouv_eval_pipeline.benchmark.selection import model_names
 from datagouv_eval_pipeline.cli.urls import HTTP_URL
 from datagouv_eval_pipeline.cli.validate import format_error
 from datagouv_eval_pipeline.tasks.errors import TaskSpecErrors
@@ -36,8 +37,8 @@ def _cell(config_dir: Path, key: str) -> Cell:
         raise SystemExit(1) from None
     names = [etype.name for etype in config.evaluation_types.evaluation_types]
     try:
-        # Every evaluation type, active or not: a cell of an inactive type can be debugged too.
-        return decode_cell_key(key, expand_cells(config, names))
+        # Every evaluation type and model, active or not: any cell can be run and debugged.
+        return decode_cell_key(key, expand_cells(config, names, model_names(config)))
     except UnknownCellKeyError as error:
         raise click.BadParameter(str(error), param_hint="CELL_KEY") from None
 

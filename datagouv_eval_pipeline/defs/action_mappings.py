@@ -76,7 +76,9 @@ def action_mappings(
         raise dg.Failure(description=f"cannot build the judge: {error}") from None
 
     def work(key: str) -> tuple[ActionMappingsDocument, dict[str, Any]] | str:
-        if (why := not_selected(key, experiment.evaluation_types)) is not None:
+        if (
+            why := not_selected(key, experiment.evaluation_types, chosen=experiment.cells)
+        ) is not None:
             return why
         # A cell whose agent runs just failed keeps its old mapping: never rebuilt from the
         # old traces as if they were this run's.

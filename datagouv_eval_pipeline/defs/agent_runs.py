@@ -118,7 +118,11 @@ def run_agent_cells(
         return f"{sum(statuses.values())} runs, {counts} ({summary['reused']} from the cache)"
 
     def excluded(cell: Cell) -> str | None:
-        if (why := not_selected(cell.key, experiment.evaluation_types, cells_by_key)) is not None:
+        if (
+            why := not_selected(
+                cell.key, experiment.evaluation_types, cells_by_key, chosen=experiment.cells
+            )
+        ) is not None:
             return why
         if catalog.live and (why := offline_only(cell)):
             return why  # its offline results stay
@@ -137,6 +141,7 @@ def run_agent_cells(
             # file and the field) and is left as it is for a person to look at.
             "previous": store.read_document(AGENT_RUNS, cell.key, AgentRunsDocument),
             "keep_tasks": keep if experiment.task_ids else (),
+            "model_base_url": experiment.model_base_url or None,
         }
 
     def run_here(cell: Cell, settings: RunSettings, cancel: CancelToken | None) -> Any:

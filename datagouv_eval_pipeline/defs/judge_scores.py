@@ -84,7 +84,9 @@ def judge_scores(
     lookup = catalog.lookup()
 
     def work(key: str) -> tuple[JudgeScoresDocument, dict[str, Any]] | str:
-        if (why := not_selected(key, experiment.evaluation_types)) is not None:
+        if (
+            why := not_selected(key, experiment.evaluation_types, chosen=experiment.cells)
+        ) is not None:
             return why
         require_current(store, key, AGENT_RUNS, ACTION_MAPPINGS)
         runs = store.read_document(AGENT_RUNS, key, AgentRunsDocument)

@@ -13,7 +13,7 @@ exactly one cell fails for real, so that partition also shows as a failed materi
 
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -238,13 +238,20 @@ def cell_results(
 
 
 def not_selected(
-    key: str, evaluation_types: list[str], cells_by_key: Mapping[str, Cell] = CELLS_BY_KEY
+    key: str,
+    evaluation_types: list[str],
+    cells_by_key: Mapping[str, Cell] = CELLS_BY_KEY,
+    *,
+    chosen: Collection[str] = (),
 ) -> str | None:
     """Why a cell of the run's range is left alone, or None when it runs.
 
     An explicit selection of evaluation types (the launchpad's or ``--evaluation-type``) runs
-    only their cells; without one, every cell of the range runs.
+    only their cells, and one of cells (``chosen``: ``--models``, ``--cells``) only those;
+    without either, every cell of the range runs.
     """
+    if chosen and key not in chosen:
+        return "not among the chosen cells"
     cell = cells_by_key[key]
     if evaluation_types and not set(cell.evaluation_types) & set(evaluation_types):
         return "not in the selected evaluation types"

@@ -230,6 +230,10 @@ class ExperimentSettings(dg.ConfigurableResource["ExperimentSettings"]):
     Attributes:
         evaluation_types: Only cells of these evaluation types run (default: every cell of the
             partitions selected). Other cells keep their earlier results untouched.
+        cells: Only these cells run (``experiment --models``, ``--cells``; default: every
+            cell of the partitions selected). Other cells keep their earlier results untouched.
+        model_base_url: Send the agents' model requests to this OpenAI-compatible URL instead
+            of each provider's (a replay server, a local server); empty: the providers'.
         task_ids: Only these tasks run (default: every active task); the other tasks' earlier
             traces are kept.
         repeats: Runs per (cell, task).
@@ -243,6 +247,8 @@ class ExperimentSettings(dg.ConfigurableResource["ExperimentSettings"]):
     """
 
     evaluation_types: list[str] = Field(default_factory=list)
+    cells: list[str] = Field(default_factory=list)
+    model_base_url: str = ""
     task_ids: list[str] = Field(default_factory=list)
     repeats: int = 1
     skip_validation: bool = False
