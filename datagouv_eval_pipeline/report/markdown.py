@@ -346,6 +346,18 @@ def render_markdown(view: ReportView, *, html_path: str | None = None) -> str:
         lines += ["", "Why some MCP version pairs show no detectable difference:", ""]
         lines += [f"- {_escape(note)}" for note in notes]
     lines += _feature_lines(view)
+    if view.version_lines:
+        lines += [
+            "",
+            "## Accuracy per MCP version (paired runs, minimal tier)",
+            "",
+            "Each line's means are over the (task, repeat) pairs scored at every MCP version of "
+            "the line, as the paired tests pair them, never over different task sets.",
+            "",
+        ]
+        for line in view.version_lines:
+            means = ", ".join(f"{p.version} {_num(p.mean)}" for p in line.points)
+            lines.append(f"- {_escape(line.caption)}: {means}")
     lines += ["", "## Not scored", ""]
     if view.problems:
         lines += ["| kind | cell or task | runs | reason |", "|---|---|---|---|"]

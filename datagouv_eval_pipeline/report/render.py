@@ -20,7 +20,7 @@ import jinja2
 from datagouv_eval_pipeline.report import figures
 from datagouv_eval_pipeline.report.data import ReportData, Row
 from datagouv_eval_pipeline.report.markdown import power_sentence, version_power_lines
-from datagouv_eval_pipeline.report.views import ReportView, _estimate
+from datagouv_eval_pipeline.report.views import ReportView, _estimate, problem_totals
 
 TEMPLATES = Path(__file__).with_name("templates")
 REPORT_PAGE = "index.html"
@@ -100,9 +100,11 @@ class Figures:
 def draw_figures(view: ReportView) -> Figures:
     """Draw every plot of the report."""
     out = Figures()
-    if view.version_series:
+    if view.version_lines:
         out.accuracy_by_version = figures.accuracy_by_version(
-            view.version_series, view.versions, "mean accuracy (minimal tier)"
+            [(line.label, line.points) for line in view.version_lines],
+            view.versions,
+            "mean accuracy on paired runs (minimal tier)",
         )
     points = view.cost_points()
     if points:
@@ -239,6 +241,9 @@ def render_site(view: ReportView, *, generated: datetime | None = None) -> Site:
         offline=bool(data.cells) and not any(c["model_is_llm"] for c in data.cells.values()),
         currency=currencies[0] if len(currencies) == 1 else "",
         problem_kinds=_distinct(p.kind for p in view.problems),
+        problem_totals=problem_totals(view.problems),
+        exercised=[f for f in view.features if f.exercised],
+        unexercised=[f for f in view.features if not f.exercised],
         dimensions=_distinct(c.dimension for c in view.comparisons),
         feature_areas=_distinct(f.area for f in view.features),
         metrics=_distinct(c.metric for c in view.comparisons),
