@@ -18,6 +18,7 @@ from typing import Any
 import jinja2
 
 from datagouv_eval_pipeline.report import figures
+from datagouv_eval_pipeline.report.changes import METRIC_NAMES, experiment_tick
 from datagouv_eval_pipeline.report.data import ReportData, Row
 from datagouv_eval_pipeline.report.markdown import power_sentence, version_power_lines
 from datagouv_eval_pipeline.report.views import ReportView, _estimate, problem_totals
@@ -83,15 +84,25 @@ class Figures:
         accuracy_by_version: Accuracy per MCP version.
         cost_accuracy: Cost versus accuracy with the Pareto front.
         failure_heatmap: Failure modes per cell.
+        trend_accuracy: Each cell's accuracy over the recorded experiments.
+        trend_action_f1: Each cell's action F1 over the recorded experiments.
     """
 
     accuracy_by_version: figures.Plot | None = None
     cost_accuracy: figures.Plot | None = None
     failure_heatmap: figures.Plot | None = None
+    trend_accuracy: figures.Plot | None = None
+    trend_action_f1: figures.Plot | None = None
 
     def items(self) -> Iterable[tuple[str, figures.Plot]]:
         """(name, plot) of the figures drawn."""
-        for name in ("accuracy_by_version", "cost_accuracy", "failure_heatmap"):
+        for name in (
+            "trend_accuracy",
+            "trend_action_f1",
+            "accuracy_by_version",
+            "cost_accuracy",
+            "failure_heatmap",
+        ):
             value = getattr(self, name)
             if value is not None:
                 yield name, value
@@ -106,6 +117,28 @@ def draw_figures(view: ReportView) -> Figures:
             view.versions,
             "mean accuracy on paired runs (minimal tier)",
         )
+    history = view.history
+    if history is not None and len(history.experiments) > 1:
+        positions = {str(e["experiment_id"]): i for i, e in enumerate(history.experiments)}
+        ticks = [experiment_tick(e) for e in history.experiments]
+        for metric, lines in history.series.items():
+            plot = figures.trend(
+                [
+                    (
+                        label,
+                        [
+                            figures.TrendMean(
+                                positions[p.experiment_id], p.mean, p.ci_low, p.ci_high
+                            )
+                            for p in points
+                        ],
+                    )
+                    for label, points in lines
+                ],
+                ticks,
+                f"mean {METRIC_NAMES[metric]} (minimal tier)",
+            )
+            setattr(out, f"trend_{metric}", plot)
     points = view.cost_points()
     if points:
         out.cost_accuracy = figures.cost_accuracy(points, view.cost_axis)
@@ -242,6 +275,7 @@ def render_site(view: ReportView, *, generated: datetime | None = None) -> Site:
         currency=currencies[0] if len(currencies) == 1 else "",
         problem_kinds=_distinct(p.kind for p in view.problems),
         problem_totals=problem_totals(view.problems),
+        metric_names=METRIC_NAMES,
         exercised=[f for f in view.features if f.exercised],
         unexercised=[f for f in view.features if not f.exercised],
         dimensions=_distinct(c.dimension for c in view.comparisons),

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from datagouv_eval_pipeline.metrics import statistics as st
+from datagouv_eval_pipeline.report.changes import HistoryView, history_view
 from datagouv_eval_pipeline.report.data import HEADLINE_TIER, ReportData, Row
 from datagouv_eval_pipeline.report.figures import CostPoint, VersionPoint, pareto_front
 
@@ -502,6 +503,8 @@ class ReportView:
             the feature's tasks (empty without the statistics tables or task features).
         questions: Each evaluation type's question per factor, with its answer (empty without
             the statistics tables).
+        history: Each cell's trend over the recorded experiments and the latest experiment
+            against the previous one; None when no experiment is recorded.
     """
 
     data: ReportData
@@ -523,6 +526,7 @@ class ReportView:
     language_tasks: dict[str, int] = field(default_factory=dict)
     features: list[FeatureComparison] = field(default_factory=list)
     questions: list[QuestionSection] = field(default_factory=list)
+    history: HistoryView | None = None
 
     @property
     def power(self) -> Power:
@@ -1087,4 +1091,5 @@ def build_view(data: ReportData) -> ReportView:
         language_tasks=language_task_counts(data),
         features=feature_comparisons(data) if data.has_statistics else [],
         questions=question_sections(data) if data.has_statistics else [],
+        history=history_view(data, labels),
     )
