@@ -57,7 +57,11 @@ EXAMPLE_QUERIES = (
     "'[' || round(difference_ci_low, 3) || ', ' || round(difference_ci_high, 3) || ']' AS ci95, "
     "paired_runs AS n, round(p_adjusted, 3) AS p_adj, verdict, round(mde, 2) AS mde "
     "FROM cell_comparison WHERE dimension = 'mcp_version' AND metric = 'accuracy' "
-    "AND tier = 'minimal' AND value_a < value_b ORDER BY value_a, value_b, cell_a;",
+    # Versions compare as versions (0.2.5 < 0.2.26), not as text.
+    "AND tier = 'minimal' AND TRY_CAST(string_split(value_a, '.') AS INTEGER[]) "
+    "< TRY_CAST(string_split(value_b, '.') AS INTEGER[]) "
+    "ORDER BY TRY_CAST(string_split(value_a, '.') AS INTEGER[]), "
+    "TRY_CAST(string_split(value_b, '.') AS INTEGER[]), cell_a;",
     # The regression gate against each cell's previous run (`datagouv-eval gate` exits 1 on it).
     "SELECT cell_key, passed, failed_measures, previous_experiment_id FROM regression_gate "
     "WHERE is_latest ORDER BY passed, cell_key;",
