@@ -69,8 +69,21 @@ class RunStoreResource(dg.ConfigurableResource["RunStoreResource"]):
     root: str = ""
 
     def store(self) -> RunStore:
-        """The run store."""
-        return RunStore(Path(self.root) if self.root else default_run_store())
+        """The run store.
+
+        Raises:
+            dagster.Failure: Its path is a file (the run then fails at its first stage, saying
+                so, rather than with an empty reason deep inside).
+        """
+        root = Path(self.root) if self.root else default_run_store()
+        if root.exists() and not root.is_dir():
+            raise dg.Failure(
+                description=(
+                    f"{root}: the run store is a file, not a directory; set "
+                    "DATAGOUV_EVAL_RUN_STORE (or the run_store resource's root) to a directory"
+                )
+            )
+        return RunStore(root)
 
     def agent_cache(self) -> AgentRunCache:
         """The agent-run cache, inside the run store."""

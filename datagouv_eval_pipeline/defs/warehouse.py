@@ -107,12 +107,13 @@ def warehouse(
                 store.read_document(ACTION_MAPPINGS, key, ActionMappingsDocument),
                 store.read_document(JUDGE_SCORES, key, JudgeScoresDocument),
             )
+            # A cell whose last attempt at a stage failed loads its last good rows, flagged.
+            reason = _last_failure(store, key)
         except (RunStoreError, StageInputError) as error:
             unreadable[key] = str(error)
             context.log.error("warehouse: cell %s not loaded: %s", key, error)
             continue
-        # A cell whose last attempt at a stage failed loads its last good rows, flagged.
-        if (reason := _last_failure(store, key)) is not None:
+        if reason is not None:
             failed_stages[key] = reason
             documents = dataclasses.replace(
                 documents, load=dataclasses.replace(documents.load, stale_reason=reason)
@@ -152,11 +153,15 @@ def warehouse(
     statistics = run_statistics(context, db, config)
     with connect(db, read_only=True) as conn:
         counts = queries.row_counts(conn)
-    failures = {
-        key: failure.reason
-        for key in expected
-        if (failure := store.failure(AGENT_RUNS, key)) is not None
-    }
+    failures: dict[str, str] = {}
+    for key in expected:
+        try:
+            failure = store.failure(AGENT_RUNS, key)
+        except RunStoreError as error:  # an unreadable record is named, never fatal
+            failures[key] = str(error)
+            continue
+        if failure is not None:
+            failures[key] = failure.reason
     context.log.info(
         "warehouse %s: %d/%d cells, %d runs",
         db,

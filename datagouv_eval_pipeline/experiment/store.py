@@ -79,6 +79,32 @@ def write_json_atomic(path: Path, payload: Any) -> None:
         raise
 
 
+def _read_json(path: Path) -> Any:
+    """The JSON value in ``path``; None when there is no such file.
+
+    Raises:
+        RunStoreError: The file cannot be read, is not UTF-8 or not JSON, whatever its bytes.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise RunStoreError(f"{path}: cannot read ({error.strerror or error})") from error
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise RunStoreError(
+            f"{path}: not UTF-8 text (byte {error.start}: {raw[error.start : error.start + 1]!r})"
+        ) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise RunStoreError(f"{path}: not valid JSON ({error})") from error
+    except RecursionError:
+        raise RunStoreError(f"{path}: not valid JSON (nested too deeply)") from None
+
+
 @dataclass(frozen=True)
 class Failure:
     """A failed attempt at one (stage, cell), kept next to the last good document.
@@ -124,17 +150,13 @@ class RunStore:
         """The cell's document, or None when the stage never succeeded for it.
 
         Raises:
-            RunStoreError: The document exists but is not valid JSON.
+            RunStoreError: The document exists but cannot be read, is not UTF-8 or not valid
+                JSON (the message names the file and the problem).
         """
         path = self.path(stage, cell_key)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        data = _read_json(path)
+        if data is None:
             return None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise RunStoreError(f"{path}: not valid JSON ({error})") from error
         if not isinstance(data, dict):
             raise RunStoreError(f"{path}: expected a JSON object")
         return data
@@ -173,13 +195,19 @@ class RunStore:
         return failure
 
     def failure(self, stage: str, cell_key: str) -> Failure | None:
-        """The last failed attempt since the last success, or None."""
+        """The last failed attempt since the last success, or None.
+
+        Raises:
+            RunStoreError: The failure record cannot be read.
+        """
         path = self._failure_path(stage, cell_key)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        data = _read_json(path)
+        if data is None:
             return None
-        return Failure(**data)
+        fields = ("stage", "cell_key", "reason", "at")
+        if not isinstance(data, dict) or not all(isinstance(data.get(f), str) for f in fields):
+            raise RunStoreError(f"{path}: expected a failure record with {', '.join(fields)}")
+        return Failure(**{f: data[f] for f in fields})
 
     def cell_keys(self, stage: str) -> Iterator[str]:
         """Cells that have a document for ``stage``, sorted."""

@@ -54,7 +54,11 @@ def _failures(store: RunStore, cell_keys: Iterable[str]) -> tuple[CellFailure, .
     found = []
     for cell_key in cell_keys:
         for stage in _STAGES:
-            failure = store.failure(stage, cell_key)
+            try:
+                failure = store.failure(stage, cell_key)
+            except RunStoreError as error:  # an unreadable record is named, never fatal
+                found.append(CellFailure(cell_key, stage, str(error), ""))
+                continue
             if failure is not None:
                 found.append(CellFailure(cell_key, stage, failure.reason, failure.at))
     return tuple(found)

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS, JUDGE_SCORES
+from datagouv_eval_pipeline.experiment.stages import ACTION_MAPPINGS, AGENT_RUNS, JUDGE_SCORES
 from tests.defs.pipeline_helpers import (
     MCP_CELLS,
     Paths,
@@ -56,3 +56,32 @@ def test_a_corrupt_and_a_malformed_document_fail_only_their_cells(tmp_path: Path
     assert [key for key, _ in rows] == sorted([FIRST, SECOND, THIRD])
     verdicts = query(paths.db, f"SELECT count(*) FROM eval.verdicts WHERE cell_key = '{THIRD}'")
     assert verdicts == [(0,)]
+
+
+def test_non_utf8_bytes_in_an_unselected_cells_document_fail_only_that_cell(
+    tmp_path: Path,
+) -> None:
+    # The same cells run twice: the second run selects only the first, the second cell's
+    # action_mappings document then gets bytes that are not UTF-8 (a disk or an editor did it).
+    paths = Paths(tmp_path)
+    instance = dg.DagsterInstance.ephemeral()
+    defs = cells_job_defs(paths, task_ids=["task_0003"])
+    assert run_range(defs, FIRST, SECOND, instance).success
+    damaged = paths.store.path(ACTION_MAPPINGS, SECOND)
+    damaged.write_bytes(damaged.read_bytes()[:40] + b"\xff\xfe" + damaged.read_bytes()[40:])
+    assert run_range(defs, FIRST, FIRST, instance).success
+
+    result = materialize_warehouse(paths)
+    assert result.success
+    (cells_event,) = [
+        e
+        for e in result.get_asset_materialization_events()
+        if e.asset_key is not None and e.asset_key.path[-1] == "cells"
+    ]
+    unreadable = cells_event.step_materialization_data.materialization.metadata[
+        "cells_unreadable"
+    ].value
+    assert unreadable == {SECOND: f"{damaged}: not UTF-8 text (byte 40: b'\\xff')"}
+    # The damaged cell keeps the rows of its earlier load; the other cell loaded anew.
+    rows = query(paths.db, "SELECT cell_key FROM eval.runs GROUP BY 1 ORDER BY 1")
+    assert rows == sorted([(FIRST,), (SECOND,)])

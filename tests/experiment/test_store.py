@@ -94,3 +94,42 @@ def test_invalid_json_and_non_objects_are_errors_naming_the_file(tmp_path: Path)
 def test_keys_that_would_escape_the_stage_directory_are_refused(tmp_path: Path, bad: str) -> None:
     with pytest.raises(ValueError, match="not a cell key"):
         RunStore(tmp_path).path("agent_runs", bad)
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b'{"cell": "\xff\xfe"}', "not UTF-8 text (byte 10: b'\\xff')"),
+        (b"\xef\xbb\xbf\x80", "not UTF-8 text (byte 3: b'\\x80')"),
+        (b"[" * 100_000 + b"]" * 100_000, "not valid JSON (nested too deeply)"),
+        (b"", "not valid JSON (Expecting value: line 1 column 1 (char 0))"),
+    ],
+)
+def test_a_document_is_an_error_naming_the_file_whatever_its_bytes(
+    tmp_path: Path, content: bytes, problem: str
+) -> None:
+    store = RunStore(tmp_path)
+    path = store.path("action_mappings", KEY)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(content)
+    with pytest.raises(RunStoreError) as error:
+        store.read("action_mappings", KEY)
+    assert str(error.value) == f"{path}: {problem}"
+
+
+def test_an_unreadable_document_or_failure_record_is_an_error_naming_the_file(
+    tmp_path: Path,
+) -> None:
+    store = RunStore(tmp_path)
+    store.path("agent_runs", KEY).mkdir(parents=True)  # a directory where the file should be
+    with pytest.raises(RunStoreError, match=r"agent_runs/.*\.json: cannot read \(Is a directory"):
+        store.read("agent_runs", KEY)
+    record = store.record_failure("judge_scores", KEY, "boom")
+    assert store.failure("judge_scores", KEY) == record
+    failed = next((tmp_path / "judge_scores").glob("*.failed.json"))
+    failed.write_bytes(b'{"reason": "\xff"}')
+    with pytest.raises(RunStoreError, match="not UTF-8 text"):
+        store.failure("judge_scores", KEY)
+    failed.write_text('{"reason": 3}', encoding="utf-8")
+    with pytest.raises(RunStoreError, match="expected a failure record with stage, cell_key"):
+        store.failure("judge_scores", KEY)
