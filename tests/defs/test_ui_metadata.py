@@ -146,3 +146,29 @@ def _alive(pid: int) -> bool:
     # A zombie (no one reaps it once its parent is gone) is not running.
     stat = Path(f"/proc/{pid}/stat")
     return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+CODER_MCP = "offline~baseline-coder__mcp@0.2.19__data_gouv_context"
+"""A cell the policy skips entirely: the baseline coder needs the code capability."""
+
+
+def test_a_cell_whose_runs_were_all_skipped_fails_its_check_at_warn(tmp_path: Path) -> None:
+    from tests.defs.pipeline_helpers import Paths, materialize_cell
+
+    result = materialize_cell(Paths(tmp_path), CODER_MCP, task_ids=["task_0002"])
+    assert result.success
+    evaluations = {
+        e.asset_key.to_user_string(): e
+        for e in result.get_asset_check_evaluations()
+        if e.check_name == "cell_ok"
+    }
+    agent, judged = evaluations["agent_runs"], evaluations["judge_scores"]
+    assert (agent.passed, agent.severity) == (False, dg.AssetCheckSeverity.WARN)
+    assert agent.partition == CODER_MCP
+    assert agent.description is not None
+    assert agent.description.startswith("no result: baseline-coder needs the code capability")
+    assert (judged.passed, judged.severity) == (False, dg.AssetCheckSeverity.WARN)
+    assert judged.description == "no result: none of its 1 runs could be scored"
+    assert evaluations["action_mappings"].passed  # the mapping of a skipped run is not missing
+    (event,) = result.asset_materializations_for_node("agent_runs")
+    assert str(event.metadata["status"].value).startswith("NO RESULT: baseline-coder needs")
