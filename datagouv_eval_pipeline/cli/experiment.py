@@ -314,11 +314,12 @@ def _execute(
 
     from datagouv_eval_pipeline.definitions import defs
     from datagouv_eval_pipeline.defs.partitions import ACTIVE_KEYS, covering_range
+    from datagouv_eval_pipeline.defs.run_origin import as_code_location_runs
     from datagouv_eval_pipeline.defs.versions import OBSERVATION_JOBS
 
     first, last = covering_range(cells or ACTIVE_KEYS)
     job = defs.resolve_job_def("experiment")
-    with open_instance(resolve_home(None)) as instance:
+    with open_instance(resolve_home(None)) as instance, as_code_location_runs(instance):
         click.echo(describe_cleaned(clean_dead_runs(instance)))
         # SIGTERM acts as Ctrl-C: the agent step stops its cell and fails the run cleanly
         # (instead of dying with the run left STARTED and its pool slot held).

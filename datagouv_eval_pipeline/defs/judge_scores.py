@@ -11,6 +11,7 @@ from datagouv_eval_pipeline.defs.action_mappings import action_mappings
 from datagouv_eval_pipeline.defs.catalog_validation import catalog_validation, references_for
 from datagouv_eval_pipeline.defs.partitions import cell_partitions
 from datagouv_eval_pipeline.defs.per_cell import (
+    NO_RESULT,
     StageEvent,
     cell_check_spec,
     cell_results,
@@ -98,7 +99,10 @@ def judge_scores(
             runs, mappings, by_id, the_judge, references=references, catalog=lookup
         )
         scored = sum(1 for s in document.scores if s is not None)
-        return document, {"runs": len(document.runs), "scored": scored}
+        summary: dict[str, Any] = {"runs": len(document.runs), "scored": scored}
+        if document.runs and not scored:
+            summary[NO_RESULT] = f"none of its {len(document.runs)} runs could be scored"
+        return document, summary
 
     outcomes = process_cells(context, store, JUDGE_SCORES, work)
     # HTTP requests the LLM judge sent (retries included; cache hits none); 0 for the rules.
