@@ -65,6 +65,10 @@ class ToolCall(_Strict):
     http_requests: list[WireExchange] | None = None
     """The HTTP requests the call's program sent (sandboxed code and CLI tools), in order;
     None when they were not recorded."""
+    wire_result: str | None = None
+    """The text blocks of the MCP answer as they came on the wire, when they differ from
+    ``result`` (the client gave the model the answer's ``structuredContent``); None when the
+    model read that text itself or the tool is not an MCP one."""
 
     @field_validator("arguments", mode="before")
     @classmethod

@@ -740,6 +740,7 @@ def calls_and_turns(
                     result_chars=len(text) if cut else None,
                     shown_chars=record.shown_chars if record else None,
                     http_requests=record.http_requests if record else None,
+                    wire_result=record.wire_text if record else None,
                 )
             )
     return calls, turns
