@@ -98,6 +98,7 @@ def _first(given: ValueT | None, provider: ValueT | None, default: ValueT) -> Va
         return given
     return provider if provider is not None else default
 
+
 # Errors a retry cannot fix: the request itself is refused.
 _PERMANENT = (ModelAuthenticationError, ModelNotFoundError, ModelRequestRejectedError)
 
