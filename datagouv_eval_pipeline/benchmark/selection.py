@@ -80,8 +80,9 @@ def select_cells(
         evaluation_types: Only these types (inactive ones included); default: the active ones.
         models: ``PROVIDER/MODEL`` names or globs (inactive models included); default: the
             active models.
-        cells: Keep only these cells: exact keys (of any type and model) or globs (among the
-            cells the other arguments select). Default: every selected cell.
+        cells: Keep only these cells: exact keys (of any model, and of any type unless
+            ``evaluation_types`` are given) or globs (among the cells the other arguments
+            select). Default: every selected cell.
 
     Returns:
         The cells, in configuration order.
@@ -105,7 +106,9 @@ def select_cells(
                 )
         else:
             if every is None:
-                types = [etype.name for etype in config.evaluation_types.evaluation_types]
+                types = list(evaluation_types) or [
+                    etype.name for etype in config.evaluation_types.evaluation_types
+                ]
                 every = expand_cells(config, types, model_names(config))
             found = [cell for cell in every if cell.key == pattern]
             if not found:

@@ -11,8 +11,9 @@ Every evaluation type and every model of ``models.yml`` contributes partitions, 
 included, so any cell (the real 0.2.14 build of ``real_mcp_server``, a local model not in the
 default run, say) can be materialized from the launchpad or the command line
 (``experiment --models``, ``--cells``). The cells of the active types and models come first,
-then the others; within each block the keys are ordered by provider, so each provider's active
-cells form one contiguous range: that is what the default run (and a per-provider run) covers.
+then the others; within each block the keys are grouped by provider in ``models.yml`` order, so
+each provider's active cells form one contiguous range: that is what the default run (and a
+per-provider run) covers.
 """
 
 import dagster as dg
@@ -22,8 +23,9 @@ from datagouv_eval_pipeline.benchmark.loader import BenchmarkConfig, load_benchm
 from datagouv_eval_pipeline.benchmark.selection import model_names
 
 
-def _by_provider(cells: list[Cell]) -> list[Cell]:
-    providers = list(dict.fromkeys(cell.model.provider for cell in cells))
+def _by_provider(cells: list[Cell], order: list[str]) -> list[Cell]:
+    """``cells`` grouped by provider, in ``order`` (then any other provider met), stable."""
+    providers = list(dict.fromkeys([*order, *(cell.model.provider for cell in cells)]))
     return sorted(cells, key=lambda cell: providers.index(cell.model.provider))
 
 
@@ -41,8 +43,9 @@ def experiment_cells(config: BenchmarkConfig | None = None) -> tuple[list[Cell],
     names = [etype.name for etype in config.evaluation_types.evaluation_types]
     every = expand_cells(config, names, model_names(config))
     active_keys = {cell.key for cell in expand_cells(config)}
-    active = _by_provider([cell for cell in every if cell.key in active_keys])
-    inactive = _by_provider([cell for cell in every if cell.key not in active_keys])
+    order = [provider.name for provider in config.models.providers]
+    active = _by_provider([cell for cell in every if cell.key in active_keys], order)
+    inactive = _by_provider([cell for cell in every if cell.key not in active_keys], order)
     return active + inactive, active
 
 

@@ -113,13 +113,6 @@ CELLS = Table(
         _c("input_price_per_mtok", "DOUBLE", "Price per million input tokens."),
         _c("output_price_per_mtok", "DOUBLE", "Price per million output tokens."),
         _c("currency", "VARCHAR", "ISO 4217 code of prices and costs.", False),
-        _c(
-            "model_settings",
-            "VARCHAR",
-            "The model's request settings from models.yml as JSON text (timeout_s, retries, "
-            "temperature, top_p, seed, max_output_tokens, stop, context_window; only those "
-            "set); NULL when none is set.",
-        ),
         _c("capabilities", "VARCHAR[]", "Capability names, sorted.", False),
         _c("capability_set", "VARCHAR", "Capabilities joined with '+', 'none' if empty.", False),
         _c("mcp_version", "VARCHAR", "Pinned MCP (toolset) version; NULL without mcp."),
@@ -137,6 +130,13 @@ CELLS = Table(
             "VARCHAR",
             "Why these rows are not from the cell's last attempt (a stage failed on it; the "
             "rows are its last good results); NULL when they are current.",
+        ),
+        _c(
+            "model_settings",
+            "VARCHAR",
+            "The model's request settings from models.yml as JSON text (timeout_s, retries, "
+            "temperature, top_p, seed, max_output_tokens, stop, context_window; only those "
+            "set); NULL when none is set.",
         ),
     ),
 )

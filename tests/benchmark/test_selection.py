@@ -65,3 +65,11 @@ def test_a_name_that_matches_nothing_is_an_error_naming_it(
 def test_every_model_is_a_partition_and_only_active_ones_run_by_default() -> None:
     assert INACTIVE_KEY in CELLS_BY_KEY and INACTIVE_KEY not in ACTIVE_KEYS
     assert {cell.key for cell in expand_cells(CONFIG)} == ACTIVE_KEYS
+
+
+def test_an_exact_key_outside_the_named_evaluation_types_is_refused() -> None:
+    key = "offline~baseline-oneshot__none__data_gouv_context"
+    assert [c.key for c in select_cells(CONFIG, cells=[key])] == [key]
+    assert "mcp_versions" not in CELLS_BY_KEY[key].evaluation_types
+    with pytest.raises(SelectionError, match="no cell matches"):
+        select_cells(CONFIG, evaluation_types=["mcp_versions"], cells=[key])
