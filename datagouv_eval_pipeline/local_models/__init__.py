@@ -13,12 +13,16 @@ from datagouv_eval_pipeline.local_models.server import (
     RuntimeMissingError,
     find_runtime,
 )
+from datagouv_eval_pipeline.local_models.servers import LocalServers, served_model, server_spec
 
 __all__ = [
     "LlamaServer",
     "LlamaServerError",
     "LlamaServerSpec",
+    "LocalServers",
     "Runtime",
     "RuntimeMissingError",
     "find_runtime",
+    "served_model",
+    "server_spec",
 ]
