@@ -105,6 +105,8 @@ def test_a_cell_and_the_hybrid_judge_record_and_replay_in_a_fresh_process(
     first = bodies[0]
     assert first["model"] == NAME
     assert [tool["function"]["name"] for tool in first["tools"]] == ["final_answer"]
+    # The model's settings from models.yml, on the wire to the real server.
+    assert (first["temperature"], first["seed"], first["max_tokens"]) == (0, 42, MAX_OUTPUT_TOKENS)
     # The tools reach the model through its chat template: the server shows them in the prompt.
     with httpx.Client(timeout=60, trust_env=False) as client:
         prompt = client.post(served.removesuffix("/v1") + "/apply-template", json=first).json()
