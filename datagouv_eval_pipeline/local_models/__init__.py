@@ -13,9 +13,15 @@ from datagouv_eval_pipeline.local_models.server import (
     RuntimeMissingError,
     find_runtime,
 )
-from datagouv_eval_pipeline.local_models.servers import LocalServers, served_model, server_spec
+from datagouv_eval_pipeline.local_models.servers import (
+    CHECK_ONLY_URL,
+    LocalServers,
+    served_model,
+    server_spec,
+)
 
 __all__ = [
+    "CHECK_ONLY_URL",
     "LlamaServer",
     "LlamaServerError",
     "LlamaServerSpec",

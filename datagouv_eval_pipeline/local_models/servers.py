@@ -23,6 +23,9 @@ from datagouv_eval_pipeline.local_models.server import (
 )
 
 TEMPLATES_DIR = Path(__file__).with_name("templates")
+CHECK_ONLY_URL = "http://127.0.0.1:9/v1"
+"""Stands in for a server not started yet when a judge configuration is only checked (port 9,
+discard: nothing is ever sent to it)."""
 DEFAULT_CONTEXT_WINDOW = 4096
 """Tokens of context per slot when the model sets no ``context_window``."""
 

@@ -80,3 +80,14 @@ def test_an_unknown_template_names_the_ones_shipped() -> None:
     assert model is not None
     with pytest.raises(LlamaServerError, match=r"'nope\.jinja'.*chatml_tools\.jinja"):
         server_spec(model)
+
+
+def test_a_llama_cpp_judge_passes_validation_before_its_server_exists(tmp_path: Path) -> None:
+    from datagouv_eval_pipeline.cli.validate import judge_errors
+
+    models = ModelsFile.model_validate(_models({"kind": "llama_cpp"}, gguf="absent.gguf"))
+    judge = tmp_path / "judge.yml"
+    judge.write_text("kind: hybrid\nmodel: local/tiny\n", encoding="utf-8")
+    assert judge_errors(judge, models) == []
+    judge.write_text("kind: hybrid\nmodel: local/other\n", encoding="utf-8")
+    assert "no model 'other'" in judge_errors(judge, models)[0].message
