@@ -149,3 +149,24 @@ def test_stop_ends_the_server_process() -> None:
         os.kill(pid, 0)
     with pytest.raises(httpx.ConnectError):
         httpx.get(server.base_url + "/models", timeout=2, trust_env=False)
+
+
+def test_the_catalog_resource_starts_a_models_server_once_and_stops_it_with_the_run() -> None:
+    from datagouv_eval_pipeline.defs.resources import CatalogResource
+
+    from .conftest import require_llama
+    from .plumbing_run import plumbing_model
+
+    require_llama()
+    catalog = CatalogResource()
+    servers = catalog.local_models()
+    model = plumbing_model()
+    url = servers.base_url(model)
+    assert servers.base_url(model) == url  # one server per model for the whole run
+    (server,) = servers.servers().values()
+    pid = server.pid
+    assert pid is not None
+    catalog.teardown_after_execution(None)  # type: ignore[arg-type]  # the context is unused
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert catalog.local_models().servers() == {}
