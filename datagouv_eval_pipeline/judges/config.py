@@ -214,7 +214,9 @@ def resolve_model(
         rate_limit=limit,
         rebuild=build,
         # A local server that answers one request at a time is not flooded by the judge.
-        concurrency=provider.concurrency,
+        # A llama_cpp server the pipeline starts has one slot unless its concurrency says more.
+        concurrency=provider.concurrency
+        or (1 if provider.kind is ProviderKind.LLAMA_CPP else None),
         timeout_s=provider.timeout_s,
         retries=provider.retries,
     )
