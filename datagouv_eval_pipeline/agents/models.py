@@ -152,7 +152,7 @@ def live_model(
     environ: Mapping[str, str] | None = None,
     timeout_s: float | None = None,
 ) -> CompatibleChatModel:
-    """A chat model for an ``openai_compatible`` provider, with its settings from the YAML.
+    """A chat model for an ``openai_compatible`` or ``llama_cpp`` provider, with its YAML settings.
 
     Args:
         model: The cell's model.
@@ -162,18 +162,20 @@ def live_model(
 
     Raises:
         MissingApiKeyError: The key's environment variable is unset.
-        ValueError: The provider is not OpenAI-compatible.
+        ValueError: The provider is offline, or has no URL (a ``llama_cpp`` model needs
+            ``base_url``: its server's).
     """
-    if model.kind != ProviderKind.OPENAI_COMPATIBLE:
-        raise ValueError(f"model {model.key} is not an openai_compatible model")
+    if model.kind == ProviderKind.OFFLINE:
+        raise ValueError(f"model {model.key} is an offline baseline policy, not an LLM")
     url = base_url or model.base_url
     if url is None:
+        # A llama_cpp model's URL is its server's, known once the run has started it.
         raise ValueError(f"provider {model.provider!r} has no base_url")
+    # llama.cpp's server, started by the pipeline on 127.0.0.1, takes no key.
+    key = "no-key" if model.kind == ProviderKind.LLAMA_CPP else api_key_for(model, environ)
     # max_retries=0: ManagedModel retries, honouring Retry-After and counting the waits.
     timeout = timeout_s if timeout_s is not None else model.settings.request_timeout_s
-    client = AsyncOpenAI(
-        base_url=url, api_key=api_key_for(model, environ), max_retries=0, timeout=timeout
-    )
+    client = AsyncOpenAI(base_url=url, api_key=key, max_retries=0, timeout=timeout)
     # The provider's own host decides the field (a replay server stands in for it).
     host = urlparse(model.base_url or url).hostname or ""
     profile = OpenAIModelProfile(

@@ -20,6 +20,7 @@ from typing import Any
 from datagouv_eval_pipeline.benchmark.config import (
     Capability,
     EvaluationType,
+    LocalServerSettings,
     McpBuild,
     McpVersion,
     Metric,
@@ -55,6 +56,8 @@ class CellModel:
         settings: Request and generation settings from ``models.yml`` (timeout, retries,
             temperature, context window...). Part of the key (their digest) and of the cell
             record when any is set.
+        server: How the pipeline serves a ``llama_cpp`` model (None for other kinds). An
+            execution setting: the GGUF file is named by the model's name.
     """
 
     provider: str
@@ -68,6 +71,7 @@ class CellModel:
     label: str | None = None
     rate_limit: ModelRateLimit | None = None
     settings: ModelCallSettings = field(default_factory=ModelCallSettings)
+    server: LocalServerSettings | None = None
 
     @property
     def is_llm(self) -> bool:
@@ -283,6 +287,7 @@ def _cell_model(provider: Provider, entry: ModelEntry, currency: str) -> CellMod
         label=entry.label,
         rate_limit=provider.rate_limit_for(entry),
         settings=provider.settings_for(entry),
+        server=provider.server_for(entry),
     )
 
 

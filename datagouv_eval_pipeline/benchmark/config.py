@@ -57,6 +57,28 @@ class ProviderKind(StrEnum):
     """A real model behind an OpenAI-compatible chat completions API."""
     OFFLINE = "offline"
     """A deterministic baseline policy run in-process: not an LLM, no network, no key."""
+    LLAMA_CPP = "llama_cpp"
+    """A GGUF file served by llama.cpp's OpenAI-compatible server, which the pipeline starts on
+    127.0.0.1 for the run and stops after (``docs/agents.md``): no base_url, no key."""
+
+
+@dataclass(frozen=True)
+class LocalServerSettings:
+    """How the pipeline serves a ``llama_cpp`` model (see ``local_models/``).
+
+    Attributes:
+        gguf: The model file, as written in ``models.yml`` (``~`` and ``$VARS`` expanded when
+            the server starts).
+        chat_template_file: A Jinja chat template replacing the GGUF's own (a path, or the name
+            of one the project ships, e.g. ``chatml_tools.jinja``); None: the GGUF's own.
+        threads: CPU threads of the server; None: every core the pipeline may use.
+        slots: Requests the server answers at once (the provider's ``concurrency``, default 1).
+    """
+
+    gguf: str
+    chat_template_file: str | None = None
+    threads: int | None = None
+    slots: int = 1
 
 
 class RateLimitSpec(_Strict):
@@ -200,6 +222,12 @@ class ModelEntry(_Strict):
     that would overflow it are cut with a visible marker; a request that still cannot fit is
     not sent and the run ends ``error`` (``context_overflow``)."""
 
+    gguf: str | None = Field(default=None, min_length=1)
+    """``llama_cpp`` providers only: the GGUF file to serve (``~`` and ``$VARS`` expanded)."""
+    chat_template_file: str | None = Field(default=None, min_length=1)
+    """``llama_cpp`` providers only: a Jinja chat template replacing the GGUF's own (a path, or
+    ``chatml_tools.jinja``, shipped for ChatML models whose own template shows no tools)."""
+
     @field_validator("stop")
     @classmethod
     def _non_empty_stops(cls, value: list[str] | None) -> list[str] | None:
@@ -255,6 +283,9 @@ class Provider(_Strict):
     """Retries of a model request that failed for a transient reason (429, 5xx, timeout,
     connection). null: 5 for the agents, the judge's own default (2) when it judges. A slow
     local server is better served by 0 or 1: each retry starts the request over."""
+    threads: int | None = Field(default=None, ge=1)
+    """``llama_cpp`` providers only: CPU threads of each server (null: every core). 1 is
+    faster on a machine whose cores other jobs share (OpenMP threads spin-wait)."""
     models: list[ModelEntry] = Field(min_length=1)
 
     @model_validator(mode="before")
@@ -275,6 +306,17 @@ class Provider(_Strict):
             max_output_tokens=entry.max_output_tokens,
             stop=tuple(entry.stop) if entry.stop is not None else None,
             context_window=entry.context_window,
+        )
+
+    def server_for(self, entry: ModelEntry) -> LocalServerSettings | None:
+        """How the pipeline serves one of this provider's models (None unless ``llama_cpp``)."""
+        if self.kind != ProviderKind.LLAMA_CPP or entry.gguf is None:
+            return None
+        return LocalServerSettings(
+            gguf=entry.gguf,
+            chat_template_file=entry.chat_template_file,
+            threads=self.threads,
+            slots=self.concurrency or 1,
         )
 
     def rate_limit_for(self, entry: ModelEntry) -> ModelRateLimit | None:
@@ -305,6 +347,26 @@ class Provider(_Strict):
 
     @model_validator(mode="after")
     def _kind_matches_access(self) -> Provider:
+        served = [
+            f"models.{index} ({entry.name}) {field}"
+            for index, entry in enumerate(self.models)
+            for field in ("gguf", "chat_template_file")
+            if getattr(entry, field) is not None
+        ]
+        if self.kind == ProviderKind.LLAMA_CPP:
+            present = [f for f in ("base_url", "api_key_env") if getattr(self, f) is not None]
+            if present:
+                raise ValueError(
+                    f"a llama_cpp provider takes no {' or '.join(present)}: the pipeline starts "
+                    "its server on 127.0.0.1 (use openai_compatible for a server you run)"
+                )
+            missing = [f"models.{i} ({e.name})" for i, e in enumerate(self.models) if not e.gguf]
+            if missing:
+                raise ValueError(f"{', '.join(missing)}: a llama_cpp model needs its gguf file")
+            return self
+        if served or self.threads is not None:
+            given = [*served, *(["threads"] if self.threads is not None else [])]
+            raise ValueError(f"only a llama_cpp provider takes {', '.join(given)}")
         if self.kind == ProviderKind.OPENAI_COMPATIBLE:
             missing = [f for f in ("base_url", "api_key_env") if getattr(self, f) is None]
             if missing:

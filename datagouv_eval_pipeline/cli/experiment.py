@@ -277,12 +277,17 @@ def _judge_config(choice: str | None, base_url: str | None) -> dict[str, str]:
         load_judge_spec,
     )
     from datagouv_eval_pipeline.judges.factory import build_judge
+    from datagouv_eval_pipeline.local_models import CHECK_ONLY_URL, served_model
 
     try:
         spec = load_judge_spec(BENCHMARK_CONFIG_DIR / JUDGE_FILE)
         if choice is not None:
             spec = spec.with_choice(choice)
-        build_judge(spec, load_benchmark_config().models, base_url=base_url)
+        models = load_benchmark_config().models
+        # A llama_cpp judge's server starts with the run (the judge resource): checked here
+        # with a stand-in URL, never sent to.
+        served = spec.model is not None and served_model(spec.model, models) is not None
+        build_judge(spec, models, base_url=base_url or (CHECK_ONLY_URL if served else None))
     except (JudgeSpecError, JudgeModelError, BenchmarkConfigErrors) as error:
         raise click.UsageError(str(error)) from None
     config = {"kind": spec.kind.value, "model": spec.model or ""}

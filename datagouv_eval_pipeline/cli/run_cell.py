@@ -131,13 +131,16 @@ def command(
 ) -> None:
     """Run one cell (CELL_KEY, see `datagouv-eval cells`) and write one trace per task run.
 
-    The twin is started in-process on a free port (unless --live). Traces go to
-    OUT/<task_id>__r<repeat>.json and the MCP tool list to OUT/mcp-tools-<version>.json.
+    The twin is started in-process on a free port (unless --live), and llama.cpp's server for a
+    llama_cpp model. Traces go to OUT/<task_id>__r<repeat>.json and the MCP tool list to
+    OUT/mcp-tools-<version>.json.
     """
     from datagouv_eval_pipeline.agents.capabilities import SANDBOX_CAPABILITIES
     from datagouv_eval_pipeline.agents.limits import RunBudget
     from datagouv_eval_pipeline.agents.runner import RunSettings, execute_cell
+    from datagouv_eval_pipeline.benchmark.config import ProviderKind
     from datagouv_eval_pipeline.cli.preconditions import require_code_cell_dirs
+    from datagouv_eval_pipeline.local_models import LlamaServerError, LocalServers
     from datagouv_eval_pipeline.mcp_builds import BuildError, BuildServers
     from datagouv_eval_pipeline.twin.catalog import SnapshotError
     from datagouv_eval_pipeline.twin.server import TwinServer
@@ -158,7 +161,17 @@ def command(
         "settings": settings,
         "model_base_url": model_base_url,
     }
+    local = LocalServers()
     try:
+        if cell.model.kind == ProviderKind.LLAMA_CPP and model_base_url is None:
+            options["model_base_url"] = local.base_url(cell.model)
+            (llama,) = local.servers().values()
+            click.echo(
+                f"model: llama.cpp server ({llama.runtime.name if llama.runtime else '?'}) "
+                f"for {llama.spec.gguf.name} at {llama.base_url}, "
+                f"ready in {llama.startup_s:.1f} s",
+                err=True,
+            )
         if live:
             with BuildServers() as builds:
                 run = execute_cell(cell, tasks, twin_urls=None, **_build(cell, builds), **options)
@@ -173,8 +186,10 @@ def command(
                     **_build(cell, builds),
                     **options,
                 )
-    except (BuildError, SnapshotError) as error:
+    except (BuildError, SnapshotError, LlamaServerError) as error:
         raise click.ClickException(str(error)) from None
+    finally:
+        local.close()
     for trace in run.traces:
         path = target / f"{trace.task_id}__r{trace.repeat}.json"
         path.write_text(trace.model_dump_json(indent=2) + "\n", encoding="utf-8")

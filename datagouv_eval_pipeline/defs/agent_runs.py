@@ -145,11 +145,16 @@ def run_agent_cells(
         }
 
     def run_here(cell: Cell, settings: RunSettings, cancel: CancelToken | None) -> Any:
+        served: dict[str, Any] = {}
+        if cell.model.kind == ProviderKind.LLAMA_CPP:
+            # Its llama.cpp server starts with the first of its cells, stops with the run.
+            served["model_base_url"] = catalog.local_models().base_url(cell.model)
         return run_agents(
             cell,
             settings=settings,
             builds=catalog.builds() if cell.mcp_build is not None else None,
             cancel=cancel,
+            **served,
             **arguments(cell),
         )
 

@@ -69,7 +69,8 @@ def provider_slots(config: BenchmarkConfig, *, cpu_count: int | None = None) -> 
     """Slots of every provider of ``config``: its ``concurrency``, or a default by kind.
 
     An offline provider without ``concurrency`` is sized to the machine
-    (``OFFLINE_SLOTS_PER_CORE`` per core); a remote one gets ``REMOTE_DEFAULT_SLOTS``.
+    (``OFFLINE_SLOTS_PER_CORE`` per core); a ``llama_cpp`` one gets 1, its server's one slot;
+    a remote one gets ``REMOTE_DEFAULT_SLOTS``.
     """
     cores = cpu_count if cpu_count is not None else (os.cpu_count() or 1)
     slots: dict[str, int] = {}
@@ -78,6 +79,8 @@ def provider_slots(config: BenchmarkConfig, *, cpu_count: int | None = None) -> 
             slots[provider.name] = provider.concurrency
         elif provider.kind == ProviderKind.OFFLINE:
             slots[provider.name] = OFFLINE_SLOTS_PER_CORE * cores
+        elif provider.kind == ProviderKind.LLAMA_CPP:
+            slots[provider.name] = 1  # the server answers one request at a time by default
         else:
             slots[provider.name] = REMOTE_DEFAULT_SLOTS
     return slots

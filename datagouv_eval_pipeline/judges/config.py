@@ -167,13 +167,19 @@ def resolve_model(
             f"provider {provider_name!r} has no model {model_name!r} in models.yml "
             f"(known: {', '.join(m.name for m in provider.models)})"
         )
-    if provider.kind is not ProviderKind.OPENAI_COMPATIBLE or not provider.base_url:
+    if provider.kind is ProviderKind.OFFLINE:
         raise JudgeModelError(
             f"{name!r} is an offline baseline policy, not an LLM: it cannot judge "
             "(use --judge deterministic for the offline judge)"
         )
+    if provider.kind is ProviderKind.LLAMA_CPP and base_url is None:
+        raise JudgeModelError(
+            f"{name!r} is served by the pipeline (llama_cpp): start its server first and pass "
+            "its URL (the judge commands and the Dagster resource do)"
+        )
     key_env = provider.api_key_env or ""
-    api_key = os.environ.get(key_env)
+    # llama.cpp's server, started by the pipeline on 127.0.0.1, takes no key.
+    api_key = "no-key" if provider.kind is ProviderKind.LLAMA_CPP else os.environ.get(key_env)
     if not api_key:
         if base_url is None:
             raise JudgeModelError(f"judge model {name!r} needs its API key in ${key_env}")
@@ -208,7 +214,9 @@ def resolve_model(
         rate_limit=limit,
         rebuild=build,
         # A local server that answers one request at a time is not flooded by the judge.
-        concurrency=provider.concurrency,
+        # A llama_cpp server the pipeline starts has one slot unless its concurrency says more.
+        concurrency=provider.concurrency
+        or (1 if provider.kind is ProviderKind.LLAMA_CPP else None),
         timeout_s=provider.timeout_s,
         retries=provider.retries,
     )
