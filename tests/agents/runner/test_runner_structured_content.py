@@ -7,8 +7,9 @@ text, and an MCP App tool's result comes back wrapped in a ``ToolReturn``. The t
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -65,10 +66,12 @@ def structured_url() -> Iterator[str]:
     async def health(_request: Request) -> PlainTextResponse:
         return PlainTextResponse("ok")
 
-    app = Starlette(
-        routes=[Route("/health", health), Mount("/", app=mcp_app)],
-        lifespan=lambda _app: mcp_app.router.lifespan_context(mcp_app),
-    )
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        async with mcp_app.router.lifespan_context(mcp_app):
+            yield
+
+    app = Starlette(routes=[Route("/health", health), Mount("/", app=mcp_app)], lifespan=lifespan)
     runner = BackgroundUvicorn(
         "structured MCP",
         lambda port: uvicorn.Config(app, port=port, log_level="warning"),
