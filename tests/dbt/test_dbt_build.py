@@ -11,6 +11,7 @@ from dbt.cli.main import dbtRunnerResult
 
 from datagouv_eval_pipeline.warehouse import load_experiment
 from tests.dbt.dbt_helpers import (
+    PROJECT,
     RANGE_TESTS,
     load_fixture_warehouse,
     plant_out_of_range_score,
@@ -271,3 +272,31 @@ def test_question_answers(built: tuple[Path, dbtRunnerResult]) -> None:
             "no two cells of this evaluation type differ in skills only",
         )
     ]
+
+
+def test_every_model_column_is_listed_and_documented_as_generated(
+    built: tuple[Path, dbtRunnerResult],
+) -> None:
+    import yaml
+
+    from datagouv_eval_pipeline.warehouse.dbt_docs import built_columns, docs_files
+
+    db, _ = built
+    columns = built_columns(db)
+    listed: dict[str, list[tuple[str, str]]] = {}
+    for docs in docs_files(PROJECT):
+        # The committed YAML is what the generator writes from the warehouse schema's docs.
+        assert docs.current == docs.generated, f"{docs.path}: run `datagouv-eval schema`"
+        document = yaml.safe_load(docs.current)
+        for model in document.get("models", []):
+            listed[model["name"]] = [
+                (c["name"], c.get("description", "")) for c in model["columns"]
+            ]
+        for source in document.get("sources", []):
+            for table in source["tables"]:
+                assert all(c.get("description") for c in table["columns"]), table["name"]
+    # Every model the build made lists exactly its columns, in order, each with a description.
+    assert set(listed) == set(columns)
+    for model, found in columns.items():
+        assert [name for name, _ in listed[model]] == found, model
+        assert all(doc for _, doc in listed[model]), model
