@@ -25,6 +25,10 @@ DERIVED_DOCS: dict[str, str] = {
     "absent": "Scored runs in which the failure mode is absent.",
     "accuracy": "Mean accuracy over the scored runs (NULL when none is scored; never 0).",
     "action_f1": "Mean action F1 over the scored runs (NULL when none is scored; never 0).",
+    "action_precision": "Mean action precision over the scored runs (NULL when none; never 0).",
+    "action_recall": "Mean action recall over the scored runs (NULL when none; never 0).",
+    "action_type_recall": "Mean action type recall over the scored runs (NULL when none).",
+    "trajectory_adherence": "Mean trajectory adherence over the scored runs (NULL when none).",
     "runs": "Runs in the group (every status unless the model's description says otherwise).",
     "scored": "Runs in the group with a value (NULL values are left out, never counted as 0).",
     "coverage": "scored / runs: the share of the group's runs with a value.",
@@ -55,7 +59,10 @@ DERIVED_DOCS: dict[str, str] = {
     "is_latest_version": "Whether this is the task's latest spec version.",
     "language_tasks": "Tasks of that language the cell ran.",
     "mapped_calls": "Tool calls mapped to a semantic action.",
-    "mean": "Mean of the metric over the scored runs (NULL when none is scored; never 0).",
+    "mean": (
+        "Mean of the metric over the scored runs, for 'avg' metrics (NULL when none is scored, "
+        "never 0); the one name of a mean in every long table (one row per metric)."
+    ),
     "mean_a": "Mean of cell a over the runs paired with cell b.",
     "mean_b": "Mean of cell b over the runs paired with cell a.",
     "mean_difference": "Paired mean difference (b - a, or newer - older).",
@@ -162,11 +169,11 @@ def column_doc(name: str, tables: Iterable[str] = (), *, computed: bool = False)
         return DERIVED_DOCS[name]
     # Base tables first: a cell_key is a cell before it is a statistic's scope.
     order = {table.name: index for index, table in enumerate(ALL_TABLES)}
-    for table in sorted(tables, key=lambda t: order.get(t, len(order))):
-        known = TABLES_BY_NAME.get(table)
+    for table_name in sorted(tables, key=lambda t: order.get(t, len(order))):
+        known = TABLES_BY_NAME.get(table_name)
         for column in known.columns if known else ():
             if column.name == name:
-                return column.doc
+                return str(column.doc)
     if name in DERIVED_DOCS:
         return DERIVED_DOCS[name]
     for table in ALL_TABLES:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -35,9 +36,10 @@ def analysed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, P
         models = run_dbt(["run", "--select", *MODELS], tmp)
         assert models.success, models.exception
         built = run_dbt(["test", "--select", *MODELS], tmp)
+        results: Any = built.result
         assert built.success, [
             (r.node.name, str(r.status), r.message)
-            for r in built.result or []  # type: ignore[attr-defined]
+            for r in results or []
             if str(r.status) not in ("pass", "success")
         ]
         docs = run_dbt(["docs", "generate"], tmp)

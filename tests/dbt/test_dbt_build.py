@@ -58,7 +58,7 @@ def test_experiment_metrics_exclude_unscored_items(built: tuple[Path, dbtRunnerR
     db, _ = built
     rows = _rows(
         db,
-        "SELECT metric, runs, scored, coverage, avg_value, total_value "
+        "SELECT metric, runs, scored, coverage, mean, total_value "
         "FROM main.experiment_metrics WHERE cell_key = ? AND tier = 'minimal' "
         "AND metric IN ('action_recall', 'accuracy', 'required_actions') ORDER BY metric",
         [HAND],
@@ -71,7 +71,7 @@ def test_experiment_metrics_exclude_unscored_items(built: tuple[Path, dbtRunnerR
     ]
     summary = _rows(
         db,
-        "SELECT runs, runs_ok, runs_error, avg_accuracy, accuracy_coverage, total_criteria, "
+        "SELECT runs, runs_ok, runs_error, accuracy, accuracy_coverage, total_criteria, "
         "total_criteria_scored, criterion_coverage FROM main.experiment_summary "
         "WHERE cell_key = ? AND tier = 'optimal'",
         [HAND],
@@ -85,7 +85,7 @@ def test_breakdowns_and_cell_comparison(built: tuple[Path, dbtRunnerResult]) -> 
     db, _ = built
     pair = _rows(
         db,
-        "SELECT dimension, value_a, value_b, avg_a, avg_b, delta, paired_tasks, paired_delta "
+        "SELECT dimension, value_a, value_b, mean_a, mean_b, delta, paired_tasks, paired_delta "
         "FROM main.cell_comparison WHERE cell_a = ? AND cell_b = ? "
         "AND tier = 'minimal' AND metric = 'action_recall'",
         [HAND, HAND_B],
@@ -125,7 +125,7 @@ def test_means_carry_intervals_and_pairs_carry_tests_and_verdicts(
     db, _ = built
     metric = _rows(
         db,
-        "SELECT scored, tasks, avg_value, std_error, ci_low, ci_high, interval_method "
+        "SELECT scored, tasks, mean, std_error, ci_low, ci_high, interval_method "
         "FROM main.experiment_metrics WHERE cell_key = ? AND tier = 'minimal' "
         "AND metric = 'action_recall'",
         [HAND],
@@ -192,7 +192,7 @@ def test_results_by_feature(built: tuple[Path, dbtRunnerResult]) -> None:
     # MCP cell: accuracy 1.0 then 0.0, so 0.5 over one task (no interval with one cluster).
     assert _rows(
         db,
-        "SELECT feature_tasks, runs, scored, avg_value, tasks, ci_low FROM main.feature_metrics "
+        "SELECT feature_tasks, runs, scored, mean, tasks, ci_low FROM main.feature_metrics "
         "WHERE cell_key = ? AND feature = 'tabular.filters' AND tier = 'minimal' "
         "AND metric = 'accuracy'",
         [MCP_19],
@@ -200,7 +200,7 @@ def test_results_by_feature(built: tuple[Path, dbtRunnerResult]) -> None:
     # 0.2.26's only search.and_semantics task (task_0003) failed: one run, none scored
     assert _rows(
         db,
-        "SELECT runs, scored, avg_value FROM main.feature_metrics WHERE cell_key = ? "
+        "SELECT runs, scored, mean FROM main.feature_metrics WHERE cell_key = ? "
         "AND feature = 'search.and_semantics' AND tier = 'minimal' AND metric = 'accuracy'",
         [MCP_26],
     ) == [(1, 0, None)]
