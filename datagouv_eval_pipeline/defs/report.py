@@ -39,9 +39,9 @@ _COLUMNS = (
     ("runs", "runs"),
     ("runs_ok", "ok"),
     ("runs_skipped", "skipped"),
-    ("avg_accuracy", "accuracy"),
+    ("accuracy", "accuracy"),
     ("criterion_coverage", "criteria decided"),
-    ("avg_action_f1", "action F1"),
+    ("action_f1", "action F1"),
 )
 
 

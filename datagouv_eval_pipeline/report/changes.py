@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from datagouv_eval_pipeline.report.data import HEADLINE_TIER, TREND_METRICS, ReportData, Row
 from datagouv_eval_pipeline.warehouse.gate import GateComparison, GateReport, summary_lines
@@ -178,5 +179,5 @@ def _setup_changes(previous: list[Row], current: Row) -> list[str]:
 def experiment_tick(experiment: Row) -> str:
     """A short label of an experiment: when it was recorded and its id's first characters."""
     at = experiment.get("recorded_at")
-    when = at.strftime("%m-%d %H:%M") if hasattr(at, "strftime") else str(at or "")
+    when = at.strftime("%m-%d %H:%M") if isinstance(at, datetime) else str(at or "")
     return f"{when}\n{str(experiment['experiment_id'])[:8]}"

@@ -567,7 +567,7 @@ def _estimate(data: ReportData, cell_key: str, metric: str) -> ReportedMean:
     runs = len(data.runs_of(cell_key))
     if row is None:
         return ReportedMean(cell_key, None, 0, runs, None)
-    mean = row.get("avg_value")
+    mean = row.get("mean")
     return ReportedMean(
         cell_key,
         None if mean is None else float(mean),
@@ -802,8 +802,8 @@ def comparisons(data: ReportData) -> list[Comparison]:
                 cell_b=str(row["cell_b"]),
                 value_a=str(row["value_a"] if row["value_a"] is not None else "none"),
                 value_b=str(row["value_b"] if row["value_b"] is not None else "none"),
-                mean_a=row["avg_a"],
-                mean_b=row["avg_b"],
+                mean_a=row["mean_a"],
+                mean_b=row["mean_b"],
                 paired_tasks=int(row["paired_tasks"] or 0),
                 paired_delta=row["paired_delta"],
             )
