@@ -39,7 +39,8 @@ PLAUSIBLE = {
     "cell_key": "offline~baseline-oneshot__none__data_gouv_context",
     "review_path": "{missing}",
     "cassettes_dir": "{directory}",
-    "--cassettes": "{directory}",
+    # Unusable, so that a tried option the replay mode ignores cannot start a server.
+    "--cassettes": "{loop}",
     "--out": "{missing}",
 }
 # Strings that name nothing (a cell, a task, a judge, a metric, an experiment, a query, ...);
