@@ -85,10 +85,11 @@ class PoolState:
 def resolve_home(home: Path | None, environ: Mapping[str, str] | None = None) -> Path:
     """Return the instance directory: ``home``, else ``$DAGSTER_HOME``, else the project's."""
     env = os.environ if environ is None else environ
+    # realpath, not Path.resolve: a symlink loop is then the instance check's clear error.
     if home is not None:
-        return home.resolve()
+        return Path(os.path.realpath(home))
     if env.get("DAGSTER_HOME"):
-        return Path(env["DAGSTER_HOME"]).resolve()
+        return Path(os.path.realpath(env["DAGSTER_HOME"]))
     return DEFAULT_HOME
 
 
