@@ -3,7 +3,8 @@
 This is the README's main command. It runs the ``experiment`` job in this process over every
 cell (the same job the UI and the weekly schedule launch), on the project's Dagster instance
 (``dagster_home/`` unless ``DAGSTER_HOME`` is set), so the run and its materializations show up
-in ``dagster dev`` afterwards. ``--dry-run`` lists the cells and the cost estimate instead.
+in ``dagster dev`` afterwards, as runs of its code location (in the Overview timeline too).
+``--dry-run`` lists the cells and the cost estimate instead.
 """
 
 from __future__ import annotations

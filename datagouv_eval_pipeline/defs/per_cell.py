@@ -24,6 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
 from pydantic import BaseModel
 
 from datagouv_eval_pipeline.agents.cancel import CancelToken, RunCancelled
@@ -191,43 +194,48 @@ def process_cells(
 def cell_results(
     context: dg.AssetExecutionContext, outcomes: CellOutcomes, **extra: Any
 ) -> Iterator[StageEvent]:
-    """The step's events: one ``cell_ok`` evaluation per cell and the materialization.
+    """The step's events: the materialization, then one ``cell_ok`` evaluation per cell.
 
     The materialization carries per-cell summaries and failures, the data version of a
-    one-cell run, and per partition its readable label and its status.
+    one-cell run, and per partition its readable label and its status. Each evaluation comes
+    after it and names it as its target: the UI counts a partition's check result only when it
+    targets the partition's latest materialization (otherwise the partition shows no status).
     """
     asset_key = context.assets_def.key
     check_key = dg.AssetCheckKey(asset_key, CELL_CHECK)
     checked = check_key in context.selected_asset_check_keys
+    evaluations: list[tuple[str, dict[str, Any]]] = []
     for key in context.partition_keys:
         status: dict[str, Any] = {}
         if key in outcomes.written:
             problem = outcomes.written[key].get(NO_RESULT)
             status = {"status": "written" if problem is None else f"NO RESULT: {problem}"}
-            if checked and problem is None:
-                yield dg.AssetCheckEvaluation(
-                    asset_key=asset_key, check_name=CELL_CHECK, passed=True, partition=key
-                )
-            elif checked:
-                yield dg.AssetCheckEvaluation(
-                    asset_key=asset_key,
-                    check_name=CELL_CHECK,
-                    passed=False,
-                    severity=dg.AssetCheckSeverity.WARN,
-                    partition=key,
-                    description=f"no result: {problem}"[:500],
-                    metadata={"reason": str(problem)},
+            if problem is None:
+                evaluations.append((key, {"passed": True}))
+            else:
+                evaluations.append(
+                    (
+                        key,
+                        {
+                            "passed": False,
+                            "severity": dg.AssetCheckSeverity.WARN,
+                            "description": f"no result: {problem}"[:500],
+                            "metadata": {"reason": str(problem)},
+                        },
+                    )
                 )
         elif key in outcomes.failed:
             status = {"status": "FAILED (earlier document kept)", "failure": outcomes.failed[key]}
-        if key in outcomes.failed and checked:
-            yield dg.AssetCheckEvaluation(
-                asset_key=asset_key,
-                check_name=CELL_CHECK,
-                passed=False,
-                partition=key,
-                description=outcomes.failed[key][:500],
-                metadata={"reason": outcomes.failed[key]},
+        if key in outcomes.failed:
+            evaluations.append(
+                (
+                    key,
+                    {
+                        "passed": False,
+                        "description": outcomes.failed[key][:500],
+                        "metadata": {"reason": outcomes.failed[key]},
+                    },
+                )
             )
         if key in outcomes.skipped:
             status = {"status": f"not run: {outcomes.skipped[key]}"}
@@ -251,9 +259,35 @@ def cell_results(
     if len(outcomes.digests) == 1 and not outcomes.failed:
         version = dg.DataVersion(next(iter(outcomes.digests.values())))
     yield dg.MaterializeResult(metadata=metadata, data_version=version)
-    if checked:  # the check's output: the evaluations above are its results, one per cell
-        output = context.assets_def.get_output_name_for_asset_check_key(check_key)
-        yield dg.Output(None, output_name=output)
+    if not checked:
+        return
+    for key, fields in evaluations:
+        yield dg.AssetCheckEvaluation(
+            asset_key=asset_key,
+            check_name=CELL_CHECK,
+            partition=key,
+            target_materialization_data=_latest_materialization(context, asset_key, key),
+            **fields,
+        )
+    # The check's output: the evaluations above are its results, one per cell.
+    output = context.assets_def.get_output_name_for_asset_check_key(check_key)
+    yield dg.Output(None, output_name=output)
+
+
+def _latest_materialization(
+    context: dg.AssetExecutionContext, asset_key: dg.AssetKey, partition: str
+) -> AssetCheckEvaluationTargetMaterializationData | None:
+    """The partition's latest materialization (this step's, stored once it was yielded)."""
+    records = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=asset_key, asset_partitions=[partition]), limit=1
+    ).records
+    if not records:
+        return None
+    return AssetCheckEvaluationTargetMaterializationData(
+        storage_id=records[0].storage_id,
+        run_id=records[0].run_id,
+        timestamp=records[0].timestamp,
+    )
 
 
 def not_selected(

@@ -100,7 +100,7 @@ def report_links(built: BuiltReport, base_url: str) -> dict[str, str]:
         return base_url + path.relative_to(built.out_dir).as_posix()
 
     links = {"report": under(built.page), "browser": under(built.browser)}
-    for name, _ in built.figures.items():
+    for name, _plot in built.figures.items():
         links[f"plot_{name}"] = under(built.out_dir / "figures" / f"{name}.png")
     return links
 

@@ -46,7 +46,7 @@ def as_code_location_runs(
             kwargs["remote_job_origin"] = job_origin(job_def.name, location)
         return create(job_def, **kwargs)
 
-    instance.create_run_for_job = create_with_origin  # type: ignore[method-assign]
+    instance.create_run_for_job = create_with_origin  # type: ignore[method-assign,assignment]
     try:
         yield
     finally:

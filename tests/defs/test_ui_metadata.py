@@ -153,9 +153,15 @@ CODER_MCP = "offline~baseline-coder__mcp@0.2.19__data_gouv_context"
 
 
 def test_a_cell_whose_runs_were_all_skipped_fails_its_check_at_warn(tmp_path: Path) -> None:
-    from tests.defs.pipeline_helpers import Paths, materialize_cell
+    from tests.defs.pipeline_helpers import CELL_STAGES, Paths, resources
 
-    result = materialize_cell(Paths(tmp_path), CODER_MCP, task_ids=["task_0002"])
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize(
+        CELL_STAGES,
+        partition_key=CODER_MCP,
+        resources=resources(Paths(tmp_path), task_ids=["task_0002"]),
+        instance=instance,
+    )
     assert result.success
     evaluations = {
         e.asset_key.to_user_string(): e
@@ -172,3 +178,9 @@ def test_a_cell_whose_runs_were_all_skipped_fails_its_check_at_warn(tmp_path: Pa
     assert evaluations["action_mappings"].passed  # the mapping of a skipped run is not missing
     (event,) = result.asset_materializations_for_node("agent_runs")
     assert str(event.metadata["status"].value).startswith("NO RESULT: baseline-coder needs")
+    # Each result targets the partition's latest materialization: the UI counts it as the
+    # partition's current check status (a result without a target shows no status at all).
+    check_keys = [dg.AssetCheckKey(dg.AssetKey(stage), "cell_ok") for stage in ("agent_runs",)]
+    (info,) = instance.event_log_storage.get_asset_check_partition_info(check_keys)
+    assert info.partition_key == CODER_MCP and info.is_current
+    assert info.latest_execution_status.value == "FAILED"
