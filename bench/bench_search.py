@@ -139,6 +139,8 @@ async def _latencies(site: str, version: str, queries: list[str]) -> dict[str, A
             if result.is_error:
                 raise RuntimeError(f"search_datasets({query!r}) failed: {result.content}")
     times.sort()
+    if not times:  # --cold: only the first call (it builds the index)
+        return {"first_call_ms": round(first_ms, 1), "calls": 0}
     return {
         "first_call_ms": round(first_ms, 1),
         "calls": len(times),

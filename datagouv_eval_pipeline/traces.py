@@ -65,6 +65,10 @@ class ToolCall(_Strict):
     http_requests: list[WireExchange] | None = None
     """The HTTP requests the call's program sent (sandboxed code and CLI tools), in order;
     None when they were not recorded."""
+    wire_result: str | None = None
+    """The text blocks of the MCP answer as they came on the wire, when they differ from
+    ``result`` (the client gave the model the answer's ``structuredContent``); None when the
+    model read that text itself or the tool is not an MCP one."""
 
     @field_validator("arguments", mode="before")
     @classmethod
@@ -138,6 +142,10 @@ class Provenance(_Strict):
     ``datagouv_api``, ``tabular_api``, ``metrics_api``, ``crawler_api``). The twin serves every
     API on one host, so the action mapper reads URLs under these as the production URLs they
     stand for. None in traces recorded before this field existed."""
+    model_settings: dict[str, Any] | None = None
+    """The model's request settings from ``models.yml`` that were set (``timeout_s``,
+    ``retries``, ``temperature``, ``top_p``, ``seed``, ``max_output_tokens``, ``stop``,
+    ``context_window``); None when none was."""
 
 
 class Trace(_Strict):

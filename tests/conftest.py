@@ -1,8 +1,9 @@
-"""Session-wide guards: a test leaves the process's global switches as it found them."""
+"""Session-wide guards (a test leaves the process's global switches as it found them) and tiers."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pydantic_ai.models
 import pytest
@@ -20,3 +21,45 @@ def _model_requests_switch_restored() -> Iterator[None]:
         f"the test left pydantic_ai.models.ALLOW_MODEL_REQUESTS={after} (was {before}): "
         "set it with monkeypatch.setattr so that it is restored"
     )
+
+
+# Test tiers. A module's tier is its own `pytestmark` when it sets one, else the first entry of
+# TIER_PATHS its path starts with, else "integration". `./dev test --fast` runs the unit tier.
+TIERS: dict[str, str] = {
+    "unit": "in-process and seconds: no server, no Dagster run, no browser, no real build",
+    "integration": "starts servers, Dagster runs, dbt, the sandbox or subprocesses",
+    "browser": "opens pages in headless Chromium",
+    "real_build": "runs a real datagouv-mcp release (a PyPI build or one built from git)",
+}
+TIER_PATHS: tuple[tuple[str, str], ...] = (
+    ("report/test_report_chromium.py", "browser"),
+    ("mcp_builds/test_conformance.py", "real_build"),
+    ("mcp_builds/test_real_build.py", "real_build"),
+    ("defs/test_real_build_cell.py", "real_build"),
+    ("tasks/", "unit"),
+    ("metrics/", "unit"),
+    ("semantic/", "unit"),
+    ("benchmark/", "unit"),
+    ("test_architecture.py", "unit"),
+    ("test_chain_grammar.py", "unit"),
+    ("test_text.py", "unit"),
+    ("test_traces.py", "unit"),
+)
+_TESTS = Path(__file__).parent
+
+
+def tier_of(path: Path) -> str:
+    """The tier a test module belongs to by its path (see TIER_PATHS)."""
+    relative = path.relative_to(_TESTS).as_posix()
+    return next((tier for prefix, tier in TIER_PATHS if relative.startswith(prefix)), "integration")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, meaning in TIERS.items():
+        config.addinivalue_line("markers", f"{name}: {meaning}")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if not any(item.get_closest_marker(name) for name in TIERS):
+            item.add_marker(getattr(pytest.mark, tier_of(item.path)))

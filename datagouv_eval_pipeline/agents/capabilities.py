@@ -29,13 +29,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pydantic_ai.exceptions import ToolFailed
-from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
 from datagouv_eval_pipeline.agents.recording import (
     DEFAULT_MODEL_RESULT_CHARS,
     RecordingToolset,
     RunRecorder,
+    WireTextMCPToolset,
 )
 from datagouv_eval_pipeline.agents.skills import SkillsInjection, skills_strategy
 from datagouv_eval_pipeline.agents.web import (
@@ -187,18 +187,20 @@ class McpConnections:
             read_timeout: Seconds to wait for an MCP answer.
         """
         self._read_timeout = read_timeout
-        self._toolsets: dict[str, MCPToolset[Any]] = {}
-        self._entered: list[MCPToolset[Any]] = []
+        self._toolsets: dict[str, WireTextMCPToolset] = {}
+        self._entered: list[WireTextMCPToolset] = []
         self.tool_lists: dict[str, list[dict[str, Any]]] = {}
         """Tool list by MCP version (name, description, input schema), once fetched."""
 
-    async def toolset(self, url: str) -> MCPToolset[Any]:
+    async def toolset(self, url: str) -> WireTextMCPToolset:
         """The connected toolset of ``url`` (connected on first use)."""
         toolset = self._toolsets.get(url)
         if toolset is None:
             # 'failed': a server-side tool error is shown to the model without eating its
             # retry budget (a 'retry' error would end the run once the budget is spent).
-            toolset = MCPToolset(url, tool_error_behavior="failed", read_timeout=self._read_timeout)
+            toolset = WireTextMCPToolset(
+                url, tool_error_behavior="failed", read_timeout=self._read_timeout
+            )
             await toolset.__aenter__()
             self._entered.append(toolset)
             self._toolsets[url] = toolset

@@ -38,12 +38,3 @@ _WALL_CLOCK = "wall-clock budget of "
 def wall_clock_reason(seconds: float) -> str:
     """The ``status_reason`` of a run ended by its wall-clock budget."""
     return f"{_WALL_CLOCK}{seconds:g} s exceeded"
-
-
-def ended_by_wall_clock(status_reason: str | None) -> bool:
-    """Whether a ``budget_exceeded`` run was ended by the clock, not by its own spending.
-
-    The clock measures the provider (a hanging or slow server) as much as the agent, so such
-    a run is not a result to reuse: it is asked again on the next run.
-    """
-    return status_reason is not None and status_reason.startswith(_WALL_CLOCK)

@@ -7,6 +7,12 @@
   so it can honour ``Retry-After`` and count the wait.
 * ``offline`` providers: the deterministic baseline policies (``baselines/``), not LLMs.
 
+The model's settings from ``models.yml`` reach the wire here: the provider's ``timeout_s`` is
+the client's request timeout, and the generation settings (:func:`generation_settings`) are the
+pydantic-ai ``ModelSettings`` of every request. ``max_output_tokens`` goes out as
+``max_tokens``, the field every OpenAI-compatible server knows, except to OpenAI's own API,
+whose reasoning models accept only ``max_completion_tokens``.
+
 Mistral's quirks (``message.content`` as a list of parts, ``tool_calls[].type`` null) are
 handled in one place, :func:`normalise_completion`, called from the one completion-validation
 hook ``OpenAIChatModel`` offers to subclasses.
@@ -18,6 +24,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import urlparse
 
 from openai import AsyncOpenAI
 from openai.types import chat
@@ -25,17 +32,25 @@ from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.profiles.openai import OpenAIModelProfile
 from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 from pydantic_ai.settings import ModelSettings
 
 from datagouv_eval_pipeline.agents.baselines import get_policy, policy_model
 from datagouv_eval_pipeline.agents.recording import RequestRecord, RunRecorder
 from datagouv_eval_pipeline.benchmark.cells import CellModel
-from datagouv_eval_pipeline.benchmark.config import ProviderKind
+from datagouv_eval_pipeline.benchmark.config import (
+    DEFAULT_TIMEOUT_S,
+    ModelCallSettings,
+    ProviderKind,
+)
 from datagouv_eval_pipeline.providers.limits import RateLimiter, estimate_tokens
 from datagouv_eval_pipeline.providers.retry import RetryPolicy, RetryWait, send_with_retries
 
-DEFAULT_TIMEOUT_S = 180.0
+__all__ = ["DEFAULT_TIMEOUT_S"]  # where the agents' request timeout was first defined
+
+_MAX_COMPLETION_TOKENS_HOSTS = frozenset({"api.openai.com"})
+"""APIs that take ``max_completion_tokens`` (their reasoning models refuse ``max_tokens``)."""
 
 
 class MissingApiKeyError(RuntimeError):
@@ -80,6 +95,22 @@ class CompatibleChatModel(OpenAIChatModel):
         return super()._validate_completion(chat.ChatCompletion.construct(**data))
 
 
+def generation_settings(settings: ModelCallSettings) -> ModelSettings:
+    """The pydantic-ai settings of a model's requests: only those ``models.yml`` sets."""
+    found = ModelSettings()
+    if settings.temperature is not None:
+        found["temperature"] = settings.temperature
+    if settings.top_p is not None:
+        found["top_p"] = settings.top_p
+    if settings.seed is not None:
+        found["seed"] = settings.seed
+    if settings.max_output_tokens is not None:
+        found["max_tokens"] = settings.max_output_tokens
+    if settings.stop is not None:
+        found["stop_sequences"] = list(settings.stop)
+    return found
+
+
 def api_key_for(model: CellModel, environ: Mapping[str, str] | None = None) -> str:
     """Read the provider's key from the environment variable the YAML names.
 
@@ -99,36 +130,61 @@ def api_key_for(model: CellModel, environ: Mapping[str, str] | None = None) -> s
     return key
 
 
+def missing_api_key(model: CellModel, environ: Mapping[str, str] | None = None) -> str | None:
+    """Why a live model cannot be asked (its key's variable is unset or empty), or None.
+
+    Offline models need no key. The reason is :func:`api_key_for`'s message (the variable's
+    name, never a value).
+    """
+    if model.kind == ProviderKind.OFFLINE:
+        return None
+    try:
+        api_key_for(model, environ)
+    except MissingApiKeyError as error:
+        return str(error)
+    return None
+
+
 def live_model(
     model: CellModel,
     *,
     base_url: str | None = None,
     environ: Mapping[str, str] | None = None,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
+    timeout_s: float | None = None,
 ) -> CompatibleChatModel:
-    """A chat model for an ``openai_compatible`` provider.
+    """A chat model for an ``openai_compatible`` or ``llama_cpp`` provider, with its YAML settings.
 
     Args:
         model: The cell's model.
         base_url: Overrides the YAML's base URL (e.g. a local replay server).
         environ: Where to read the key (``os.environ`` by default).
-        timeout_s: Per-request timeout.
+        timeout_s: Per-request timeout (default: the provider's ``timeout_s``, else 180 s).
 
     Raises:
         MissingApiKeyError: The key's environment variable is unset.
-        ValueError: The provider is not OpenAI-compatible.
+        ValueError: The provider is offline, or has no URL (a ``llama_cpp`` model needs
+            ``base_url``: its server's).
     """
-    if model.kind != ProviderKind.OPENAI_COMPATIBLE:
-        raise ValueError(f"model {model.key} is not an openai_compatible model")
+    if model.kind == ProviderKind.OFFLINE:
+        raise ValueError(f"model {model.key} is an offline baseline policy, not an LLM")
     url = base_url or model.base_url
     if url is None:
+        # A llama_cpp model's URL is its server's, known once the run has started it.
         raise ValueError(f"provider {model.provider!r} has no base_url")
+    # llama.cpp's server, started by the pipeline on 127.0.0.1, takes no key.
+    key = "no-key" if model.kind == ProviderKind.LLAMA_CPP else api_key_for(model, environ)
     # max_retries=0: ManagedModel retries, honouring Retry-After and counting the waits.
-    client = AsyncOpenAI(
-        base_url=url, api_key=api_key_for(model, environ), max_retries=0, timeout=timeout_s
+    timeout = timeout_s if timeout_s is not None else model.settings.request_timeout_s
+    client = AsyncOpenAI(base_url=url, api_key=key, max_retries=0, timeout=timeout)
+    # The provider's own host decides the field (a replay server stands in for it).
+    host = urlparse(model.base_url or url).hostname or ""
+    profile = OpenAIModelProfile(
+        openai_chat_supports_max_completion_tokens=host in _MAX_COMPLETION_TOKENS_HOSTS
     )
-    provider = OpenAICompatibleProvider(model.provider, openai_client=client)
-    return CompatibleChatModel(model.name, provider=provider)
+    provider = OpenAICompatibleProvider(model.provider, openai_client=client, profile=profile)
+    return CompatibleChatModel(
+        model.name, provider=provider, settings=generation_settings(model.settings)
+    )
 
 
 def base_model(
@@ -193,7 +249,14 @@ class ManagedModel(WrapperModel):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
-        """Send one request, waiting for the rate limiter and retrying transient failures."""
+        """Send one request, waiting for the rate limiter and retrying transient failures.
+
+        Raises:
+            ContextOverflowError: The request cannot fit the model's context window (not sent).
+        """
+        context = self.recorder.context
+        if context is not None:
+            context.check_next_request(estimate_tokens(_message_chars(messages)))
         estimated = 0
         if self.limiter is not None and self.limiter.limit.tokens_per_minute is not None:
             estimated = estimate_tokens(_message_chars(messages)) + self.expected_output_tokens
@@ -230,4 +293,8 @@ class ManagedModel(WrapperModel):
         )
         if self.limiter is not None:
             self.limiter.settle(estimated, usage.input_tokens + usage.output_tokens)
+        if context is not None:
+            # The provider's figures; an estimate when a server reports no usage.
+            read = usage.input_tokens or estimate_tokens(_message_chars(messages))
+            context.answered(read, usage.output_tokens)
         return response

@@ -9,17 +9,23 @@ the empty answer as zeros). It also truncates what the model is shown and keeps 
 
 from __future__ import annotations
 
+import contextvars
 import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from fastmcp.client.client import CallToolResult
+from mcp.types import TextContent
 from pydantic_ai import RunContext
 from pydantic_ai.exceptions import ModelRetry, ToolFailed
+from pydantic_ai.mcp import MCPToolset
+from pydantic_ai.messages import ToolReturn
 from pydantic_ai.toolsets import WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
+from datagouv_eval_pipeline.agents.context import ContextWindow, cut_to_fit
 from datagouv_eval_pipeline.front import WireRequest
 from datagouv_eval_pipeline.providers.limits import Clock, SystemClock
 from datagouv_eval_pipeline.traces import WireExchange
@@ -57,6 +63,8 @@ class ToolRecord:
         http_requests: What the call's program sent over HTTP (sandboxed tools), or None.
         shown_chars: Characters of the result the model was shown when it was cut for the
             model; None when it saw all of it.
+        wire_text: The text blocks of the MCP answer when they differ from ``text`` (the
+            client gave the model its structured content instead); None otherwise.
     """
 
     duration_ms: float
@@ -65,6 +73,7 @@ class ToolRecord:
     text: str
     http_requests: list[WireExchange] | None = None
     shown_chars: int | None = None
+    wire_text: str | None = None
 
 
 @dataclass
@@ -80,6 +89,7 @@ class RunRecorder:
         rate_limit_wait_s: Seconds spent waiting on rate limits (limiter and 429 answers).
         retries: Failed attempts that were retried, with their reason.
         on_wait: Called with each rate-limit wait (the runner extends the run's deadline).
+        context: The room left in the model's context window (None: no ``context_window``).
     """
 
     clock: Clock = field(default_factory=SystemClock)
@@ -89,6 +99,7 @@ class RunRecorder:
     rate_limit_wait_s: float = 0.0
     retries: list[str] = field(default_factory=list)
     on_wait: Callable[[float], None] | None = None
+    context: ContextWindow | None = None
 
     def add_wait(self, seconds: float) -> None:
         """Count a rate-limit wait."""
@@ -107,6 +118,33 @@ def result_text(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return str(value)
+
+
+_WIRE_TEXT: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "datagouv_eval_wire_text", default=None
+)
+"""Where :class:`WireTextMCPToolset` leaves the text of the answer of the call in progress."""
+
+
+class WireTextMCPToolset(MCPToolset[Any]):
+    """An MCP toolset that also keeps the text blocks of each answer as they came on the wire.
+
+    pydantic-ai gives the model a result's ``structuredContent`` when it has one; the text
+    blocks beside it are what a text-only client would read. The recorder keeps both when
+    they differ. The slot is a context variable, so concurrent runs sharing one connection
+    each see their own call's answer.
+    """
+
+    async def _call_tool_checked(
+        self, name: str, args: dict[str, Any], *, metadata: dict[str, Any] | None, use_task: bool
+    ) -> CallToolResult:
+        result = await super()._call_tool_checked(name, args, metadata=metadata, use_task=use_task)
+        slot = _WIRE_TEXT.get()
+        if slot is not None:
+            slot.append(
+                "\n".join(block.text for block in result.content if isinstance(block, TextContent))
+            )
+        return result
 
 
 def truncate(text: str, limit: int) -> str:
@@ -179,8 +217,16 @@ class RecordingToolset(WrapperToolset[Any]):
         started = time.perf_counter()
         error = False
         failed: BaseException | None = None
+        wire: list[str] = []
+        token = _WIRE_TEXT.set(wire)
+        extra: ToolReturn[Any] | None = None
         try:
-            text = result_text(await self.wrapped.call_tool(name, tool_args, ctx, tool))
+            value = await self.wrapped.call_tool(name, tool_args, ctx, tool)
+            if isinstance(value, ToolReturn):
+                # An MCP App tool: the model gets ``return_value`` (and any ``content``); the
+                # metadata is for the app's page, never shown to the model.
+                extra, value = value, value.return_value
+            text = result_text(value)
         except ToolFailed as failure:
             error, text, failed = True, failure.message, failure
         except ModelRetry as retry:
@@ -190,6 +236,8 @@ class RecordingToolset(WrapperToolset[Any]):
         except Exception as exception:
             error, text = True, f"Error: {type(exception).__name__}: {exception}"
             failed = exception
+        finally:
+            _WIRE_TEXT.reset(token)
         if failed is not None and self.recorder.infrastructure_error is None:
             infrastructure = infrastructure_fault(failed)
             if infrastructure is not None:
@@ -210,15 +258,26 @@ class RecordingToolset(WrapperToolset[Any]):
                 )
                 for w in self.wire()
             ]
+        shown = truncate(text, self.model_result_chars)
+        kept: int | None = self.model_result_chars if len(text) > self.model_result_chars else None
+        context = self.recorder.context
+        if context is not None:
+            # The result is shown up to the room left in the window, never sent to overflow it.
+            room = context.room_chars()
+            if len(shown) > room:
+                shown, kept = cut_to_fit(text, room)
+            context.admit(len(shown))
         self.recorder.tools[call_id] = ToolRecord(
             duration_ms=duration_ms,
             full_chars=len(text),
             error=error,
             text=text,
             http_requests=exchanges,
-            shown_chars=self.model_result_chars if len(text) > self.model_result_chars else None,
+            shown_chars=kept,
+            wire_text=wire[-1] if wire and wire[-1] != text and not error else None,
         )
-        shown = truncate(text, self.model_result_chars)
         if error:
             raise ToolFailed(shown or f"Error: tool {name!r} failed")
+        if extra is not None and extra.content is not None:
+            return ToolReturn(return_value=shown, content=extra.content)
         return shown

@@ -64,6 +64,7 @@ from datagouv_eval_pipeline.agents.capabilities import (
     default_sandbox,
     instructions_for,
 )
+from datagouv_eval_pipeline.agents.context import ContextOverflowError, ContextWindow
 from datagouv_eval_pipeline.agents.limits import RunBudget, wall_clock_reason
 from datagouv_eval_pipeline.agents.models import ManagedModel, MissingApiKeyError, base_model
 from datagouv_eval_pipeline.agents.output import (
@@ -206,7 +207,13 @@ def rate_limit_of(model: CellModel) -> tuple[str, RateLimit | None]:
         requests_per_minute=config.requests_per_minute,
         tokens_per_minute=config.tokens_per_minute,
     )
-    return (model.key if config.per_model else model.provider), limit
+    return (model.quota_key if config.per_model else model.provider), limit
+
+
+def retry_policy(model: CellModel, default: RetryPolicy) -> RetryPolicy:
+    """The retries of a model's requests: its provider's ``retries`` when set, else ``default``."""
+    retries = model.settings.retries
+    return default if retries is None else dataclasses.replace(default, retries=retries)
 
 
 def cell_rate_limiters(cell: Cell, clock: Clock | None = None) -> RateLimiters:
@@ -496,6 +503,7 @@ def _base_trace(shared: _Shared, task: TaskSpec, repeat: int) -> dict[str, Any]:
             code_dirty=_code_dirty(),
             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
             base_urls=shared.env.target.urls.as_dict(),
+            model_settings=cell.model.settings.record() or None,
         ),
     }
 
@@ -555,7 +563,7 @@ async def _run_task(shared: _Shared, task: TaskSpec, repeat: int) -> Trace:
 
 async def _execute(shared: _Shared, task: TaskSpec, base: dict[str, Any]) -> Trace:
     cell, settings, clock = shared.cell, shared.settings, shared.clock
-    recorder = RunRecorder(clock=clock)
+    recorder = RunRecorder(clock=clock, context=ContextWindow.of(cell.model.settings))
     started = clock.now()
     try:
         tools = await build_task_tools(cell, shared.env, recorder)
@@ -570,7 +578,7 @@ async def _execute(shared: _Shared, task: TaskSpec, base: dict[str, Any]) -> Tra
         shared.model,
         recorder=recorder,
         limiter=shared.limiters.get(*rate_limit_of(cell.model)),
-        retry=settings.retry,
+        retry=retry_policy(cell.model, settings.retry),
     )
     assert shared.agent is not None
     status, reason, output, messages = await _drive(
@@ -645,6 +653,8 @@ async def _drive(
             status, reason = "budget_exceeded", wall_clock_reason(budget.wall_timeout_s)
         except UsageLimitExceeded as error:
             status, reason = "budget_exceeded", str(error)
+        except ContextOverflowError as error:
+            status, reason = "error", str(error)
         except ModelHTTPError as error:
             status = "error"
             reason = f"model request failed: HTTP {error.status_code}"
@@ -730,6 +740,7 @@ def calls_and_turns(
                     result_chars=len(text) if cut else None,
                     shown_chars=record.shown_chars if record else None,
                     http_requests=record.http_requests if record else None,
+                    wire_result=record.wire_text if record else None,
                 )
             )
     return calls, turns

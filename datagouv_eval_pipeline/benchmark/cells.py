@@ -20,9 +20,11 @@ from typing import Any
 from datagouv_eval_pipeline.benchmark.config import (
     Capability,
     EvaluationType,
+    LocalServerSettings,
     McpBuild,
     McpVersion,
     Metric,
+    ModelCallSettings,
     ModelEntry,
     ModelRateLimit,
     Provider,
@@ -51,6 +53,11 @@ class CellModel:
         rate_limit: Requests/tokens per minute from ``models.yml`` (provider, overridden by the
             model); None when neither sets one. An execution setting: not part of the key or
             of the cell record.
+        settings: Request and generation settings from ``models.yml`` (timeout, retries,
+            temperature, context window...). Part of the key (their digest) and of the cell
+            record when any is set.
+        server: How the pipeline serves a ``llama_cpp`` model (None for other kinds). An
+            execution setting: the GGUF file is named by the model's name.
     """
 
     provider: str
@@ -63,6 +70,8 @@ class CellModel:
     currency: str
     label: str | None = None
     rate_limit: ModelRateLimit | None = None
+    settings: ModelCallSettings = field(default_factory=ModelCallSettings)
+    server: LocalServerSettings | None = None
 
     @property
     def is_llm(self) -> bool:
@@ -71,7 +80,15 @@ class CellModel:
 
     @property
     def key(self) -> str:
-        """The model part of cell keys, e.g. ``albert~openai~gpt-oss-120b``."""
+        """The model part of cell keys, e.g. ``albert~openai~gpt-oss-120b``.
+
+        A model with request settings carries their digest: ``local~qwen2.5@3f9a02c1``.
+        """
+        return model_key(self.provider, self.name, self.settings.tag())
+
+    @property
+    def quota_key(self) -> str:
+        """The model as its provider's API knows it (settings aside): a per-model quota's key."""
         return model_key(self.provider, self.name)
 
 
@@ -169,6 +186,7 @@ class Cell:
             "input_price_per_mtok": self.model.input_price_per_mtok,
             "output_price_per_mtok": self.model.output_price_per_mtok,
             "currency": self.model.currency,
+            "model_settings": self.model.settings.record() or None,
             "capabilities": list(self.capabilities),
             "mcp_version": self.mcp_version,
             "mcp_url": self.mcp_url,
@@ -198,7 +216,9 @@ def sha256_text(text: str) -> str:
 
 
 def expand_cells(
-    config: BenchmarkConfig, evaluation_types: Sequence[str] | None = None
+    config: BenchmarkConfig,
+    evaluation_types: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
 ) -> list[Cell]:
     """Expand the configuration into its distinct cells.
 
@@ -206,6 +226,9 @@ def expand_cells(
         config: A loaded configuration (``load_benchmark_config``).
         evaluation_types: Names of the evaluation types to expand (inactive ones included when
             named); None expands every active evaluation type.
+        models: The models to expand, as ``PROVIDER/MODEL`` (inactive ones included; names
+            that are not in ``models.yml`` are ignored, see ``selection.select_models``); None
+            expands every active model.
 
     Returns:
         The cells in order of first appearance (file order of types, capability sets, models,
@@ -215,8 +238,9 @@ def expand_cells(
         UnknownEvaluationTypeError: If a name matches no evaluation type.
     """
     cells: dict[str, Cell] = {}
+    chosen = _models(config, models)
     for etype in _selected_types(config, evaluation_types):
-        for cell in _cells_of(config, etype):
+        for cell in _cells_of(config, etype, chosen):
             existing = cells.get(cell.key)
             cells[cell.key] = cell if existing is None else _merge(existing, cell)
     return list(cells.values())
@@ -239,12 +263,14 @@ def _selected_types(config: BenchmarkConfig, names: Sequence[str] | None) -> lis
     return [etype for etype in types if etype.name in set(names)]
 
 
-def _active_models(config: BenchmarkConfig) -> list[CellModel]:
+def _models(config: BenchmarkConfig, names: Sequence[str] | None) -> list[CellModel]:
+    """The active models, or those ``names`` lists (``PROVIDER/MODEL``), in file order."""
+    wanted = set(names) if names is not None else None
     return [
         _cell_model(provider, entry, config.models.currency)
         for provider in config.models.providers
         for entry in provider.models
-        if entry.active
+        if (entry.active if wanted is None else f"{provider.name}/{entry.name}" in wanted)
     ]
 
 
@@ -260,15 +286,18 @@ def _cell_model(provider: Provider, entry: ModelEntry, currency: str) -> CellMod
         currency=currency,
         label=entry.label,
         rate_limit=provider.rate_limit_for(entry),
+        settings=provider.settings_for(entry),
+        server=provider.server_for(entry),
     )
 
 
-def _cells_of(config: BenchmarkConfig, etype: EvaluationType) -> list[Cell]:
+def _cells_of(
+    config: BenchmarkConfig, etype: EvaluationType, models: Sequence[CellModel]
+) -> list[Cell]:
     prompts = select(etype.system_prompts, config.system_prompts.system_prompts)
     mcp_versions = select(etype.mcp_versions, config.mcp_versions.mcp_versions)
     skills_versions = select(etype.skills_versions, config.skills_versions.skills_versions)
     metrics = tuple(metric.value for metric in Metric if metric in etype.metrics)
-    models = _active_models(config)
     cells: list[Cell] = []
     for capability_set in etype.capability_sets:
         capabilities = tuple(sorted(capability.value for capability in capability_set))
@@ -292,6 +321,7 @@ def _cells_of(config: BenchmarkConfig, etype: EvaluationType) -> list[Cell]:
                         skills.version if skills else None,
                         prompt.name,
                         mcp.label if mcp else None,
+                        model.settings.tag(),
                     ),
                     evaluation_types=(etype.name,),
                     model=model,

@@ -9,12 +9,14 @@ partition keys.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import string
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import StrEnum
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -55,6 +57,28 @@ class ProviderKind(StrEnum):
     """A real model behind an OpenAI-compatible chat completions API."""
     OFFLINE = "offline"
     """A deterministic baseline policy run in-process: not an LLM, no network, no key."""
+    LLAMA_CPP = "llama_cpp"
+    """A GGUF file served by llama.cpp's OpenAI-compatible server, which the pipeline starts on
+    127.0.0.1 for the run and stops after (``docs/agents.md``): no base_url, no key."""
+
+
+@dataclass(frozen=True)
+class LocalServerSettings:
+    """How the pipeline serves a ``llama_cpp`` model (see ``local_models/``).
+
+    Attributes:
+        gguf: The model file, as written in ``models.yml`` (``~`` and ``$VARS`` expanded when
+            the server starts).
+        chat_template_file: A Jinja chat template replacing the GGUF's own (a path, or the name
+            of one the project ships, e.g. ``chatml_tools.jinja``); None: the GGUF's own.
+        threads: CPU threads of the server; None: every core the pipeline may use.
+        slots: Requests the server answers at once (the provider's ``concurrency``, default 1).
+    """
+
+    gguf: str
+    chat_template_file: str | None = None
+    threads: int | None = None
+    slots: int = 1
 
 
 class RateLimitSpec(_Strict):
@@ -94,6 +118,78 @@ class ModelRateLimit:
     per_model: bool
 
 
+DEFAULT_TIMEOUT_S = 180.0
+"""Deadline of one model request when the provider sets no ``timeout_s``."""
+
+DEFAULT_RETRIES = 5
+"""Retries of a transient model failure when the provider sets no ``retries``."""
+
+
+@dataclass(frozen=True)
+class ModelCallSettings:
+    """The settings of one model's requests, resolved from its entry and its provider.
+
+    None everywhere means "not set": the built-in default (timeout, retries) or the server's own
+    (generation settings, which are then not sent). Every setting that is set changes what a run
+    sends or how long it waits, so :meth:`record` goes into the trace's provenance and the cell
+    record, and :meth:`tag` into the cell key. ``concurrency`` is not here: it says how many
+    runs are in flight, not what any of them does.
+
+    Attributes:
+        timeout_s: Deadline of one model request (the provider's ``timeout_s``).
+        retries: Retries of a transient failure (the provider's ``retries``).
+        temperature: Sampling temperature.
+        top_p: Nucleus sampling mass.
+        seed: Sampling seed, for servers that honour it.
+        max_output_tokens: Longest answer of one request (``max_tokens`` on the wire).
+        stop: Stop sequences.
+        context_window: Tokens the model reads and writes per request; tool results are cut to
+            fit it, and a request that cannot fit is not sent.
+    """
+
+    timeout_s: float | None = None
+    retries: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    max_output_tokens: int | None = None
+    stop: tuple[str, ...] | None = None
+    context_window: int | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The settings that are set, by name (JSON-ready; empty when none is set)."""
+        found: dict[str, Any] = {}
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if value is not None:
+                found[item.name] = list(value) if isinstance(value, tuple) else value
+        return found
+
+    def tag(self) -> str | None:
+        """8 hex digits of the settings that are set, for the cell key; None when none is."""
+        found = self.record()
+        if not found:
+            return None
+        text = json.dumps(found, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+    @property
+    def request_timeout_s(self) -> float:
+        """The deadline of one request (the default when not set)."""
+        return self.timeout_s if self.timeout_s is not None else DEFAULT_TIMEOUT_S
+
+
+_GENERATION_SETTINGS = (
+    "temperature",
+    "top_p",
+    "seed",
+    "max_output_tokens",
+    "stop",
+    "context_window",
+)
+_REQUEST_SETTINGS = ("timeout_s", "retries")
+
+
 class ModelEntry(_Strict):
     """One model of a provider."""
 
@@ -111,6 +207,43 @@ class ModelEntry(_Strict):
     """This model's own quota, overriding the provider's field by field (fields left out are
     inherited). A model with its own ``rate_limit`` is throttled apart from its provider's other
     models."""
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    """Sampling temperature sent with every request; null: the server's default."""
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    """Nucleus sampling mass sent with every request; null: the server's default."""
+    seed: int | None = None
+    """Sampling seed sent with every request (servers that honour it repeat themselves)."""
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    """Longest answer of one request, in tokens (``max_tokens`` on the wire)."""
+    stop: list[str] | None = Field(default=None, min_length=1)
+    """Stop sequences sent with every request."""
+    context_window: int | None = Field(default=None, ge=512)
+    """Tokens the model reads and writes per request (the server's context size). Tool results
+    that would overflow it are cut with a visible marker; a request that still cannot fit is
+    not sent and the run ends ``error`` (``context_overflow``)."""
+
+    gguf: str | None = Field(default=None, min_length=1)
+    """``llama_cpp`` providers only: the GGUF file to serve (``~`` and ``$VARS`` expanded)."""
+    chat_template_file: str | None = Field(default=None, min_length=1)
+    """``llama_cpp`` providers only: a Jinja chat template replacing the GGUF's own (a path, or
+    ``chatml_tools.jinja``, shipped for ChatML models whose own template shows no tools)."""
+
+    @field_validator("stop")
+    @classmethod
+    def _non_empty_stops(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and any(not item for item in value):
+            raise ValueError("a stop sequence is an empty string: remove it")
+        return value
+
+    @model_validator(mode="after")
+    def _window_holds_answer(self) -> ModelEntry:
+        window, answer = self.context_window, self.max_output_tokens
+        if window is not None and answer is not None and answer >= window:
+            raise ValueError(
+                f"max_output_tokens ({answer}) must be smaller than context_window ({window}): "
+                "the prompt has to fit in the window too"
+            )
+        return self
 
     @field_validator("name")
     @classmethod
@@ -137,11 +270,54 @@ class Provider(_Strict):
     rate_limit: RateLimitSpec | None = None
     """Quota shared by the provider's models (one API key). Without one (here and on the model),
     the runner falls back to a conservative built-in default for known providers."""
-    slots: int | None = Field(default=None, ge=1)
+    concurrency: int | None = Field(default=None, ge=1)
     """Task runs of this provider in flight at once, across every run of the Dagster instance
-    (its pool ``agent_runs.<name>``). null: sized to the machine for an offline provider (8 per
-    CPU core), 4 for a remote one."""
+    (its pool ``agent_runs.<name>``), and judge requests in flight when the judge runs on it.
+    null: sized to the machine for an offline provider (8 per CPU core), 4 for a remote one
+    (the judge's default, 8, when it judges)."""
+    timeout_s: float | None = Field(default=None, gt=0)
+    """Deadline of one model request, in seconds (agents and the judge). null: 180 s for the
+    agents, the judge's own default (60 s) when it judges. A request that passes it is retried
+    like any transient failure (see ``retries``)."""
+    retries: int | None = Field(default=None, ge=0)
+    """Retries of a model request that failed for a transient reason (429, 5xx, timeout,
+    connection). null: 5 for the agents, the judge's own default (2) when it judges. A slow
+    local server is better served by 0 or 1: each retry starts the request over."""
+    threads: int | None = Field(default=None, ge=1)
+    """``llama_cpp`` providers only: CPU threads of each server (null: every core). 1 is
+    faster on a machine whose cores other jobs share (OpenMP threads spin-wait)."""
     models: list[ModelEntry] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_fields(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "slots" in data:
+            raise ValueError("`slots` is now called `concurrency`: rename the field")
+        return data
+
+    def settings_for(self, entry: ModelEntry) -> ModelCallSettings:
+        """The request settings of one of this provider's models."""
+        return ModelCallSettings(
+            timeout_s=self.timeout_s,
+            retries=self.retries,
+            temperature=entry.temperature,
+            top_p=entry.top_p,
+            seed=entry.seed,
+            max_output_tokens=entry.max_output_tokens,
+            stop=tuple(entry.stop) if entry.stop is not None else None,
+            context_window=entry.context_window,
+        )
+
+    def server_for(self, entry: ModelEntry) -> LocalServerSettings | None:
+        """How the pipeline serves one of this provider's models (None unless ``llama_cpp``)."""
+        if self.kind != ProviderKind.LLAMA_CPP or entry.gguf is None:
+            return None
+        return LocalServerSettings(
+            gguf=entry.gguf,
+            chat_template_file=entry.chat_template_file,
+            threads=self.threads,
+            slots=self.concurrency or 1,
+        )
 
     def rate_limit_for(self, entry: ModelEntry) -> ModelRateLimit | None:
         """The rate limit of one of this provider's models; None when neither sets one."""
@@ -171,14 +347,45 @@ class Provider(_Strict):
 
     @model_validator(mode="after")
     def _kind_matches_access(self) -> Provider:
+        served = [
+            f"models.{index} ({entry.name}) {field}"
+            for index, entry in enumerate(self.models)
+            for field in ("gguf", "chat_template_file")
+            if getattr(entry, field) is not None
+        ]
+        if self.kind == ProviderKind.LLAMA_CPP:
+            present = [f for f in ("base_url", "api_key_env") if getattr(self, f) is not None]
+            if present:
+                raise ValueError(
+                    f"a llama_cpp provider takes no {' or '.join(present)}: the pipeline starts "
+                    "its server on 127.0.0.1 (use openai_compatible for a server you run)"
+                )
+            missing = [f"models.{i} ({e.name})" for i, e in enumerate(self.models) if not e.gguf]
+            if missing:
+                raise ValueError(f"{', '.join(missing)}: a llama_cpp model needs its gguf file")
+            return self
+        if served or self.threads is not None:
+            given = [*served, *(["threads"] if self.threads is not None else [])]
+            raise ValueError(f"only a llama_cpp provider takes {', '.join(given)}")
         if self.kind == ProviderKind.OPENAI_COMPATIBLE:
             missing = [f for f in ("base_url", "api_key_env") if getattr(self, f) is None]
             if missing:
                 raise ValueError(f"an openai_compatible provider needs {' and '.join(missing)}")
         else:
-            present = [f for f in ("base_url", "api_key_env") if getattr(self, f) is not None]
+            present = [
+                f
+                for f in ("base_url", "api_key_env", *_REQUEST_SETTINGS)
+                if getattr(self, f) is not None
+            ]
             if present:
                 raise ValueError(f"an offline provider takes no {' or '.join(present)}")
+            for index, entry in enumerate(self.models):
+                given = [f for f in _GENERATION_SETTINGS if getattr(entry, f) is not None]
+                if given:
+                    raise ValueError(
+                        f"models.{index} ({entry.name}): an offline baseline policy is not an "
+                        f"LLM and takes no {' or '.join(given)}"
+                    )
         return self
 
 

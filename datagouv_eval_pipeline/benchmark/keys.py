@@ -9,11 +9,13 @@ A key is built from names written in the YAML only, e.g.::
     offline~baseline-thorough__mcp@0.2.14~build__data_gouv_context
 
 that is ``{provider}~{model}__{capabilities}__{system prompt}``, where ``/`` in a model name
-becomes ``~``, capabilities are sorted and joined with ``+``, ``mcp`` and ``skills`` carry their
-version after ``@``, an MCP server that is not the twin's emulation or the only entry of its
-version carries its source name after ``~`` (``build`` for a real build), and ``none`` stands
-for no capability. The configuration models forbid ``__``, ``~``, ``+`` and ``@`` inside names
-and versions, so the encoding is injective.
+becomes ``~``, a model with request settings (``models.yml``: ``temperature``, ``timeout_s``...)
+carries their 8-digit digest after ``@`` (``local~qwen2.5-1.5b@3f9a02c1``), capabilities are
+sorted and joined with ``+``, ``mcp`` and ``skills`` carry their version after ``@``, an MCP
+server that is not the twin's emulation or the only entry of its version carries its source
+name after ``~`` (``build`` for a real build), and ``none`` stands for no capability. The
+configuration models forbid ``__``, ``~``, ``+`` and ``@`` inside names and versions, so the
+encoding is injective.
 
 Keys are decoded by looking them up among the expanded cells, never by splitting the string,
 so the format can change without breaking any reader.
@@ -61,9 +63,18 @@ class UnknownCellKeyError(KeyError):
         return str(self.args[0])
 
 
-def model_key(provider: str, model: str) -> str:
-    """Return the model part of a key, e.g. ``albert~openai~gpt-oss-120b``."""
-    return provider + MODEL_SEPARATOR + model.replace("/", MODEL_SEPARATOR)
+def model_key(provider: str, model: str, settings_tag: str | None = None) -> str:
+    """Return the model part of a key, e.g. ``albert~openai~gpt-oss-120b``.
+
+    Args:
+        provider: The provider name.
+        model: The model name (``/`` becomes ``~``).
+        settings_tag: The digest of the model's request settings when any is set
+            (``ModelCallSettings.tag``), appended after ``@``: runs with other settings are
+            another cell.
+    """
+    key = provider + MODEL_SEPARATOR + model.replace("/", MODEL_SEPARATOR)
+    return key if settings_tag is None else key + VERSION_MARK + settings_tag
 
 
 def mcp_entry_key(version: str, label: str | None) -> str:
@@ -118,6 +129,7 @@ def cell_key(
     skills_version: str | None,
     system_prompt: str,
     mcp_label: str | None = None,
+    settings_tag: str | None = None,
 ) -> str:
     """Encode a cell's identity as its partition key.
 
@@ -126,7 +138,7 @@ def cell_key(
             models reject), or a version does not match the capabilities.
     """
     key = (
-        model_key(provider, model)
+        model_key(provider, model, settings_tag)
         + PART_SEPARATOR
         + setup_key(capabilities, mcp_version, skills_version, system_prompt, mcp_label)
     )
@@ -145,6 +157,7 @@ def encode_cell_key(cell: Cell) -> str:
         cell.skills_version,
         cell.system_prompt,
         cell.mcp_label,
+        cell.model.settings.tag(),
     )
 
 

@@ -7,17 +7,14 @@ from pathlib import Path
 
 import click
 
-from datagouv_eval_pipeline.benchmark.cells import (
-    Cell,
-    UnknownEvaluationTypeError,
-    expand_cells,
-)
+from datagouv_eval_pipeline.benchmark.cells import Cell, UnknownEvaluationTypeError
 from datagouv_eval_pipeline.benchmark.keys import mcp_entry_key
 from datagouv_eval_pipeline.benchmark.loader import (
     BENCHMARK_CONFIG_DIR,
     BenchmarkConfigErrors,
     load_benchmark_config,
 )
+from datagouv_eval_pipeline.benchmark.selection import SelectionError, select_cells
 from datagouv_eval_pipeline.cli.validate import format_error
 
 _COLUMNS = ("key", "evaluation types", "model", "capabilities", "mcp", "skills", "prompt")
@@ -53,6 +50,20 @@ def _table(rows: list[tuple[str, ...]]) -> list[str]:
     help="Expand only this evaluation type (repeatable; inactive types allowed).",
 )
 @click.option(
+    "--models",
+    "models",
+    multiple=True,
+    metavar="PROVIDER/MODEL",
+    help="These models instead of the active ones, active or not (repeatable; globs allowed).",
+)
+@click.option(
+    "--cells",
+    "cell_keys",
+    multiple=True,
+    metavar="KEY",
+    help="Only these cells: a key of any model or type, or a glob (repeatable).",
+)
+@click.option(
     "--config-dir",
     type=click.Path(path_type=Path, file_okay=False),
     default=BENCHMARK_CONFIG_DIR,
@@ -60,18 +71,27 @@ def _table(rows: list[tuple[str, ...]]) -> list[str]:
     help="The benchmark configuration directory.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the cells as a JSON list.")
-def command(evaluation_types: tuple[str, ...], config_dir: Path, as_json: bool) -> None:
+def command(
+    evaluation_types: tuple[str, ...],
+    models: tuple[str, ...],
+    cell_keys: tuple[str, ...],
+    config_dir: Path,
+    as_json: bool,
+) -> None:
     """List the cells (agent setups) the benchmark configuration expands to, without running."""
     try:
         config = load_benchmark_config(config_dir)
-        selected = list(evaluation_types) or None
-        cells = expand_cells(config, selected)
+        cells = select_cells(
+            config, evaluation_types=evaluation_types, models=models, cells=cell_keys
+        )
     except BenchmarkConfigErrors as error:
         for item in error.errors:
             click.echo(format_error(item), err=True)
         raise SystemExit(1) from None
     except UnknownEvaluationTypeError as error:
         raise click.BadParameter(str(error), param_hint="--evaluation-type") from None
+    except SelectionError as error:
+        raise click.BadParameter(str(error), param_hint=error.option) from None
     if as_json:
         click.echo(json.dumps([cell.to_record() for cell in cells], indent=2, ensure_ascii=False))
         return

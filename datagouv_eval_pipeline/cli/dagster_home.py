@@ -1,10 +1,11 @@
 """``datagouv-eval dagster``: the project-local Dagster instance (``dagster_home/``) and its UI.
 
 ``ui`` starts ``dagster dev`` on this project with ``DAGSTER_HOME`` pointing at the instance
-directory; ``pools`` shows or applies the per-pool concurrency limits listed in that
-directory's ``pools.yaml``. Dagster keeps per-pool limits in the instance database (its
-``dagster.yaml`` only has a default limit), so they are applied by code, the same way locally and
-in the deploy (``deploy/``, ``docs/deploy.md``).
+directory, and serves the report directory over HTTP next to it (the asset metadata links there:
+the UI cannot open ``file://`` links); ``pools`` shows or applies the per-pool concurrency limits
+listed in that directory's ``pools.yaml``. Dagster keeps per-pool limits in the instance database
+(its ``dagster.yaml`` only has a default limit), so they are applied by code, the same way locally
+and in the deploy (``deploy/``, ``docs/deploy.md``).
 
 The instance directory is ``--home``, else ``$DAGSTER_HOME``, else ``<project>/dagster_home``
 (from an installed wheel, ``./dagster_home``, started from the shipped config files).
@@ -16,6 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +30,11 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from datagouv_eval_pipeline import project_files
 from datagouv_eval_pipeline.cli.ports import require_free_port
+from datagouv_eval_pipeline.report_site import (
+    DEFAULT_REPORT_PORT,
+    REPORT_URL_ENV,
+    default_report_url,
+)
 
 if TYPE_CHECKING:
     from dagster import DagsterInstance
@@ -78,10 +85,11 @@ class PoolState:
 def resolve_home(home: Path | None, environ: Mapping[str, str] | None = None) -> Path:
     """Return the instance directory: ``home``, else ``$DAGSTER_HOME``, else the project's."""
     env = os.environ if environ is None else environ
+    # realpath, not Path.resolve: a symlink loop is then the instance check's clear error.
     if home is not None:
-        return home.resolve()
+        return Path(os.path.realpath(home))
     if env.get("DAGSTER_HOME"):
-        return Path(env["DAGSTER_HOME"]).resolve()
+        return Path(os.path.realpath(env["DAGSTER_HOME"]))
     return DEFAULT_HOME
 
 
@@ -382,6 +390,25 @@ def command() -> None:
     """The project-local Dagster instance: start the UI, pool limits, clean dead runs."""
 
 
+def report_command(directory: Path, port: int) -> list[str]:
+    """The argv of the report server the UI starts (it stops when the UI's process ends)."""
+    return [
+        sys.executable,
+        "-m",
+        "datagouv_eval_pipeline.report_site",
+        str(directory),
+        str(port),
+        str(os.getpid()),
+    ]
+
+
+def _report_dir() -> Path:
+    from datagouv_eval_pipeline.report.build import default_report_dir
+    from datagouv_eval_pipeline.warehouse.location import default_duckdb_path
+
+    return default_report_dir(Path(default_duckdb_path()))
+
+
 @command.command("ui")
 @home_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Webserver address.")
@@ -389,20 +416,45 @@ def command() -> None:
     "--port", type=click.IntRange(1, 65535), default=3000, show_default=True, help="Webserver port."
 )
 @click.option(
+    "--report-port",
+    type=click.IntRange(1, 65535),
+    default=DEFAULT_REPORT_PORT,
+    show_default=True,
+    help="Port the report is served on (127.0.0.1), for the links in the asset metadata.",
+)
+@click.option(
+    "--serve-report/--no-serve-report",
+    default=True,
+    show_default=True,
+    help="Serve the report directory over HTTP next to the UI.",
+)
+@click.option(
     "--print-command",
     is_flag=True,
     help="Print DAGSTER_HOME and the dagster dev command instead of running them.",
 )
-def ui(home: Path | None, host: str, port: int, print_command: bool) -> None:
+def ui(
+    home: Path | None,
+    host: str,
+    port: int,
+    report_port: int,
+    serve_report: bool,
+    print_command: bool,
+) -> None:
     """Apply the pool limits, then run `dagster dev` (webserver + daemon) until Ctrl-C."""
     resolved = resolve_home(home)
     _check_home(resolved)
     argv = dev_command(host, port, workspace_for(resolved))
+    report_dir = _report_dir()
     if print_command:
         click.echo(f"DAGSTER_HOME={resolved}")
+        if serve_report:
+            click.echo(" ".join(report_command(report_dir, report_port)[:-1]) + " <ui pid>")
         click.echo(" ".join(argv))
         return
     require_free_port(port, host)
+    if serve_report:
+        require_free_port(report_port)
     pools_path = resolved / POOLS_FILENAME
     if pools_path.is_file():
         try:
@@ -412,6 +464,13 @@ def ui(home: Path | None, host: str, port: int, print_command: bool) -> None:
         _echo_pools(*apply_pools(resolved, limits))
     else:
         click.echo(f"no {pools_path}: pool limits left as the instance has them")
+    if serve_report:
+        report_dir.mkdir(parents=True, exist_ok=True)
+        # The server outlives this exec (same pid, so it watches the UI) and ends with it.
+        subprocess.Popen(report_command(report_dir, report_port), stdin=subprocess.DEVNULL)
+        url = os.environ.get(REPORT_URL_ENV) or default_report_url(report_port)
+        os.environ[REPORT_URL_ENV] = url
+        click.echo(f"report: {url}index.html (serving {report_dir} on 127.0.0.1:{report_port})")
     click.echo(f"DAGSTER_HOME={resolved}; starting dagster dev on http://{host}:{port}")
     os.environ["DAGSTER_HOME"] = str(resolved)
     os.chdir(project_files.work_dir())

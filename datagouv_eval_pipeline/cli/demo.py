@@ -24,6 +24,7 @@ from datagouv_eval_pipeline.tasks import (
     load_task_specs,
 )
 from datagouv_eval_pipeline.traces import load_trace
+from datagouv_eval_pipeline.writable import writable_dir_problem
 
 EXAMPLE_TRACES_DIR = project_files.example_traces_dir()
 DEFAULT_RESULTS_DIR = project_files.data_dir() / "demo"
@@ -56,6 +57,9 @@ def _check(passed: bool | None) -> str:
 )
 def command(traces_dir: Path, out_dir: Path) -> None:
     """Validate the specs, score the example traces and print where the results are."""
+    # Checked before any work: a bad --out must not be found after every trace was scored.
+    if (problem := writable_dir_problem(out_dir)) is not None:
+        raise click.ClickException(f"{out_dir}: {problem}")
     try:
         specs = load_task_specs([TASK_SPECS_DIR])
         cells = expand_cells(load_benchmark_config())

@@ -62,7 +62,11 @@ EXAMPLE_QUERIES = (
     "'[' || round(difference_ci_low, 3) || ', ' || round(difference_ci_high, 3) || ']' AS ci95, "
     "paired_runs AS n, round(p_adjusted, 3) AS p_adj, verdict, round(mde, 2) AS mde "
     "FROM cell_comparison WHERE dimension = 'mcp_version' AND metric = 'accuracy' "
-    "AND tier = 'minimal' AND value_a < value_b ORDER BY value_a, value_b, cell_a;",
+    # Versions compare as versions (0.2.5 < 0.2.26), not as text.
+    "AND tier = 'minimal' AND TRY_CAST(string_split(value_a, '.') AS INTEGER[]) "
+    "< TRY_CAST(string_split(value_b, '.') AS INTEGER[]) "
+    "ORDER BY TRY_CAST(string_split(value_a, '.') AS INTEGER[]), "
+    "TRY_CAST(string_split(value_b, '.') AS INTEGER[]), cell_a;",
     # The regression gate against each cell's previous run (`datagouv-eval gate` exits 1 on it).
     "SELECT cell_key, passed, failed_measures, previous_experiment_id FROM regression_gate "
     "WHERE is_latest ORDER BY passed, cell_key;",
@@ -124,6 +128,22 @@ def _print_plan(plan: ExperimentPlan, *, live: bool, rerun: bool) -> None:
     multiple=True,
     help="Only cells of this evaluation type (repeatable).",
 )
+@click.option(
+    "--models",
+    "models",
+    multiple=True,
+    metavar="PROVIDER/MODEL",
+    help="Run these models of models.yml instead of the active ones, active or not "
+    "(repeatable; a glob such as 'albert/*' names several).",
+)
+@click.option(
+    "--cells",
+    "cell_keys",
+    multiple=True,
+    metavar="KEY",
+    help="Run only these cells (repeatable): a key from `datagouv-eval cells`, of any model "
+    "or evaluation type, or a glob among the selected cells, e.g. 'offline~*__none__*'.",
+)
 @click.option("--tasks", "task_ids", default="", help="Comma-separated task ids (default: active).")
 @click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--skip-validation", is_flag=True, help="Run quarantined tasks too.")
@@ -138,6 +158,14 @@ def _print_plan(plan: ExperimentPlan, *, live: bool, rerun: bool) -> None:
     "[default: task_specs/benchmark/judge.yml].",
 )
 @click.option(
+    "--model-base-url",
+    type=HTTP_URL,
+    default=None,
+    metavar="URL",
+    help="Send the agents' model requests to this OpenAI-compatible URL instead (e.g. a "
+    "`datagouv-eval replay serve` URL).",
+)
+@click.option(
     "--judge-base-url",
     type=HTTP_URL,
     default=None,
@@ -147,19 +175,28 @@ def _print_plan(plan: ExperimentPlan, *, live: bool, rerun: bool) -> None:
 def command(
     dry_run: bool,
     evaluation_types: tuple[str, ...],
+    models: tuple[str, ...],
+    cell_keys: tuple[str, ...],
     task_ids: str,
     repeats: int,
     skip_validation: bool,
     rerun: bool,
     live: bool,
     judge_choice: str | None,
+    model_base_url: str | None,
     judge_base_url: str | None,
 ) -> None:
     """Run the default experiment (twin + offline baselines + deterministic judge)."""
     ids = [item.strip() for item in task_ids.split(",") if item.strip()]
     judge_config = _judge_config(judge_choice, judge_base_url)
     try:
-        plan = plan_experiment(evaluation_types=evaluation_types, task_ids=ids, repeats=repeats)
+        plan = plan_experiment(
+            evaluation_types=evaluation_types,
+            task_ids=ids,
+            repeats=repeats,
+            models=models,
+            cells=cell_keys,
+        )
     except SelectionError as error:
         raise click.UsageError(str(error)) from None
     except SpecErrors as error:
@@ -182,6 +219,8 @@ def command(
         result, db_path, report, finish = _execute(
             {
                 "evaluation_types": list(evaluation_types),
+                "cells": plan.cell_keys if plan.chosen else [],
+                "model_base_url": model_base_url or "",
                 "task_ids": ids,
                 "repeats": repeats,
                 "skip_validation": skip_validation,
@@ -265,12 +304,17 @@ def _judge_config(choice: str | None, base_url: str | None) -> dict[str, str]:
         load_judge_spec,
     )
     from datagouv_eval_pipeline.judges.factory import build_judge
+    from datagouv_eval_pipeline.local_models import CHECK_ONLY_URL, served_model
 
     try:
         spec = load_judge_spec(BENCHMARK_CONFIG_DIR / JUDGE_FILE)
         if choice is not None:
             spec = spec.with_choice(choice)
-        build_judge(spec, load_benchmark_config().models, base_url=base_url)
+        models = load_benchmark_config().models
+        # A llama_cpp judge's server starts with the run (the judge resource): checked here
+        # with a stand-in URL, never sent to.
+        served = spec.model is not None and served_model(spec.model, models) is not None
+        build_judge(spec, models, base_url=base_url or (CHECK_ONLY_URL if served else None))
     except (JudgeSpecError, JudgeModelError, BenchmarkConfigErrors) as error:
         raise click.UsageError(str(error)) from None
     config = {"kind": spec.kind.value, "model": spec.model or ""}
@@ -305,6 +349,7 @@ def _execute(
 
     from datagouv_eval_pipeline.definitions import defs
     from datagouv_eval_pipeline.defs.partitions import ACTIVE_KEYS, covering_range
+    from datagouv_eval_pipeline.defs.run_origin import as_code_location_runs
     from datagouv_eval_pipeline.defs.versions import OBSERVATION_JOBS
 
     first, last = covering_range(cells or ACTIVE_KEYS)
@@ -312,7 +357,7 @@ def _execute(
     own = {RUN_PID_TAG: str(os.getpid()), RUN_HOST_TAG: socket.gethostname()}
 
     def run(stop: CancelToken) -> Any:
-        with open_instance(resolve_home(None)) as instance:
+        with open_instance(resolve_home(None)) as instance, as_code_location_runs(instance):
             click.echo(describe_cleaned(clean_dead_runs(instance)))
             # The cells' and tasks' versions first: what changed since the last run shows as
             # stale, and this run's materializations record the versions they were built on.

@@ -1,8 +1,9 @@
 """The closing summary of ``datagouv-eval experiment``, read from the run's result.
 
 It names what a person must act on: cells that failed, cells whose runs were all skipped or
-errored (with the reason, e.g. the unset API key variable or the missing sandbox), and the
-checks that failed. The exit code follows: non-zero when the run failed, a cell failed (every
+errored (with the reason, e.g. the unset API key variable or the missing sandbox), cells whose
+API key is unset although older results of theirs come from the cache, and the checks that
+failed. The exit code follows: non-zero when the run failed, a cell failed (every
 run of it ended in error counts as failed) or a blocking check failed. The result is Dagster's
 ``ExecuteInProcessResult``, read by attribute only, so this module does not import Dagster.
 """
@@ -30,6 +31,8 @@ class Summary:
         reused: Agent task runs taken from the cache.
         failed_cells: Cell key → why its stage failed.
         idle_cells: Reason → cells whose runs were all skipped, errored or cancelled for it.
+        missing_keys: Reason (the unset key variable) → cells that have older results, so are
+            not idle, but whose model could not be asked in this run.
         failed_checks: One line per failed check.
         blocking_failed: Whether a blocking check failed.
         checks_ran: Whether any check was evaluated.
@@ -39,6 +42,7 @@ class Summary:
     reused: int | None = None
     failed_cells: dict[str, str] = field(default_factory=dict)
     idle_cells: dict[str, list[str]] = field(default_factory=dict)
+    missing_keys: dict[str, list[str]] = field(default_factory=dict)
     failed_checks: list[str] = field(default_factory=list)
     blocking_failed: bool = False
     checks_ran: bool = False
@@ -73,7 +77,12 @@ def summarise(result: Any) -> Summary:
         summary.executed = _value(meta, "task_runs_executed")
         summary.reused = _value(meta, "task_runs_reused")
         idle: dict[str, list[str]] = defaultdict(list)
+        keys: dict[str, list[str]] = defaultdict(list)
         for key, cell in (_value(meta, "cells", {}) or {}).items():
+            missing_key = cell.get("missing_key")
+            if missing_key and missing_key != cell.get("problem"):
+                # Older results hide it from the lines below: name it here, every time.
+                keys[str(missing_key)].append(key)
             statuses = cell.get("statuses") or {}
             if cell.get("problem") and set(statuses) <= {"error", "cancelled"} and statuses:
                 # Every run failed: the cell has no result to show, which is a failure of the
@@ -84,6 +93,7 @@ def summarise(result: Any) -> Summary:
             elif cell.get("problem"):
                 idle[str(cell["problem"])].append(key)
         summary.idle_cells = dict(idle)
+        summary.missing_keys = dict(keys)
     for evaluation in result.get_asset_check_evaluations():
         summary.checks_ran = True
         # A failed per-cell check is a failed cell, named above with its reason.
@@ -111,14 +121,24 @@ def summary_lines(summary: Summary) -> list[str]:
     for key, reason in summary.failed_cells.items():
         lines.append(f"FAILED cell {key}: {reason}")
     for reason, cells in summary.idle_cells.items():
-        shown = ", ".join(cells[:3]) + (f", … ({len(cells)} cells)" if len(cells) > 3 else "")
-        lines.append(f"NO RESULT in {len(cells)} cell(s), every run not done: {reason} [{shown}]")
+        lines.append(
+            f"NO RESULT in {len(cells)} cell(s), every run not done: {reason} [{_shown(cells)}]"
+        )
+    for reason, cells in summary.missing_keys.items():
+        lines.append(
+            f"KEY MISSING in {len(cells)} cell(s), only results from the cache: {reason} "
+            f"[{_shown(cells)}]"
+        )
     if summary.failed_checks:
         lines.append(f"{len(summary.failed_checks)} check(s) failed:")
         lines += [f"  {line}" for line in summary.failed_checks]
     elif summary.checks_ran:
         lines.append("every check passed")
     return lines
+
+
+def _shown(cells: list[str]) -> str:
+    return ", ".join(cells[:3]) + (f", … ({len(cells)} cells)" if len(cells) > 3 else "")
 
 
 def exit_code(success: bool, summary: Summary, *, interrupted: bool) -> int:

@@ -33,6 +33,25 @@ def _tasks(task_dir: Path | None) -> dict[str, TaskSpec]:
         raise click.ClickException(str(error)) from error
 
 
+class _Servers:
+    """The command's llama.cpp servers, created on first use (the import stays lazy)."""
+
+    def __init__(self) -> None:
+        self._servers: Any = None
+
+    def base_url(self, model: Any) -> str:
+        from datagouv_eval_pipeline.local_models import LocalServers
+
+        if self._servers is None:
+            self._servers = LocalServers()
+        url: str = self._servers.base_url(model)
+        return url
+
+
+# Stopped at interpreter exit (local_models.server stops every server it started).
+_LOCAL_SERVERS = _Servers()
+
+
 def _build_judge(
     judge: str, config_path: Path | None, cache_dir: Path | None, base_url: str | None
 ) -> Any:
@@ -78,18 +97,28 @@ def _build_judge(
         models = load_benchmark_config().models
     except BenchmarkConfigErrors as error:
         raise click.ClickException(str(error)) from error
+    from datagouv_eval_pipeline.local_models import LlamaServerError, served_model
+
+    def url_of(name: str) -> str | None:
+        served = served_model(name, models) if base_url is None else None
+        # A llama_cpp judge model: its server starts now and stops when the command exits.
+        return _LOCAL_SERVERS.base_url(served) if served is not None else base_url
+
     resolved: dict[str, RoleModel] = {}
     try:
         resolved["default"] = resolve_model(
-            config.default.model, models, config.default.temperature, base_url=base_url
+            config.default.model,
+            models,
+            config.default.temperature,
+            base_url=url_of(config.default.model),
         )
         for role in ROLES:
             if role in config.roles:
                 settings = config.settings(role)
                 resolved[role] = resolve_model(
-                    settings.model, models, settings.temperature, base_url=base_url
+                    settings.model, models, settings.temperature, base_url=url_of(settings.model)
                 )
-    except JudgeModelError as error:
+    except (JudgeModelError, LlamaServerError) as error:
         raise click.ClickException(str(error)) from error
     return LLMJudge.from_config(config, resolved)
 

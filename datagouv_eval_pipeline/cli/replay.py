@@ -8,11 +8,25 @@ import click
 
 from datagouv_eval_pipeline.cli.ports import PORT, require_free_port
 from datagouv_eval_pipeline.cli.urls import HTTP_URL
+from datagouv_eval_pipeline.writable import writable_dir_problem
 
 
 @click.group(name="replay")
 def command() -> None:
     """Record and replay OpenAI-compatible chat completions (cassettes)."""
+
+
+def _cassettes_dir_problem(path: Path, mode: str) -> str | None:
+    """What makes ``path`` unusable as the cassettes directory of ``mode``, or None."""
+    if mode != "replay":
+        return writable_dir_problem(path)  # recording writes there
+    try:
+        path.stat()
+    except FileNotFoundError:
+        return None  # nothing recorded yet: every request misses
+    except OSError as error:  # a symlink loop, a path under a file
+        return f"cannot be read ({error.strerror})"
+    return None
 
 
 @command.command("serve")
@@ -81,6 +95,8 @@ def serve(
         serve_forever,
     )
 
+    if (problem := _cassettes_dir_problem(cassettes_dir, mode)) is not None:
+        raise click.BadParameter(f"{cassettes_dir}: {problem}", param_hint="--cassettes")
     try:
         config = ReplayConfig(
             mode=mode,  # type: ignore[arg-type]  # click.Choice restricts it to the Mode values

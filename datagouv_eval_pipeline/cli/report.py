@@ -7,8 +7,6 @@
 
 from __future__ import annotations
 
-import functools
-import http.server
 from pathlib import Path
 
 import click
@@ -16,6 +14,7 @@ import duckdb
 
 from datagouv_eval_pipeline.cli.ports import require_free_port
 from datagouv_eval_pipeline.experiment.store import default_run_store
+from datagouv_eval_pipeline.report_site import DEFAULT_REPORT_PORT, report_server
 from datagouv_eval_pipeline.warehouse.location import default_duckdb_path
 from datagouv_eval_pipeline.warehouse.storage import describe_open_error
 
@@ -83,7 +82,9 @@ def build(db_path: Path | None, out_dir: Path | None, store_root: Path | None) -
 @_DB
 @_OUT
 @_STORE
-@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=DEFAULT_REPORT_PORT, show_default=True
+)
 @click.option(
     "--build/--no-build",
     "rebuild",
@@ -106,8 +107,7 @@ def serve(
             raise click.ClickException(
                 f"{directory}: no report yet; run `datagouv-eval report build`"
             )
-    handler = functools.partial(_QuietHandler, directory=str(directory))
-    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as server:
+    with report_server(directory, port) as server:
         click.echo(
             f"serving {directory} on http://127.0.0.1:{server.server_address[1]}/", err=False
         )
@@ -115,8 +115,3 @@ def serve(
             server.serve_forever()
         except KeyboardInterrupt:
             click.echo("stopped")
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        pass  # one line per request would drown the URL printed above

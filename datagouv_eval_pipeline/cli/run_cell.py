@@ -16,6 +16,7 @@ from datagouv_eval_pipeline.benchmark.loader import (
     BenchmarkConfigErrors,
     load_benchmark_config,
 )
+from datagouv_eval_pipeline.benchmark.selection import model_names
 from datagouv_eval_pipeline.cli.urls import HTTP_URL
 from datagouv_eval_pipeline.cli.validate import format_error
 from datagouv_eval_pipeline.tasks.errors import TaskSpecErrors
@@ -36,8 +37,8 @@ def _cell(config_dir: Path, key: str) -> Cell:
         raise SystemExit(1) from None
     names = [etype.name for etype in config.evaluation_types.evaluation_types]
     try:
-        # Every evaluation type, active or not: a cell of an inactive type can be debugged too.
-        return decode_cell_key(key, expand_cells(config, names))
+        # Every evaluation type and model, active or not: any cell can be run and debugged.
+        return decode_cell_key(key, expand_cells(config, names, model_names(config)))
     except UnknownCellKeyError as error:
         raise click.BadParameter(str(error), param_hint="CELL_KEY") from None
 
@@ -130,13 +131,16 @@ def command(
 ) -> None:
     """Run one cell (CELL_KEY, see `datagouv-eval cells`) and write one trace per task run.
 
-    The twin is started in-process on a free port (unless --live). Traces go to
-    OUT/<task_id>__r<repeat>.json and the MCP tool list to OUT/mcp-tools-<version>.json.
+    The twin is started in-process on a free port (unless --live), and llama.cpp's server for a
+    llama_cpp model. Traces go to OUT/<task_id>__r<repeat>.json and the MCP tool list to
+    OUT/mcp-tools-<version>.json.
     """
     from datagouv_eval_pipeline.agents.capabilities import SANDBOX_CAPABILITIES
     from datagouv_eval_pipeline.agents.limits import RunBudget
     from datagouv_eval_pipeline.agents.runner import RunSettings, execute_cell
+    from datagouv_eval_pipeline.benchmark.config import ProviderKind
     from datagouv_eval_pipeline.cli.preconditions import require_code_cell_dirs
+    from datagouv_eval_pipeline.local_models import LlamaServerError, LocalServers
     from datagouv_eval_pipeline.mcp_builds import BuildError, BuildServers
     from datagouv_eval_pipeline.twin.catalog import SnapshotError
     from datagouv_eval_pipeline.twin.server import TwinServer
@@ -157,7 +161,17 @@ def command(
         "settings": settings,
         "model_base_url": model_base_url,
     }
+    local = LocalServers()
     try:
+        if cell.model.kind == ProviderKind.LLAMA_CPP and model_base_url is None:
+            options["model_base_url"] = local.base_url(cell.model)
+            (llama,) = local.servers().values()
+            click.echo(
+                f"model: llama.cpp server ({llama.runtime.name if llama.runtime else '?'}) "
+                f"for {llama.spec.gguf.name} at {llama.base_url}, "
+                f"ready in {llama.startup_s:.1f} s",
+                err=True,
+            )
         if live:
             with BuildServers() as builds:
                 run = execute_cell(cell, tasks, twin_urls=None, **_build(cell, builds), **options)
@@ -172,8 +186,10 @@ def command(
                     **_build(cell, builds),
                     **options,
                 )
-    except (BuildError, SnapshotError) as error:
+    except (BuildError, SnapshotError, LlamaServerError) as error:
         raise click.ClickException(str(error)) from None
+    finally:
+        local.close()
     for trace in run.traces:
         path = target / f"{trace.task_id}__r{trace.repeat}.json"
         path.write_text(trace.model_dump_json(indent=2) + "\n", encoding="utf-8")

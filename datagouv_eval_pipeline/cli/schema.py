@@ -1,4 +1,4 @@
-"""``datagouv-eval schema``: regenerate (or check) the committed JSON schemas."""
+"""``datagouv-eval schema``: regenerate (or check) the JSON schemas and the dbt column docs."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import click
 
 from datagouv_eval_pipeline.benchmark.schema import BENCHMARK_SCHEMA_PATH, benchmark_json_schema
 from datagouv_eval_pipeline.cli.validate import display_path
+from datagouv_eval_pipeline.project_files import DBT_PROJECT, PACKAGE_DIR
 from datagouv_eval_pipeline.tasks.schema import (
     TASK_SPEC_SCHEMA_PATH,
     render_schema,
@@ -24,21 +25,42 @@ SCHEMAS: dict[Path, Callable[[], dict[str, Any]]] = {
 }
 """Each committed schema file and the function that generates it."""
 
+DBT_DOCS_PROJECT = PACKAGE_DIR.parent / DBT_PROJECT
+"""The dbt project whose YAML column docs are generated from the warehouse schema's docs."""
+
 
 def stale_schemas() -> list[Path]:
-    """Return the committed schema files that differ from what the models generate."""
+    """Return the committed schema files and dbt YAML files that differ from their generators."""
     stale = []
     for path, generate in SCHEMAS.items():
         current = path.read_text(encoding="utf-8") if path.is_file() else None
         if current != render_schema(generate()):
             stale.append(path)
-    return stale
+    return stale + [f.path for f in _dbt_docs() if f.current != f.generated]
+
+
+def _dbt_docs(warehouse: Path | None = None) -> list[Any]:
+    if not (DBT_DOCS_PROJECT / "models").is_dir():
+        return []  # an installed wheel: the project is packaged elsewhere, read-only
+    from datagouv_eval_pipeline.warehouse.dbt_docs import built_columns, docs_files
+
+    return docs_files(DBT_DOCS_PROJECT, built_columns(warehouse) if warehouse else None)
 
 
 @click.command("schema")
 @click.option("--check", is_flag=True, help="Only check that the committed schemas are current.")
-def command(check: bool) -> None:
-    """Regenerate the JSON schemas of the task specs, the benchmark configuration and traces."""
+@click.option(
+    "--dbt-columns-from",
+    "warehouse",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A warehouse dbt has built: list each model's columns as built there (after a model "
+    "gains or loses a column).",
+)
+def command(check: bool, warehouse: Path | None) -> None:
+    """Regenerate the JSON schemas of the task specs, the benchmark configuration and traces.
+
+    Also the dbt column docs (``dbt_metrics/models/**/*.yml``), from the warehouse schema's.
+    """
     if check:
         stale = stale_schemas()
         for path in stale:
@@ -51,3 +73,7 @@ def command(check: bool) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(render_schema(generate()), encoding="utf-8")
         click.echo(f"wrote {display_path(path)}")
+    for docs in _dbt_docs(warehouse):
+        if docs.current != docs.generated:
+            docs.path.write_text(docs.generated, encoding="utf-8")
+            click.echo(f"wrote {display_path(docs.path)}")

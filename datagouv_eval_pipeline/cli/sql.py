@@ -41,7 +41,14 @@ def _read_query(query: str | None, file: TextIO | None) -> str:
     if query is not None:
         text = query
     elif file is not None:
-        text = file.read()
+        try:
+            text = file.read()
+        except UnicodeDecodeError as error:
+            raise click.BadParameter(
+                f"{file.name}: not UTF-8 text ({error})", param_hint="-f"
+            ) from None
+        except OSError as error:
+            raise click.BadParameter(f"{file.name}: {error.strerror}", param_hint="-f") from None
     elif not sys.stdin.isatty():
         text = sys.stdin.read()
     else:

@@ -9,6 +9,7 @@ import click
 
 from datagouv_eval_pipeline.cli.ports import PORT, require_free_port
 from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.writable import writable_dir_problem
 
 
 @click.group(name="twin")
@@ -161,10 +162,12 @@ def build_snapshot(snapshots_dir: Path | None, catalogue_export: Path | None) ->
     from datagouv_eval_pipeline import project_files
     from datagouv_eval_pipeline.twin.build_snapshot import SourceError, write_snapshot
 
+    target = snapshots_dir or project_files.snapshots_dir()
+    # Checked before the build: it takes minutes, then writes.
+    if (problem := writable_dir_problem(target)) is not None:
+        raise click.ClickException(f"{target}: {problem}")
     try:
-        entry = write_snapshot(
-            snapshots_dir or project_files.snapshots_dir(), catalogue_export=catalogue_export
-        )
+        entry = write_snapshot(target, catalogue_export=catalogue_export)
     except SourceError as error:
         raise click.ClickException(str(error)) from error
     click.echo(f"wrote snapshot {entry['snapshot_id']}")

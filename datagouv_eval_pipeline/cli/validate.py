@@ -93,8 +93,13 @@ def command(paths: tuple[Path, ...], config_dir: Path) -> None:
 
 def judge_errors(path: Path, models: ModelsFile) -> list[SpecError]:
     """The problems of ``judge.yml`` that `experiment` would refuse it for (none when valid)."""
+    from datagouv_eval_pipeline.local_models import CHECK_ONLY_URL, served_model
+
     try:
-        build_judge(load_judge_spec(path), models)
+        spec = load_judge_spec(path)
+        # A llama_cpp judge's server starts with the run: checked with a stand-in URL.
+        served = spec.model is not None and served_model(spec.model, models) is not None
+        build_judge(spec, models, base_url=CHECK_ONLY_URL if served else None)
     except (JudgeSpecError, JudgeModelError) as error:
         message = str(error).removeprefix(f"{path}: ")
         return [SpecError(path, None, "", message)]

@@ -23,8 +23,8 @@ from datagouv_eval_pipeline.defs.resources import (
     JudgeResource,
     RunStoreResource,
 )
-from datagouv_eval_pipeline.experiment.cache import source_fingerprint
 from datagouv_eval_pipeline.experiment.documents import ActionMappingsDocument, AgentRunsDocument
+from datagouv_eval_pipeline.experiment.fingerprints import stage_code_version
 from datagouv_eval_pipeline.experiment.stages import ACTION_MAPPINGS, AGENT_RUNS, map_actions
 from datagouv_eval_pipeline.judges.config import (
     JUDGE_FILE,
@@ -39,7 +39,7 @@ from datagouv_eval_pipeline.semantic.registry import load_registry
 def _code_version() -> str:
     # The judge classifies what the rules leave undecided: its prompts and configuration are
     # code of this stage too.
-    digest = hashlib.sha256(source_fingerprint(("semantic", "traces.py", "judges")).encode())
+    digest = hashlib.sha256(stage_code_version("action_mappings").encode())
     judge_file = BENCHMARK_CONFIG_DIR / JUDGE_FILE
     if judge_file.exists():
         digest.update(judge_file.read_bytes())
@@ -78,7 +78,9 @@ def action_mappings(
         raise dg.Failure(description=f"cannot build the judge: {error}") from None
 
     def work(key: str) -> tuple[ActionMappingsDocument, dict[str, Any]] | str:
-        if (why := not_selected(key, experiment.evaluation_types)) is not None:
+        if (
+            why := not_selected(key, experiment.evaluation_types, chosen=experiment.cells)
+        ) is not None:
             return why
         # A cell whose agent runs just failed keeps its old mapping: never rebuilt from the
         # old traces as if they were this run's.

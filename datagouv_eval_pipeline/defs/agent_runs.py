@@ -120,7 +120,11 @@ def run_agent_cells(
         return f"{sum(statuses.values())} runs, {counts} ({summary['reused']} from the cache)"
 
     def excluded(cell: Cell) -> str | None:
-        if (why := not_selected(cell.key, experiment.evaluation_types, cells_by_key)) is not None:
+        if (
+            why := not_selected(
+                cell.key, experiment.evaluation_types, cells_by_key, chosen=experiment.cells
+            )
+        ) is not None:
             return why
         if catalog.live and (why := offline_only(cell)):
             return why  # its offline results stay
@@ -139,14 +143,20 @@ def run_agent_cells(
             # file and the field) and is left as it is for a person to look at.
             "previous": store.read_document(AGENT_RUNS, cell.key, AgentRunsDocument),
             "keep_tasks": keep if experiment.task_ids else (),
+            "model_base_url": experiment.model_base_url or None,
         }
 
     def run_here(cell: Cell, settings: RunSettings, cancel: CancelToken | None) -> Any:
+        served: dict[str, Any] = {}
+        if cell.model.kind == ProviderKind.LLAMA_CPP:
+            # Its llama.cpp server starts with the first of its cells, stops with the run.
+            served["model_base_url"] = catalog.local_models().base_url(cell.model)
         return run_agents(
             cell,
             settings=settings,
             builds=catalog.builds() if cell.mcp_build is not None else None,
             cancel=cancel,
+            **served,
             **arguments(cell),
         )
 
@@ -201,6 +211,8 @@ def run_agent_cells(
                 }
                 if result.problem is not None:
                     summary["problem"] = result.problem
+                if result.missing_key is not None:
+                    summary["missing_key"] = result.missing_key
                 return result.document, summary
 
             outcomes = process_cells(

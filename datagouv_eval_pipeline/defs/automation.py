@@ -72,6 +72,7 @@ def plan_experiment_op(
         evaluation_types=experiment.evaluation_types,
         task_ids=experiment.task_ids,
         repeats=experiment.repeats,
+        cells=experiment.cells,
     )
     estimates = plan.estimate(
         cache=run_store.agent_cache(),

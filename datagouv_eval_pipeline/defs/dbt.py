@@ -8,6 +8,9 @@ Asset keys:
   the models set no custom schema): one namespace for everything dbt builds, in group
   ``metrics``, materialized eagerly once the warehouse has new data.
 
+Each model's materialization carries its row count (``dagster/row_count``), and the ranking and
+the answered questions carry a preview of their rows as table metadata (``defs/result_tables.py``).
+
 Every dbt test becomes an asset check: tests on models check ``["metrics", <model>]``, tests on
 sources check the warehouse tables ``["eval", <table>]``. A failing test (severity error) fails
 the check and the step (``dbt build`` exits non-zero), and dbt skips the models downstream of it.
@@ -50,6 +53,8 @@ from datagouv_eval_pipeline.defs.interrupts import (
     terminated_on_stop,
 )
 from datagouv_eval_pipeline.defs.resources import DUCKDB_ENV, WarehouseResource
+from datagouv_eval_pipeline.defs.result_tables import MODEL_PREVIEWS, preview_metadata, row_count
+from datagouv_eval_pipeline.warehouse.loader import connect
 
 DUCKDB_POOL = "duckdb_writer"
 """The concurrency pool of every DuckDB writer (the warehouse asset and dbt)."""
@@ -154,7 +159,7 @@ def dbt_metrics_assets(
     token = current_token()
     if token is not None and token.cancelled:
         raise_stopped(context, f"dbt build stopped ({token.reason}); the next run rebuilds it")
-    yield from events
+    yield from with_results(context, events, Path(path))
     lines = output.getvalue().splitlines()
     done = next((line for line in reversed(lines) if line.startswith("Done. ")), "")
     elapsed = time.perf_counter() - started
@@ -164,6 +169,28 @@ def dbt_metrics_assets(
     problems = [line for line in lines if _DBT_PROBLEM.search(line)][-20:]
     context.log.error("dbt build on %s failed:\n%s", path, "\n".join(problems or lines[-20:]))
     raise dg.Failure(description=f"dbt build failed: {done[6:] or 'see the dbt log'}")
+
+
+def with_results(context: dg.AssetExecutionContext, events: list[Any], db: Path) -> Iterator[Any]:
+    """The dbt events, each model's output with its row count and, for some, a preview.
+
+    Read once the build is over (dbt-duckdb has closed the file), in one read-only connection.
+    """
+    if not db.exists() or not any(isinstance(event, dg.Output) for event in events):
+        yield from events
+        return
+    with connect(db, read_only=True) as conn:
+        for event in events:
+            if isinstance(event, dg.Output):
+                model = context.asset_key_for_output(event.output_name).path[-1]
+                extra: dict[str, Any] = {}
+                count = row_count(conn, model)
+                if count is not None:
+                    extra["dagster/row_count"] = count
+                if model in MODEL_PREVIEWS:
+                    extra |= preview_metadata(conn, MODEL_PREVIEWS[model])
+                event = event.with_metadata({**event.metadata, **extra})
+            yield event
 
 
 _DBT_PROBLEM = re.compile(r"\b(ERROR|FAIL|Failure|Error|WARN)\b")

@@ -29,7 +29,7 @@ from datagouv_eval_pipeline.defs.resources import (
 )
 from datagouv_eval_pipeline.defs.task_specs import task_specs
 from datagouv_eval_pipeline.defs.warehouse import _column_schema
-from datagouv_eval_pipeline.experiment.cache import source_fingerprint
+from datagouv_eval_pipeline.experiment.fingerprints import stage_code_version
 from datagouv_eval_pipeline.judges.calibration import (
     CALIBRATION_DIR,
     KAPPA_REQUIRED,
@@ -53,7 +53,7 @@ EXPERIMENTS_KEY = dg.AssetKey([SCHEMA, EXPERIMENTS.name])
 
 def _code_version() -> str:
     """The judges' code and the labels: editing either makes the figures stale."""
-    digest = hashlib.sha256(source_fingerprint(("judges",)).encode())
+    digest = hashlib.sha256(stage_code_version("judge_calibration").encode())
     for path in calibration_files([CALIBRATION_DIR]):
         digest.update(path.read_bytes())
     return digest.hexdigest()[:12]

@@ -12,6 +12,7 @@ from datagouv_eval_pipeline.defs.catalog_validation import catalog_validation, r
 from datagouv_eval_pipeline.defs.interrupts import stop_if_requested
 from datagouv_eval_pipeline.defs.partitions import cell_partitions
 from datagouv_eval_pipeline.defs.per_cell import (
+    NO_RESULT,
     StageEvent,
     cell_check_spec,
     cell_results,
@@ -25,12 +26,12 @@ from datagouv_eval_pipeline.defs.resources import (
     JudgeResource,
     RunStoreResource,
 )
-from datagouv_eval_pipeline.experiment.cache import source_fingerprint
 from datagouv_eval_pipeline.experiment.documents import (
     ActionMappingsDocument,
     AgentRunsDocument,
     JudgeScoresDocument,
 )
+from datagouv_eval_pipeline.experiment.fingerprints import stage_code_version
 from datagouv_eval_pipeline.experiment.stages import (
     ACTION_MAPPINGS,
     AGENT_RUNS,
@@ -42,7 +43,7 @@ from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 
 
 def _code_version() -> str:
-    digest = hashlib.sha256(source_fingerprint(("judges", "metrics")).encode())
+    digest = hashlib.sha256(stage_code_version("judge_scores").encode())
     judge_file = BENCHMARK_CONFIG_DIR / JUDGE_FILE
     if judge_file.exists():
         digest.update(judge_file.read_bytes())
@@ -86,7 +87,9 @@ def judge_scores(
     lookup = catalog.lookup()
 
     def work(key: str) -> tuple[JudgeScoresDocument, dict[str, Any]] | str:
-        if (why := not_selected(key, experiment.evaluation_types)) is not None:
+        if (
+            why := not_selected(key, experiment.evaluation_types, chosen=experiment.cells)
+        ) is not None:
             return why
         require_current(store, key, AGENT_RUNS, ACTION_MAPPINGS)
         runs = store.read_document(AGENT_RUNS, key, AgentRunsDocument)
@@ -98,7 +101,10 @@ def judge_scores(
             runs, mappings, by_id, the_judge, references=references, catalog=lookup
         )
         scored = sum(1 for s in document.scores if s is not None)
-        return document, {"runs": len(document.runs), "scored": scored}
+        summary: dict[str, Any] = {"runs": len(document.runs), "scored": scored}
+        if document.runs and not scored:
+            summary[NO_RESULT] = f"none of its {len(document.runs)} runs could be scored"
+        return document, summary
 
     outcomes = process_cells(context, store, JUDGE_SCORES, work)
     # HTTP requests the LLM judge sent (retries included; cache hits none); 0 for the rules.

@@ -7,29 +7,33 @@ dynamic: the keys exist as soon as the code location loads (a fresh instance nee
 tick), and adding a model or an MCP version to the YAML adds partitions without touching any
 existing one.
 
-Every evaluation type contributes partitions, inactive ones included, so any cell (the real
-0.2.14 build of ``real_mcp_server``, say) can be materialized from the launchpad or the
-command line. The cells of the active types come first, then the others; within each block
-the keys are ordered by provider, so each provider's active cells form one contiguous range:
-that is what the default run (and a per-provider run) covers.
+Every evaluation type and every model of ``models.yml`` contributes partitions, inactive ones
+included, so any cell (the real 0.2.14 build of ``real_mcp_server``, a local model not in the
+default run, say) can be materialized from the launchpad or the command line
+(``experiment --models``, ``--cells``). The cells of the active types and models come first,
+then the others; within each block the keys are grouped by provider in ``models.yml`` order, so
+each provider's active cells form one contiguous range: that is what the default run (and a
+per-provider run) covers.
 """
 
 import dagster as dg
 
 from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
 from datagouv_eval_pipeline.benchmark.loader import BenchmarkConfig, load_benchmark_config
+from datagouv_eval_pipeline.benchmark.selection import model_names
 
 
-def _by_provider(cells: list[Cell]) -> list[Cell]:
-    providers = list(dict.fromkeys(cell.model.provider for cell in cells))
+def _by_provider(cells: list[Cell], order: list[str]) -> list[Cell]:
+    """``cells`` grouped by provider, in ``order`` (then any other provider met), stable."""
+    providers = list(dict.fromkeys([*order, *(cell.model.provider for cell in cells)]))
     return sorted(cells, key=lambda cell: providers.index(cell.model.provider))
 
 
 def experiment_cells(config: BenchmarkConfig | None = None) -> tuple[list[Cell], list[Cell]]:
-    """Every cell of every evaluation type, and those of the active types (stable order).
+    """Every cell of every evaluation type and model, and those of the active ones (stable order).
 
     A cell shared by an active and an inactive type is one cell (it lists both types) and
-    counts as active.
+    counts as active; the cells of inactive models are never active.
 
     Returns:
         ``(every cell, the active cells)``: the active cells first in the former, grouped by
@@ -37,10 +41,11 @@ def experiment_cells(config: BenchmarkConfig | None = None) -> tuple[list[Cell],
     """
     config = config or load_benchmark_config()
     names = [etype.name for etype in config.evaluation_types.evaluation_types]
-    every = expand_cells(config, names)
+    every = expand_cells(config, names, model_names(config))
     active_keys = {cell.key for cell in expand_cells(config)}
-    active = _by_provider([cell for cell in every if cell.key in active_keys])
-    inactive = _by_provider([cell for cell in every if cell.key not in active_keys])
+    order = [provider.name for provider in config.models.providers]
+    active = _by_provider([cell for cell in every if cell.key in active_keys], order)
+    inactive = _by_provider([cell for cell in every if cell.key not in active_keys], order)
     return active + inactive, active
 
 

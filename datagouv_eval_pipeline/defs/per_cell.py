@@ -9,11 +9,17 @@ cell of the run, failed with the reason for a failing cell, so the partition sho
 check in the UI. Its earlier document stays intact, the failure is recorded next to it, the
 cell's later stages refuse to run from its old document, and the other cells go on. A run of
 exactly one cell fails for real, so that partition also shows as a failed materialization.
+
+A cell written without a result (every run skipped or ended in error, e.g. a policy that keeps
+the baseline coder off MCP, an unset API key or a missing sandbox) is not a success either: its
+stage's summary carries ``problem`` and its ``cell_ok`` evaluation fails at WARN severity, with
+that reason. The partition stays materialized (the document is what the cell did), and the
+warning shows next to it, in the check's partition view and the asset's checks.
 """
 
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +34,8 @@ from datagouv_eval_pipeline.experiment.store import RunStore, content_digest
 
 CELL_CHECK = "cell_ok"
 """The per-partition check each cell stage evaluates in its own step."""
+NO_RESULT = "problem"
+"""Key of a stage's per-cell summary saying why the written cell holds no result."""
 
 StageEvent = dg.MaterializeResult[None] | dg.AssetCheckEvaluation | dg.Output[None]
 """What a cell stage's step yields."""
@@ -195,10 +203,21 @@ def cell_results(
     for key in context.partition_keys:
         status: dict[str, Any] = {}
         if key in outcomes.written:
-            status = {"status": "written"}
-            if checked:
+            problem = outcomes.written[key].get(NO_RESULT)
+            status = {"status": "written" if problem is None else f"NO RESULT: {problem}"}
+            if checked and problem is None:
                 yield dg.AssetCheckEvaluation(
                     asset_key=asset_key, check_name=CELL_CHECK, passed=True, partition=key
+                )
+            elif checked:
+                yield dg.AssetCheckEvaluation(
+                    asset_key=asset_key,
+                    check_name=CELL_CHECK,
+                    passed=False,
+                    severity=dg.AssetCheckSeverity.WARN,
+                    partition=key,
+                    description=f"no result: {problem}"[:500],
+                    metadata={"reason": str(problem)},
                 )
         elif key in outcomes.failed:
             status = {"status": "FAILED (earlier document kept)", "failure": outcomes.failed[key]}
@@ -239,13 +258,20 @@ def cell_results(
 
 
 def not_selected(
-    key: str, evaluation_types: list[str], cells_by_key: Mapping[str, Cell] = CELLS_BY_KEY
+    key: str,
+    evaluation_types: list[str],
+    cells_by_key: Mapping[str, Cell] = CELLS_BY_KEY,
+    *,
+    chosen: Collection[str] = (),
 ) -> str | None:
     """Why a cell of the run's range is left alone, or None when it runs.
 
     An explicit selection of evaluation types (the launchpad's or ``--evaluation-type``) runs
-    only their cells; without one, every cell of the range runs.
+    only their cells, and one of cells (``chosen``: ``--models``, ``--cells``) only those;
+    without either, every cell of the range runs.
     """
+    if chosen and key not in chosen:
+        return "not among the chosen cells"
     cell = cells_by_key[key]
     if evaluation_types and not set(cell.evaluation_types) & set(evaluation_types):
         return "not in the selected evaluation types"

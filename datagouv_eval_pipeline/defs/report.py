@@ -3,8 +3,12 @@
 The pure :mod:`datagouv_eval_pipeline.report` package builds everything into ``report/`` next to
 the DuckDB file (``index.html`` and ``browser/``). ``experiment_report.md`` next to the DuckDB
 file holds its Markdown followed by the table of every cell × tier of the dbt model
-``experiment_summary`` (:func:`render_summary_table`); both, the plots and links to the pages
-show in the asset's metadata.
+``experiment_summary`` (:func:`render_summary_table`).
+
+The asset's metadata shows the headline ranking as a table, the plots, and links to the report
+page and the results browser over HTTP (the UI cannot open ``file://`` links): under
+``$DATAGOUV_EVAL_REPORT_URL``, by default where ``datagouv-eval dagster ui`` serves the report
+directory (``report_site.py``).
 """
 
 from collections.abc import Sequence
@@ -17,8 +21,10 @@ from datagouv_eval_pipeline.agents.cancel import RunCancelled, current_token
 from datagouv_eval_pipeline.defs.interrupts import raise_stopped, stop_if_requested
 from datagouv_eval_pipeline.defs.partitions import CELLS
 from datagouv_eval_pipeline.defs.resources import RunStoreResource, WarehouseResource
+from datagouv_eval_pipeline.defs.result_tables import RANKING, preview_metadata
 from datagouv_eval_pipeline.report import build_report, default_report_dir, read_sources
 from datagouv_eval_pipeline.report.build import BuiltReport
+from datagouv_eval_pipeline.report_site import report_base_url
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.warehouse.loader import connect
 from datagouv_eval_pipeline.warehouse.schema import (
@@ -35,9 +41,9 @@ _COLUMNS = (
     ("runs", "runs"),
     ("runs_ok", "ok"),
     ("runs_skipped", "skipped"),
-    ("avg_accuracy", "accuracy"),
+    ("accuracy", "accuracy"),
     ("criterion_coverage", "criteria decided"),
-    ("avg_action_f1", "action F1"),
+    ("action_f1", "action F1"),
 )
 
 
@@ -89,21 +95,41 @@ def summary_rows(db_path: Path) -> list[dict[str, Any]]:
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
-def _metadata(built: BuiltReport, markdown_path: Path, text: str) -> dict[str, Any]:
+def report_links(built: BuiltReport, base_url: str) -> dict[str, str]:
+    """The HTTP addresses of the report page, the browser and each plot under ``base_url``."""
+
+    def under(path: Path) -> str:
+        return base_url + path.relative_to(built.out_dir).as_posix()
+
+    links = {"report": under(built.page), "browser": under(built.browser)}
+    for name, _ in built.figures.items():
+        links[f"plot_{name}"] = under(built.out_dir / "figures" / f"{name}.png")
+    return links
+
+
+def _metadata(
+    built: BuiltReport, markdown_path: Path, text: str, ranking: dict[str, Any]
+) -> dict[str, Any]:
+    links = report_links(built, report_base_url())
+    # The image is embedded (it shows without the report server); the links need the server.
     plots = {
-        f"plot_{name}": dg.MetadataValue.md(f"![{name}]({plot.data_uri})")
+        f"plot_{name}": dg.MetadataValue.md(
+            f"![{name}]({plot.data_uri})\n\n"
+            f"[the report]({links['report']}) · [this plot]({links[f'plot_{name}']})"
+        )
         for name, plot in built.figures.items()
     }
     return {
-        "path": dg.MetadataValue.path(str(markdown_path)),
-        "report_page": dg.MetadataValue.path(str(built.page)),
-        "report_url": dg.MetadataValue.url(built.page.as_uri()),
-        "browser_url": dg.MetadataValue.url(built.browser.as_uri()),
-        "pages": built.pages,
+        "report_url": dg.MetadataValue.url(links["report"]),
+        "browser_url": dg.MetadataValue.url(links["browser"]),
+        **ranking,
         "cells": len(built.view.data.cells),
         "runs": len(built.view.data.runs),
-        "report": dg.MetadataValue.md(text),
+        "pages": built.pages,
         **plots,
+        "report": dg.MetadataValue.md(text),
+        "path": dg.MetadataValue.path(str(markdown_path)),
+        "report_page": dg.MetadataValue.path(str(built.page)),
     }
 
 
@@ -138,7 +164,9 @@ def experiment_report_asset(deps: Sequence[dg.AssetKey]) -> dg.AssetsDefinition:
         path = db.with_name("experiment_report.md")
         path.write_text(text, encoding="utf-8")
         context.log.info("report written to %s (results browser: %s)", built.page, built.browser)
-        return dg.MaterializeResult(metadata=_metadata(built, path, text))
+        with connect(db, read_only=True) as conn:
+            ranking = preview_metadata(conn, RANKING)
+        return dg.MaterializeResult(metadata=_metadata(built, path, text, ranking))
 
     return experiment_report
 

@@ -25,6 +25,7 @@ from datagouv_eval_pipeline.judges.config import (
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
 from datagouv_eval_pipeline.judges.factory import build_judge
 from datagouv_eval_pipeline.judges.protocol import Judge
+from datagouv_eval_pipeline.local_models import LocalServers, served_model
 from datagouv_eval_pipeline.mcp_builds import BuildServers
 from datagouv_eval_pipeline.metrics.catalog import CatalogLookup
 from datagouv_eval_pipeline.twin.catalog import CatalogStore
@@ -96,7 +97,8 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
     The twin starts on first use (a free port on 127.0.0.1) and stops when the run ends, so a
     run of many cells pays its start-up once. So do the real MCP server builds cells name
     (``builds``): installed (cached) and started on first use, reading the twin through the
-    hostname front (production in live mode), stopped with the run.
+    hostname front (production in live mode), stopped with the run; and llama.cpp's server for
+    each ``llama_cpp`` model a cell runs (``local_models``), on 127.0.0.1, stopped with the run.
 
     Attributes:
         live: Use the live data.gouv.fr endpoints instead of the twin.
@@ -111,6 +113,7 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
     _front: Front | None = PrivateAttr(default=None)
     _builds: BuildServers | None = PrivateAttr(default=None)
     _lookup: CatalogLookup | None = PrivateAttr(default=None)
+    _local_models: LocalServers | None = PrivateAttr(default=None)
 
     def urls(self) -> TwinUrls | None:
         """The twin's URLs (starting it if needed), or None in live mode."""
@@ -168,6 +171,12 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
             self._builds = BuildServers(twin=twin)
         return self._builds
 
+    def local_models(self) -> LocalServers:
+        """The run's llama.cpp servers of ``llama_cpp`` models (each starts on first use)."""
+        if self._local_models is None:
+            self._local_models = LocalServers()
+        return self._local_models
+
     def lookup(self) -> CatalogLookup:
         """Slug ↔ id lookups in this catalog, for scoring.
 
@@ -184,7 +193,10 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
         return self._lookup
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
-        """Stop the builds and the twin (and its front) if this run started them."""
+        """Stop the builds, the local model servers and the twin (and its front) if started."""
+        if self._local_models is not None:
+            self._local_models.close()
+            self._local_models = None
         if self._builds is not None:
             self._builds.close()
             self._builds = None
@@ -211,6 +223,8 @@ class JudgeResource(dg.ConfigurableResource["JudgeResource"]):
     model: str = ""
     base_url: str = ""
 
+    _local_models: LocalServers | None = PrivateAttr(default=None)
+
     def spec(self) -> JudgeSpec:
         """The judge configuration with this run's overrides applied.
 
@@ -234,7 +248,20 @@ class JudgeResource(dg.ConfigurableResource["JudgeResource"]):
         if spec.kind is JudgeKind.DETERMINISTIC:
             return DeterministicJudge()
         models = load_benchmark_config().models
-        return build_judge(spec, models, cache_dir=cache_dir, base_url=self.base_url or None)
+        base_url = self.base_url or None
+        served = served_model(spec.model, models) if spec.model and not base_url else None
+        if served is not None:
+            # A llama_cpp judge: its server starts here and stops with the run.
+            if self._local_models is None:
+                self._local_models = LocalServers()
+            base_url = self._local_models.base_url(served)
+        return build_judge(spec, models, cache_dir=cache_dir, base_url=base_url)
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        """Stop the judge's llama.cpp server if this run started one."""
+        if self._local_models is not None:
+            self._local_models.close()
+            self._local_models = None
 
 
 class ExperimentSettings(dg.ConfigurableResource["ExperimentSettings"]):
@@ -243,6 +270,10 @@ class ExperimentSettings(dg.ConfigurableResource["ExperimentSettings"]):
     Attributes:
         evaluation_types: Only cells of these evaluation types run (default: every cell of the
             partitions selected). Other cells keep their earlier results untouched.
+        cells: Only these cells run (``experiment --models``, ``--cells``; default: every
+            cell of the partitions selected). Other cells keep their earlier results untouched.
+        model_base_url: Send the agents' model requests to this OpenAI-compatible URL instead
+            of each provider's (a replay server, a local server); empty: the providers'.
         task_ids: Only these tasks run (default: every active task); the other tasks' earlier
             traces are kept.
         repeats: Runs per (cell, task).
@@ -256,6 +287,8 @@ class ExperimentSettings(dg.ConfigurableResource["ExperimentSettings"]):
     """
 
     evaluation_types: list[str] = Field(default_factory=list)
+    cells: list[str] = Field(default_factory=list)
+    model_base_url: str = ""
     task_ids: list[str] = Field(default_factory=list)
     repeats: int = 1
     skip_validation: bool = False

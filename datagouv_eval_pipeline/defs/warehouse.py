@@ -20,6 +20,7 @@ from datagouv_eval_pipeline.defs.interrupts import stop_if_requested
 from datagouv_eval_pipeline.defs.judge_scores import judge_scores
 from datagouv_eval_pipeline.defs.partitions import ACTIVE_KEYS, CELLS
 from datagouv_eval_pipeline.defs.resources import RunStoreResource, WarehouseResource
+from datagouv_eval_pipeline.defs.result_tables import WAREHOUSE_PREVIEWS, preview_metadata
 from datagouv_eval_pipeline.defs.statistics import GateConfig, run_statistics
 from datagouv_eval_pipeline.experiment.documents import (
     ActionMappingsDocument,
@@ -157,6 +158,8 @@ def warehouse(
     statistics = run_statistics(context, db, config)
     with connect(db, read_only=True) as conn:
         counts = queries.row_counts(conn)
+        # The questions and their answers, readable on the asset page as tables.
+        previews = {name: preview_metadata(conn, p) for name, p in WAREHOUSE_PREVIEWS.items()}
     failures: dict[str, str] = {}
     for key in expected:
         try:
@@ -180,6 +183,7 @@ def warehouse(
             "dagster/row_count": counts.get(table.name, 0),
         }
         metadata |= statistics.get(table.name, {})
+        metadata |= previews.get(table.name, {})
         if table.name == "experiments":
             metadata |= {"experiment_id": record.experiment_id, "config_hash": record.config_hash}
         if table.name == "cells":

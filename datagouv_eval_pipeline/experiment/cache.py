@@ -5,59 +5,35 @@ versions, system prompt text), the task spec, the repeat index, the catalog snap
 code the cell's runs depend on (the shared agent code and its own toolsets' code,
 ``experiment.fingerprints``). When none of these changed, re-materializing a cell reuses the
 stored trace instead of asking the model again, so editing one task spec reruns exactly that
-task in every cell. Only finished runs (``ok``, and ``budget_exceeded`` by the run's own requests
-or tokens) are cached: an ``error`` may be transient, a run ended by the wall clock measured the
-provider as much as the agent (a hanging server), and a ``skipped`` run costs nothing. Live runs
-(no snapshot) are never cached: the live catalog changes under them.
+task in every cell. Only results are cached: a run that ended ``ok``. Every other ending is
+asked again on the next run, automatically: a run ended by its budget (requests, tokens or the
+wall clock), a provider or infrastructure error, a cancelled run, a skipped run. None of them
+has a score to reuse, and their cause cannot be told apart from the trace: a hanging server
+ends a run by the clock, a garbage-answering provider spends the request budget on
+re-prompts, an outage ends it in error. An entry of another status left by an older version
+of this code is a miss. Live runs (no snapshot) are never cached: the live catalog changes
+under them.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from datagouv_eval_pipeline import project_files
-from datagouv_eval_pipeline.agents.limits import ended_by_wall_clock
 from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.experiment.fingerprints import cell_code_fingerprint
 from datagouv_eval_pipeline.experiment.store import write_json_atomic
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
 from datagouv_eval_pipeline.traces import Trace
 
-CACHEABLE_STATUSES = frozenset({"ok", "budget_exceeded"})
+CACHEABLE_STATUSES = frozenset({"ok"})
+"""The statuses of results: the only runs the cache keeps and reuses."""
 
 # Cell fields that do not change what the agent does (labels, the metrics computed later).
 NOT_AN_INPUT = frozenset({"key", "evaluation_types", "metrics", "model_label"})
-
-_PACKAGE = project_files.PACKAGE_DIR
-_RUN_CODE = ("agents", "twin", "benchmark", "traces.py")
-_SOURCE_SUFFIXES = frozenset({".py", ".yml", ".yaml", ".md", ".json"})
-
-
-@functools.cache
-def source_fingerprint(names: tuple[str, ...]) -> str:
-    """sha256 over the package sources (``.py``, ``.yml``, ``.md``) under ``names``."""
-    digest = hashlib.sha256()
-    for name in names:
-        root = _PACKAGE / name
-        files = sorted(p for p in root.rglob("*") if p.suffix in _SOURCE_SUFFIXES)
-        for path in files if root.is_dir() else [root]:
-            digest.update(str(path.relative_to(_PACKAGE)).encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-def run_code_fingerprint() -> str:
-    """sha256 of the source that shapes a run (agents, twin, benchmark, trace format).
-
-    Scoring code is deliberately left out: changing a metric rescores stored traces without
-    re-running any agent.
-    """
-    return source_fingerprint(_RUN_CODE)
 
 
 def run_input_hash(
@@ -113,16 +89,18 @@ class AgentRunCache:
         return self.root / input_hash[:2] / f"{input_hash}.json"
 
     def get(self, input_hash: str) -> Trace | None:
-        """The cached trace, or None (an unreadable entry counts as a miss)."""
+        """The cached result, or None (an unreadable entry or a failure counts as a miss)."""
         try:
             data: Any = json.loads(self._path(input_hash).read_text(encoding="utf-8"))
-            return Trace.model_validate(data)
+            trace = Trace.model_validate(data)
         except (FileNotFoundError, ValueError):
             return None
+        # A failure stored by an earlier version of this code is asked again, never reused.
+        return trace if trace.status in CACHEABLE_STATUSES else None
 
     def put(self, input_hash: str, trace: Trace) -> bool:
-        """Store a finished trace; returns whether it was cacheable."""
-        if trace.status not in CACHEABLE_STATUSES or ended_by_wall_clock(trace.status_reason):
+        """Store a result (an ``ok`` trace); returns whether it was one."""
+        if trace.status not in CACHEABLE_STATUSES:
             return False
         write_json_atomic(self._path(input_hash), trace.model_dump(mode="json"))
         return True

@@ -1,11 +1,18 @@
-"""The code each cell's runs depend on, so an edit reruns and stales only the cells it touches.
+"""The code each stage depends on, derived from what its code imports.
 
-A cell's runs depend on code every cell shares (the agent runner, the baselines, the benchmark
-configuration code, the trace format) and on the code of the toolsets its capabilities reach:
+A stage's code version is the digest of the *import closure* of its entry packages: every
+module of the package they import, transitively (the import graph is read by grimp, the library
+import-linter uses), each with the data files beside it. Nothing is listed by hand, so editing
+``text.py`` stales every stage that imports it, and only those; an edit to a module no stage
+imports stales nothing.
 
-* ``mcp`` served by the twin: the emulation's shared code, plus the cell's own *version row*
-  (its ``VersionSpec``: tool signatures, behaviour flags, titles) and the tool descriptions
-  rendered for that version, so editing one release's row changes only the cells on it;
+A cell's runs depend on code every cell shares (the agent runner, the replay stand-in, the
+benchmark configuration code, the trace format, and all they import, minus the toolsets below)
+and on the code of the toolsets its capabilities reach:
+
+* ``mcp`` served by the twin: the emulation's closure, plus the cell's own *version row* (its
+  ``VersionSpec``: tool signatures, behaviour flags, titles) and the tool descriptions rendered
+  for that version, so editing one release's row changes only the cells on it;
 * ``mcp`` from a build: the build tooling and the build's spec (a ``path`` build: its files);
 * ``code``: the sandbox; ``datagouv-cli``: the emulated CLI; ``web_search``: the web tools;
 * anything that reads the catalogue (every capability): the twin's catalogue and the front.
@@ -13,6 +20,7 @@ configuration code, the trace format) and on the code of the toolsets its capabi
 A cell without tools depends on the shared code only. :func:`cell_code_fingerprint` is both
 the code part of the agent-run cache key and the code part of the cell's data version in
 Dagster (``defs/versions.py``): what reruns is exactly what shows as stale.
+:func:`stage_code_version` gives the other stages' Dagster code versions.
 """
 
 from __future__ import annotations
@@ -21,40 +29,90 @@ import functools
 import hashlib
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Literal
+
+import grimp
 
 from datagouv_eval_pipeline import project_files
 from datagouv_eval_pipeline.benchmark.cells import Cell
 
 _PACKAGE = project_files.PACKAGE_DIR
-_SUFFIXES = frozenset({".py", ".yml", ".yaml", ".md", ".json"})
+_NAME = _PACKAGE.name
+_DATA_SUFFIXES = frozenset({".yml", ".yaml", ".md", ".json"})
 
-# Relative to the package; a directory stands for its source files, minus the excluded ones.
-# replay/ was shared while it lived under agents/: the provider stand-in a replayed run talks
-# to, so an edit to it still reruns every cell.
-_SHARED = ("agents", "replay", "benchmark", "traces.py")
-_SHARED_EXCLUDED = ("agents/web.py",)
-_CATALOGUE = ("twin", "front")
-_CATALOGUE_EXCLUDED = ("twin/mcp",)
-_MCP_SHARED = ("twin/mcp",)
-_MCP_PER_VERSION = ("twin/mcp/versions.py", "twin/mcp/descriptions.py")
+# Entry packages and modules, relative to the package (a package stands for all its modules).
+# The toolsets are their own parts: they leave the shared closure even where the runner
+# imports them, so editing the sandbox reruns only the cells that offer code.
 _TOOLSETS: dict[str, tuple[str, ...]] = {
     "code": ("sandbox",),
     "datagouv-cli": ("datagouv_cli",),
-    "web_search": ("agents/web.py",),
+    "web_search": ("agents.web",),
+}
+_CATALOGUE = ("twin", "front")
+_MCP = ("twin.mcp",)
+_MCP_PER_VERSION = ("twin.mcp.versions", "twin.mcp.descriptions")
+_BUILDS = ("mcp_builds",)
+_SHARED = ("agents", "replay", "benchmark", "traces")
+_NOT_SHARED = (*(n for names in _TOOLSETS.values() for n in names), *_CATALOGUE, *_BUILDS)
+
+Stage = Literal["action_mappings", "judge_scores", "judge_calibration"]
+_STAGES: dict[Stage, tuple[str, ...]] = {
+    # The mapper classifies with the judge what its rules leave undecided.
+    "action_mappings": ("semantic", "traces", "judges"),
+    "judge_scores": ("judges", "metrics"),
+    "judge_calibration": ("judges",),
 }
 
 
-def _files(names: Iterable[str], excluded: Iterable[str] = ()) -> list[Path]:
-    skip = [_PACKAGE / name for name in excluded]
-    found: list[Path] = []
+@functools.cache
+def _graph() -> grimp.ImportGraph:
+    return grimp.build_graph(_NAME, cache_dir=None)
+
+
+def _modules_under(names: Iterable[str]) -> set[str]:
+    modules = _graph().modules
+    found: set[str] = set()
     for name in names:
-        root = _PACKAGE / name
-        candidates = sorted(root.rglob("*")) if root.is_dir() else [root]
-        for path in candidates:
-            if path.suffix not in _SUFFIXES or not path.is_file():
-                continue
-            if any(path == s or s in path.parents for s in skip):
-                continue
+        dotted = f"{_NAME}.{name}"
+        found.update(m for m in modules if m == dotted or m.startswith(f"{dotted}."))
+    return found
+
+
+@functools.cache
+def import_closure(roots: tuple[str, ...], excluded: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The package's modules that ``roots`` are made of or import, transitively.
+
+    Args:
+        roots: Packages or modules, relative to the package (``"judges"``, ``"traces"``).
+        excluded: Packages or modules left out of the roots and of the result (their own
+            imports stay in when a root imports them).
+
+    Returns:
+        Dotted module names, sorted.
+    """
+    graph = _graph()
+    skip = _modules_under(excluded)
+    found: set[str] = set()
+    for module in _modules_under(roots) - skip:
+        found.add(module)
+        found.update(graph.find_upstream_modules(module))
+    # Importing a module runs its parent packages' __init__ first.
+    parents = {m.rsplit(".", i)[0] for m in found for i in range(1, m.count("."))}
+    return tuple(sorted(m for m in (found | parents) - skip if m.startswith(f"{_NAME}.")))
+
+
+def _module_file(module: str) -> Path:
+    path = _PACKAGE.joinpath(*module.split(".")[1:])
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+def _data_files(directory: Path) -> list[Path]:
+    """The non-Python files a package directory keeps, its non-package subfolders included."""
+    found: list[Path] = []
+    for path in sorted(directory.iterdir()):
+        if path.is_dir() and not (path / "__init__.py").exists() and path.name != "__pycache__":
+            found.extend(_data_files(path))
+        elif path.is_file() and path.suffix in _DATA_SUFFIXES:
             found.append(path)
     return found
 
@@ -68,27 +126,36 @@ def _digest(paths: Iterable[Path], base: Path = _PACKAGE) -> str:
 
 
 @functools.cache
-def _sources(names: tuple[str, ...], excluded: tuple[str, ...] = ()) -> str:
-    return _digest(_files(names, excluded))
+def closure_fingerprint(roots: tuple[str, ...], excluded: tuple[str, ...] = ()) -> str:
+    """sha256 of the sources of :func:`import_closure` and the data files beside them."""
+    files = [_module_file(m) for m in import_closure(roots, excluded)]
+    directories = sorted({f.parent for f in files})
+    data = [f for d in directories for f in _data_files(d)]
+    return _digest(sorted({*files, *data}))
 
 
 def shared_run_code() -> str:
     """sha256 of the code every cell's runs share (the ``agent_runs`` code version)."""
-    return _sources(_SHARED, _SHARED_EXCLUDED)
+    return closure_fingerprint(_SHARED, _NOT_SHARED)
+
+
+def stage_code_version(stage: Stage) -> str:
+    """sha256 of the code a stage after the agent runs depends on (its Dagster code version)."""
+    return closure_fingerprint(_STAGES[stage])
 
 
 def mcp_emulation_fingerprint(version: str) -> str:
     """sha256 of what the twin's emulation of one MCP release is made of.
 
-    Its shared code (every module of ``twin/mcp`` but the version table and the description
-    templates) plus the release's own row and the descriptions rendered for it: an edit to
-    one release's row changes only that release's fingerprint.
+    Its shared code (every module of ``twin/mcp`` and what it imports, but the version table
+    and the description templates) plus the release's own row and the descriptions rendered
+    for it: an edit to one release's row changes only that release's fingerprint.
     """
     # Imported here: the version table is the twin's, and only cells on the twin need it.
     from datagouv_eval_pipeline.twin.mcp.descriptions import describe
     from datagouv_eval_pipeline.twin.mcp.versions import VERSIONS
 
-    digest = hashlib.sha256(_sources(_MCP_SHARED, _MCP_PER_VERSION).encode())
+    digest = hashlib.sha256(closure_fingerprint(_MCP, _MCP_PER_VERSION).encode())
     spec = VERSIONS.get(version)
     digest.update(repr(spec).encode())
     if spec is not None:
@@ -98,7 +165,7 @@ def mcp_emulation_fingerprint(version: str) -> str:
 
 
 def _build_fingerprint(cell: Cell) -> str:
-    digest = hashlib.sha256(_sources(("mcp_builds",)).encode())
+    digest = hashlib.sha256(closure_fingerprint(_BUILDS).encode())
     build = cell.mcp_build
     if build is not None:
         digest.update(build.spec.encode())
@@ -114,7 +181,7 @@ def toolset_fingerprints(cell: Cell) -> dict[str, str]:
     parts: dict[str, str] = {}
     capabilities = set(cell.capabilities)
     if capabilities:
-        parts["catalogue"] = _sources(_CATALOGUE, _CATALOGUE_EXCLUDED)
+        parts["catalogue"] = closure_fingerprint(_CATALOGUE, _MCP)
     if "mcp" in capabilities and cell.mcp_version is not None:
         if cell.mcp_build is not None:
             parts["mcp"] = _build_fingerprint(cell)
@@ -124,7 +191,7 @@ def toolset_fingerprints(cell: Cell) -> dict[str, str]:
             parts["mcp"] = hashlib.sha256(str(cell.mcp_url).encode()).hexdigest()
     for capability, names in _TOOLSETS.items():
         if capability in capabilities:
-            parts[capability] = _sources(names)
+            parts[capability] = closure_fingerprint(names)
     return dict(sorted(parts.items()))
 
 

@@ -66,18 +66,21 @@ class LanePlan:
 
 
 def provider_slots(config: BenchmarkConfig, *, cpu_count: int | None = None) -> dict[str, int]:
-    """Slots of every provider of ``config``: its ``slots``, or a default by kind.
+    """Slots of every provider of ``config``: its ``concurrency``, or a default by kind.
 
-    An offline provider without ``slots`` is sized to the machine (``OFFLINE_SLOTS_PER_CORE`` per
-    core); a remote one gets ``REMOTE_DEFAULT_SLOTS``.
+    An offline provider without ``concurrency`` is sized to the machine
+    (``OFFLINE_SLOTS_PER_CORE`` per core); a ``llama_cpp`` one gets 1, its server's one slot;
+    a remote one gets ``REMOTE_DEFAULT_SLOTS``.
     """
     cores = cpu_count if cpu_count is not None else (os.cpu_count() or 1)
     slots: dict[str, int] = {}
     for provider in config.models.providers:
-        if provider.slots is not None:
-            slots[provider.name] = provider.slots
+        if provider.concurrency is not None:
+            slots[provider.name] = provider.concurrency
         elif provider.kind == ProviderKind.OFFLINE:
             slots[provider.name] = OFFLINE_SLOTS_PER_CORE * cores
+        elif provider.kind == ProviderKind.LLAMA_CPP:
+            slots[provider.name] = 1  # the server answers one request at a time by default
         else:
             slots[provider.name] = REMOTE_DEFAULT_SLOTS
     return slots

@@ -6,16 +6,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
+from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR, load_benchmark_config
+from datagouv_eval_pipeline.benchmark.selection import SelectionError, select_cells
 from datagouv_eval_pipeline.experiment.cache import AgentRunCache
 from datagouv_eval_pipeline.experiment.estimate import CellEstimate, estimate_cells
 from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.tasks.spec import TaskSpec, TaskStatus
 
-
-class SelectionError(ValueError):
-    """A filter names an evaluation type or task that does not exist."""
+__all__ = ["ExperimentPlan", "SelectionError", "plan_experiment", "select_tasks"]
 
 
 @dataclass(frozen=True)
@@ -23,16 +22,19 @@ class ExperimentPlan:
     """The cells and tasks of one experiment.
 
     Attributes:
-        cells: Every cell of the selected evaluation types.
+        cells: Every selected cell (of the selected evaluation types and models).
         tasks: The selected active tasks, in id order.
         repeats: Runs per (cell, task).
         evaluation_types: The selected types (empty: every active type).
+        chosen: Whether models or cells were chosen by name (``--models``, ``--cells``): the
+            run then covers exactly ``cells``, not every cell of their partition range.
     """
 
     cells: tuple[Cell, ...]
     tasks: tuple[TaskSpec, ...]
     repeats: int = 1
     evaluation_types: tuple[str, ...] = field(default=())
+    chosen: bool = False
 
     @property
     def cell_keys(self) -> list[str]:
@@ -98,6 +100,8 @@ def plan_experiment(
     repeats: int = 1,
     config_dir: Path = BENCHMARK_CONFIG_DIR,
     tasks_dir: Path = TASK_SPECS_DIR,
+    models: Sequence[str] = (),
+    cells: Sequence[str] = (),
 ) -> ExperimentPlan:
     """Load the YAML and select the experiment's cells and tasks.
 
@@ -107,17 +111,30 @@ def plan_experiment(
         repeats: Runs per (cell, task), at least 1.
         config_dir: The benchmark configuration directory.
         tasks_dir: The task specs directory.
+        models: ``PROVIDER/MODEL`` names or globs, active or not, in place of the active
+            models (``benchmark.selection``).
+        cells: Keep only these cell keys (exact, of any type and model) or globs.
 
     Raises:
-        SelectionError: Unknown evaluation type or task id, or repeats below 1.
+        SelectionError: Unknown evaluation type, model, cell or task id, or repeats below 1.
         SpecErrors: Invalid task specs or benchmark YAML (every problem listed).
     """
     if repeats < 1:
         raise SelectionError(f"repeats must be at least 1, got {repeats}")
     config = load_benchmark_config(config_dir)
     try:
-        cells = expand_cells(config, list(evaluation_types) or None)
+        selected = select_cells(
+            config, evaluation_types=evaluation_types, models=models, cells=cells
+        )
+    except SelectionError:
+        raise
     except ValueError as error:
-        raise SelectionError(str(error)) from error
+        raise SelectionError(str(error), "--evaluation-type") from error
     tasks = select_tasks(load_task_specs([tasks_dir]), task_ids)
-    return ExperimentPlan(tuple(cells), tuple(tasks), repeats, tuple(evaluation_types))
+    return ExperimentPlan(
+        tuple(selected),
+        tuple(tasks),
+        repeats,
+        tuple(evaluation_types),
+        chosen=bool(models or cells),
+    )

@@ -20,13 +20,10 @@ from datagouv_eval_pipeline.agents.cancel import (
     current_token,
     until_cancelled,
 )
+from datagouv_eval_pipeline.agents.models import missing_api_key
 from datagouv_eval_pipeline.agents.runner import execute_cell
 from datagouv_eval_pipeline.benchmark.cells import Cell
-from datagouv_eval_pipeline.experiment.cache import (
-    CACHEABLE_STATUSES,
-    AgentRunCache,
-    run_input_hash,
-)
+from datagouv_eval_pipeline.experiment.cache import AgentRunCache, run_input_hash
 from datagouv_eval_pipeline.experiment.documents import (
     ActionMappingsDocument,
     AgentRunsDocument,
@@ -84,6 +81,8 @@ class AgentStageResult:
         statuses: Traces per status.
         problem: Why the cell has no result, when none of its runs finished (the most
             common reason: an unset API key variable, no sandbox, ...); None otherwise.
+        missing_key: Why the cell's model cannot be asked now (its API key variable is unset),
+            even when older results of the cell come from the cache; None otherwise.
     """
 
     document: AgentRunsDocument
@@ -91,6 +90,7 @@ class AgentStageResult:
     reused: int
     statuses: Counter[str] = field(default_factory=Counter)
     problem: str | None = None
+    missing_key: str | None = None
 
 
 def run_agents(
@@ -211,12 +211,25 @@ def run_agents(
         traces=all_traces,
     )
     reused = len(traces) - len(missing)
-    return AgentStageResult(document, executed, reused, statuses, cell_problem(all_traces))
+    return AgentStageResult(
+        document,
+        executed,
+        reused,
+        statuses,
+        cell_problem(all_traces),
+        # Named every time, not only when no older result hides it: the runs not in the cache
+        # were not done, and the results shown are older ones.
+        missing_api_key(cell.model, options.get("environ")),
+    )
+
+
+FINISHED_STATUSES = frozenset({"ok", "budget_exceeded"})
+"""Runs the agent finished, with an answer or by spending its budget."""
 
 
 def cell_problem(traces: Sequence[Trace]) -> str | None:
     """Why a cell produced nothing: its most common reason when no run finished."""
-    if not traces or any(str(t.status) in CACHEABLE_STATUSES for t in traces):
+    if not traces or any(str(t.status) in FINISHED_STATUSES for t in traces):
         return None
     reasons = Counter(str(t.status_reason or t.status) for t in traces)
     return reasons.most_common(1)[0][0]

@@ -21,7 +21,8 @@ def twin_home(home: Path | str | None = None) -> Path:
     The path is made absolute (it is handed to other processes) but not created.
     """
     chosen = home if home is not None else os.environ.get(TWIN_HOME_ENV) or DEFAULT_TWIN_HOME
-    return Path(chosen).expanduser().resolve()
+    # realpath, not Path.resolve: a symlink loop is then the home check's clear error.
+    return Path(os.path.realpath(Path(chosen).expanduser()))
 
 
 class TwinHomeError(ValueError):

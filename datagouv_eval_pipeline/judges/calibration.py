@@ -427,7 +427,8 @@ def load_calibration(paths: Sequence[Path], tasks: Mapping[str, TaskSpec]) -> li
             # libyaml's loader: the version-2 files are large (tool results), the pure-Python
             # loader takes seconds on them.
             data = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
-        except (OSError, yaml.YAMLError) as error:
+        except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as error:
+            # Not UTF-8, nested past the parser's depth, unreadable: the file's error, named.
             problems.append(f"{path}: cannot read: {error}")
             continue
         try:

@@ -33,6 +33,17 @@ ROLES: tuple[Role, ...] = (
 )
 
 
+DEFAULT_CONCURRENCY = 8
+"""Judge requests in flight at once when neither the judge's settings nor the provider's
+``concurrency`` in ``models.yml`` say."""
+DEFAULT_TIMEOUT_S = 60.0
+"""Deadline of one judge request when neither the judge's settings nor the provider's
+``timeout_s`` say."""
+DEFAULT_RETRIES = 2
+"""Retries of a judge request when neither the judge's settings nor the provider's ``retries``
+say."""
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
@@ -53,14 +64,17 @@ class JudgeConfig(_Strict):
     """The model of every role not listed in ``roles``."""
     roles: dict[Role, RoleSettings] = Field(default_factory=dict)
     """Per-role overrides (e.g. a cheaper model for classification)."""
-    max_concurrency: int = Field(default=8, ge=1)
-    """Judge requests in flight at once, per provider."""
+    max_concurrency: int | None = Field(default=None, ge=1)
+    """Judge requests in flight at once, per provider; None: the provider's ``concurrency``
+    in ``models.yml``, else 8."""
     requests_per_minute: float | None = Field(default=None, gt=0)
     """The provider's request rate limit; None = unpaced."""
-    timeout_s: float = Field(default=60.0, gt=0)
-    """Deadline of one model request (waiting for a slot not included)."""
-    retries: int = Field(default=2, ge=0)
-    """Retries of a request that failed for a transient reason (rate limit, 5xx, network)."""
+    timeout_s: float | None = Field(default=None, gt=0)
+    """Deadline of one model request (waiting for a slot not included); None: the provider's
+    ``timeout_s`` in ``models.yml``, else 60 s."""
+    retries: int | None = Field(default=None, ge=0)
+    """Retries of a request that failed for a transient reason (rate limit, 5xx, network);
+    None: the provider's ``retries`` in ``models.yml``, else 2."""
     retry_delay_s: float = Field(default=2.0, ge=0)
     """First back-off delay, doubled on each retry."""
     output_retries: int = Field(default=1, ge=0)
@@ -89,6 +103,9 @@ class RoleModel:
         rate_limit: The quota from ``models.yml`` (None: the built-in default).
         rebuild: Makes the same model with a new HTTP client (for another event loop); None
             for models bound to no loop.
+        concurrency: The provider's ``concurrency`` in ``models.yml`` (None: not set).
+        timeout_s: The provider's ``timeout_s`` (None: not set).
+        retries: The provider's ``retries`` (None: not set).
     """
 
     model: Model
@@ -100,6 +117,9 @@ class RoleModel:
     limiter_key: str = ""
     rate_limit: RateLimit | None = None
     rebuild: Callable[[], Model] | None = None
+    concurrency: int | None = None
+    timeout_s: float | None = None
+    retries: int | None = None
 
     def cost(self, input_tokens: int, output_tokens: int) -> float | None:
         """The cost of a call, or None when a price is unknown."""
@@ -147,13 +167,19 @@ def resolve_model(
             f"provider {provider_name!r} has no model {model_name!r} in models.yml "
             f"(known: {', '.join(m.name for m in provider.models)})"
         )
-    if provider.kind is not ProviderKind.OPENAI_COMPATIBLE or not provider.base_url:
+    if provider.kind is ProviderKind.OFFLINE:
         raise JudgeModelError(
             f"{name!r} is an offline baseline policy, not an LLM: it cannot judge "
             "(use --judge deterministic for the offline judge)"
         )
+    if provider.kind is ProviderKind.LLAMA_CPP and base_url is None:
+        raise JudgeModelError(
+            f"{name!r} is served by the pipeline (llama_cpp): start its server first and pass "
+            "its URL (the judge commands and the Dagster resource do)"
+        )
     key_env = provider.api_key_env or ""
-    api_key = os.environ.get(key_env)
+    # llama.cpp's server, started by the pipeline on 127.0.0.1, takes no key.
+    api_key = "no-key" if provider.kind is ProviderKind.LLAMA_CPP else os.environ.get(key_env)
     if not api_key:
         if base_url is None:
             raise JudgeModelError(f"judge model {name!r} needs its API key in ${key_env}")
@@ -187,6 +213,12 @@ def resolve_model(
         limiter_key=model_key(provider.name, model_name) if per_model else provider.name,
         rate_limit=limit,
         rebuild=build,
+        # A local server that answers one request at a time is not flooded by the judge.
+        # A llama_cpp server the pipeline starts has one slot unless its concurrency says more.
+        concurrency=provider.concurrency
+        or (1 if provider.kind is ProviderKind.LLAMA_CPP else None),
+        timeout_s=provider.timeout_s,
+        retries=provider.retries,
     )
 
 
@@ -222,12 +254,14 @@ class JudgeSpec(_Strict):
     """The packaged prompt version the verdicts must come from (a stale file is an error)."""
     temperature: float | None = Field(default=0.0, ge=0.0, le=2.0)
     """Sent to the model; null for models that reject the setting."""
-    concurrency: int = Field(default=8, ge=1)
-    """Judge requests in flight at once."""
-    timeout_s: float = Field(default=60.0, gt=0)
-    """Deadline of one model request."""
-    retries: int = Field(default=2, ge=0)
-    """Retries of a request that failed for a transient reason (429, 5xx, network)."""
+    concurrency: int | None = Field(default=None, ge=1)
+    """Judge requests in flight at once; null: the provider's ``concurrency`` in
+    ``models.yml``, else 8."""
+    timeout_s: float | None = Field(default=None, gt=0)
+    """Deadline of one model request; null: the provider's ``timeout_s``, else 60 s."""
+    retries: int | None = Field(default=None, ge=0)
+    """Retries of a request that failed for a transient reason (429, 5xx, network); null: the
+    provider's ``retries``, else 2."""
     base_url: str | None = Field(default=None, pattern=r"^https?://")
     """Send every judge request to this OpenAI-compatible URL instead of the provider's
     (a record/replay server, a local model); the API key is then optional."""

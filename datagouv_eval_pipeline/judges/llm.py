@@ -31,7 +31,14 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RunUsage
 
 from datagouv_eval_pipeline.judges.cache import JudgeCache, cache_key
-from datagouv_eval_pipeline.judges.config import JudgeConfig, Role, RoleModel
+from datagouv_eval_pipeline.judges.config import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT_S,
+    JudgeConfig,
+    Role,
+    RoleModel,
+)
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
 from datagouv_eval_pipeline.judges.guarded import GuardedModel, counting_requests
 from datagouv_eval_pipeline.judges.prompts import (
@@ -82,6 +89,15 @@ from datagouv_eval_pipeline.text import canonical_json
 from datagouv_eval_pipeline.traces import ToolCall
 
 OutT = TypeVar("OutT", bound=BaseModel)
+ValueT = TypeVar("ValueT", int, float)
+
+
+def _first(given: ValueT | None, provider: ValueT | None, default: ValueT) -> ValueT:
+    """The judge's own setting, else its provider's, else the judge's default."""
+    if given is not None:
+        return given
+    return provider if provider is not None else default
+
 
 # Errors a retry cannot fix: the request itself is refused.
 _PERMANENT = (ModelAuthenticationError, ModelNotFoundError, ModelRequestRejectedError)
@@ -180,14 +196,18 @@ class LLMJudge:
                 else replace(model, rate_limit=RateLimit(config.requests_per_minute))
                 for role, model in models.items()
             }
+        # What the config leaves unset follows the provider of the default model (models.yml),
+        # then the judge's defaults.
+        default = models.get("default") or next(iter(models.values()))
+        concurrency = _first(config.max_concurrency, default.concurrency, DEFAULT_CONCURRENCY)
         return cls(
             models,
             limiters=limiters if limiters is not None else process_rate_limiters(),
-            max_concurrency=config.max_concurrency,
+            max_concurrency=concurrency,
             cache=JudgeCache(config.cache_dir) if config.cache_dir is not None else None,
-            timeout_s=config.timeout_s,
+            timeout_s=_first(config.timeout_s, default.timeout_s, DEFAULT_TIMEOUT_S),
             retry=RetryPolicy(
-                retries=config.retries,
+                retries=_first(config.retries, default.retries, DEFAULT_RETRIES),
                 base_delay_s=config.retry_delay_s,
                 min_delay_s=min(config.retry_delay_s, RetryPolicy().min_delay_s),
             ),

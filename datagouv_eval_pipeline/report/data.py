@@ -17,14 +17,20 @@ from typing import Any
 import duckdb
 
 from datagouv_eval_pipeline.warehouse.calibration import latest_calibration
+from datagouv_eval_pipeline.warehouse.gate import read_gate_results
+from datagouv_eval_pipeline.warehouse.history import latest_experiment
 from datagouv_eval_pipeline.warehouse.schema import (
+    EXPERIMENTS,
     FEATURE_COMPARISONS,
+    GATE_RESULTS,
     JUDGE_CALIBRATION,
+    METRICS_HISTORY,
     QUESTION_COMPARISONS,
     QUESTIONS,
     SCHEMA,
     TASK_FEATURES,
 )
+from datagouv_eval_pipeline.warehouse.trends import TrendPoint, cell_trends
 
 Row = dict[str, Any]
 """One row of a query, by column name."""
@@ -35,6 +41,9 @@ JUDGE_CALIBRATION_TABLE = JUDGE_CALIBRATION.qualified
 
 HEADLINE_TIER = "minimal"
 """The tier the headline views show (the optimal tier is in the per-cell tables)."""
+
+TREND_METRICS = ("accuracy", "action_f1")
+"""The headline scores the history section follows over the recorded experiments."""
 
 
 class ReportInputError(RuntimeError):
@@ -135,6 +144,11 @@ class ReportData:
         questions: ``eval.questions`` rows (evaluation type × factor); empty when the
             statistics stage has not run.
         answers: ``eval.question_comparisons`` rows of the headline tier; empty likewise.
+        experiments: ``eval.experiments`` rows, oldest first; empty without history.
+        trends: Each experiment × cell's headline means with intervals (:data:`TREND_METRICS`,
+            headline tier), from the history tables.
+        gate: ``eval.gate_results`` rows of the latest experiment (empty when it was not
+            checked).
     """
 
     db_path: Path
@@ -158,6 +172,9 @@ class ReportData:
     feature_tests: list[Row] = field(default_factory=list)
     questions: list[Row] = field(default_factory=list)
     answers: list[Row] = field(default_factory=list)
+    experiments: list[Row] = field(default_factory=list)
+    trends: list[TrendPoint] = field(default_factory=list)
+    gate: list[Row] = field(default_factory=list)
 
     def summary(self, cell_key: str, metric: str, tier: str = HEADLINE_TIER) -> Row | None:
         """The ``experiment_metrics`` row of one cell, tier and metric."""
@@ -325,6 +342,17 @@ def load_report_data(db_path: Path, sources: ReportSources | None = None) -> Rep
                 "ORDER BY evaluation_type, factor, setting, value_a, value_b, metric",
                 [HEADLINE_TIER],
             )
+        experiments: list[Row] = []
+        trends: list[TrendPoint] = []
+        gate: list[Row] = []
+        if tables >= {EXPERIMENTS.qualified, METRICS_HISTORY.qualified}:
+            experiments = _rows(
+                conn, f"SELECT * FROM {EXPERIMENTS.qualified} ORDER BY recorded_at, experiment_id"
+            )
+            trends = cell_trends(conn, TREND_METRICS, HEADLINE_TIER)
+            latest = latest_experiment(conn)
+            if latest is not None and GATE_RESULTS.qualified in tables:
+                gate = read_gate_results(conn, latest)
     return ReportData(
         db_path=db_path,
         cells=cells,
@@ -347,6 +375,9 @@ def load_report_data(db_path: Path, sources: ReportSources | None = None) -> Rep
         feature_tests=feature_tests,
         questions=questions,
         answers=answers,
+        experiments=experiments,
+        trends=trends,
+        gate=gate,
     )
 
 

@@ -211,3 +211,58 @@ def failure_heatmap(
         colorbar = figure.colorbar(image, ax=axes, fraction=0.03, pad=0.02)
         colorbar.set_label("share of scored runs", fontsize=7)
         return _plot(figure)
+
+
+@dataclass(frozen=True)
+class TrendMean:
+    """One cell's mean in one experiment, with its interval when known.
+
+    Attributes:
+        position: The experiment's index (x axis).
+        mean: The mean (None: not scored, drawn as a gap).
+        low: Lower bound of the interval, or None.
+        high: Upper bound, or None.
+    """
+
+    position: int
+    mean: float | None
+    low: float | None = None
+    high: float | None = None
+
+
+def trend(
+    series: Sequence[tuple[str, Sequence[TrendMean]]], experiments: Sequence[str], ylabel: str
+) -> Plot:
+    """Mean per recorded experiment, one line per cell, with interval bars."""
+    with plt.rc_context(_STYLE):
+        figure, axes = plt.subplots(figsize=(7.0, 3.4))
+        offset_step = 0.04
+        for number, (label, points) in enumerate(series):
+            shift = (number - (len(series) - 1) / 2) * offset_step
+            drawn = [p for p in points if p.mean is not None]
+            means = [p.mean for p in drawn if p.mean is not None]
+            axes.errorbar(
+                [p.position + shift for p in drawn],
+                means,
+                yerr=[
+                    [
+                        max(0.0, m - p.low) if p.low is not None else 0.0
+                        for p, m in zip(drawn, means, strict=True)
+                    ],
+                    [
+                        max(0.0, p.high - m) if p.high is not None else 0.0
+                        for p, m in zip(drawn, means, strict=True)
+                    ],
+                ],
+                marker="o",
+                capsize=3,
+                label=label,
+                linewidth=1,
+            )
+        axes.set_xticks(range(len(experiments)), list(experiments), fontsize=7)
+        axes.set_xlabel("recorded experiment (oldest first)")
+        axes.set_ylabel(ylabel)
+        axes.set_ylim(-0.05, 1.05)
+        axes.grid(axis="y", alpha=0.3)
+        axes.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+        return _plot(figure)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from datagouv_eval_pipeline.report.changes import METRIC_NAMES
 from datagouv_eval_pipeline.report.views import (
     POWER_TARGET,
     Comparison,
@@ -152,6 +153,67 @@ def _feature_lines(view: ReportView) -> list[str]:
             "No difference expected / not exercised by any version pair (no task of the feature "
             f"is scored in both cells): {', '.join(never)}.",
         ]
+    return lines
+
+
+def history_lines(view: ReportView) -> list[str]:
+    """The history section: the gate's decision, each cell's change, each cell's trend."""
+    lines = ["", "## History", ""]
+    h = view.history
+    if h is None:
+        return [*lines, "No experiment recorded: there is no earlier run to compare with."]
+    current = h.current or {}
+    lines.append(
+        f"{len(h.experiments)} experiment(s) recorded; the latest is "
+        f"`{current.get('experiment_id')}` ({current.get('recorded_at')})."
+    )
+    lines += ["", h.decision or "The regression gate has not checked the latest experiment."]
+    if h.setup:
+        lines += ["", "What changed in the setup: " + "; ".join(h.setup) + "."]
+    if h.first_run:
+        names = ", ".join(view.labels.get(k, k) for k in h.first_run)
+        lines += ["", f"Run for the first time (nothing to compare): {_escape(names)}."]
+    shown = [c for c in h.changes if c.failed or c.verdict in ("better", "worse")]
+    quiet = sum(1 for c in h.changes if c not in shown and c.verdict is not None)
+    unpaired = len(h.changes) - len(shown) - quiet
+    if h.changes:
+        lines += [
+            "",
+            f"{len(shown)} comparison(s) with a difference (listed), {quiet} with no detectable "
+            f"difference, {unpaired} without a verdict (no pair, or not comparable); every one "
+            "is on the HTML page.",
+        ]
+    if shown:
+        lines += [
+            "",
+            "| cell | metric | tier | before | now | Δ | 95 % CI | p (Holm) | verdict | pairs "
+            "| gate |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for c in shown:
+            interval = "—" if c.low is None or c.high is None else f"[{c.low:+.2f}, {c.high:+.2f}]"
+            cells = [
+                _escape(view.labels.get(c.cell_key, c.cell_key)),
+                METRIC_NAMES.get(c.metric, c.metric),
+                c.tier,
+                _num(c.previous),
+                _num(c.current),
+                "—" if c.difference is None else f"{c.difference:+.2f}",
+                interval,
+                _num(c.p_adjusted, 3),
+                c.verdict or "—",
+                str(c.pairs),
+                "fails" if c.failed else "passes",
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+    trend = h.series.get("accuracy", [])
+    if len(h.experiments) > 1 and trend:
+        lines += ["", "Accuracy per cell over the recorded experiments (oldest first):", ""]
+        for label, points in trend:
+            values = " → ".join(_num(p.mean) for p in points)
+            lines.append(f"- {_escape(label)}: {values}")
+        if h.task_notes:
+            lines += ["", "Not the same tasks at every point: " + "; ".join(h.task_notes) + "."]
     return lines
 
 
@@ -299,6 +361,7 @@ def render_markdown(view: ReportView, *, html_path: str | None = None) -> str:
             "> No statistics tables in the warehouse yet: means without intervals, comparisons "
             "without tests or verdicts.",
         ]
+    lines += history_lines(view)
     lines += question_lines(view)
     for pivot in view.pivots:
         lines += ["", f"## {pivot.title} (minimal tier)", ""]
@@ -346,6 +409,18 @@ def render_markdown(view: ReportView, *, html_path: str | None = None) -> str:
         lines += ["", "Why some MCP version pairs show no detectable difference:", ""]
         lines += [f"- {_escape(note)}" for note in notes]
     lines += _feature_lines(view)
+    if view.version_lines:
+        lines += [
+            "",
+            "## Accuracy per MCP version (paired runs, minimal tier)",
+            "",
+            "Each line's means are over the (task, repeat) pairs scored at every MCP version of "
+            "the line, as the paired tests pair them, never over different task sets.",
+            "",
+        ]
+        for line in view.version_lines:
+            means = ", ".join(f"{p.version} {_num(p.mean)}" for p in line.points)
+            lines.append(f"- {_escape(line.caption)}: {means}")
     lines += ["", "## Not scored", ""]
     if view.problems:
         lines += ["| kind | cell or task | runs | reason |", "|---|---|---|---|"]

@@ -18,9 +18,10 @@ from typing import Any
 import jinja2
 
 from datagouv_eval_pipeline.report import figures
+from datagouv_eval_pipeline.report.changes import METRIC_NAMES, experiment_tick
 from datagouv_eval_pipeline.report.data import ReportData, Row
 from datagouv_eval_pipeline.report.markdown import power_sentence, version_power_lines
-from datagouv_eval_pipeline.report.views import ReportView, _estimate
+from datagouv_eval_pipeline.report.views import ReportView, _estimate, problem_totals
 
 TEMPLATES = Path(__file__).with_name("templates")
 REPORT_PAGE = "index.html"
@@ -83,15 +84,25 @@ class Figures:
         accuracy_by_version: Accuracy per MCP version.
         cost_accuracy: Cost versus accuracy with the Pareto front.
         failure_heatmap: Failure modes per cell.
+        trend_accuracy: Each cell's accuracy over the recorded experiments.
+        trend_action_f1: Each cell's action F1 over the recorded experiments.
     """
 
     accuracy_by_version: figures.Plot | None = None
     cost_accuracy: figures.Plot | None = None
     failure_heatmap: figures.Plot | None = None
+    trend_accuracy: figures.Plot | None = None
+    trend_action_f1: figures.Plot | None = None
 
     def items(self) -> Iterable[tuple[str, figures.Plot]]:
         """(name, plot) of the figures drawn."""
-        for name in ("accuracy_by_version", "cost_accuracy", "failure_heatmap"):
+        for name in (
+            "trend_accuracy",
+            "trend_action_f1",
+            "accuracy_by_version",
+            "cost_accuracy",
+            "failure_heatmap",
+        ):
             value = getattr(self, name)
             if value is not None:
                 yield name, value
@@ -100,10 +111,34 @@ class Figures:
 def draw_figures(view: ReportView) -> Figures:
     """Draw every plot of the report."""
     out = Figures()
-    if view.version_series:
+    if view.version_lines:
         out.accuracy_by_version = figures.accuracy_by_version(
-            view.version_series, view.versions, "mean accuracy (minimal tier)"
+            [(line.label, line.points) for line in view.version_lines],
+            view.versions,
+            "mean accuracy on paired runs (minimal tier)",
         )
+    history = view.history
+    if history is not None and len(history.experiments) > 1:
+        positions = {str(e["experiment_id"]): i for i, e in enumerate(history.experiments)}
+        ticks = [experiment_tick(e) for e in history.experiments]
+        for metric, lines in history.series.items():
+            plot = figures.trend(
+                [
+                    (
+                        label,
+                        [
+                            figures.TrendMean(
+                                positions[p.experiment_id], p.mean, p.ci_low, p.ci_high
+                            )
+                            for p in points
+                        ],
+                    )
+                    for label, points in lines
+                ],
+                ticks,
+                f"mean {METRIC_NAMES[metric]} (minimal tier)",
+            )
+            setattr(out, f"trend_{metric}", plot)
     points = view.cost_points()
     if points:
         out.cost_accuracy = figures.cost_accuracy(points, view.cost_axis)
@@ -239,6 +274,10 @@ def render_site(view: ReportView, *, generated: datetime | None = None) -> Site:
         offline=bool(data.cells) and not any(c["model_is_llm"] for c in data.cells.values()),
         currency=currencies[0] if len(currencies) == 1 else "",
         problem_kinds=_distinct(p.kind for p in view.problems),
+        problem_totals=problem_totals(view.problems),
+        metric_names=METRIC_NAMES,
+        exercised=[f for f in view.features if f.exercised],
+        unexercised=[f for f in view.features if not f.exercised],
         dimensions=_distinct(c.dimension for c in view.comparisons),
         feature_areas=_distinct(f.area for f in view.features),
         metrics=_distinct(c.metric for c in view.comparisons),

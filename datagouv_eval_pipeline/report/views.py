@@ -1,9 +1,10 @@
 """The report's sections as plain values: what each table and plot shows, chosen from the data.
 
 The HTML page and the Markdown render the same :class:`ReportView`, so the two never disagree.
-Nothing here computes a statistic: means, n, coverage, intervals and paired tests come from the
-statistics stage's tables (``eval.metric_estimates``, ``eval.comparisons``); a warehouse without
-them falls back to the dbt marts' means and deltas, and the pages say so.
+Means, n, coverage, intervals and paired tests come from the statistics stage's tables
+(``eval.metric_estimates``, ``eval.comparisons``); a warehouse without them falls back to the dbt
+marts' means and deltas, and the pages say so. One exception: the version plot's means are over
+the runs every version of a line scored, with the statistics stage's own estimator.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from datagouv_eval_pipeline.metrics import statistics as st
+from datagouv_eval_pipeline.report.changes import HistoryView, history_view
 from datagouv_eval_pipeline.report.data import HEADLINE_TIER, ReportData, Row
 from datagouv_eval_pipeline.report.figures import CostPoint, VersionPoint, pareto_front
 
@@ -482,7 +485,8 @@ class ReportView:
         pivots: One pivot per headline metric.
         comparisons: One-dimension pairs on the compared metrics.
         statistics: Whether intervals and tests came from the statistics tables.
-        version_series: Per (model, capability set) with MCP, accuracy per version.
+        version_lines: Per (model, capability set) with MCP, accuracy per version on the runs
+            every version scored.
         versions: The MCP versions, in order.
         costs: Cost and accuracy per cell.
         cost_axis: What the cost plot's x axis is.
@@ -499,6 +503,8 @@ class ReportView:
             the feature's tasks (empty without the statistics tables or task features).
         questions: Each evaluation type's question per factor, with its answer (empty without
             the statistics tables).
+        history: Each cell's trend over the recorded experiments and the latest experiment
+            against the previous one; None when no experiment is recorded.
     """
 
     data: ReportData
@@ -506,7 +512,7 @@ class ReportView:
     pivots: list[Pivot]
     comparisons: list[Comparison]
     statistics: bool
-    version_series: list[tuple[str, list[VersionPoint]]]
+    version_lines: list[VersionLine]
     versions: list[str]
     costs: list[CostRow]
     cost_axis: str
@@ -520,6 +526,7 @@ class ReportView:
     language_tasks: dict[str, int] = field(default_factory=dict)
     features: list[FeatureComparison] = field(default_factory=list)
     questions: list[QuestionSection] = field(default_factory=list)
+    history: HistoryView | None = None
 
     @property
     def power(self) -> Power:
@@ -560,7 +567,7 @@ def _estimate(data: ReportData, cell_key: str, metric: str) -> ReportedMean:
     runs = len(data.runs_of(cell_key))
     if row is None:
         return ReportedMean(cell_key, None, 0, runs, None)
-    mean = row.get("avg_value")
+    mean = row.get("mean")
     return ReportedMean(
         cell_key,
         None if mean is None else float(mean),
@@ -795,8 +802,8 @@ def comparisons(data: ReportData) -> list[Comparison]:
                 cell_b=str(row["cell_b"]),
                 value_a=str(row["value_a"] if row["value_a"] is not None else "none"),
                 value_b=str(row["value_b"] if row["value_b"] is not None else "none"),
-                mean_a=row["avg_a"],
-                mean_b=row["avg_b"],
+                mean_a=row["mean_a"],
+                mean_b=row["mean_b"],
                 paired_tasks=int(row["paired_tasks"] or 0),
                 paired_delta=row["paired_delta"],
             )
@@ -804,23 +811,74 @@ def comparisons(data: ReportData) -> list[Comparison]:
     return sorted(out, key=lambda c: (c.paired_tasks == 0, c.dimension, c.metric))
 
 
-def version_series(
-    data: ReportData, versions: Sequence[str]
-) -> list[tuple[str, list[VersionPoint]]]:
-    """Accuracy per MCP version for each (model, capability set) that has MCP."""
-    grouped: dict[tuple[str, str], list[VersionPoint]] = defaultdict(list)
+@dataclass(frozen=True)
+class VersionLine:
+    """One line of the "accuracy per MCP version" plot: its cells on the tasks they share.
+
+    Attributes:
+        label: Model and capability set.
+        points: Mean accuracy per version over the paired runs, with its 95 % interval.
+        paired: (task, repeat) pairs scored at every version of the line (the means rest on them).
+        scored: Per version, the runs scored in the cell (what its headline mean rests on).
+    """
+
+    label: str
+    points: list[VersionPoint]
+    paired: int
+    scored: dict[str, int]
+
+    @property
+    def caption(self) -> str:
+        """Which runs the line's means rest on, and how many each cell has in all."""
+        counts = ", ".join(f"{version}: {n}" for version, n in self.scored.items())
+        if len(self.points) < 2:
+            return f"{self.label}: one version, its {counts.split(': ')[-1]} scored runs"
+        if not self.paired:
+            return f"{self.label}: no run scored at every version ({counts}), nothing drawn"
+        return (
+            f"{self.label}: {self.paired} runs (task × repeat) scored at every version "
+            f"(scored runs per version: {counts})"
+        )
+
+
+def version_lines(data: ReportData, versions: Sequence[str]) -> list[VersionLine]:
+    """Accuracy per MCP version for each (model, capability set) with MCP, on paired runs.
+
+    A line joins means over one set of runs only: the (task, repeat) pairs scored at every
+    version of the line, as the paired tests pair them. Means over each cell's own runs would
+    join different task sets (a version that skips the harder tasks would seem better).
+    """
+    grouped: dict[tuple[str, str], dict[str, dict[tuple[str, int], float]]] = defaultdict(dict)
     for key, cell in data.cells.items():
         version = cell.get("mcp_version")
         if not version:
             continue
-        estimate = _estimate(data, key, "accuracy")
-        grouped[_row_name(cell)].append(
-            VersionPoint(str(version), estimate.mean, estimate.low, estimate.high)
+        values = {}
+        for run in data.runs_of(key):
+            value = data.run_metric(run["run_id"], "accuracy")
+            if value is not None:
+                values[(str(run["task_id"]), int(run["repeat_index"]))] = value
+        grouped[_row_name(cell)][str(version)] = values
+    out = []
+    for (model, caps), by_version in sorted(grouped.items()):
+        ordered = sorted(by_version, key=versions.index)
+        shared = set.intersection(*(set(by_version[v]) for v in ordered))
+        points = []
+        for version in ordered:
+            keys = sorted(shared) if len(ordered) > 1 else sorted(by_version[version])
+            result = st.estimate(
+                [by_version[version][k] for k in keys], [k[0] for k in keys], bounded=True
+            )
+            points.append(VersionPoint(version, result.mean, result.ci_low, result.ci_high))
+        out.append(
+            VersionLine(
+                f"{model} · {caps}",
+                points,
+                len(shared) if len(ordered) > 1 else 0,
+                {v: len(by_version[v]) for v in ordered},
+            )
         )
-    return [
-        (f"{model} · {caps}", sorted(points, key=lambda p: versions.index(p.version)))
-        for (model, caps), points in sorted(grouped.items())
-    ]
+    return out
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -893,8 +951,17 @@ def failure_matrix(data: ReportData) -> tuple[list[str], list[str], list[list[fl
     return modes, cells, shares
 
 
+UNSCORED_RUN = "unscored run"
+"""The kind of a run that ended ok but has no accuracy (the judge or the rules decided nothing)."""
+
+
 def problems(data: ReportData) -> list[Problem]:
-    """Quarantined tasks, runs that did not end ok (grouped by reason), failed stages."""
+    """Everything not scored, by reason.
+
+    Quarantined tasks; runs that did not end ok and runs that ended ok without an accuracy
+    (both per cell and reason); criteria of the headline tier left undecided (per verdict kind,
+    status and reason, over all cells: the subject says how many); failed stages.
+    """
     out = [
         Problem("quarantined", task_id, 1, reason)
         for task_id, reason in sorted(data.sources.quarantined.items())
@@ -905,15 +972,47 @@ def problems(data: ReportData) -> list[Problem]:
             grouped[
                 (str(run["status"]), str(run["cell_key"]), str(run["status_reason"] or "—"))
             ] += 1
+        elif data.run_metric(run["run_id"], "accuracy") is None:
+            grouped[
+                (UNSCORED_RUN, str(run["cell_key"]), _accuracy_reason(data, run["run_id"]))
+            ] += 1
     out.extend(
         Problem(status, cell, count, reason)
         for (status, cell, reason), count in sorted(grouped.items())
+    )
+    undecided: Counter[tuple[str, str]] = Counter()
+    cells: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for run in data.runs:
+        for verdict in data.verdicts.get(str(run["run_id"]), []):
+            if verdict["tier"] != HEADLINE_TIER or verdict["value"] is not None:
+                continue
+            key = (f"undecided {verdict['kind']}", f"{verdict['status']}: {verdict['reason']}")
+            undecided[key] += 1
+            cells[key].add(str(run["cell_key"]))
+    out.extend(
+        Problem(kind, f"{len(cells[(kind, reason)])} cell(s)", count, reason)
+        for (kind, reason), count in sorted(undecided.items(), key=lambda i: (-i[1], i[0]))
     )
     out.extend(
         Problem(f"failed {f.stage}", f.cell_key, 1, f"{f.reason} (at {f.at})")
         for f in data.sources.failures
     )
     return out
+
+
+def _accuracy_reason(data: ReportData, run_id: str) -> str:
+    for row in data.metrics.get(run_id, []):
+        if row["metric"] == "accuracy" and row["tier"] == HEADLINE_TIER:
+            return str(row["reason"] or "no criterion decided")
+    return "no accuracy row"
+
+
+def problem_totals(found: Sequence[Problem]) -> dict[str, int]:
+    """How many runs (or criteria) each kind of problem counts, largest first."""
+    totals: Counter[str] = Counter()
+    for p in found:
+        totals[p.kind] += p.count
+    return dict(sorted(totals.items(), key=lambda i: (-i[1], i[0])))
 
 
 def _figure(value: Any) -> str:
@@ -978,7 +1077,7 @@ def build_view(data: ReportData) -> ReportView:
         pivots=pivots(data),
         comparisons=tested_comparisons(data) if data.has_statistics else comparisons(data),
         statistics=data.has_statistics,
-        version_series=version_series(data, versions),
+        version_lines=version_lines(data, versions),
         versions=versions,
         costs=cost_rows,
         cost_axis=axis,
@@ -992,4 +1091,5 @@ def build_view(data: ReportData) -> ReportView:
         language_tasks=language_task_counts(data),
         features=feature_comparisons(data) if data.has_statistics else [],
         questions=question_sections(data) if data.has_statistics else [],
+        history=history_view(data, labels),
     )

@@ -378,7 +378,8 @@ def build_result(
     elif disk_overflow:
         exit_code, limit_hit = None, "disk"
         reason = (
-            f"stopped: the working directory passed its {limits.disk_mb} MB quota "
+            f"stopped: the working directory passed its {limits.disk_mb} MB quota or its "
+            f"{limits.max_files:,}-file quota "
             "(the files this call wrote were removed)"
         )
     elif oom_killed:

@@ -33,6 +33,7 @@ import time
 from typing import Any
 
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_DUMPABLE = 4
 _RELAY_CHUNK = 65536
 _CA_BUNDLE = "ca-bundle.pem"
 _CA_BUNDLE_VARS = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
@@ -52,6 +53,14 @@ def _become_subreaper() -> None:
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _not_dumpable() -> None:
+    # The command (same uid, no capability) must not ptrace this launcher, which would stop its
+    # relay, its wall-clock kill and its report. The command's exec makes it dumpable again.
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 def _descendants(root: int) -> list[int]:
@@ -230,6 +239,7 @@ def main(argv: list[str]) -> int:
         env["NO_PROXY"] = env["no_proxy"] = ""
         env.update(ca_bundle_env(os.path.dirname(options["proxy"])))
     _become_subreaper()
+    _not_dumpable()
     status: dict[str, int | float | bool | None] = {"exit_code": None, "signal": None}
     status["timed_out"] = False
     started = time.monotonic()

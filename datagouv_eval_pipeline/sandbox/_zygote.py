@@ -78,6 +78,7 @@ _MS_BIND = 4096
 _MS_REC = 16384
 _MS_PRIVATE = 1 << 18
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_DUMPABLE = 4
 _PR_CAPBSET_DROP = 24
 _PR_CAP_AMBIENT = 47
 _PR_CAP_AMBIENT_CLEAR_ALL = 4
@@ -199,6 +200,8 @@ def _program(request: dict[str, Any], env: dict[str, str], errors_write: int) ->
     try:
         _close_other_fds({0, 1, 2, errors_write})
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        # The init's non-dumpable flag came with the fork: the program itself is ordinary.
+        _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
         _drop_capabilities()
         os.chdir(WORKDIR)
         os.environ.clear()
@@ -228,6 +231,9 @@ def _call_init(request: dict[str, Any]) -> None:
     """PID 1 of the call's PID namespace: start the program, relay, reap, report; never returns."""
     report: dict[str, Any] = {"exit_code": None, "signal": None, "timed_out": False}
     try:
+        # Not dumpable: the program (same uid, no capability) cannot ptrace this init, which
+        # would stop its relay and its report until the wall-clock limit, nor read its memory.
+        _check(_libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0), "not dumpable")
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # PID 1 ignores what it does not handle
         _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
         with socket.socket() as sock:
@@ -373,7 +379,14 @@ def _enter_namespaces(request: dict[str, Any]) -> None:
     hidden = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
     _mount("tmpfs", SESSIONS_ROOT, "tmpfs", hidden, "size=4k,mode=0555")
     tmp = _MS_NOSUID | _MS_NODEV
-    _mount("tmpfs", "/tmp", "tmpfs", tmp, f"size={int(request['tmp_bytes'])},mode=1777")
+    size, inodes = int(request["tmp_bytes"]), int(request.get("tmp_inodes") or 0)
+    options = f"size={size},mode=1777" + (f",nr_inodes={inodes}" if inodes > 0 else "")
+    _mount("tmpfs", "/tmp", "tmpfs", tmp, options)
+    # No user namespace may be created inside the call's (``unshare -Ur`` fails): a nested one
+    # would give the program every capability there, and with them the kernel's less-trodden
+    # paths. The limit is the call's own namespace's, set while this process holds its caps.
+    with open("/proc/sys/user/max_user_namespaces", "w") as handle:
+        handle.write("0")
 
 
 # ----------------------------------------------------------------------------- the zygote

@@ -33,6 +33,9 @@ class SandboxLimits:
             the real catalogue's 120,903 rows).
         disk_mb: Most the session's working directory may hold: a call that goes past it is
             ended (``disk``) and the files it wrote are removed (local backend).
+        max_files: Most files and directories (inodes) the working directory and ``/tmp`` may
+            each hold: past it the working directory's call is ended (``disk``), and ``/tmp``
+            refuses new files (``No space left on device``) where the backend can cap it.
     """
 
     cpu_seconds: float = 20.0
@@ -44,6 +47,7 @@ class SandboxLimits:
     kill_output_chars: int = 5_000_000
     tmp_mb: int = 256
     disk_mb: int = 256
+    max_files: int = 20_000
 
 
 @dataclass(frozen=True)

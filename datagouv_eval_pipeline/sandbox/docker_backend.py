@@ -116,7 +116,7 @@ def container_config(
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges:true"],
         "read_only": True,
-        "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={limits.tmp_mb}m"},
+        "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={limits.tmp_mb}m,nr_inodes={limits.max_files}"},
         "mounts": mounts,
         "mem_limit": f"{limits.memory_mb}m",
         "memswap_limit": f"{limits.memory_mb}m",  # equal to mem_limit: no swap

@@ -22,6 +22,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
+import functools
 import itertools
 import json
 import os
@@ -207,11 +208,27 @@ def bwrap_argv(
     if sessions is not None:
         argv += ["--bind", str(sessions), SESSIONS_RW, "--ro-bind", str(sessions), SESSIONS_RO]
         argv += ["--dir", WORKDIR, "--chdir", WORKDIR]
+        # The zygote makes each call's user namespace, then forbids any further one itself.
     else:
         argv += ["--bind", str(workdir), WORKDIR, "--chdir", WORKDIR]
+        if bwrap_supports(bwrap, "--disable-userns"):
+            # No nested user namespace (``unshare -Ur`` fails): bubblewrap 0.8 and later.
+            argv += ["--disable-userns"]
     # Last: the root itself is a tmpfs bwrap created; nothing may be written there.
     argv += ["--remount-ro", "/"]
     return argv
+
+
+@functools.cache
+def bwrap_supports(bwrap: str, option: str) -> bool:
+    """Whether this bubblewrap knows ``option`` (``--disable-userns`` came with 0.8)."""
+    try:
+        done = subprocess.run(
+            [bwrap, "--help"], capture_output=True, timeout=20, env={}, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return option.encode() in done.stdout + done.stderr
 
 
 def enter_prefix(host_uid: int | None, expose: Sequence[str]) -> list[str]:
@@ -767,6 +784,7 @@ class LocalSession(SessionBase):
             "env": env,
             "wall": limits.wall_seconds,
             "tmp_bytes": limits.tmp_mb * 1024 * 1024,
+            "tmp_inodes": limits.max_files,
             "rlimits": launcher_rlimits(limits),
             "proxy": True,
         }
@@ -933,13 +951,17 @@ class LocalSession(SessionBase):
         program: str,
     ) -> ExecResult:
         limits = self.limits
-        waiter = asyncio.ensure_future(process.wait())
+        waiter = asyncio.ensure_future(_exit_or_report(process, status_fd))
         stop = await _until_end_or_overflow(waiter, stdout, stderr, limits, self.host_workdir)
         overflow, disk_full = stop == "output", stop == "disk"
         backstop = not waiter.done() and stop is None
-        if not waiter.done():
+        if process.returncode is None:
+            # Past a limit, or the launcher reported (the call is over, its processes are
+            # gone): bubblewrap's own PID 1 may be held stopped by a ptrace from the program,
+            # so it is not waited for.
             _kill_group(process)
-        await waiter
+        waiter.cancel()
+        await process.wait()
         # Output still in flight: read it, but never wait long for a writer that lingers.
         await asyncio.wait({stdout.eof, stderr.eof}, timeout=_DRAIN_SECONDS)
         status = _read_status(status_fd)
@@ -1018,12 +1040,18 @@ async def _first_overflow(*readers: _PipeReader) -> None:
 
 def directory_bytes(root: Path) -> int:
     """Bytes a directory tree occupies on disk (allocated blocks; symlinks not followed)."""
-    total = 0
+    return directory_usage(root)[0]
+
+
+def directory_usage(root: Path) -> tuple[int, int]:
+    """Bytes a directory tree occupies on disk, and its entries (inodes) below ``root``."""
+    total = count = 0
     pending = [str(root)]
     while pending:
         try:
             with os.scandir(pending.pop()) as entries:
                 for entry in entries:
+                    count += 1  # empty files take no block, but an inode each
                     try:
                         total += entry.stat(follow_symlinks=False).st_blocks * 512
                         if entry.is_dir(follow_symlinks=False):
@@ -1032,17 +1060,21 @@ def directory_bytes(root: Path) -> int:
                         continue
         except OSError:
             continue
-    return total
+    return total, count
 
 
 FileStates = dict[str, tuple[int, int, int]]
-"""Each regular file under a directory: its path and (inode, mtime in ns, size)."""
+"""Each regular file under a directory: its path and (inode, mtime in ns, size); each
+subdirectory: its path and (inode, -1, -1)."""
 
 
 def file_states(root: Path) -> FileStates:
-    """The files under ``root`` as they are now (symlinks not followed)."""
+    """The files and directories under ``root`` as they are now (symlinks not followed)."""
     states: FileStates = {}
     for directory, _, files in os.walk(root):
+        if directory != str(root):
+            with contextlib.suppress(OSError):
+                states[directory] = (os.lstat(directory).st_ino, -1, -1)
         for name in files:
             path = os.path.join(directory, name)
             with contextlib.suppress(OSError):
@@ -1056,6 +1088,7 @@ def remove_changed_since(root: Path, before: FileStates) -> None:
 
     Compared by inode, mtime and size rather than by clock: file timestamps come from the
     kernel's coarse clock, so a file written just before the call can carry the call's start time.
+    New directories go too once empty (a call may make its many inodes directories).
     """
     for directory, _, files in os.walk(root, topdown=False):
         for name in files:
@@ -1064,13 +1097,17 @@ def remove_changed_since(root: Path, before: FileStates) -> None:
                 stat = os.lstat(path)
                 if before.get(path) != (stat.st_ino, stat.st_mtime_ns, stat.st_size):
                     os.unlink(path)
+        if directory != str(root) and directory not in before:
+            with contextlib.suppress(OSError):
+                os.rmdir(directory)
 
 
-async def _disk_exceeded(workdir: Path, limit_bytes: int) -> None:
-    """Return once the working directory holds more than ``limit_bytes``."""
+async def _disk_exceeded(workdir: Path, limit_bytes: int, limit_entries: int) -> None:
+    """Return once the working directory holds more than ``limit_bytes`` or ``limit_entries``."""
     while True:
         await asyncio.sleep(_DISK_POLL_SECONDS)
-        if await asyncio.to_thread(directory_bytes, workdir) > limit_bytes:
+        used, entries = await asyncio.to_thread(directory_usage, workdir)
+        if used > limit_bytes or entries > limit_entries:
             return
 
 
@@ -1086,7 +1123,9 @@ async def _until_end_or_overflow(
     Returns which overflow happened (output, or the working directory past its quota), if any.
     """
     overflowed = asyncio.ensure_future(_first_overflow(stdout, stderr))
-    disk_full = asyncio.ensure_future(_disk_exceeded(workdir, limits.disk_mb * 1024 * 1024))
+    disk_full = asyncio.ensure_future(
+        _disk_exceeded(workdir, limits.disk_mb * 1024 * 1024, limits.max_files)
+    )
     await asyncio.wait(
         {waiter, overflowed, disk_full},
         timeout=limits.wall_seconds + _BACKSTOP_SECONDS,
@@ -1133,6 +1172,21 @@ def _launcher_result(
         spawn_error=status.spawn_error(program),
         failure=failure,
     )
+
+
+async def _exit_or_report(process: asyncio.subprocess.Process, status_fd: int) -> None:
+    """Return when the sandbox's process exits or the launcher's report can be read."""
+    loop = asyncio.get_running_loop()
+    reported = asyncio.Event()
+    loop.add_reader(status_fd, reported.set)
+    try:
+        exited = asyncio.ensure_future(process.wait())
+        report = asyncio.ensure_future(reported.wait())
+        await asyncio.wait({exited, report}, return_when=asyncio.FIRST_COMPLETED)
+        exited.cancel()
+        report.cancel()
+    finally:
+        loop.remove_reader(status_fd)
 
 
 def _kill_group(process: asyncio.subprocess.Process) -> None:

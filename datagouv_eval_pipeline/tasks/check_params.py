@@ -24,7 +24,8 @@ RELATIVE_WINDOWS: dict[str, timedelta] = {
 
 
 class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # A row-count tolerance of .inf would accept any count: numbers must be finite.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class NoParams(_Params):

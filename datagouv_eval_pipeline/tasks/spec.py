@@ -26,7 +26,10 @@ from datagouv_eval_pipeline.tasks.chain import ChainNode, parse_chain
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    # A tolerance of .inf would accept any number, a nan value none: numbers must be finite.
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, use_attribute_docstrings=True, allow_inf_nan=False
+    )
 
 
 class TaskStatus(StrEnum):

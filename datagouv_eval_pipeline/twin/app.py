@@ -47,8 +47,15 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from datagouv_eval_pipeline.production import SERVICE_HOSTS
-from datagouv_eval_pipeline.twin import full_objects, mask, render, tabular
-from datagouv_eval_pipeline.twin.catalog import CatalogStore, SearchPage
+from datagouv_eval_pipeline.twin import (
+    full_objects,
+    generated,
+    mask,
+    query_args,
+    render,
+    tabular,
+)
+from datagouv_eval_pipeline.twin.catalog import CatalogStore, DatasetFilters, SearchPage
 from datagouv_eval_pipeline.twin.hosts import PUBLIC_PATH_KEY, HostRouting, served_hosts
 from datagouv_eval_pipeline.twin.mcp.server import mount_mcp
 from datagouv_eval_pipeline.twin.urls import TwinUrls
@@ -247,22 +254,46 @@ class _Handlers:
     def _search_datasets(self, request: Request, version: int) -> Response:
         try:
             page, page_size = self._pagination(request, 20)
-        except _BadParam as error:
+            args = query_args.parse(
+                query_args.DATASET_V1 if version == 1 else query_args.DATASET_V2,
+                request.query_params,
+            )
+        except (_BadParam, query_args.ArgError) as error:
             return _validation_error(error)
-        q = request.query_params
+        if version == 1:
+            # core/dataset/api.py parse_filters: identifiers are checked before the query.
+            for name, label in _V1_IDENTIFIER_ARGS:
+                if args.get(name) and not _is_object_id(args[name]):
+                    return _udata_error(400, f"{label} arg must be an identifier")
+        tags = args["tag"] or []
         result = self.store.search_datasets(
-            q.get("q"),
+            args["q"],
             page=page,
             page_size=page_size,
-            sort=q.get("sort"),
-            last_update_range=q.get("last_update_range"),
-            organization=q.get("organization"),
-            tag=q.get("tag"),
-            dataservice=q.get("dataservice"),
-            format=q.get("format"),
-            badge=q.get("badge"),
+            sort=args["sort"],
+            last_update_range=args.get("last_update_range"),
+            organization=args["organization"],
+            tags=tags,
+            dataservice=args.get("dataservice"),
+            format=_first(args["format"]),
+            badge=args["badge"],
             api=version,
             facets=version == 2,
+            filters=DatasetFilters(
+                license=args["license"],
+                featured=args["featured"],
+                granularity=_all(args["granularity"]),
+                geozone=args["geozone"],
+                access_type=args["access_type"],
+                format_family=args.get("format_family"),
+                producer_type=args.get("producer_type"),
+                organization_badge=args["organization_badge"],
+                organization_name=args.get("organization_name"),
+                owner=args["owner"],
+                schema=_all(args["schema"]),
+                topic=args["topic"],
+                temporal_coverage=args["temporal_coverage"],
+            ),
         )
         urls = _urls(request)
         masked = _has_mask(request)
@@ -344,19 +375,7 @@ class _Handlers:
         return _envelope_json(request, data, page, page_size, result.total)
 
     async def site(self, request: Request) -> Response:
-        visible = [d for d in self.store.datasets.values() if not d.get("deleted")]
-        return JSONResponse(
-            {
-                "id": "www.data.gouv.fr",
-                "title": "data.gouv.fr",
-                "metrics": {
-                    "datasets": self.store.dataset_count()[1],
-                    "dataservices": len(self.store.dataservices),
-                    "organizations": len(self.store.organizations),
-                    "resources": sum(len(d["resources"]) for d in visible),
-                },
-            }
-        )
+        return JSONResponse(site_payload(self.store))
 
     # ------------------------------------------------------------------ main API v2
 
@@ -398,14 +417,25 @@ class _Handlers:
     def _search_dataservices(self, request: Request, version: int) -> Response:
         try:
             page, page_size = self._pagination(request, 20)
-        except _BadParam as error:
+            args = query_args.parse(
+                query_args.DATASERVICE_V1 if version == 1 else query_args.DATASERVICE_V2,
+                request.query_params,
+            )
+        except (_BadParam, query_args.ArgError) as error:
             return _validation_error(error)
+        if version == 1:
+            # api_fields.py: filters with the ``objectid`` constraint.
+            for name in ("topic", "reuse"):
+                if args.get(name) and not _is_object_id(args[name]):
+                    return _udata_error(400, f"`{name}` must be an identifier")
         result = self.store.search_dataservices(
-            request.query_params.get("q"),
+            args["q"],
             page=page,
             page_size=page_size,
             api=version,
             facets=version == 2,
+            filters=args,
+            sort=args["sort"],
         )
         urls = _urls(request)
         data = [
@@ -419,17 +449,21 @@ class _Handlers:
     def _search_organizations(self, request: Request, version: int) -> Response:
         try:
             page, page_size = self._pagination(request, 20)
-        except _BadParam as error:
+            args = query_args.parse(
+                query_args.ORGANIZATION_V1 if version == 1 else query_args.ORGANIZATION_V2,
+                request.query_params,
+            )
+        except (_BadParam, query_args.ArgError) as error:
             return _validation_error(error)
-        q = request.query_params
         result = self.store.search_organizations(
-            q.get("q"),
+            args["q"],
             page=page,
             page_size=page_size,
-            sort=q.get("sort"),
-            badge=q.get("badge"),
-            name=q.get("name"),
-            business_number_id=q.get("business_number_id"),
+            sort=args["sort"],
+            badge=args["badge"],
+            name=args.get("name"),
+            business_number_id=args.get("business_number_id"),
+            producer_type=args.get("producer_type"),
             api=version,
             facets=version == 2,
         )
@@ -575,7 +609,8 @@ class _Handlers:
         links: dict[str, Any],
     ) -> Response:
         result = tabular.run_query(table, query)
-        more = query.page * query.page_size < result.total
+        # api-tabular's ``build_next_page``: ``page_size + offset < total``.
+        more = query.page_size + tabular.page_offset(query.page, query.page_size) < result.total
         links["next"] = _page_url(request, query.page + 1) if more else None
         links["prev"] = _page_url(request, query.page - 1) if query.page > 1 else None
         meta = {"page": query.page, "page_size": query.page_size, "total": result.total}
@@ -831,7 +866,114 @@ def _marshalled(handler: Handler) -> Handler:
     return masked
 
 
-def _validation_error(error: _BadParam) -> JSONResponse:
+UDATA_VERSION = "17.6.0"
+"""The udata release whose API the twin answers as (its search and filter rules)."""
+
+
+def site_payload(store: CatalogStore) -> dict[str, Any]:
+    """``/api/1/site/``: udata's ``Site`` read fields, every ``__metrics_keys__`` metric.
+
+    Counts the snapshot holds are computed (visible datasets, their resources, dataservices,
+    organizations, public-service organizations, the maxima over datasets and
+    organizations); sums of the datasets' own counters stand in for the site-wide ones
+    (``discussions``, ``followers``, ``reuses``); what the snapshot cannot know (users,
+    harvest sources, the monthly series) is 0 or empty.
+    """
+    visible = [d for d in store.datasets.values() if store._visible_dataset(d)]
+    orgs = list(store.organizations.values())
+    totals = {"followers": 0, "reuses": 0, "discussions": 0}
+    max_followers = max((d["metrics"].get("followers", 0) for d in visible), default=0)
+    max_reuses = max((d["metrics"].get("reuses", 0) for d in visible), default=0)
+    resources = sum(len(d["resources"]) for d in visible)
+    for d in visible:
+        for key in totals:
+            totals[key] += int(d["metrics"].get(key, 0) or 0)
+    if store.catalogue is not None:
+        live = ~store.catalogue.archived()
+        resources += int(store.catalogue.ints("resources_count")[live].sum())
+        for key in totals:
+            totals[key] += int(store.catalogue.ints(key)[live].sum())
+        max_followers = max(max_followers, int(store.catalogue.ints("followers")[live].max()))
+        max_reuses = max(max_reuses, int(store.catalogue.ints("reuses")[live].max()))
+    totals["followers"] += sum(int(o["metrics"].get("followers", 0) or 0) for o in orgs)
+
+    def org_max(key: str) -> int:
+        return max((int(o["metrics"].get(key, 0) or 0) for o in orgs), default=0)
+
+    metrics: dict[str, Any] = {
+        "max_dataset_followers": max_followers,
+        "max_dataset_reuses": max_reuses,
+        "max_reuse_datasets": 0,
+        "max_reuse_followers": 0,
+        "max_org_followers": org_max("followers"),
+        "max_org_reuses": org_max("reuses"),
+        "max_org_datasets": org_max("datasets"),
+        "datasets": store.dataset_count()[1],
+        "datasets_visits_by_months": {},
+        "discussions": totals["discussions"],
+        "followers": totals["followers"],
+        "organizations": sum(1 for o in orgs if not o.get("deleted")),
+        "public-service": sum(
+            1 for o in orgs if any(b.get("kind") == "public-service" for b in o.get("badges", []))
+        ),
+        "resources": resources,
+        "resources_downloads_by_months": {},
+        "reuses": totals["reuses"],
+        "dataservices": sum(
+            1
+            for d in store.dataservices.values()
+            if not d.get("deleted_at") and not d.get("archived_at")
+        ),
+        "users": 0,
+        "harvesters": 0,
+        "users_by_months": {},
+        "datasets_by_months": {},
+        "harvesters_by_months": {},
+        "reuses_by_months": {},
+        "organizations_by_months": {},
+        "discussions_by_months": {},
+    }
+    return {
+        "id": "www.data.gouv.fr",
+        "title": "data.gouv.fr",
+        "keywords": [],
+        "feed_size": 20,
+        "metrics": metrics,
+        "version": UDATA_VERSION,
+    }
+
+
+# v1 dataset filters udata checks are ObjectIds (argument, name in the message).
+_V1_IDENTIFIER_ARGS = (
+    ("organization", "Organization"),
+    ("owner", "Owner"),
+    ("followed_by", "`followed_by`"),
+    ("topic", "Topic"),
+    ("dataservice", "Dataservice"),
+    ("reuse", "Reuse"),
+)
+
+
+def _is_object_id(value: str) -> bool:
+    """Whether ``value`` is 24 hexadecimal digits (bson's ``ObjectId.is_valid``)."""
+    return len(value) == 24 and all(c in "0123456789abcdefABCDEF" for c in value)
+
+
+def _first(value: str | list[str] | None) -> str | None:
+    """One value of an argument v1 declares single and v2 repeatable (the first)."""
+    if isinstance(value, list):
+        return value[0] if value else None
+    return value
+
+
+def _all(value: str | list[str] | None) -> tuple[str, ...]:
+    """Every value of an argument v1 declares single and v2 repeatable."""
+    if value is None:
+        return ()
+    return tuple(value) if isinstance(value, list) else (value,)
+
+
+def _validation_error(error: _BadParam | query_args.ArgError) -> JSONResponse:
     return JSONResponse(
         {"errors": {error.name: error.detail}, "message": "Input payload validation failed"},
         status_code=400,
@@ -863,6 +1005,10 @@ _MINIMAL_PDF = (
 )
 
 
+GENERATED_HEADER = "X-Twin-Generated"
+"""Header of a download whose resource the twin generated from the catalogue's facts."""
+
+
 def _size_headers(resource: Mapping[str, Any], content: bytes, kind: str) -> dict[str, str]:
     """Mark served bytes that are not the whole file the metadata describes.
 
@@ -885,9 +1031,18 @@ def _placeholder(dataset: dict[str, Any], resource: dict[str, Any]) -> Response:
         f"Placeholder served by the data.gouv.fr twin for resource {resource['id']} "
         f"({resource['title']}, dataset {dataset['id']}): the real file"
         + (f" ({resource['filesize']} bytes)" if resource.get("filesize") else "")
-        + " is not part of the snapshot.\n"
+        + " is not part of the snapshot."
+        + (
+            " This resource is generated from the catalogue export's facts (its count, format"
+            " and dates are real; its title, size and content are not)."
+            if generated.mark(resource)
+            else ""
+        )
+        + "\n"
     )
     headers = _size_headers(resource, b"", "true")
+    if generated.mark(resource):
+        headers[GENERATED_HEADER] = "true"
     fmt = str(resource.get("format") or "").lower()
     if fmt == "csv":
         header = resource.get("_twin", {}).get("sample_header")

@@ -31,11 +31,12 @@ import numpy.typing as npt
 
 from datagouv_eval_pipeline import project_files
 from datagouv_eval_pipeline.text import fold
-from datagouv_eval_pipeline.twin import catalogue_export, facts, search, tabular
+from datagouv_eval_pipeline.twin import catalogue_export, facts, generated, search, tabular
 from datagouv_eval_pipeline.twin.search import FieldIndex, Segment
 from datagouv_eval_pipeline.twin.urls import external_key
 
 SNAPSHOTS_ENV = "DATAGOUV_EVAL_SNAPSHOTS"
+_STATIC_PREFIX = "static.data.gouv.fr/resources/"
 MANIFEST_NAME = "manifest.json"
 # The v2 dataset search's facets, in udata_search_service's order.
 _FACETS = (
@@ -81,6 +82,14 @@ _DATASET_SORTS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "followers": lambda d: d["metrics"].get("followers", 0),
     "views": lambda d: d["metrics"].get("views", 0),
 }
+_DATASERVICE_SORTS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    "title": lambda d: fold(d["title"]),
+    "base_api_url": lambda d: d.get("base_api_url") or "",
+    "created": lambda d: d.get("created_at") or "",
+    "last_modified": lambda d: d.get("metadata_modified_at") or "",
+    "followers": lambda d: (d.get("metrics") or {}).get("followers", 0),
+    "views": lambda d: (d.get("metrics") or {}).get("views", 0),
+}
 _ORG_SORTS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "name": lambda o: fold(o["name"]),
     "datasets": lambda o: o["metrics"].get("datasets", 0),
@@ -90,6 +99,53 @@ _ORG_SORTS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "created": lambda o: o["created_at"],
     "last_modified": lambda o: o["last_modified"],
 }
+
+
+@dataclass(frozen=True)
+class DatasetFilters:
+    """The dataset filters udata declares beyond those the MCP servers send (all optional).
+
+    Each one is applied as udata applies it (``core/dataset/api.py`` ``parse_filters`` for v1,
+    ``udata_search_service`` ``query_datasets`` filters for v2); a filter on data the
+    catalogue export does not carry (zones, owners, schemas, topics, temporal coverage) keeps
+    only the curated records that have it.
+
+    Attributes:
+        license: A licence id; ``a|b`` is either (v2 ``ModelTermsFilter``).
+        featured: Only featured datasets (True) or only the others (False).
+        granularity: Spatial granularities, any of them.
+        geozone: A zone id the dataset covers.
+        access_type: ``open``, ``open_with_account`` or ``restricted``.
+        format_family: A resource format family (udata ``FormatFamily``).
+        producer_type: The publisher's producer type (udata ``get_producer_type``).
+        organization_badge: A badge of the publishing organization.
+        organization_name: The publishing organization's exact name.
+        owner: The owning user's id.
+        schema: Resource schema names, any of them.
+        topic: A topic id.
+        temporal_coverage: ``YYYY-MM-DD-YYYY-MM-DD``.
+    """
+
+    license: str | None = None
+    featured: bool | None = None
+    granularity: tuple[str, ...] = ()
+    geozone: str | None = None
+    access_type: str | None = None
+    format_family: str | None = None
+    producer_type: str | None = None
+    organization_badge: str | None = None
+    organization_name: str | None = None
+    owner: str | None = None
+    schema: tuple[str, ...] = ()
+    topic: str | None = None
+    temporal_coverage: str | None = None
+
+    def key(self) -> tuple[Any, ...]:
+        """A hashable summary (facet cache key)."""
+        return tuple(getattr(self, f) for f in self.__dataclass_fields__)
+
+
+NO_FILTERS = DatasetFilters()
 
 
 class SnapshotError(Exception):
@@ -427,7 +483,7 @@ class CatalogStore:
         """Return ``(dataset, resource)`` for a resource id, or ``None``."""
         located = self._resources.get(rid)
         if located is None:
-            return None
+            return self._generated(rid)
         dataset_id, position = located
         dataset = self.datasets[dataset_id]
         return dataset, dataset["resources"][position]
@@ -488,12 +544,31 @@ class CatalogStore:
         return tabular.aggregate(table, parsed, how, column)
 
     def external_file(self, key: str) -> ExternalFile | None:
-        """Return what the twin serves for an external ``host/path`` key (``urls.external_key``)."""
-        return self._external.get(key)
+        """Return what the twin serves for an external ``host/path`` key (``urls.external_key``).
+
+        Generated resources' files (``static.data.gouv.fr/resources/<slug>/<date>/<id>.<ext>``)
+        are found from the id in their name.
+        """
+        found = self._external.get(key)
+        if found is None and key.startswith(_STATIC_PREFIX):
+            name = key.rsplit("/", 1)[-1].split(".", 1)[0]
+            if self._generated(name) is not None:
+                return ExternalFile("resource", name)
+        return found
 
     def is_external_served(self, url: str | None) -> bool:
         """Return whether the twin serves ``url`` under ``/_ext/``."""
-        return bool(url) and external_key(str(url)) in self._external
+        return bool(url) and self.external_file(external_key(str(url))) is not None
+
+    def _generated(self, rid: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """``(dataset, resource)`` of a generated resource id, or None."""
+        parsed = generated.parse_resource_id(rid)
+        if parsed is None or self.catalogue is None or parsed[0] not in self.catalogue:
+            return None
+        dataset = self.catalogue[parsed[0]]
+        if parsed[1] >= len(dataset["resources"]):
+            return None
+        return dataset, dataset["resources"][parsed[1]]
 
     def crawler_exception_ids(self) -> set[str]:
         """Return the resource ids of the crawler's large-file exceptions."""
@@ -563,6 +638,8 @@ class CatalogStore:
         badge: str | None = None,
         api: int = 2,
         facets: bool = False,
+        filters: DatasetFilters = NO_FILTERS,
+        tags: Sequence[str] = (),
     ) -> SearchPage:
         """Search visible datasets (not archived, deleted or private) as production does.
 
@@ -571,32 +648,55 @@ class CatalogStore:
         ``/api/2/datasets/search/``: every term across title, acronym, organization, tags and
         description, or every term in the title within ``AUTO:4,6`` edits, scored by BM25 times
         the popularity and public-service boosts; without ``q`` ordered by the boosts.
-        ``sort`` (``created``, ``last_update``, ``reuses``, ``followers``, ``views``, ``-`` for
-        descending) orders by that key, then score; unknown sort or range values are ignored,
-        as the MCP server sends them unchecked. See :mod:`datagouv_eval_pipeline.twin.search`.
+        ``sort`` (``created``, ``last_update``, ``reuses``, ``followers``, ``views``, v1 also
+        ``title``; ``-`` for descending) orders by that key, then score; the HTTP layer refuses
+        other values first (:mod:`~datagouv_eval_pipeline.twin.query_args`). v2 also applies
+        production's synonyms and its ``id`` / ``resources_ids`` clauses. See
+        :mod:`datagouv_eval_pipeline.twin.search`.
         ``facets=True`` adds the v2 search's ``facets`` (:meth:`_dataset_facets`).
+        ``filters`` are udata's other declared filters; ``tags`` more tags, all required.
         """
         segments = self._dataset_segments()
+        wanted_tags = tuple(dict.fromkeys(([tag] if tag else []) + list(tags)))
         masks = self._dataset_masks(
-            segments, last_update_range, organization, tag, dataservice, format, badge
+            segments, last_update_range, organization, wanted_tags, dataservice, format, badge
         )
+        if filters != NO_FILTERS:
+            masks = [
+                mask & extra for mask, extra in zip(masks, self._filter_masks(filters), strict=True)
+            ]
         if query and query.strip():
             if api == 1:
                 matches = search.match_v1(segments, query, masks)
             else:
-                matches = search.match_v2(segments, query, search.DATASET_MODEL, masks)
+                matches = search.add_matches(
+                    _match_v2_synonyms(segments, query, search.DATASET_MODEL, masks),
+                    self._dataset_id_clause(segments, query, masks),
+                )
             keys = None
         else:
             matches = search.browse(segments, masks, by_boost=api != 1)
             keys = None if api != 1 else self._dataset_keys(segments, "created")
         descending = True
-        if sort and sort.lstrip("-") in _DATASET_SORTS:
+        if sort and (
+            sort.lstrip("-") in _DATASET_SORTS or (api == 1 and sort.lstrip("-") == "title")
+        ):
             keys = self._dataset_keys(segments, sort.lstrip("-"))
             descending = sort.startswith("-")
         seg, rows = search.order(matches, keys, descending=descending)
         result = self._page("dataset", seg, rows, page, page_size)
         if facets:
-            key = (query, last_update_range, organization, tag, dataservice, format, badge, api)
+            key = (
+                query,
+                last_update_range,
+                organization,
+                wanted_tags,
+                dataservice,
+                format,
+                badge,
+                api,
+                filters.key(),
+            )
             cached = self._facets.get(key)
             if cached is None:
                 cached = self._dataset_facets(matches)
@@ -605,6 +705,33 @@ class CatalogStore:
                 self._facets[key] = cached
             result = replace(result, facets=cached)
         return result
+
+    def _dataset_id_clause(
+        self, segments: list[Segment], query: str, masks: Sequence[npt.NDArray[np.bool_]]
+    ) -> list[search.Matches]:
+        """The ``id`` and ``resources_ids`` keyword clauses of ``query_datasets``.
+
+        The whole query equal to a dataset id scores ``id^15`` (phrase) + ``id^7`` (cross
+        fields); equal to one of its resources' ids, ``resources_ids^8`` + ``resources_ids^4``;
+        each times the dataset's boosts, as the other clauses.
+        """
+        key = query.strip()
+        lookups = ([self.catalogue.row] if self.catalogue is not None else []) + [
+            _row_lookup(self.datasets)
+        ]
+        by_dataset = _id_clause(segments, lookups, key, masks, 15 + 7)
+        owner = self.resource_owner(key)
+        if owner is None:
+            return by_dataset
+        return search.add_matches(by_dataset, _id_clause(segments, lookups, owner, masks, 8 + 4))
+
+    def resource_owner(self, rid: str) -> str | None:
+        """The id of the dataset holding resource ``rid``, if the snapshot knows it."""
+        found = self._resources.get(rid)
+        if found is None:
+            made = self._generated(rid)
+            return str(made[0]["id"]) if made else None
+        return found[0]
 
     def _dataset_facets(self, matches: list[search.Matches]) -> dict[str, list[dict[str, Any]]]:
         """Return udata's v2 ``facets``: per facet, ``all`` then the 50 largest buckets.
@@ -685,6 +812,15 @@ class CatalogStore:
         self, segments: list[Segment], name: str
     ) -> list[npt.NDArray[np.float64] | None]:
         keys: list[npt.NDArray[np.float64] | None] = []
+        if name == "title":
+            # v1's ``sort=title``: one order over both segments (MongoDB compares the strings).
+            titles = [str(d["title"]) for d in self.datasets.values()]
+            if self.catalogue is not None:
+                titles = list(self.catalogue.columns["title"]) + titles
+            ranks = _rank_key(titles)
+            if self.catalogue is not None:
+                return [ranks[: len(self.catalogue)], ranks[len(self.catalogue) :]]
+            return [ranks]
         for position in range(len(segments)):
             if self.catalogue is not None and position == 0:
                 keys.append(_catalogue_key(self.catalogue, name))
@@ -698,7 +834,7 @@ class CatalogStore:
         segments: list[Segment],
         last_update_range: str | None,
         organization: str | None,
-        tag: str | None,
+        tags: tuple[str, ...],
         dataservice: str | None,
         fmt: str | None,
         badge: str | None,
@@ -714,7 +850,7 @@ class CatalogStore:
                 return False
             if organization and (record.get("organization") or {}).get("id") != organization:
                 return False
-            if tag and tag not in record.get("tags", []):
+            if any(t not in record.get("tags", []) for t in tags):
                 return False
             if served is not None and dataset_id not in served:
                 return False
@@ -730,7 +866,7 @@ class CatalogStore:
             mask = ~(cat.hidden if cat.hidden is not None else cat.archived())
             if organization:
                 mask &= cat.organization_mask(organization)
-            if tag:
+            for tag in tags:
                 mask &= cat.tag_mask(tag)
             if fmt:
                 mask &= cat.format_mask(fmt)
@@ -747,6 +883,92 @@ class CatalogStore:
         masks.append(np.array([keep(i) for i in self.datasets], dtype=bool))
         return masks
 
+    def _filter_masks(self, filters: DatasetFilters) -> list[npt.NDArray[np.bool_]]:
+        """Per segment, the rows :class:`DatasetFilters` keep (visibility aside)."""
+        orgs = self.organizations
+        f = filters
+
+        def producer_types(org_id: str | None) -> list[str]:
+            org = orgs.get(org_id) if org_id else None
+            if org is None:
+                return ["not-specified"] if org_id else ["user"]
+            return _org_producer_types(org)
+
+        def org_ids(test: Callable[[Mapping[str, Any]], bool]) -> set[str]:
+            return {i for i, o in orgs.items() if test(o)}
+
+        badge_orgs = (
+            org_ids(lambda o: any(b["kind"] == f.organization_badge for b in o.get("badges", [])))
+            if f.organization_badge
+            else None
+        )
+        named_orgs = (
+            org_ids(lambda o: o["name"] == f.organization_name) if f.organization_name else None
+        )
+        licenses = set(f.license.split("|")) if f.license else None
+        masks: list[npt.NDArray[np.bool_]] = []
+        if self.catalogue is not None:
+            cat = self.catalogue
+            mask = np.ones(len(cat), dtype=bool)
+            if licenses is not None:
+                mask &= np.logical_or.reduce([cat.license_mask(x) for x in licenses])
+            if f.featured is not None:
+                mask &= cat.featured() == f.featured
+            if f.granularity:
+                mask &= np.logical_or.reduce([cat.granularity_mask(g) for g in f.granularity])
+            if f.access_type is not None and f.access_type != "open":
+                mask &= False  # the export's datasets are all open (udata's default)
+            if f.format_family:
+                mask &= cat.format_family_mask(f.format_family)
+            if f.producer_type:
+                if f.producer_type == "user":
+                    mask &= cat.without_organization()
+                else:
+                    typed = org_ids(lambda o: f.producer_type in producer_types(o["id"]))
+                    mask &= cat.organization_rows(typed)
+            if badge_orgs is not None:
+                mask &= cat.organization_rows(badge_orgs)
+            if named_orgs is not None:
+                mask &= cat.organization_rows(named_orgs)
+            if f.geozone or f.owner or f.schema or f.topic or f.temporal_coverage:
+                mask &= False  # the export has no zones, owners, schemas, topics or coverage
+            masks.append(mask)
+
+        def keep(record: Mapping[str, Any]) -> bool:
+            org_id = (record.get("organization") or {}).get("id")
+            spatial = record.get("spatial") or {}
+            if licenses is not None and (record.get("license") or "notspecified") not in licenses:
+                return False
+            if f.featured is not None and bool(record.get("featured")) != f.featured:
+                return False
+            if f.granularity and spatial.get("granularity") not in f.granularity:
+                return False
+            if f.geozone and f.geozone not in [
+                z if isinstance(z, str) else z.get("id") for z in spatial.get("zones") or []
+            ]:
+                return False
+            if f.access_type and (record.get("access_type") or "open") != f.access_type:
+                return False
+            formats = [r.get("format") for r in record.get("resources", []) if r.get("format")]
+            families = {facts.format_family(x) for x in formats} or {"other"}
+            if f.format_family and f.format_family not in families:
+                return False
+            if f.producer_type and f.producer_type not in producer_types(org_id):
+                return False
+            if badge_orgs is not None and org_id not in badge_orgs:
+                return False
+            if named_orgs is not None and org_id not in named_orgs:
+                return False
+            if f.owner and (record.get("owner") or {}).get("id") != f.owner:
+                return False
+            schemas = {(r.get("schema") or {}).get("name") for r in record.get("resources", [])}
+            if f.schema and not schemas & set(f.schema):
+                return False
+            return not (f.topic or f.temporal_coverage)
+
+        masks.append(np.array([keep(d) for d in self.datasets.values()], dtype=bool))
+        return masks
+
     def search_dataservices(
         self,
         query: str | None,
@@ -755,11 +977,15 @@ class CatalogStore:
         page_size: int = 20,
         api: int = 2,
         facets: bool = False,
+        filters: Mapping[str, Any] | None = None,
+        sort: str | None = None,
     ) -> SearchPage:
         """Search dataservices (not archived or deleted): v1 title words, v2 Elasticsearch-like.
 
         Without ``q``: v1 newest first, v2 by the popularity boost. ``facets=True`` adds the
-        v2 search's ``facets`` (:meth:`_dataservice_facets`).
+        v2 search's ``facets`` (:meth:`_dataservice_facets`). ``filters`` are udata's
+        declared filters by name (:mod:`~datagouv_eval_pipeline.twin.query_args`), ``sort``
+        one of its sorts (``created``, ``views``, ``followers``, ``title``, ``last_modified``).
         """
         segments = self._segments.get("dataservice")
         records = list(self.dataservices.values())
@@ -789,9 +1015,18 @@ class CatalogStore:
                 )
             ]
             self._segments["dataservice"] = segments
+        wanted = {
+            k: v for k, v in (filters or {}).items() if v is not None and k not in ("q", "sort")
+        }
         masks = [
             np.array(
-                [not d.get("deleted_at") and not d.get("archived_at") for d in records], dtype=bool
+                [
+                    not d.get("deleted_at")
+                    and not d.get("archived_at")
+                    and self._dataservice_kept(d, wanted)
+                    for d in records
+                ],
+                dtype=bool,
             )
         ]
         keys: list[npt.NDArray[np.float64] | None] | None = None
@@ -799,17 +1034,60 @@ class CatalogStore:
             if api == 1:
                 matches = search.match_v1(segments, query, masks)
             else:
-                matches = search.match_v2(segments, query, search.DATASERVICE_MODEL, masks)
+                matches = search.add_matches(
+                    _match_v2_synonyms(segments, query, search.DATASERVICE_MODEL, masks),
+                    _id_clause(segments, [_row_lookup(self.dataservices)], query, masks, 15 + 7),
+                )
         else:
             matches = search.browse(segments, masks, by_boost=api != 1)
             if api == 1:
                 keys = [np.array([_sortable(d.get("created_at", "")) for d in records])]
-        seg, rows = search.order(matches, keys)
+        descending = True
+        if sort and sort.lstrip("-") in _DATASERVICE_SORTS:
+            getter = _DATASERVICE_SORTS[sort.lstrip("-")]
+            keys = [_rank_key([getter(d) for d in records])]
+            descending = sort.startswith("-")
+        seg, rows = search.order(matches, keys, descending=descending)
         result = self._page("dataservice", seg, rows, page, page_size)
         if facets:
             found = [records[r] for m in matches for r in m.rows.tolist()]
             result = replace(result, facets=self._dataservice_facets(found))
         return result
+
+    def _dataservice_kept(self, record: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+        """Whether a dataservice passes udata's declared filters (unknown data: no match)."""
+        org = record.get("organization") or {}
+        for name, value in wanted.items():
+            if name == "tag":
+                if any(t not in record.get("tags", []) for t in value):
+                    return False
+            elif name == "organization":
+                if org.get("id") != value:
+                    return False
+            elif name in ("featured", "archived"):
+                present = bool(record.get("featured" if name == "featured" else "archived_at"))
+                if present != value:
+                    return False
+            elif name == "access_type":
+                if (record.get("access_type") or "open") != value:
+                    return False
+            elif name == "is_restricted":
+                if bool(record.get("is_restricted")) != value:
+                    return False
+            elif name == "producer_type":
+                if value not in self._producer_types(record):
+                    return False
+            elif name == "organization_badge":
+                badges = (self.organizations.get(org.get("id", "")) or org).get("badges", [])
+                if not any(b.get("kind") == value for b in badges):
+                    return False
+            elif name == "last_update_range":
+                since = self.now - LAST_UPDATE_RANGES[value]
+                if datetime.fromisoformat(record["metadata_modified_at"]) < since:
+                    return False
+            else:  # topic, reuse: links the snapshot does not hold
+                return False
+        return True
 
     def _producer_types(self, owned: Mapping[str, Any]) -> list[str]:
         """Udata's ``get_producer_type``: the organization's producer badges, or a default."""
@@ -854,6 +1132,7 @@ class CatalogStore:
         badge: str | None = None,
         name: str | None = None,
         business_number_id: str | None = None,
+        producer_type: str | None = None,
         api: int = 2,
         facets: bool = False,
     ) -> SearchPage:
@@ -898,6 +1177,8 @@ class CatalogStore:
                 return False
             if name and fold(record["name"]) != fold(name):
                 return False
+            if producer_type and producer_type not in _org_producer_types(record):
+                return False
             return not (
                 business_number_id and record.get("business_number_id") != business_number_id
             )
@@ -908,7 +1189,10 @@ class CatalogStore:
             if api == 1:
                 matches = search.match_v1(segments, query, masks)
             else:
-                matches = search.match_v2(segments, query, search.ORGANIZATION_MODEL, masks)
+                matches = search.add_matches(
+                    _match_v2_synonyms(segments, query, search.ORGANIZATION_MODEL, masks),
+                    _id_clause(segments, [_row_lookup(self.organizations)], query, masks, 15 + 15),
+                )
         else:
             matches = search.browse(segments, masks, by_boost=api != 1)
             if api == 1:
@@ -941,6 +1225,48 @@ class CatalogStore:
                 result, facets=_facet_buckets(("producer_type",), counters, len(found))
             )
         return result
+
+
+def _row_lookup(records: Mapping[str, Any]) -> Callable[[str], int | None]:
+    """The row of an id among ``records`` (their order is the segment's)."""
+    rows = {key: row for row, key in enumerate(records)}
+    return rows.get
+
+
+def _match_v2_synonyms(
+    segments: Sequence[Segment],
+    query: str,
+    model: search.TextModel,
+    masks: Sequence[npt.NDArray[np.bool_]],
+) -> list[search.Matches]:
+    """The v2 text clauses of ``query`` and of its synonym rewrites, each row's best score."""
+    variants = search.synonym_variants(query)
+    results = [search.match_v2(segments, v, model, masks) for v in variants]
+    return results[0] if len(results) == 1 else search.best_of(results)
+
+
+def _id_clause(
+    segments: Sequence[Segment],
+    rows_of: Sequence[Callable[[str], int | None]],
+    key: str,
+    masks: Sequence[npt.NDArray[np.bool_]],
+    weight: float,
+) -> list[search.Matches]:
+    """A keyword clause: the row whose id is ``key`` (whole query), ``weight · idf · boost``.
+
+    ``rows_of`` gives each segment's row of an id (None when it has none).
+    """
+    key = key.strip()
+    n_docs = sum(s.index.n_docs for s in segments)
+    out = []
+    for segment, mask, row_of in zip(segments, masks, rows_of, strict=True):
+        row = row_of(key) if key else None
+        if row is None or not mask[row]:
+            out.append(search.Matches(np.zeros(0, np.int64), np.zeros(0)))
+            continue
+        score = weight * search.keyword_idf(n_docs) * float(segment.boost[row])
+        out.append(search.Matches(np.array([row], dtype=np.int64), np.array([score])))
+    return out
 
 
 def _facet_buckets(
@@ -1013,6 +1339,12 @@ def _rank_key(values: list[Any]) -> npt.NDArray[np.float64]:
     for rank, position in enumerate(order):
         ranks[position] = rank
     return ranks
+
+
+def _org_producer_types(org: Mapping[str, Any]) -> list[str]:
+    """An organization's producer badges, or ``not-specified`` (udata ``get_producer_type``)."""
+    kinds = [b["kind"] for b in org.get("badges", []) if b["kind"] in PRODUCER_BADGES]
+    return kinds or ["not-specified"]
 
 
 def _is_public_service(org: Mapping[str, Any]) -> bool:

@@ -8,7 +8,9 @@ it (:class:`CatalogueDatasets`), and its search index is built once and cached o
 (:mod:`datagouv_eval_pipeline.twin.search`).
 
 The export holds facts only (no description, no resource objects): those records are marked
-``_twin.provenance = "catalogue-facts"`` and keep ``description`` empty and ``resources`` empty.
+``_twin.provenance = "catalogue-facts"`` and keep ``description`` empty; their resources and
+``quality`` are generated from the row (:mod:`~datagouv_eval_pipeline.twin.generated`) and
+marked so in ``extras``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from datagouv_eval_pipeline.twin import generated
 from datagouv_eval_pipeline.twin.search import Segment
 
 FILE_NAME = "catalogue/datasets.columns.gz"
@@ -367,6 +370,46 @@ class CatalogueDatasets(Mapping[str, dict[str, Any]]):
         """Return which rows have a resource in format ``fmt`` (the export's lower-case names)."""
         return self._group("formats", fmt.lower(), multi=True)
 
+    def license_mask(self, license_id: str) -> npt.NDArray[np.bool_]:
+        """Return which rows are under the licence ``license_id`` (udata's licence ids)."""
+        return self._group("license", license_id, multi=False)
+
+    def granularity_mask(self, granularity: str) -> npt.NDArray[np.bool_]:
+        """Return which rows have the spatial granularity ``granularity``."""
+        return self._group("granularity", granularity, multi=False)
+
+    def format_family_mask(self, family: str) -> npt.NDArray[np.bool_]:
+        """Return which rows have a resource of the format family ``family``.
+
+        udata's ``DatasetSearch._compute_format_family``: the families of the resources'
+        formats, or ``other`` for a dataset without a resource format.
+        """
+        values, codes, offsets = self.codes("formats", True)
+        wanted = np.array([format_family(v) == family for v in values] + [False], dtype=bool)
+        mask = np.zeros(len(self), dtype=bool)
+        if codes.size:
+            owners = np.repeat(np.arange(len(self)), np.diff(offsets))
+            mask[owners[wanted[codes]]] = True
+        if family == "other":
+            mask |= np.diff(offsets) == 0
+        return mask
+
+    def organization_rows(self, org_ids: set[str]) -> npt.NDArray[np.bool_]:
+        """Return which rows are published by one of ``org_ids``."""
+        values, codes, offsets = self.codes("organization_id", False)
+        wanted = np.array([v in org_ids for v in values] + [False], dtype=bool)
+        mask = np.zeros(len(self), dtype=bool)
+        if codes.size:
+            owners = np.repeat(np.arange(len(self)), np.diff(offsets))
+            mask[owners[wanted[codes]]] = True
+        return mask
+
+    def without_organization(self) -> npt.NDArray[np.bool_]:
+        """Return which rows have no publishing organization (a user owns them)."""
+        _, _, offsets = self.codes("organization_id", False)
+        empty: npt.NDArray[np.bool_] = np.diff(offsets) == 0
+        return empty
+
     def record(self, row: int) -> dict[str, Any]:
         """Build the udata v1 record of one row (fields the export lacks are empty)."""
         c = self.columns
@@ -381,6 +424,9 @@ class CatalogueDatasets(Mapping[str, dict[str, Any]]):
         granularity = c["granularity"][row]
         backend = c["harvest_backend"][row]
         quality = c["quality_score"][row]
+        formats = [f for f in c["formats"][row].split(",") if f]
+        count = int(c["resources_count"][row] or 0)
+        main_count = int(c["main_resources_count"][row] or 0)
         metrics = {
             "discussions": int(c["discussions"][row] or 0),
             "followers": int(c["followers"][row] or 0),
@@ -405,11 +451,20 @@ class CatalogueDatasets(Mapping[str, dict[str, Any]]):
             "private": False,
             "tags": [t for t in c["tags"][row].split(",") if t],
             "badges": [],
-            "resources": [],
+            "resources": generated.resources(
+                dataset_id=ident,
+                slug=slug,
+                formats=formats,
+                count=count,
+                main_count=main_count,
+                created_at=created,
+                last_modified=modified,
+                downloads=metrics["resources_downloads"],
+            ),
             "community_resources": [],
             "frequency": c["frequency"][row] or "unknown",
             "frequency_date": None,
-            "extras": {},
+            "extras": {generated.GENERATED_KEY: list(generated.DATASET_GENERATED_FIELDS)},
             "metrics": metrics,
             "organization": _org_ref(org) if org else None,
             "owner": None,
@@ -420,7 +475,15 @@ class CatalogueDatasets(Mapping[str, dict[str, Any]]):
             "license": c["license"][row] or "notspecified",
             "uri": f"{_API}1/datasets/{ident}/",
             "page": f"{_SITE}datasets/{slug}/",
-            "quality": {"score": float(quality)} if quality else {},
+            "quality": generated.quality(
+                score=float(quality) if quality else None,
+                license_id=c["license"][row],
+                granularity=granularity,
+                frequency=c["frequency"][row],
+                formats=formats,
+                count=count,
+                main_count=main_count,
+            ),
             "internal": {"created_at_internal": created, "last_modified_internal": modified},
             "harvest": {"backend": backend} if backend else None,
             "contact_points": [],
@@ -428,10 +491,49 @@ class CatalogueDatasets(Mapping[str, dict[str, Any]]):
             "_twin": {
                 "provenance": PROVENANCE,
                 "organization_id": org["id"] if org else None,
-                "resources_count": int(c["resources_count"][row] or 0),
-                "formats": [f for f in c["formats"][row].split(",") if f],
+                "resources_count": count,
+                "formats": formats,
             },
         }
+
+
+# udata settings.py (17.6.0) TABULAR_FORMATS, MACHINE_READABLE_FORMATS, GEOGRAPHICAL_FORMATS,
+# DOCUMENTS_FORMATS; any other format is ``other`` (core/dataset/constants.py
+# ``get_format_family``).
+FORMAT_FAMILIES: dict[str, frozenset[str]] = {
+    "tabular": frozenset({"csv", "parquet", "xls", "xlsx", "ods", "tsv", "csv.gz"}),
+    "machine_readable": frozenset({"json", "xml", "rdf", "sql", "jsonl", "ndjson"}),
+    "geographical": frozenset(
+        {
+            "shp",
+            "kml",
+            "kmz",
+            "gpx",
+            "shx",
+            "ovr",
+            "geojson",
+            "gpkg",
+            "pmtiles",
+            "mbtiles",
+            "wms",
+            "wfs",
+            "ogc:wms",
+            "ogc:wfs",
+        }
+    ),
+    "documents": frozenset({"pdf", "doc", "docx", "md", "txt", "html", "htm", "rtf", "odt"}),
+}
+
+
+def format_family(fmt: str | None) -> str:
+    """Return udata's format family of a resource format (``other`` when unknown)."""
+    folded = (fmt or "").lower().strip()
+    if not folded:
+        return "other"
+    for family, formats in FORMAT_FAMILIES.items():
+        if folded in formats:
+            return family
+    return "other"
 
 
 def _org_ref(org: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from datagouv_eval_pipeline.cache_home import project_cache_dir
 from datagouv_eval_pipeline.front import (
     AllowList,
     CertificateAuthority,
@@ -27,6 +28,7 @@ from datagouv_eval_pipeline.front import (
     ServedHosts,
     twin_home,
 )
+from datagouv_eval_pipeline.front.home import TWIN_HOME_ENV
 from datagouv_eval_pipeline.twin.hosts import served_hosts
 from datagouv_eval_pipeline.twin.server import HEALTH_PATH, TwinServer
 from datagouv_eval_pipeline.twin.urls import TwinUrls
@@ -117,25 +119,49 @@ def _asked_hosts(port: int) -> frozenset[str]:
         connection.close()
 
 
+POINTER_ENV = "DATAGOUV_EVAL_TWIN_POINTER_DIR"
+"""Overrides where ``twin serve`` notes its twin home for ``twin env`` run from elsewhere."""
+
+
+def _pointer_path() -> Path:
+    return project_cache_dir("twin", POINTER_ENV) / "running-home"
+
+
 def _running_path(home: Path | str | None) -> Path:
-    return twin_home(home) / "front" / _RUNNING
+    path = twin_home(home) / "front" / _RUNNING
+    if home is None and os.environ.get(TWIN_HOME_ENV) is None and not path.exists():
+        # ``twin env`` in another folder than ``twin serve``'s: the home it last noted.
+        with contextlib.suppress(OSError):
+            noted = _pointer_path().read_text(encoding="utf-8").strip()
+            if noted:
+                return Path(noted) / "front" / _RUNNING
+    return path
 
 
 def record_running(front: Front, twin: TwinUrls, *, home: Path | str | None = None) -> Path:
     """Write where the front of ``twin serve`` listens (``<home>/front/running.json``)."""
-    path = _running_path(home)
+    path = twin_home(home) / "front" / _RUNNING
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {"pid": os.getpid(), "twin": twin.site, "env": front.client_env()}
     path.write_text(json.dumps(state, indent=1) + "\n", encoding="utf-8")
+    # Noted per user, so ``twin env`` finds this front from any folder.
+    with contextlib.suppress(OSError):
+        pointer = _pointer_path()
+        pointer.parent.mkdir(parents=True, exist_ok=True)
+        pointer.write_text(str(twin_home(home)) + "\n", encoding="utf-8")
     return path
 
 
 def forget_running(front: Front, *, home: Path | str | None = None) -> None:
     """Remove the record written by :func:`record_running` (if it is still this process's)."""
-    path = _running_path(home)
+    path = twin_home(home) / "front" / _RUNNING
     with contextlib.suppress(OSError, ValueError):
         if json.loads(path.read_text(encoding="utf-8")).get("pid") == os.getpid():
             path.unlink()
+    with contextlib.suppress(OSError):
+        pointer = _pointer_path()
+        if pointer.read_text(encoding="utf-8").strip() == str(twin_home(home)):
+            pointer.unlink()
 
 
 def running_env(*, home: Path | str | None = None) -> dict[str, str]:

@@ -164,7 +164,8 @@ class DriftOverlay(BaseModel):
         source = Path(path)
         try:
             data = yaml.safe_load(source.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as error:
+        except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as error:
+            # RecursionError: YAML nested past the parser's depth, a bad file like any other.
             raise OverlayError(f"{source}: cannot read the overlay: {error}") from None
         return cls.from_data(data, origin=str(source))
 

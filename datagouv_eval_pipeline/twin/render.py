@@ -8,6 +8,7 @@ keys never leave this module.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -134,6 +135,7 @@ def dataset_v1(
     """
     payload: dict[str, Any] = rewrite(record, urls)
     payload["resources"] = [resource(store, urls, r) for r in record["resources"]]
+    _with_permissions(payload)
     if not default_mask:
         return payload
     masked: dict[str, Any] = mask.apply(DATASET_DEFAULT_MASK_V1, payload)
@@ -150,6 +152,7 @@ def dataset_v2(store: CatalogStore, urls: TwinUrls, record: Mapping[str, Any]) -
     Only the v2 model's fields (udata's v2 default mask lists them all): no ``schema``.
     """
     payload: dict[str, Any] = rewrite({k: v for k, v in record.items() if k != "resources"}, urls)
+    _with_permissions(payload)
     base = f"{urls.datagouv_api}2/datasets/{record['id']}"
     ordered: dict[str, Any] = {}
     for key, value in payload.items():
@@ -171,9 +174,48 @@ def dataset_v2(store: CatalogStore, urls: TwinUrls, record: Mapping[str, Any]) -
     return masked
 
 
+# udata core/organization/models.py (17.6.0) ``permissions``, an anonymous reader's answer:
+# shown on the organization and on its references (``show_as_ref``).
+ORGANIZATION_PERMISSIONS = {
+    "edit": False,
+    "delete": False,
+    "members": False,
+    "harvest": False,
+    "private": False,
+}
+# Fields of udata's Organization the snapshot's records may lack, with their empty values and
+# the field they follow in the model (``url``, ``image_url``, ``logo``; ``members``, ``teams``,
+# ``ext``, ``zone``).
+_ORGANIZATION_DEFAULTS: tuple[tuple[str, str, Any], ...] = (
+    ("image_url", "url", None),
+    ("teams", "members", []),
+    ("ext", "teams", {}),
+    ("zone", "ext", None),
+)
+
+
+def _with_permissions(payload: dict[str, Any]) -> None:
+    if isinstance(payload.get("organization"), dict):
+        payload["organization"] = organization_ref(payload["organization"])
+
+
+def organization_ref(ref: Mapping[str, Any]) -> dict[str, Any]:
+    """An organization reference with its ``permissions``, as udata shows references."""
+    return {**ref, "permissions": dict(ORGANIZATION_PERMISSIONS)}
+
+
 def organization(store: CatalogStore, urls: TwinUrls, record: Mapping[str, Any]) -> dict[str, Any]:
-    """Return an organization object."""
+    """Return an organization object (udata's fields the record lacks at their defaults)."""
     result: dict[str, Any] = rewrite(record, urls)
+    for name, after, default in _ORGANIZATION_DEFAULTS:
+        if name in result:
+            continue
+        keys = list(result)
+        at = keys.index(after) + 1 if after in result else len(keys)
+        items = list(result.items())
+        items.insert(at, (name, copy.deepcopy(default)))
+        result = dict(items)
+    result.setdefault("permissions", dict(ORGANIZATION_PERMISSIONS))
     return result
 
 

@@ -848,6 +848,104 @@ def _match_v2_segment(
     return Matches(rows_out, scores)
 
 
+# udata-search-service config.py ``SEARCH_SYNONYMS`` (equivalent forms, ``expand: true``): its
+# ``french_synonym`` filter runs after folding and elision, before stemming and stop words.
+SEARCH_SYNONYMS: tuple[str, ...] = (
+    "AMD, administrateur ministériel des données, AMDAC",
+    "lolf, loi de finance",
+    "waldec, RNA, répertoire national des associations",
+    "ovq, baromètre des résultats",
+    "contour, découpage",
+    "rp, recensement de la population",
+)
+MAX_SYNONYM_VARIANTS = 9
+
+
+def _synonym_rules() -> list[list[tuple[str, ...]]]:
+    return [
+        [tuple(_TOKEN_RE.findall(fold(form))) for form in rule.split(",")]
+        for rule in SEARCH_SYNONYMS
+    ]
+
+
+_RULES = _synonym_rules()
+
+
+def synonym_variants(query: str) -> list[str]:
+    """Return ``query`` and its rewrites with each synonym of a form it holds.
+
+    Elasticsearch expands a synonym into a token graph and matches any of its paths; the twin
+    runs one query per path and keeps each dataset's best score (:func:`best_of`). Forms are
+    matched on folded words before stemming, as the filter sees them (``contours`` is not
+    ``contour``). The query itself comes first.
+    """
+    tokens = _TOKEN_RE.findall(fold(query))
+    variants: list[list[str]] = [tokens]
+    for rule in _RULES:
+        grown: list[list[str]] = []
+        for words in variants:
+            grown.append(words)
+            for form in rule:
+                width = len(form)
+                at = next(
+                    (
+                        i
+                        for i in range(len(words) - width + 1)
+                        if tuple(words[i : i + width]) == form
+                    ),
+                    None,
+                )
+                if at is None:
+                    continue
+                for other in rule:
+                    if other != form:
+                        grown.append(words[:at] + list(other) + words[at + width :])
+                break
+        variants = grown[:MAX_SYNONYM_VARIANTS]
+    if len(variants) == 1:
+        return [query]
+    return [query] + [" ".join(words) for words in variants[1:]]
+
+
+def best_of(results: Sequence[Sequence[Matches]]) -> list[Matches]:
+    """Per segment, the rows any of ``results`` matched, each with its best score."""
+    merged = []
+    for per_segment in zip(*results, strict=True):
+        rows = np.concatenate([m.rows for m in per_segment])
+        scores = np.concatenate([m.scores for m in per_segment])
+        if not rows.size:
+            merged.append(Matches(np.zeros(0, np.int64), np.zeros(0)))
+            continue
+        order_ = np.lexsort((-scores, rows))
+        rows, scores = rows[order_], scores[order_]
+        first = np.concatenate(([True], rows[1:] != rows[:-1]))
+        merged.append(Matches(rows[first].astype(np.int64), scores[first]))
+    return merged
+
+
+def add_matches(matches: Sequence[Matches], extra: Sequence[Matches]) -> list[Matches]:
+    """Per segment, the union of two clauses' rows with their scores summed (a ``bool`` should)."""
+    out = []
+    for a, b in zip(matches, extra, strict=True):
+        if not b.rows.size:
+            out.append(a)
+            continue
+        rows = np.concatenate([a.rows, b.rows])
+        scores = np.concatenate([a.scores, b.scores])
+        unique, inverse = np.unique(rows, return_inverse=True)
+        out.append(
+            Matches(
+                unique.astype(np.int64), np.bincount(inverse, weights=scores).astype(np.float64)
+            )
+        )
+    return out
+
+
+def keyword_idf(n_docs: int) -> float:
+    """BM25 idf of a keyword held by one document (a dataset or resource id)."""
+    return math.log(1.0 + (n_docs - 1 + 0.5) / 1.5)
+
+
 _WORD_EDGES = " \t\"'.,;:!?()[]{}«»"
 
 

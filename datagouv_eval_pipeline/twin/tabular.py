@@ -620,16 +620,21 @@ def _predicate(flt: Filter) -> Callable[[tuple[Any, ...]], bool]:
     return lambda row: row[p] is not None and check(row[p])
 
 
-def _parse_int(name: str, raw: str) -> int:
+def _parse_int(name: str, raw: str, minimum: int | None) -> int:
     try:
         value = int(raw)
     except ValueError:
         raise QueryError.invalid(
             f"Malformed query: {name} must be an integer, got '{raw}'"
         ) from None
-    if value < 1:
+    if minimum is not None and value < minimum:
         raise QueryError.invalid(f"Malformed query: {name} must be a positive integer")
     return value
+
+
+def page_offset(page: int, page_size: int) -> int:
+    """api-tabular's ``build_offset``: ``page_size · (page - 1)``, 0 for a page under 2."""
+    return page_size * (page - 1) if page > 1 else 0
 
 
 def parse_query(
@@ -684,9 +689,12 @@ def parse_query(
             groups.append(_group(table, "or", raw[1:-1], f"or={raw}"))
             continue
         if key == "page":
-            page = _parse_int("page", raw)
+            # api-tabular (tabular/app.py ``resource_data``): any integer; a page under 2 is
+            # the first page's rows, echoed as given.
+            page = _parse_int("page", raw, None)
         elif key == "page_size":
-            page_size = _parse_int("page_size", raw)
+            # 0 sends no ``limit`` to PostgREST (core/query.py ``if page_size:``): every row.
+            page_size = _parse_int("page_size", raw, 0)
             if page_size > page_size_max:
                 raise QueryError.invalid(f"Page size exceeds allowed maximum: {page_size_max}")
         elif key == "columns":
@@ -776,8 +784,8 @@ class QueryResult:
 def run_query(table: Table, query: TabularQuery) -> QueryResult:
     """Filter, sort and page ``table``."""
     indices = _sorted(table, matching_indices(table, query.filters, query.groups), query.sorts)
-    start = (query.page - 1) * query.page_size
-    page = indices[start : start + query.page_size]
+    start = page_offset(query.page, query.page_size)
+    page = indices[start : start + query.page_size] if query.page_size else indices[start:]
     rows = [table.row_dict(i, query.positions) for i in page]
     return QueryResult(total=len(indices), rows=rows, indices=page)
 

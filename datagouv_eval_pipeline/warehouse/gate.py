@@ -441,6 +441,12 @@ def read_gate_results(
 
 def summary_lines(report: GateReport, *, limit: int = 50) -> list[str]:
     """Human-readable lines: the verdict, each failed comparison, each incomparable one."""
+    if report.against is None and all(c.previous_experiment_id is None for c in report.comparisons):
+        # Nothing was compared: "PASSED against each cell's previous run" would claim a check.
+        return [
+            f"gate: nothing to compare for experiment {report.experiment_id}: "
+            f"each of its {len(report.cells)} cell(s) runs for the first time"
+        ]
     word = {PASSED: "PASSED", WORSE: "FAILED", NOT_COMPARABLE: "NOT COMPARABLE"}[report.outcome]
     lines = [
         f"gate {word} for experiment {report.experiment_id}"

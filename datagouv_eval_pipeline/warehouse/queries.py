@@ -13,7 +13,7 @@ SELECT r.cell_key, m.tier, m.metric,
        count(*) AS runs,
        count(m.value) AS scored,
        count(m.value) / count(*) AS coverage,
-       CASE WHEN any_value(m.aggregation) = 'avg' THEN avg(m.value) END AS avg_value,
+       CASE WHEN any_value(m.aggregation) = 'avg' THEN avg(m.value) END AS mean,
        CASE WHEN any_value(m.aggregation) = 'sum' THEN sum(m.value) END AS total_value
 FROM {SCHEMA}.metrics AS m JOIN {SCHEMA}.runs AS r USING (run_id)
 GROUP BY ALL

@@ -550,8 +550,8 @@ def read_review(path: Path) -> ReviewFile:
     """
     try:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
-    except (OSError, yaml.YAMLError) as error:
-        raise ReviewError(f"{path}: cannot read: {error}") from error
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as error:
+        raise ReviewError(f"{path}: cannot read: {error}") from None
     if isinstance(data, dict) and data.get("version") == 1:
         raise ReviewError(
             f"{path}: version 1 review files showed the judge's verdict beside each label; "

@@ -102,6 +102,8 @@ class CellRecord(BaseModel):
     input_price_per_mtok: float | None = None
     output_price_per_mtok: float | None = None
     currency: str
+    model_settings: dict[str, Any] | None = None
+    """The model's request settings that were set (``ModelCallSettings.record``)."""
     capabilities: list[str]
     mcp_version: str | None = None
     mcp_url: str | None = None
@@ -297,6 +299,8 @@ def _pass_k_rows(cell_key: str, rows: CellRows) -> None:
 def _cell_row(cell: CellRecord, loaded_at: datetime, stale_reason: str | None) -> Row:
     row = cell.model_dump()
     row["cell_key"] = row.pop("key")
+    settings = row["model_settings"]
+    row["model_settings"] = None if settings is None else json.dumps(settings, sort_keys=True)
     row["capability_set"] = cell.capability_set
     row["loaded_at"] = loaded_at
     row["stale_reason"] = stale_reason

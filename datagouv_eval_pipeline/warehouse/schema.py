@@ -131,6 +131,13 @@ CELLS = Table(
             "Why these rows are not from the cell's last attempt (a stage failed on it; the "
             "rows are its last good results); NULL when they are current.",
         ),
+        _c(
+            "model_settings",
+            "VARCHAR",
+            "The model's request settings from models.yml as JSON text (timeout_s, retries, "
+            "temperature, top_p, seed, max_output_tokens, stop, context_window; only those "
+            "set); NULL when none is set.",
+        ),
     ),
 )
 

@@ -6,6 +6,6 @@
     count(value) / count(*) as coverage,
     any_value(aggregation) as aggregation,
     bool_and(bounded) as bounded,
-    case when any_value(aggregation) = 'avg' then avg(value) end as avg_value,
+    case when any_value(aggregation) = 'avg' then avg(value) end as mean,
     case when any_value(aggregation) = 'sum' then sum(value) end as total_value
 {% endmacro %}

@@ -9,6 +9,7 @@ from datagouv_eval_pipeline.cli import main
 
 OPTIONS = {
     "experiment --judge-base-url": ["experiment", "--dry-run", "--judge-base-url"],
+    "experiment --model-base-url": ["experiment", "--dry-run", "--model-base-url"],
     "judge calibrate --judge-base-url": ["judge", "calibrate", "--judge-base-url"],
     "run-cell --model-base-url": [
         "run-cell",

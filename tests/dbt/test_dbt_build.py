@@ -11,6 +11,7 @@ from dbt.cli.main import dbtRunnerResult
 
 from datagouv_eval_pipeline.warehouse import load_experiment
 from tests.dbt.dbt_helpers import (
+    PROJECT,
     RANGE_TESTS,
     load_fixture_warehouse,
     plant_out_of_range_score,
@@ -57,7 +58,7 @@ def test_experiment_metrics_exclude_unscored_items(built: tuple[Path, dbtRunnerR
     db, _ = built
     rows = _rows(
         db,
-        "SELECT metric, runs, scored, coverage, avg_value, total_value "
+        "SELECT metric, runs, scored, coverage, mean, total_value "
         "FROM main.experiment_metrics WHERE cell_key = ? AND tier = 'minimal' "
         "AND metric IN ('action_recall', 'accuracy', 'required_actions') ORDER BY metric",
         [HAND],
@@ -70,7 +71,7 @@ def test_experiment_metrics_exclude_unscored_items(built: tuple[Path, dbtRunnerR
     ]
     summary = _rows(
         db,
-        "SELECT runs, runs_ok, runs_error, avg_accuracy, accuracy_coverage, total_criteria, "
+        "SELECT runs, runs_ok, runs_error, accuracy, accuracy_coverage, total_criteria, "
         "total_criteria_scored, criterion_coverage FROM main.experiment_summary "
         "WHERE cell_key = ? AND tier = 'optimal'",
         [HAND],
@@ -84,7 +85,7 @@ def test_breakdowns_and_cell_comparison(built: tuple[Path, dbtRunnerResult]) -> 
     db, _ = built
     pair = _rows(
         db,
-        "SELECT dimension, value_a, value_b, avg_a, avg_b, delta, paired_tasks, paired_delta "
+        "SELECT dimension, value_a, value_b, mean_a, mean_b, delta, paired_tasks, paired_delta "
         "FROM main.cell_comparison WHERE cell_a = ? AND cell_b = ? "
         "AND tier = 'minimal' AND metric = 'action_recall'",
         [HAND, HAND_B],
@@ -124,7 +125,7 @@ def test_means_carry_intervals_and_pairs_carry_tests_and_verdicts(
     db, _ = built
     metric = _rows(
         db,
-        "SELECT scored, tasks, avg_value, std_error, ci_low, ci_high, interval_method "
+        "SELECT scored, tasks, mean, std_error, ci_low, ci_high, interval_method "
         "FROM main.experiment_metrics WHERE cell_key = ? AND tier = 'minimal' "
         "AND metric = 'action_recall'",
         [HAND],
@@ -191,7 +192,7 @@ def test_results_by_feature(built: tuple[Path, dbtRunnerResult]) -> None:
     # MCP cell: accuracy 1.0 then 0.0, so 0.5 over one task (no interval with one cluster).
     assert _rows(
         db,
-        "SELECT feature_tasks, runs, scored, avg_value, tasks, ci_low FROM main.feature_metrics "
+        "SELECT feature_tasks, runs, scored, mean, tasks, ci_low FROM main.feature_metrics "
         "WHERE cell_key = ? AND feature = 'tabular.filters' AND tier = 'minimal' "
         "AND metric = 'accuracy'",
         [MCP_19],
@@ -199,7 +200,7 @@ def test_results_by_feature(built: tuple[Path, dbtRunnerResult]) -> None:
     # 0.2.26's only search.and_semantics task (task_0003) failed: one run, none scored
     assert _rows(
         db,
-        "SELECT runs, scored, avg_value FROM main.feature_metrics WHERE cell_key = ? "
+        "SELECT runs, scored, mean FROM main.feature_metrics WHERE cell_key = ? "
         "AND feature = 'search.and_semantics' AND tier = 'minimal' AND metric = 'accuracy'",
         [MCP_26],
     ) == [(1, 0, None)]
@@ -271,3 +272,31 @@ def test_question_answers(built: tuple[Path, dbtRunnerResult]) -> None:
             "no two cells of this evaluation type differ in skills only",
         )
     ]
+
+
+def test_every_model_column_is_listed_and_documented_as_generated(
+    built: tuple[Path, dbtRunnerResult],
+) -> None:
+    import yaml
+
+    from datagouv_eval_pipeline.warehouse.dbt_docs import built_columns, docs_files
+
+    db, _ = built
+    columns = built_columns(db)
+    listed: dict[str, list[tuple[str, str]]] = {}
+    for docs in docs_files(PROJECT):
+        # The committed YAML is what the generator writes from the warehouse schema's docs.
+        assert docs.current == docs.generated, f"{docs.path}: run `datagouv-eval schema`"
+        document = yaml.safe_load(docs.current)
+        for model in document.get("models", []):
+            listed[model["name"]] = [
+                (c["name"], c.get("description", "")) for c in model["columns"]
+            ]
+        for source in document.get("sources", []):
+            for table in source["tables"]:
+                assert all(c.get("description") for c in table["columns"]), table["name"]
+    # Every model the build made lists exactly its columns, in order, each with a description.
+    assert set(listed) == set(columns)
+    for model, found in columns.items():
+        assert [name for name, _ in listed[model]] == found, model
+        assert all(doc for _, doc in listed[model]), model

@@ -85,7 +85,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def test_each_language_has_its_runs_n_coverage_and_wilson_interval(db: Path) -> None:
     found = rows(
         db,
-        "SELECT language, language_tasks, runs, scored, coverage, avg_value, ci_low, ci_high, "
+        "SELECT language, language_tasks, runs, scored, coverage, mean, ci_low, ci_high, "
         "interval_method FROM main.cell_language_metrics WHERE cell_key = ? AND tier = 'minimal' "
         "AND metric = 'accuracy' ORDER BY language",
         [HAND],

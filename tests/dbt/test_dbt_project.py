@@ -32,9 +32,11 @@ def test_a_fresh_copy_without_target_gets_its_manifest_once(tmp_path: Path) -> N
     assert path == project.manifest_path
     manifest = json.loads(path.read_text(encoding="utf-8"))
     models = sorted(n["name"] for n in manifest["nodes"].values() if n["resource_type"] == "model")
-    assert len(models) == 21 and {"cell_comparison", "question_answers", "regression_gate"} <= set(
-        models
-    )
+    assert len(models) == 23 and {
+        "cost_per_correct_answer",
+        "regressions",
+        "regression_gate",
+    } <= set(models)
     assert sorted(s["name"] for s in manifest["sources"].values()) == WAREHOUSE_TABLES
     # the scratch parse directory is gone; a second call reuses the manifest
     assert sorted(p.name for p in path.parent.iterdir()) == [

@@ -29,6 +29,7 @@ MODELS = [
     "cell_comparison",
     "cell_history",
     "cell_language_metrics",
+    "cost_per_correct_answer",
     "experiment_metrics",
     "experiment_summary",
     "failure_mode_counts",
@@ -41,6 +42,7 @@ MODELS = [
     "question_answers",
     "references_by_task",
     "regression_gate",
+    "regressions",
     "stg_metrics",
     "stg_runs",
     "stg_task_features",
@@ -116,14 +118,14 @@ def test_materialize_builds_every_model_and_passes_every_check(
     # hand_cell, minimal tier: recall defined for A (1.0) and B (0.5), undefined for C, D failed
     assert _rows(
         warehouse,
-        "SELECT runs, scored, coverage, avg_value FROM main.experiment_metrics "
+        "SELECT runs, scored, coverage, mean FROM main.experiment_metrics "
         "WHERE cell_key = ? AND tier = 'minimal' AND metric = 'action_recall'",
         [HAND],
     ) == [(4, 2, 0.5, 0.75)]
     # model-a (1.0, 0.5) vs model-b (0.0, 1.0) on the same two tasks
     assert _rows(
         warehouse,
-        "SELECT dimension, avg_a, avg_b, delta, paired_tasks, paired_delta "
+        "SELECT dimension, mean_a, mean_b, delta, paired_tasks, paired_delta "
         "FROM main.cell_comparison WHERE cell_a = ? AND cell_b = ? "
         "AND tier = 'minimal' AND metric = 'action_recall'",
         [HAND, HAND_B],

@@ -156,8 +156,13 @@ def test_asset_keys_groups_and_partitions() -> None:
 
 def test_partition_keys_are_every_cell_the_24_active_ones_first() -> None:
     keys = partitions.cell_partitions.get_partition_keys()
-    assert len(keys) == 36
-    assert keys == EXPECTED_PARTITIONS + INACTIVE_PARTITIONS
+    # The offline baselines' 36 cells, then the 12 of each of the 10 inactive models, grouped
+    # by provider in models.yml order.
+    assert len(keys) == 36 + 10 * 12
+    assert keys[:36] == EXPECTED_PARTITIONS + INACTIVE_PARTITIONS
+    models = list(dict.fromkeys(key.split("__")[0] for key in keys[36:]))
+    assert [m.split("~")[0] for m in models] == ["mistral"] * 3 + ["openai"] * 3 + ["albert"] * 4
+    assert all(sum(key.startswith(m + "__") for key in keys) == 12 for m in models)
     assert [cell.key for cell in partitions.ACTIVE_CELLS] == EXPECTED_PARTITIONS
     assert partitions.provider_ranges() == {
         "offline": (EXPECTED_PARTITIONS[0], EXPECTED_PARTITIONS[-1])
@@ -217,7 +222,9 @@ def test_cells_of_several_providers_form_one_run_request_each(
         _with_provider(base[2], "mistral"),
         _with_provider(base[3], "albert"),
     ]
-    monkeypatch.setattr(partitions, "expand_cells", lambda config, names=None: list(mixed))
+    monkeypatch.setattr(
+        partitions, "expand_cells", lambda config, names=None, models=None: list(mixed)
+    )
     grouped, active = partitions.experiment_cells()
     assert [c.key for c in grouped] == [mixed[0].key, mixed[2].key, mixed[1].key, mixed[3].key]
     assert active == grouped

@@ -41,33 +41,35 @@ def test_finished_runs_are_cached_and_read_back(tmp_path: Path) -> None:
     assert cache.get(HASH) == trace
 
 
-def test_budget_exceeded_runs_are_cached(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [
+        ("budget_exceeded", "The next request would exceed the request_limit of 25"),
+        ("budget_exceeded", "wall-clock budget of 600 s exceeded"),
+        ("error", "model request failed: HTTP 502 after 5 retries"),
+        ("error", "infrastructure: the MCP server stopped answering"),
+        ("skipped", "set the environment variable MISTRAL_API_KEY"),
+        ("cancelled", "interrupted (SIGINT)"),
+    ],
+)
+def test_failures_are_not_cached(tmp_path: Path, status: str, reason: str) -> None:
+    # A run with no score is not a result: the next run asks again.
     cache = AgentRunCache(tmp_path)
-    trace = Trace(task_id="task_0002", status="budget_exceeded", status_reason="too many calls")
-    assert cache.put(HASH, trace) is True
-    assert cache.get(HASH) == trace
-
-
-def test_a_run_ended_by_the_wall_clock_is_not_cached(tmp_path: Path) -> None:
-    # A hanging provider ends the run by the clock: the next run must ask again.
-    cache = AgentRunCache(tmp_path)
-    trace = Trace(
-        task_id="task_0002",
-        status="budget_exceeded",
-        status_reason="wall-clock budget of 600 s exceeded",
+    trace = Trace.model_validate(
+        {"task_id": "task_0002", "status": status, "status_reason": reason}
     )
     assert cache.put(HASH, trace) is False
     assert cache.get(HASH) is None
     assert not any(tmp_path.rglob("*.json"))
 
 
-@pytest.mark.parametrize("status", ["error", "skipped"])
-def test_errors_and_skips_are_not_cached(tmp_path: Path, status: str) -> None:
-    cache = AgentRunCache(tmp_path)
-    trace = Trace.model_validate({"task_id": "task_0002", "status": status})
-    assert cache.put(HASH, trace) is False
-    assert cache.get(HASH) is None
-    assert not any(tmp_path.rglob("*.json"))
+def test_a_failure_stored_by_an_older_version_is_a_miss(tmp_path: Path) -> None:
+    # Older versions cached runs ended by the request budget: they are asked again now.
+    path = tmp_path / "ab" / f"{HASH}.json"
+    path.parent.mkdir()
+    trace = Trace(task_id="task_0002", status="budget_exceeded", status_reason="request_limit")
+    path.write_text(trace.model_dump_json(), encoding="utf-8")
+    assert AgentRunCache(tmp_path).get(HASH) is None
 
 
 def test_an_error_does_not_overwrite_a_cached_finished_run(tmp_path: Path) -> None:

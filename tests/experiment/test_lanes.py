@@ -39,7 +39,7 @@ def _config_with(tmp_path: Path, albert: str = "", offline: str = "") -> Path:
 def test_the_real_configuration_sizes_offline_to_the_machine_and_remote_from_the_file() -> None:
     config = load_benchmark_config(BENCHMARK_CONFIG_DIR)
     assert provider_slots(config, cpu_count=2) == {
-        "offline": 16,  # 8 per core, no `slots` in the file
+        "offline": 16,  # 8 per core, no `concurrency` in the file
         "mistral": 4,
         "openai": 8,
         "albert": 2,
@@ -57,15 +57,15 @@ def test_a_provider_without_slots_gets_the_default_of_its_kind(tmp_path: Path) -
 
 def test_slots_in_the_file_win_for_offline_providers_too(tmp_path: Path) -> None:
     config = load_benchmark_config(
-        _config_with(tmp_path, albert="    slots: 3\n", offline="    slots: 5\n")
+        _config_with(tmp_path, albert="    concurrency: 3\n", offline="    concurrency: 5\n")
     )
     slots = provider_slots(config, cpu_count=4)
     assert (slots["offline"], slots["albert"]) == (5, 3)
 
 
 def test_zero_slots_are_refused_naming_the_field(tmp_path: Path) -> None:
-    with pytest.raises(BenchmarkConfigErrors, match=r"slots"):
-        load_benchmark_config(_config_with(tmp_path, albert="    slots: 0\n"))
+    with pytest.raises(BenchmarkConfigErrors, match=r"concurrency"):
+        load_benchmark_config(_config_with(tmp_path, albert="    concurrency: 0\n"))
 
 
 @pytest.mark.parametrize(

@@ -195,6 +195,31 @@ def test_twin_env_prints_the_exports_of_the_running_front(twin: TwinServer, tmp_
     assert stale.exit_code != 0
 
 
+def test_twin_env_finds_the_running_front_from_another_folder(
+    twin: TwinServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from datagouv_eval_pipeline.cli import main
+    from datagouv_eval_pipeline.front.home import TWIN_HOME_ENV
+    from datagouv_eval_pipeline.twin.front import POINTER_ENV, forget_running, record_running
+
+    monkeypatch.setenv(POINTER_ENV, str(tmp_path / "pointer"))
+    monkeypatch.delenv(TWIN_HOME_ENV, raising=False)
+    home = tmp_path / "served-here" / ".twin"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with twin_front(twin, home=home) as front:
+        record_running(front, twin.urls, home=home)
+        monkeypatch.chdir(elsewhere)  # no ./.twin here
+        result = CliRunner().invoke(main, ["twin", "env"])
+        assert result.exit_code == 0, result.output
+        assert f"export HTTPS_PROXY={front.proxy_url}\n" in result.output
+        forget_running(front, home=home)
+    gone = CliRunner().invoke(main, ["twin", "env"])
+    assert gone.exit_code != 0 and "no running twin front recorded" in gone.output
+
+
 def test_the_preflight_reads_the_twin_at_production_urls() -> None:
     from click.testing import CliRunner
 

@@ -93,3 +93,44 @@ class ScriptedServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+
+class SearchThenAnswer:
+    """A scripted model: search the catalog once, then give a final answer.
+
+    The usage it reports is set by the test; ``delay_s`` makes every answer late.
+    """
+
+    ANSWER: Mapping[str, Any] = {
+        "answer": "Voir le catalogue.",
+        "declined": False,
+        "cited_urls": [],
+        "ids_used": [],
+    }
+
+    def __init__(
+        self, prompt_tokens: int = 10, completion_tokens: int = 5, delay_s: float = 0.0
+    ) -> None:
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
+        self.delay_s = delay_s
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        from datagouv_eval_pipeline.replay import tool_call_completion
+
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        model = str(body["model"])
+        if body["messages"][-1]["role"] != "tool":
+            calls: list[tuple[str, Mapping[str, Any]]] = [
+                ("search_datasets", {"query": "catalogue"})
+            ]
+        else:
+            calls = [("final_answer", self.ANSWER)]
+        completion = tool_call_completion(
+            model,
+            calls,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+        )
+        return Reply(200, completion)

@@ -31,6 +31,7 @@ from datagouv_eval_pipeline.experiment.store import RunStore
 from datagouv_eval_pipeline.traces import ModelTurn, RequestUsage, Trace
 from datagouv_eval_pipeline.warehouse import CellLoad, load_experiment
 from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
+from datagouv_eval_pipeline.warehouse.gate import evaluate_gate, write_gate_results
 from tests.dbt.dbt_helpers import DUCKDB_ENV, PROJECT
 from tests.warehouse.warehouse_factories import (
     CODE,
@@ -142,6 +143,45 @@ def build_fixture_warehouse(root: Path) -> FixtureWarehouse:
     load_experiment(db, loads, tasks=specs().values())
     with duckdb.connect(str(db)) as conn:
         compute_statistics(conn)
+    dbt_run(db, root)
+    store_root = root / "run_store"
+    _write_run_store(store_root, loads)
+    return FixtureWarehouse(db, store_root)
+
+
+def build_history_warehouse(root: Path) -> Path:
+    """Two recorded experiments, gated as the pipeline gates them, with the dbt marts.
+
+    e1: model-a and model-b answer 10 tasks right. e2: model-a answers all 10 wrong, model-b
+    the same as before, and model-c runs for the first time.
+    """
+    from tests.warehouse.test_warehouse_statistics import GOOD, experiment, graded_cell
+
+    db = root / "warehouse.duckdb"
+    with duckdb.connect(str(db)) as conn:
+        load_experiment(
+            conn,
+            [graded_cell("model-a", GOOD), graded_cell("model-b", GOOD)],
+            experiment=experiment("e1", 0),
+        )
+        write_gate_results(conn, evaluate_gate(conn))
+        load_experiment(
+            conn,
+            [
+                graded_cell("model-a", [0.0] * 10),
+                graded_cell("model-b", GOOD),
+                graded_cell("model-c", GOOD),
+            ],
+            experiment=experiment("e2", 5),
+        )
+        write_gate_results(conn, evaluate_gate(conn))
+        compute_statistics(conn)
+    dbt_run(db, root)
+    return db
+
+
+def dbt_run(db: Path, root: Path) -> None:
+    """Build the dbt marts into ``db`` (``dbt run``)."""
     # In a child process, as the pipeline's dbt assets run it: dbt-duckdb keeps its in-process
     # connection open, and DuckDB refuses a read-only one beside it.
     dbt = Path(sys.executable).with_name("dbt")
@@ -165,9 +205,6 @@ def build_fixture_warehouse(root: Path) -> FixtureWarehouse:
         check=False,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    store_root = root / "run_store"
-    _write_run_store(store_root, loads)
-    return FixtureWarehouse(db, store_root)
 
 
 # ----------------------------------------------------------------------- headless Chromium

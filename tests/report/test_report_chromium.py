@@ -177,7 +177,8 @@ def test_a_long_tool_result_is_shown_whole(served: str, browser: str) -> None:
 
 
 def test_side_by_side_loads_both_runs(served: str, browser: str) -> None:
-    query = f"?a={quote(MCP_19)}&b={quote(MCP_26)}&task={quote('task_0002#1')}"
+    # The deep link as written by hand: the repeat is the fragment, not part of the parameter.
+    query = f"?a={quote(MCP_19)}&b={quote(MCP_26)}&task=task_0002#1"
 
     async def body(tab: Tab) -> Any:
         load = await tab.open(served + "browser/compare/index.html" + query)
@@ -199,6 +200,40 @@ def test_side_by_side_loads_both_runs(served: str, browser: str) -> None:
     assert [h.split(" · ")[0] for h in facts] == ["task_0002", "task_0002"]
     assert "mcp 0.2.19" in facts[0] and "mcp 0.2.26" in facts[1]
     assert all("repeat 1" in h for h in facts)
+
+
+def test_the_compare_page_sums_up_and_shows_the_changed_runs_only(
+    served: str, browser: str
+) -> None:
+    # CODE against MCP 0.2.26: task_0002#0 is scored in both (0 → 1); task_0002#1 and
+    # task_0011#0 only in B; task_0003#0 in neither (MCP 0.2.26's run errored).
+    query = f"?a={quote(CODE)}&b={quote(MCP_26)}"
+    read = (
+        "({rows: Array.from(document.querySelectorAll('#pairs tbody tr')).map(r => r.dataset.run),"
+        " summary: Array.from(document.getElementById('pairs-summary').cells)"
+        ".map(c => c.textContent), url: window.location.search + window.location.hash})"
+    )
+
+    async def body(tab: Tab) -> Any:
+        load = await tab.open(served + "browser/compare/index.html" + query)
+        every = await tab.evaluate(read)
+        await tab.evaluate(
+            "(() => { const c = document.getElementById('changed-only'); c.checked = true;"
+            " c.dispatchEvent(new Event('change')); })()"
+        )
+        return load, every, await tab.evaluate(read)
+
+    load, every, changed = _run(browser, body)
+    assert load.errors == []
+    assert every["rows"] == ["task_0002#0", "task_0002#1", "task_0003#0", "task_0011#0"]
+    assert every["summary"] == [
+        "1 paired run(s)", "0.00", "1.00", "+1.00", "1 changed: 1 better in B, 0 worse",
+    ]  # fmt: skip
+    # Nothing scored on either side is no change; scored on one side only is.
+    assert changed["rows"] == ["task_0002#0", "task_0002#1", "task_0011#0"]
+    assert changed["summary"] == every["summary"]  # the summary is of every paired run
+    # The address follows what is shown, so it can be shared.
+    assert changed["url"].endswith("&changed=1&task=task_0002#0")
 
 
 def test_the_devtools_helper_reports_console_errors(browser: str, tmp_path: Path) -> None:

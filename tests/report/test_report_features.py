@@ -241,7 +241,7 @@ def test_without_statistics_the_section_says_so() -> None:
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
-def test_chromium_renders_the_rows_and_filters_the_exercised_ones(tmp_path: Path) -> None:
+def test_chromium_renders_the_exercised_rows_counts_the_others_and_sorts(tmp_path: Path) -> None:
     site = render_site(build_view(_data()))
     site.write(tmp_path)
     page = (tmp_path / "index.html").as_uri()
@@ -254,29 +254,46 @@ def test_chromium_renders_the_rows_and_filters_the_exercised_ones(tmp_path: Path
         )
         verdict_class = await tab.evaluate(
             'document.querySelector(\'#feature-rows tr[data-feature="tabular.filters"]'
-            "[data-exercised=yes] td:nth-child(8)').className"
+            " td:nth-child(8)').className"
+        )
+        counted = await tab.evaluate(
+            "document.getElementById('features-unexercised').textContent.trim()"
+        )
+        # A click on the Δ heading sorts by Δ (numbers as numbers), a second click reverses.
+        order = await tab.evaluate(
+            "(() => { const th = document.querySelectorAll('#feature-rows thead th')[4];"
+            " const read = () => Array.from(document.querySelectorAll('#feature-rows tbody tr'))"
+            ".map(r => r.dataset.feature); th.click(); const up = read(); th.click();"
+            " return [up, read(), th.getAttribute('aria-sort')]; })()"
         )
         shown = await tab.evaluate(
-            "(() => { const s = document.querySelector('select[data-filter-table=feature-rows]"
-            "[data-col=exercised]'); s.value = 'yes'; s.dispatchEvent(new Event('input'));"
+            "(() => { const s = document.querySelector('input[data-filter-table=feature-rows]"
+            "[data-col=feature]'); s.value = 'tabular'; s.dispatchEvent(new Event('input'));"
             " return [document.getElementById('feature-rows-count').textContent,"
             " Array.from(document.querySelectorAll('#feature-rows tbody tr'))"
             ".filter(r => r.style.display !== 'none').map(r => r.dataset.feature)]; })()"
         )
-        return load, rows, verdict_class, shown
+        return load, rows, verdict_class, counted, order, shown
 
     with chromium() as url:
-        load, rows, verdict_class, shown = asyncio.run(with_tab(url, body))
+        load, rows, verdict_class, counted, order, shown = asyncio.run(with_tab(url, body))
     assert load.errors == [] and load.dialogs == []
-    assert len(rows) == 6
-    assert rows[2] == [
+    # Only the exercised pairs are listed; the 4 others of 6 are counted.
+    assert len(rows) == 2
+    assert rows[0] == [
         "search.and_semantics", "3", "model-a · mcp", "0.2.19 → 0.2.26", "+0.67",
         "[-0.77, +2.10]", "0.500", "no detectable difference", "3", "",
     ]  # fmt: skip
-    assert rows[5][4:9] == ["-1.00", "[-1.00, -1.00]", "0.031", "worse", "6"]
-    assert rows[0][4:] == ["—", "—", "—", "—", "0", NOT_EXERCISED]
+    assert rows[1][4:9] == ["-1.00", "[-1.00, -1.00]", "0.031", "worse", "6"]
+    assert NOT_EXERCISED not in str(rows)
+    assert counted.startswith("Not listed: 4 feature × version pair(s) of 6 in which no task")
     assert verdict_class == "bad"
-    assert shown == ["2 shown", ["search.and_semantics", "tabular.filters"]]
+    assert order == [
+        ["tabular.filters", "search.and_semantics"],
+        ["search.and_semantics", "tabular.filters"],
+        "descending",
+    ]
+    assert shown == ["1 shown", ["tabular.filters"]]
 
 
 def test_statistics_without_runs_render_the_page() -> None:

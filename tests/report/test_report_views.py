@@ -290,3 +290,64 @@ def test_version_comparisons_without_a_difference_say_why(built_report: BuiltRep
     markdown = render_markdown(view)
     assert "Why some MCP version pairs show no detectable difference:" in markdown
     assert "needs about 196 paired tasks" in markdown
+
+
+def test_problems_count_unscored_ok_runs_and_undecided_criteria(built_report: BuiltReport) -> None:
+    view = built_report.view
+    unscored = {(p.subject, p.reason): p.count for p in view.problems if p.kind == "unscored run"}
+    # hand-a's task_0002 ended ok with every verdict unscored; hand-b's two ok runs were never
+    # judged: ok runs without an accuracy, which the old table left out.
+    assert unscored == {(HAND, "all verdicts are unscored"): 1, (HAND_B, "not judged"): 2}
+    undecided = [p for p in view.problems if p.kind.startswith("undecided ")]
+    with duckdb.connect(str(view.data.db_path), read_only=True) as conn:
+        (total,) = conn.execute(
+            "SELECT count(*) FROM eval.verdicts WHERE tier = 'minimal' AND value IS NULL"
+        ).fetchone() or (0,)
+    assert sum(p.count for p in undecided) == total == 48
+    criterion = [p for p in undecided if p.kind == "undecided criterion"]
+    assert [(p.subject, p.count, p.reason) for p in criterion] == [
+        ("1 cell(s)", 3, "unscored: hand")
+    ]
+    page = built_report.out_dir / "index.html"
+    text = page.read_text(encoding="utf-8")
+    assert "<strong>3</strong> unscored run" in text
+
+
+def test_the_version_plot_uses_the_paired_runs_and_agrees_with_the_paired_test(
+    fixture_warehouse: FixtureWarehouse, tmp_path: Path
+) -> None:
+    from datagouv_eval_pipeline.report.data import load_report_data
+    from datagouv_eval_pipeline.report.views import build_view
+    from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
+
+    db = tmp_path / "warehouse.duckdb"
+    shutil.copy(fixture_warehouse.db, db)
+    # 0.2.19 loses its task_0011 run (accuracy 1): it is scored on task_0002 only (1, 0), 0.2.26
+    # on task_0002 (1, 0) and task_0011 (1). Own means 0.50 → 0.67 would read as a gain; on the
+    # two paired runs both are 0.50, as the paired test says (Δ 0).
+    with duckdb.connect(str(db)) as conn:
+        (run_id,) = conn.execute(
+            "SELECT run_id FROM eval.runs WHERE cell_key = ? AND task_id = 'task_0011'", [MCP_19]
+        ).fetchone() or ("",)
+        for table in ("metrics", "verdicts", "tool_calls", "failure_modes", "runs"):
+            conn.execute(f"DELETE FROM eval.{table} WHERE run_id = ?", [run_id])
+        compute_statistics(conn)
+    view = build_view(load_report_data(db))
+    own = [view.data.estimate(cell, "accuracy") or {} for cell in (MCP_19, MCP_26)]
+    assert [e.get("mean") for e in own] == [pytest.approx(0.5), pytest.approx(2 / 3)]
+    (line,) = view.version_lines
+    assert [(p.version, p.mean) for p in line.points] == [("0.2.19", 0.5), ("0.2.26", 0.5)]
+    older, newer = (p.mean or 0.0 for p in line.points)
+    assert (line.paired, line.scored) == (2, {"0.2.19": 2, "0.2.26": 3})
+    (test,) = [
+        t
+        for t in view.data.tests
+        if (t["dimension"], t["metric"], t["tier"], t["cell_a"]) == (
+            "mcp_version", "accuracy", "minimal", MCP_19,
+        )
+    ]  # fmt: skip
+    assert test["mean_difference"] == pytest.approx(newer - older)
+    assert line.caption == (
+        "baseline-oneshot · mcp: 2 runs (task × repeat) scored at every version "
+        "(scored runs per version: 0.2.19: 2, 0.2.26: 3)"
+    )

@@ -107,7 +107,7 @@ def test_container_config_is_locked_down(tmp_path: Path) -> None:
     assert config["cap_drop"] == ["ALL"]
     assert config["security_opt"] == ["no-new-privileges:true"]
     assert config["read_only"] is True
-    assert config["tmpfs"] == {"/tmp": "rw,nosuid,nodev,size=16m"}
+    assert config["tmpfs"] == {"/tmp": "rw,nosuid,nodev,size=16m,nr_inodes=20000"}
     assert config["mem_limit"] == config["memswap_limit"] == "512m"
     assert config["nano_cpus"] == 500_000_000
     assert config["pids_limit"] == 32

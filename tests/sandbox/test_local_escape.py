@@ -51,9 +51,10 @@ def test_reading_files_outside_the_workdir_fails(
         assert result.exit_code == 1
         assert "No such file or directory" in result.stderr or "ermission denied" in result.stderr
         assert SECRET not in result.stdout + result.stderr
-    # PID 1 is the sandbox's own init: its environment is the scrubbed one.
-    assert pid1_environ.ok
-    assert "HOME=/sandbox" in pid1_environ.stdout
+    # PID 1 is the sandbox's own init, not dumpable: its environment (the scrubbed one) is
+    # not even readable.
+    assert not pid1_environ.ok
+    assert "Permission denied" in pid1_environ.stderr
     assert SECRET not in pid1_environ.stdout
     assert "FAKE_API_KEY" not in pid1_environ.stdout
 
@@ -271,3 +272,96 @@ def test_the_sandbox_user_is_unprivileged(bwrap_sandbox: LocalSandbox) -> None:
     assert result.ok
     assert result.stdout.split() == ["1000", "0000000000000000", "1"]
     assert host_owner != 0  # on the host, the sandbox's files are never root's
+
+
+# --------------------------------------------------------- nested namespaces, ptrace, inodes
+
+PTRACE_PROBE = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+for who, pid in (("init", 1), ("parent", os.getppid())):
+    attached = libc.ptrace(16, pid, 0, 0) == 0  # PTRACE_ATTACH
+    print(who, pid, "attached" if attached else os.strerror(ctypes.get_errno()))
+"""
+
+MANY_FILES = """
+import os, sys
+os.makedirs(sys.argv[1], exist_ok=True)
+for i in range(200_000):
+    open(f"{sys.argv[1]}/f{i}", "w").close()
+print("made 200000 files")
+"""
+
+
+@pytest.fixture(params=["warm", "per-call"])
+def any_bwrap_sandbox(request: pytest.FixtureRequest, bwrap_sandbox: LocalSandbox) -> LocalSandbox:
+    """Both ways a bwrap call starts: forked from the zygote, or by its own ``bwrap``."""
+    return bwrap_sandbox if request.param == "warm" else LocalSandbox(mode="bwrap", warm=False)
+
+
+def test_no_user_namespace_can_be_nested(any_bwrap_sandbox: LocalSandbox) -> None:
+    async def body(session: LocalSession) -> tuple[ExecResult, ExecResult]:
+        shell = await session.run_command(["unshare", "-Ur", "id"])
+        direct = await session.run_python(
+            "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            "failed = libc.unshare(0x10000000) != 0  # CLONE_NEWUSER\n"
+            "print(os.strerror(ctypes.get_errno()) if failed else 'nested')\n"
+        )
+        return shell, direct
+
+    shell, direct = in_session(any_bwrap_sandbox, body)
+    assert not shell.ok and shell.exit_code == 1
+    assert "uid=0" not in shell.stdout
+    assert "unshare failed" in shell.stderr
+    assert direct.ok and direct.stdout.strip() == "No space left on device"
+
+
+def test_ptrace_of_the_calls_own_init_fails_fast(bwrap_sandbox: LocalSandbox) -> None:
+    limits = SandboxLimits(wall_seconds=60)
+    result = in_session(bwrap_sandbox, lambda s: s.run_python(PTRACE_PROBE), limits=limits)
+    # The init (the program's parent) is not dumpable: the attach is refused at once, and the
+    # call ends with its program, not at the wall-clock limit.
+    assert result.ok, result.reason
+    assert result.stdout.splitlines() == [
+        "init 1 Operation not permitted",
+        "parent 1 Operation not permitted",
+    ]
+
+
+def test_ptrace_in_a_per_call_sandbox_does_not_stall_the_call() -> None:
+    sandbox = LocalSandbox(mode="bwrap", warm=False)
+    limits = SandboxLimits(wall_seconds=60)
+    result = in_session(sandbox, lambda s: s.run_python(PTRACE_PROBE), limits=limits)
+    # The launcher (which relays, enforces the wall clock and reports) refuses the attach;
+    # bubblewrap's own PID 1 can be stopped, but the call ends with the launcher's report.
+    assert result.ok, result.reason
+    assert not result.timed_out
+    lines = result.stdout.splitlines()
+    assert lines[1].startswith("parent ") and lines[1].endswith(" Operation not permitted")
+
+
+def test_200000_empty_files_in_the_workdir_end_the_call(any_bwrap_sandbox: LocalSandbox) -> None:
+    limits = SandboxLimits(max_files=2_000, wall_seconds=120)
+
+    async def body(session: LocalSession) -> tuple[ExecResult, ExecResult, list[str]]:
+        kept = await session.run_python("open('kept.txt', 'w').write('earlier work')")
+        many = await session.run_python(MANY_FILES.replace("sys.argv[1]", "'many'"))
+        return kept, many, sorted(os.listdir(session.host_workdir))
+
+    kept, many, left = in_session(any_bwrap_sandbox, body, limits=limits)
+    assert kept.ok
+    assert many.limit_hit == "disk"
+    assert many.reason is not None and "2,000-file quota" in many.reason
+    assert "made 200000 files" not in many.stdout
+    # The call's files and directory are removed; the earlier file stays.
+    assert left == ["kept.txt"]
+
+
+def test_200000_empty_files_in_tmp_fail(bwrap_sandbox: LocalSandbox) -> None:
+    limits = SandboxLimits(max_files=2_000, wall_seconds=120)
+    program = MANY_FILES.replace("sys.argv[1]", "'/tmp/many'")
+    result = in_session(bwrap_sandbox, lambda s: s.run_python(program), limits=limits)
+    # /tmp is a tmpfs with as many inodes as the limit: the program gets ENOSPC.
+    assert result.exit_code == 1
+    assert "No space left on device" in result.stderr
+    assert "made 200000 files" not in result.stdout

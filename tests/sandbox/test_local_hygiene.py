@@ -20,6 +20,7 @@ from datagouv_eval_pipeline.sandbox.local import (
     LocalSandbox,
     LocalSession,
     directory_bytes,
+    directory_usage,
     file_states,
     probe_bwrap,
     remove_changed_since,
@@ -46,6 +47,23 @@ def test_only_files_new_or_changed_since_the_snapshot_are_removed(tmp_path: Path
         "kept.txt",
         "sub",
     ]
+
+
+def test_directories_made_since_the_snapshot_are_removed_with_their_files(tmp_path: Path) -> None:
+    (tmp_path / "earlier").mkdir()
+    before = file_states(tmp_path)
+    (tmp_path / "earlier" / "new.txt").write_text("x")
+    (tmp_path / "many" / "deeper").mkdir(parents=True)
+    (tmp_path / "many" / "deeper" / "f0").write_text("")
+    remove_changed_since(tmp_path, before)
+    assert [path.name for path in tmp_path.rglob("*")] == ["earlier"]
+
+
+def test_directory_usage_counts_every_entry(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    for index in range(5):
+        (tmp_path / "sub" / f"empty{index}").touch()
+    assert directory_usage(tmp_path)[1] == 6  # five empty files take no block, but an inode each
 
 
 PROBE = textwrap.dedent(

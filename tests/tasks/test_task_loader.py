@@ -486,3 +486,42 @@ def test_about_names_every_entity_with_a_word_or_a_code(tmp_path: Path) -> None:
         known_args=ARGS,
     )
     assert loaded.expected_values[0].about == [["Gers", "32"]]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (".inf", "finite number"),
+        ("-.inf", "finite number"),
+        (".nan", "finite number"),
+        ("-1", "greater than or equal to 0"),
+    ],
+)
+def test_a_tolerance_must_be_a_finite_non_negative_number(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    values = [{"name": "total", "value": 2076, "tolerance": 0}]
+    content = yaml.safe_dump(spec(expected_values=values), sort_keys=False)
+    path = write(tmp_path, "task_0001.yml", content.replace("tolerance: 0", f"tolerance: {text}"))
+    error = only_error(path)
+    assert error.file == path
+    assert error.field_path == "expected_values[0].tolerance"
+    assert error.line is not None
+    assert expected in error.message
+
+
+def test_a_row_count_tolerance_must_be_finite(tmp_path: Path) -> None:
+    resources = [
+        {
+            "type": "resource",
+            "id": "f868cca6-8da1-4369-a78d-47463f19a9a3",
+            "dataset_id": "5d13a8b6634f41070a43dff3",
+            "checks": [{"fn": "row_count_within", "params": {"tolerance": 0.5}}],
+        }
+    ]
+    content = yaml.safe_dump(spec(resources=resources), sort_keys=False)
+    path = write(tmp_path, "task_0001.yml", content.replace("tolerance: 0.5", "tolerance: .inf"))
+    error = only_error(path)
+    assert error.file == path
+    assert error.field_path == "resources[0].checks[0].params"
+    assert "tolerance" in error.message and "finite number" in error.message

@@ -57,6 +57,21 @@ def test_data_envelope_meta_and_links(client: TestClient) -> None:
     assert len(last["data"]) == 4 and last["links"]["next"] is None
 
 
+def test_pages_under_one_and_page_size_zero_as_api_tabular(client: TestClient) -> None:
+    # api-tabular's build_offset: a page under 2 reads from row 1 and is echoed as given;
+    # page_size=0 sends no limit to PostgREST, so every row comes back.
+    for page in (0, -1):
+        body = get(client, f"{TAB}/{ELUS}/data/?page={page}&page_size=5")
+        assert body["meta"] == {"page": page, "page_size": 5, "total": 769}
+        assert [row["__id"] for row in body["data"]] == [1, 2, 3, 4, 5]
+        assert body["links"]["prev"] is None
+        assert body["links"]["next"] == f"{TABULAR_BASE}/{ELUS}/data/?page_size=5&page={page + 1}"
+    everything = get(client, f"{TAB}/{ELUS}/data/?page_size=0")
+    assert everything["meta"] == {"page": 1, "page_size": 0, "total": 769}
+    assert len(everything["data"]) == 769
+    assert everything["links"]["next"] == f"{TABULAR_BASE}/{ELUS}/data/?page_size=0&page=2"
+
+
 def test_default_page_size_is_20(client: TestClient) -> None:
     body = get(client, f"{TAB}/{SPORTS}/data/")
     assert body["meta"]["page_size"] == 20 and len(body["data"]) == 20

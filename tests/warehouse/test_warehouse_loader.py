@@ -103,10 +103,10 @@ def test_reloading_a_cell_is_idempotent(tmp_path: Path) -> None:
 def test_changed_scores_replace_the_old_rows(tmp_path: Path) -> None:
     conn = connect(tmp_path / "w.duckdb")
     _load(conn, hand_cell(recall_b=0.5))
-    assert _metric(conn, HAND, "minimal", "action_recall")["avg_value"] == pytest.approx(0.75)
+    assert _metric(conn, HAND, "minimal", "action_recall")["mean"] == pytest.approx(0.75)
     _load(conn, hand_cell(recall_b=0.0))
     # (1.0 + 0.0) / 2 scored runs
-    assert _metric(conn, HAND, "minimal", "action_recall")["avg_value"] == pytest.approx(0.5)
+    assert _metric(conn, HAND, "minimal", "action_recall")["mean"] == pytest.approx(0.5)
     assert row_counts(conn)["runs"] == 4
 
 
@@ -124,7 +124,7 @@ def test_a_failing_load_leaves_the_previous_rows_intact(tmp_path: Path) -> None:
     with pytest.raises(WarehouseInputError, match="duplicate"):
         load_cell(conn, bad.cell_record, [hand_trace("task_0001")] * 2)
     assert row_counts(conn) == before
-    assert _metric(conn, HAND, "minimal", "action_recall")["avg_value"] == pytest.approx(0.75)
+    assert _metric(conn, HAND, "minimal", "action_recall")["mean"] == pytest.approx(0.75)
 
 
 def test_a_database_error_mid_transaction_rolls_back(tmp_path: Path) -> None:
@@ -143,7 +143,7 @@ def test_a_database_error_mid_transaction_rolls_back(tmp_path: Path) -> None:
     with pytest.raises(duckdb.Error):
         _load(conn, hand_cell(recall_b=0.0))
     assert row_counts(conn) == before
-    assert _metric(conn, HAND, "minimal", "action_recall")["avg_value"] == pytest.approx(0.75)
+    assert _metric(conn, HAND, "minimal", "action_recall")["mean"] == pytest.approx(0.75)
 
 
 def test_failed_runs_have_null_scores_and_no_verdicts(tmp_path: Path) -> None:
@@ -190,14 +190,14 @@ def test_unscored_items_are_excluded_from_averages_and_counted_in_coverage(
     _load(conn, hand_cell())
     recall = _metric(conn, HAND, "minimal", "action_recall")
     # values 1.0, 0.5, undefined, failed run -> mean of the two defined, coverage 2/4
-    assert recall["avg_value"] == pytest.approx(0.75)
+    assert recall["mean"] == pytest.approx(0.75)
     assert (recall["runs"], recall["scored"], recall["coverage"]) == (4, 2, 0.5)
     accuracy = _metric(conn, HAND, "optimal", "accuracy")
-    assert accuracy["avg_value"] == pytest.approx(0.75)
+    assert accuracy["mean"] == pytest.approx(0.75)
     assert accuracy["coverage"] == pytest.approx(0.5)
     required = _metric(conn, HAND, "minimal", "required_actions")
     assert required["total_value"] == 5  # 3 + 2 + 0, the failed run is NULL not 7
-    assert required["avg_value"] is None
+    assert required["mean"] is None
     # criterion verdicts: A [1, NULL], B [0, 1], C [NULL, NULL] -> 2/3 over 3 scored of 6
     row = conn.execute(
         "SELECT avg(value), count(value), count(*) FROM eval.verdicts "
@@ -259,4 +259,4 @@ def test_a_batch_that_fails_in_the_database_is_retried_cell_by_cell(tmp_path: Pa
     assert coverage.failed_loads == {} and coverage.ratio == 1.0
     conn = duckdb.connect(str(tmp_path / "w.duckdb"))
     assert runs_per_cell(conn) == {HAND: 4, HAND_B: 2}
-    assert _metric(conn, HAND, "minimal", "action_recall")["avg_value"] == pytest.approx(0.5)
+    assert _metric(conn, HAND, "minimal", "action_recall")["mean"] == pytest.approx(0.5)

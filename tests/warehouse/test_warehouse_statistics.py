@@ -390,6 +390,11 @@ def test_the_gate_against_a_named_run_and_its_errors(tmp_path: Path) -> None:
     assert {c.reason for c in first.comparisons} == {
         "first run of this cell: nothing to compare with"
     }
+    # The first run's summary says nothing was compared, not that a comparison passed.
+    assert summary_lines(first) == [
+        "gate: nothing to compare for experiment e1: each of its 2 cell(s) runs for the first time"
+    ]
+    assert "PASSED" in summary_lines(evaluate_gate(conn, "e1", against="e1"))[0]
     assert not evaluate_gate(conn, "e2", against="e1").passed
     with pytest.raises(GateError, match="unknown experiment 'nope'"):
         evaluate_gate(conn, against="nope")

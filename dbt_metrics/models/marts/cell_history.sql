@@ -15,7 +15,7 @@ select
     count(*) as runs,
     count(h.value) as scored,
     count(h.value) / count(*) as coverage,
-    avg(h.value) as avg_value,
+    avg(h.value) as mean,
     count(*) filter (where r.status <> 'ok') as runs_not_ok
 from {{ source('eval', 'metrics_history') }} as h
 join {{ source('eval', 'runs_history') }} as r using (experiment_id, run_id)

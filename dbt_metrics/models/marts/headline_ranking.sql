@@ -20,12 +20,12 @@ cells as (
         max(scored) filter (where metric = 'accuracy') as accuracy_n,
         max(tasks) filter (where metric = 'accuracy') as accuracy_tasks,
         max(coverage) filter (where metric = 'accuracy') as accuracy_coverage,
-        max(avg_value) filter (where metric = 'accuracy') as accuracy,
+        max(mean) filter (where metric = 'accuracy') as accuracy,
         max(ci_low) filter (where metric = 'accuracy') as accuracy_ci_low,
         max(ci_high) filter (where metric = 'accuracy') as accuracy_ci_high,
         max(scored) filter (where metric = 'action_f1') as action_f1_n,
         max(coverage) filter (where metric = 'action_f1') as action_f1_coverage,
-        max(avg_value) filter (where metric = 'action_f1') as action_f1,
+        max(mean) filter (where metric = 'action_f1') as action_f1,
         max(ci_low) filter (where metric = 'action_f1') as action_f1_ci_low,
         max(ci_high) filter (where metric = 'action_f1') as action_f1_ci_high
     from metrics

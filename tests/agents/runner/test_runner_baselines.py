@@ -137,16 +137,17 @@ def test_mcp_versions_expose_different_tool_surfaces(
     assert "search_organizations" in listed_new and "query_dataset_data" not in listed_new
 
 
-def test_version_0_2_19_gets_the_required_question_argument(
+def test_version_0_2_19_explores_the_first_permits_dataset_it_lists(
     cells: dict[str, Cell], twin: TwinServer, tasks: dict[str, TaskSpec]
 ) -> None:
-    """MCP 0.2.19's ``query_resource_data`` requires ``question``: the policy sends the prompt.
+    """On 0.2.19 the v1 title search lists two permits datasets with equal text scores.
 
-    The benchmark's task_0005 never reaches the data on 0.2.19 (its v1 title search misses
-    the permits list: see the test above), so this asks the same thing in words that the
-    list's title holds, which v1 search finds (it was a strict xfail on task_0002 while the
-    policy's search words were fitted to that prompt; with general rules, task_0002 finds no
-    topic word in its question and neither version reaches the catalogue export).
+    The catalogue's "Base des permis de construire et autres autorisations d'urbanisme" comes
+    first (ties in id order). Its resources are generated from its export row (every
+    catalogue dataset lists its files), so the policy no longer skips it as empty: it probes
+    three of them, finds none served by the Tabular API, and answers without a figure. (Before
+    the catalogue's datasets listed their resources, it skipped to the hand-written list and
+    queried it, sending 0.2.19's required ``question``.)
     """
     prompt = (
         "Combien d'autorisations d'urbanisme compte la liste des permis de construire à "
@@ -155,11 +156,16 @@ def test_version_0_2_19_gets_the_required_question_argument(
     task = tasks["task_0005"].model_copy(update={"prompt": prompt})
     trace = run_one(cells, twin, key_of("baseline-thorough", "mcp@0.2.19"), task)
     assert trace.tool_calls[0].arguments == {"query": "autorisations construire urbanisme"}
-    queries = [call for call in trace.tool_calls if call.name == "query_resource_data"]
-    assert len(queries) == 2, [call.name for call in trace.tool_calls]
-    assert all(call.arguments["question"] == prompt for call in queries)
-    assert queries[-1].arguments["filter_value"] == "TOURNEFEUILLE"
-    assert "1146" in trace.answer
+    assert [call.name for call in trace.tool_calls[1:]] == [
+        "get_dataset_info",
+        "list_dataset_resources",
+        "get_resource_info",
+        "get_resource_info",
+        "get_resource_info",
+    ]
+    assert trace.tool_calls[1].arguments == {"dataset_id": "65df63ec00e28e691495ae6e"}
+    assert all("Not available via Tabular API" in c.result for c in trace.tool_calls[3:])
+    assert "1146" not in trace.answer
 
 
 def test_web_search_baseline_uses_the_twin_catalog_index(

@@ -224,11 +224,18 @@ def test_query_dataset_data_0_2_5(live_twin: TwinUrls) -> None:
         "query_dataset_data",
         {"question": "Combien ?", "dataset_query": "transports", "limit_per_resource": 1},
     )
-    assert by_query == (
-        "Dataset 'Lignes de transport du réseau Transports du Pays Voironnais' "
-        "(ID: 65c2cb9b63ecd614c2e5f9fe) has no resources.\n"
-        "No data tables are available to explore."
-    )
+    # Its two resources are generated from its export row (a JSON and a CSV file); only
+    # hand-written resources have Tabular tables.
+    slug = "lignes-de-transport-du-reseau-transports-du-pays-voironnais-1"
+    lines = ["Exploring dataset: Lignes de transport du réseau Transports du Pays Voironnais"]
+    lines += ["Dataset ID: 65c2cb9b63ecd614c2e5f9fe", "Question: Combien ?"]
+    lines += ["Found 2 resource(s) to explore", ""]
+    for position, ext in enumerate(("json", "csv")):
+        rid = f"65c2cb9b-63ec-d614-c2e5-f9fe0000000{position}"
+        lines += [f"--- Resource: {slug}-{position + 1}.{ext} (ID: {rid}) ---"]
+        lines += [f"  ⚠️  Resource {rid} not available via Tabular API", ""]
+    lines += ["⚠️  No data tables were found or accessible for the resources in this dataset."]
+    assert by_query == "\n".join(lines)
     # The default 100 rows per resource is one page, over the twin's Tabular maximum of 50.
     default = call_text(
         live_twin, "0.2.5", "query_dataset_data", {"question": "?", "dataset_id": TRANSPORTS}

@@ -1,0 +1,294 @@
+"""Start llama.cpp's OpenAI-compatible server on 127.0.0.1 for one GGUF file, and stop it.
+
+Two runtimes speak the same command line (``llama-server``'s flags):
+
+* a ``llama-server`` executable (``$DATAGOUV_EVAL_LLAMA_SERVER``, else on ``PATH``): a user's
+  own build or a distribution's package;
+* the ``xllamacpp`` wheel (PyPI, MIT, prebuilt for manylinux x86_64: no compiler), installed by
+  the ``local-llm`` extra. It links llama.cpp's own server code; ``xllamacpp_main`` runs it in
+  a process of its own with the same flags.
+
+The server gets a session of its own (a Ctrl-C in the terminal reaches the pipeline, which stops
+it); ``stop`` is idempotent and also runs at interpreter exit. Its output goes to a log file
+whose tail is quoted when it fails to start.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+
+HOST = "127.0.0.1"
+BINARY_ENV = "DATAGOUV_EVAL_LLAMA_SERVER"
+"""Path of a ``llama-server`` executable to use instead of the one on ``PATH``."""
+XLLAMACPP_MODULE = "datagouv_eval_pipeline.local_models.xllamacpp_main"
+_RUNNING: weakref.WeakSet[LlamaServer] = weakref.WeakSet()
+
+
+class LlamaServerError(RuntimeError):
+    """The server could not start (the message names the file, the runtime or its output)."""
+
+
+class RuntimeMissingError(LlamaServerError):
+    """No llama.cpp server runtime is installed (the message says how to get one)."""
+
+
+def machine_threads() -> int:
+    """The CPU cores this process may run on (its affinity, not the host's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class LlamaServerSpec:
+    """What to serve and how.
+
+    Attributes:
+        gguf: The model file.
+        alias: The model name the server answers to (the ``model`` of requests).
+        context_window: Tokens of context per slot (``--ctx-size`` is this times ``slots``).
+        threads: CPU threads for generation and prompt processing (None: every core this
+            process may use).
+        slots: Requests served at once (``--parallel``).
+        max_output_tokens: The server's cap on generated tokens per request (``--n-predict``);
+            None: no cap beyond the context.
+        chat_template_file: A Jinja chat template to use instead of the one in the GGUF file.
+        start_timeout_s: Seconds to wait for ``/health`` to answer 200.
+    """
+
+    gguf: Path
+    alias: str
+    context_window: int = 4096
+    threads: int | None = None
+    slots: int = 1
+    max_output_tokens: int | None = None
+    chat_template_file: Path | None = None
+    start_timeout_s: float = 120.0
+
+    def arguments(self, port: int) -> list[str]:
+        """The ``llama-server`` flags that serve this spec on ``127.0.0.1:port``."""
+        threads = str(self.threads or machine_threads())
+        args = [
+            "--model",
+            str(self.gguf),
+            "--alias",
+            self.alias,
+            "--host",
+            HOST,
+            "--port",
+            str(port),
+            "--ctx-size",
+            str(self.context_window * self.slots),
+            "--parallel",
+            str(self.slots),
+            "--threads",
+            threads,
+            "--threads-batch",
+            threads,
+            # Tool calls go through the chat template (Jinja), as the model was trained.
+            "--jinja",
+        ]
+        if self.max_output_tokens is not None:
+            args += ["--n-predict", str(self.max_output_tokens)]
+        if self.chat_template_file is not None:
+            args += ["--chat-template-file", str(self.chat_template_file)]
+        return args
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """A program that runs llama.cpp's server.
+
+    Attributes:
+        name: ``llama-server`` or ``xllamacpp``.
+        command: The command before the flags.
+        version: The runtime's version, when known (recorded with the runs).
+    """
+
+    name: str
+    command: tuple[str, ...]
+    version: str | None = None
+
+
+def find_runtime(environ: Mapping[str, str] | None = None) -> Runtime:
+    """The runtime to start servers with.
+
+    ``$DATAGOUV_EVAL_LLAMA_SERVER``, else ``llama-server`` on ``PATH``, else the ``xllamacpp``
+    wheel.
+
+    Raises:
+        RuntimeMissingError: None is installed (the message says how to install one).
+    """
+    env = os.environ if environ is None else environ
+    chosen = env.get(BINARY_ENV, "").strip()
+    if chosen:
+        if not (Path(chosen).is_file() and os.access(chosen, os.X_OK)):
+            raise RuntimeMissingError(f"${BINARY_ENV} is {chosen!r}, not an executable file")
+        return Runtime("llama-server", (chosen,))
+    on_path = shutil.which("llama-server", path=env.get("PATH"))
+    if on_path:
+        return Runtime("llama-server", (on_path,))
+    if importlib.util.find_spec("xllamacpp") is not None:
+        from importlib.metadata import version
+
+        return Runtime("xllamacpp", (sys.executable, "-m", XLLAMACPP_MODULE), version("xllamacpp"))
+    raise RuntimeMissingError(
+        "no llama.cpp server runtime: install the project's `local-llm` extra "
+        "(`uv sync --extra local-llm`, the xllamacpp wheel), or put a llama-server executable "
+        f"on PATH or in ${BINARY_ENV}"
+    )
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class LlamaServer:
+    """One running llama.cpp server (use as a context manager, or start/stop)."""
+
+    def __init__(
+        self, spec: LlamaServerSpec, *, runtime: Runtime | None = None, log_path: Path | None = None
+    ) -> None:
+        """Prepare the server.
+
+        Args:
+            spec: What to serve.
+            runtime: The runtime (default: :func:`find_runtime`, at start).
+            log_path: Where the server's output goes (default: a temporary file).
+        """
+        self.spec = spec
+        self.runtime = runtime
+        self.log_path = log_path
+        self.port: int | None = None
+        self.startup_s = 0.0
+        """Spawn to ``/health`` answering 200 (the model loaded)."""
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible base URL (``http://127.0.0.1:PORT/v1``)."""
+        if self.port is None:
+            raise LlamaServerError("the llama.cpp server is not started")
+        return f"http://{HOST}:{self.port}/v1"
+
+    @property
+    def pid(self) -> int | None:
+        """The server's pid while it runs."""
+        return self._process.pid if self._process is not None else None
+
+    def start(self) -> str:
+        """Start the server and wait until it has loaded the model; returns its base URL.
+
+        Raises:
+            LlamaServerError: The GGUF file is missing, or the server exited or did not become
+                healthy in time (with the tail of its output).
+            RuntimeMissingError: No runtime is installed.
+        """
+        if self._process is not None:
+            return self.base_url
+        if not self.spec.gguf.is_file():
+            raise LlamaServerError(f"{self.spec.gguf}: no such GGUF model file")
+        runtime = self.runtime = self.runtime or find_runtime()
+        if self.log_path is None:
+            handle, name = tempfile.mkstemp(prefix="llama-server-", suffix=".log")
+            os.close(handle)
+            self.log_path = Path(name)
+        started = time.perf_counter()
+        port = _free_port()
+        with self.log_path.open("wb") as log:
+            self._process = subprocess.Popen(
+                [*runtime.command, *self.spec.arguments(port)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.port = port
+        _RUNNING.add(self)
+        problem = self._wait_healthy(started)
+        if problem is not None:
+            self.stop()
+            raise LlamaServerError(
+                f"llama.cpp server ({runtime.name}) for {self.spec.gguf.name} {problem}"
+            )
+        self.startup_s = time.perf_counter() - started
+        return self.base_url
+
+    def _wait_healthy(self, started: float) -> str | None:
+        assert self._process is not None
+        url = f"http://{HOST}:{self.port}/health"
+        with httpx.Client(timeout=2.0, trust_env=False) as client:
+            while time.perf_counter() - started < self.spec.start_timeout_s:
+                code = self._process.poll()
+                if code is not None:
+                    return f"exited with {code} at start-up: {self.log_tail()}"
+                with contextlib.suppress(httpx.HTTPError):
+                    # 503 while the model loads, 200 once it is ready.
+                    if client.get(url).status_code == 200:
+                        return None
+                time.sleep(0.1)
+        return f"did not answer {url} within {self.spec.start_timeout_s:.0f} s: {self.log_tail()}"
+
+    def log_tail(self, lines: int = 15) -> str:
+        """The last lines of the server's output."""
+        if self.log_path is None:
+            return "(no output)"
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return "(no output)"
+        return "\n".join(text.strip().splitlines()[-lines:]) or "(no output)"
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after ``timeout``). Idempotent."""
+        process, self._process = self._process, None
+        _RUNNING.discard(self)
+        if process is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout)
+
+    def __enter__(self) -> LlamaServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+@atexit.register
+def _stop_all() -> None:
+    for server in list(_RUNNING):
+        server.stop(timeout=2.0)

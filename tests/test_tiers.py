@@ -1,0 +1,48 @@
+"""The test tiers: each path of the tier table exists, and the markers select what it says."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import TIER_PATHS, TIERS, tier_of
+
+TESTS = Path(__file__).parent
+
+
+def test_every_path_of_the_tier_table_exists() -> None:
+    # A renamed module would silently fall back to "integration" and leave the fast loop.
+    missing = [prefix for prefix, _ in TIER_PATHS if not (TESTS / prefix.rstrip("/")).exists()]
+    assert missing == []
+    assert {tier for _, tier in TIER_PATHS} <= set(TIERS)
+
+
+def test_a_module_takes_the_tier_of_its_first_matching_path() -> None:
+    assert tier_of(TESTS / "metrics" / "test_passk.py") == "unit"
+    assert tier_of(TESTS / "report" / "test_report_chromium.py") == "browser"
+    assert tier_of(TESTS / "mcp_builds" / "test_real_build.py") == "real_build"
+    assert tier_of(TESTS / "defs" / "test_anything.py") == "integration"
+
+
+def test_the_unit_marker_selects_the_unit_modules_only() -> None:
+    collected = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-m",
+            "unit",
+            "-p",
+            "no:cacheprovider",
+            str(TESTS / "test_text.py"),
+            str(TESTS / "test_loopback.py"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    assert "tests/test_text.py::" in collected
+    assert "tests/test_loopback.py::" not in collected
