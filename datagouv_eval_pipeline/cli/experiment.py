@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import gc
 import os
-import signal
 import socket
-import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
-from datagouv_eval_pipeline.agents.cancel import last_interrupt
+from datagouv_eval_pipeline.agents.cancel import CancelToken, last_interrupt
 from datagouv_eval_pipeline.agents.capabilities import SANDBOX_CAPABILITIES
 from datagouv_eval_pipeline.cli.dagster_home import (
     RUN_HOST_TAG,
@@ -30,7 +29,13 @@ from datagouv_eval_pipeline.cli.dagster_home import (
     open_instance,
     resolve_home,
 )
-from datagouv_eval_pipeline.cli.experiment_summary import exit_code, summarise, summary_lines
+from datagouv_eval_pipeline.cli.experiment_summary import (
+    Summary,
+    exit_code,
+    summarise,
+    summary_lines,
+)
+from datagouv_eval_pipeline.cli.interrupts import Stoppable
 from datagouv_eval_pipeline.cli.preconditions import (
     exclusive_run_store,
     require_code_cell_dirs,
@@ -212,7 +217,7 @@ def command(
     os.environ["DAGSTER_HOME"] = str(home)
     started = time.perf_counter()
     with exclusive_run_store(default_run_store()):
-        result, db_path, report = _execute(
+        result, db_path, report, finish = _execute(
             {
                 "evaluation_types": list(evaluation_types),
                 "cells": plan.cell_keys if plan.chosen else [],
@@ -227,24 +232,29 @@ def command(
             cells={cell.key for cell in plan.cells},
         )
     elapsed = time.perf_counter() - started
-    summary = summarise(result)
     interrupted = last_interrupt()
+    if result is None:  # stopped before the experiment job started
+        click.echo(
+            f"\nexperiment stopped ({interrupted}) after {elapsed:.0f} s, before any stage ran: "
+            "nothing changed"
+        )
+        finish(exit_code(False, Summary(), interrupted=True))
+    summary = summarise(result)
+    run = f"Dagster run {result.run_id[:8]}, instance {home}"
     if interrupted:
         state = f"experiment stopped ({interrupted}) after {elapsed:.0f} s"
-        state += "; finished task runs are kept: run it again to resume"
     elif not result.success:
         state = f"experiment FAILED after {elapsed:.0f} s (the failing step is named above)"
     else:
         state = f"experiment done in {elapsed:.0f} s"
-    click.echo(
-        f"\n{state}: {len(plan.cells)} cells × {len(plan.tasks)} tasks "
-        f"(Dagster run {result.run_id[:8]}, instance {home})"
-    )
+    click.echo(f"\n{state}: {len(plan.cells)} cells × {len(plan.tasks)} tasks ({run})")
+    if interrupted:
+        click.echo(_kept(result, summary))
     for line in summary_lines(summary):
         click.echo(line)
     if notice:
         click.echo(f"note: {notice}")
-    if result.success:
+    if result.success and not interrupted:
         click.echo(f"warehouse (DuckDB): {db_path}")
         from datagouv_eval_pipeline.report.build import default_report_dir
         from datagouv_eval_pipeline.report.render import BROWSER_DIR, REPORT_PAGE
@@ -261,7 +271,24 @@ def command(
     # The run leaves a large heap; the interpreter's final collection of it took ~8 s on two
     # cores. Nothing is left to write, so it is skipped (frozen objects are not collected).
     gc.freeze()
-    sys.exit(exit_code(result.success, summary, interrupted=bool(interrupted)))
+    finish(exit_code(result.success, summary, interrupted=bool(interrupted)))
+
+
+def _kept(result: Any, summary: Summary) -> str:
+    """One line saying what an interrupted run kept."""
+    # The stages that wrote something (asset checks have steps of their own, not stages).
+    done = list(
+        dict.fromkeys(
+            event.step_key for event in result.get_asset_materialization_events() if event.step_key
+        )
+    )
+    runs = (
+        f"{summary.executed} task runs executed and {summary.reused} reused (cached), "
+        if summary.executed is not None
+        else "the task runs that finished (cached), "
+    )
+    stages = ", ".join(done) if done else "none"
+    return f"kept: {runs}finished stages: {stages}; run it again to resume"
 
 
 def _judge_config(choice: str | None, base_url: str | None) -> dict[str, str]:
@@ -303,8 +330,11 @@ def _execute(
     live: bool,
     judge: dict[str, str] | None = None,
     cells: set[str] | None = None,
-) -> tuple[Any, Path, Path]:
+) -> tuple[Any, Path, Path, Callable[[int], NoReturn]]:
     """Run the ``experiment`` job in process, on the persistent instance.
+
+    Returns the run's result (None when it was stopped before the job started), the warehouse,
+    the report's Markdown and how to end the command (``Stoppable.exit``).
 
     The run covers the smallest partition range holding ``cells`` (default: the active
     cells, a prefix of the partitions); cells of the range outside an explicit selection of
@@ -325,23 +355,25 @@ def _execute(
 
     first, last = covering_range(cells or ACTIVE_KEYS)
     job = defs.resolve_job_def("experiment")
-    with open_instance(resolve_home(None)) as instance, as_code_location_runs(instance):
-        click.echo(describe_cleaned(clean_dead_runs(instance)))
-        # SIGTERM acts as Ctrl-C: the agent step stops its cell and fails the run cleanly
-        # (instead of dying with the run left STARTED and its pool slot held).
-        previous = signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
-        own = {RUN_PID_TAG: str(os.getpid()), RUN_HOST_TAG: socket.gethostname()}
-        try:
+    own = {RUN_PID_TAG: str(os.getpid()), RUN_HOST_TAG: socket.gethostname()}
+
+    def run(stop: CancelToken) -> Any:
+        with open_instance(resolve_home(None)) as instance, as_code_location_runs(instance):
+            click.echo(describe_cleaned(clean_dead_runs(instance)))
             # The cells' and tasks' versions first: what changed since the last run shows as
             # stale, and this run's materializations record the versions they were built on.
             for observation in OBSERVATION_JOBS:
+                if stop.cancelled:
+                    return None
                 defs.resolve_job_def(observation.name).execute_in_process(
                     run_config={"loggers": {"brief": {"config": {"log_level": "INFO"}}}},
                     instance=instance,
                     tags=own,
                     raise_on_error=False,
                 )
-            result = job.execute_in_process(
+            if stop.cancelled:
+                return None
+            return job.execute_in_process(
                 run_config={
                     "resources": {
                         "experiment": {"config": settings},
@@ -358,7 +390,15 @@ def _execute(
                 },
                 raise_on_error=False,
             )
-        finally:
-            signal.signal(signal.SIGTERM, previous)
+
+    def hard_stop(why: str) -> str:
+        return (
+            f"\nexperiment stopped at once ({why}): finished task runs are kept (cached); "
+            "run it again to resume (it cleans what this run left)"
+        )
+
+    # Ctrl-C and SIGTERM stop the run whatever stage it is in (cli/interrupts.py).
+    stoppable = Stoppable(run, on_hard_stop=hard_stop)
+    result = stoppable.run()
     db_path = Path(default_duckdb_path())
-    return result, db_path, db_path.with_name("experiment_report.md")
+    return result, db_path, db_path.with_name("experiment_report.md"), stoppable.exit

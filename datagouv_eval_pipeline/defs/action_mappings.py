@@ -8,6 +8,7 @@ import dagster as dg
 
 from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR
 from datagouv_eval_pipeline.defs.agent_runs import agent_runs
+from datagouv_eval_pipeline.defs.interrupts import stop_if_requested
 from datagouv_eval_pipeline.defs.partitions import cell_partitions
 from datagouv_eval_pipeline.defs.per_cell import (
     StageEvent,
@@ -66,6 +67,7 @@ def action_mappings(
     With an ``llm`` or ``hybrid`` judge, the calls the rules leave undecided are classified by
     its model here (answers cached with the judge's).
     """
+    stop_if_requested(context)
     store = run_store.store()
     registry = load_registry()
     classifier: Judge | None = None

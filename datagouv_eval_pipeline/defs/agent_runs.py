@@ -18,6 +18,7 @@ from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.benchmark.config import ProviderKind
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.defs.catalog_validation import catalog_validation
+from datagouv_eval_pipeline.defs.interrupts import stop_if_requested
 from datagouv_eval_pipeline.defs.partitions import CELLS_BY_KEY, cell_partitions
 from datagouv_eval_pipeline.defs.per_cell import (
     StageEvent,
@@ -95,6 +96,7 @@ def run_agent_cells(
         cells_by_key: Cell of each partition key (the YAML's cells).
         slots: Slots wanted per provider (default: ``models.yml``).
     """
+    stop_if_requested(context)
     store = run_store.store()
     specs = load_task_specs([TASK_SPECS_DIR])
     selected = select_tasks(specs, experiment.task_ids)

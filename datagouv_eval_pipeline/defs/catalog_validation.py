@@ -10,6 +10,7 @@ from typing import Any
 
 import dagster as dg
 
+from datagouv_eval_pipeline.defs.interrupts import stop_if_requested
 from datagouv_eval_pipeline.defs.resources import (
     CatalogResource,
     ExperimentSettings,
@@ -50,6 +51,7 @@ def catalog_validation(
     context: dg.AssetExecutionContext, catalog: CatalogResource, run_store: RunStoreResource
 ) -> dg.MaterializeResult[None]:
     """Run every check of every active task against the catalog (the twin by default)."""
+    stop_if_requested(context)
     specs = active(load_task_specs([TASK_SPECS_DIR]))
     snapshot = catalog.served_snapshot()
     proxy, ca_bundle = catalog.validation_proxy() or (None, None)

@@ -41,10 +41,16 @@ from dagster_dbt import (
 )
 from packaging import version
 
+from datagouv_eval_pipeline.agents.cancel import current_token
 from datagouv_eval_pipeline.defs.dbt_project import (
     DBT_EXECUTABLE,
     dbt_metrics_project,
     ensure_manifest,
+)
+from datagouv_eval_pipeline.defs.interrupts import (
+    raise_stopped,
+    stop_if_requested,
+    terminated_on_stop,
 )
 from datagouv_eval_pipeline.defs.resources import DUCKDB_ENV, WarehouseResource
 from datagouv_eval_pipeline.defs.result_tables import MODEL_PREVIEWS, preview_metadata, row_count
@@ -140,6 +146,7 @@ def dbt_metrics_assets(
     dbt prints two lines per model and test (about 230); they are kept off the console and
     summarised in one line, or shown (their failing part) when the build fails.
     """
+    stop_if_requested(context)
     # dbt runs with cwd = the project dir: the path must be absolute.
     path = str(warehouse.db_path().resolve())
     output = io.StringIO()
@@ -147,8 +154,11 @@ def dbt_metrics_assets(
     with _env(DUCKDB_ENV, path):
         invocation = dbt.cli(["build"], context=context, raise_on_error=False)
         # dagster-dbt echoes every dbt line to stdout: collect them, yield the events after.
-        with contextlib.redirect_stdout(output):
+        with contextlib.redirect_stdout(output), terminated_on_stop(invocation.process):
             events = list(invocation.stream())
+    token = current_token()
+    if token is not None and token.cancelled:
+        raise_stopped(context, f"dbt build stopped ({token.reason}); the next run rebuilds it")
     yield from with_results(context, events, Path(path))
     lines = output.getvalue().splitlines()
     done = next((line for line in reversed(lines) if line.startswith("Done. ")), "")

@@ -19,6 +19,8 @@ from typing import Any
 
 import dagster as dg
 
+from datagouv_eval_pipeline.agents.cancel import RunCancelled, current_token, until_cancelled
+from datagouv_eval_pipeline.defs.interrupts import raise_stopped, stop_if_requested
 from datagouv_eval_pipeline.defs.resources import (
     CatalogResource,
     JudgeResource,
@@ -79,6 +81,7 @@ def judge_calibration(
     run_store: RunStoreResource,
 ) -> dg.MaterializeResult[None]:
     """Cohen's kappa of the run's judge against the labels, per verdict kind."""
+    stop_if_requested(context)
     tasks = {spec.task_id: spec for spec in load_task_specs([TASK_SPECS_DIR])}
     try:
         items = load_calibration([CALIBRATION_DIR], tasks)
@@ -88,7 +91,13 @@ def judge_calibration(
         the_judge = judge.judge(cache_dir=run_store.store().root / "cache" / "judges")
     except (JudgeSpecError, JudgeModelError) as error:
         raise dg.Failure(description=f"cannot build the judge: {error}") from None
-    report = asyncio.run(calibrate(the_judge, items, catalog=catalog.lookup()))
+    token = current_token()
+    try:
+        report = asyncio.run(
+            until_cancelled(calibrate(the_judge, items, catalog=catalog.lookup()), token)
+        )
+    except RunCancelled as stop:
+        raise_stopped(context, f"judge calibration stopped ({stop.reason})")
     files = [path.name for path in calibration_files([CALIBRATION_DIR])]
     rows = calibration_rows(report, set_sha=set_sha(items), files=files)
     blind = restricted(report, "blind")

@@ -9,6 +9,7 @@ import dagster as dg
 from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR
 from datagouv_eval_pipeline.defs.action_mappings import action_mappings
 from datagouv_eval_pipeline.defs.catalog_validation import catalog_validation, references_for
+from datagouv_eval_pipeline.defs.interrupts import stop_if_requested
 from datagouv_eval_pipeline.defs.partitions import cell_partitions
 from datagouv_eval_pipeline.defs.per_cell import (
     NO_RESULT,
@@ -75,6 +76,7 @@ def judge_scores(
     Expected values are compared with their references recomputed by the last pre-flight (when
     it validated the snapshot the cell's runs used), and slugs resolve through the catalog.
     """
+    stop_if_requested(context)
     store = run_store.store()
     by_id = {spec.task_id: spec for spec in load_task_specs([TASK_SPECS_DIR])}
     try:

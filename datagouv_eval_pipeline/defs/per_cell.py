@@ -29,8 +29,9 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 )
 from pydantic import BaseModel
 
-from datagouv_eval_pipeline.agents.cancel import CancelToken, RunCancelled
+from datagouv_eval_pipeline.agents.cancel import CancelToken, RunCancelled, current_token
 from datagouv_eval_pipeline.benchmark.cells import Cell
+from datagouv_eval_pipeline.defs.interrupts import raise_stopped
 from datagouv_eval_pipeline.defs.partitions import CELLS_BY_KEY, cell_partitions
 from datagouv_eval_pipeline.experiment.store import RunStore, content_digest
 
@@ -130,7 +131,8 @@ def process_cells(
         work: Given a cell key, returns ``(document, summary)`` to store, or a string saying
             why the cell is skipped. An exception fails only that cell.
         cancel: Set by Ctrl-C or SIGTERM: the cell in progress stops (``RunCancelled``), its
-            earlier document stays, the remaining cells are not started, and the step fails.
+            earlier document stays, the remaining cells are not started, and the run stops
+            (canceled). Default: the run's token, when the caller owns the signals.
         progress: Renders a cell's summary as its progress line (``[3/24] cell …: …``); no
             line per cell when None.
 
@@ -138,9 +140,10 @@ def process_cells(
         The outcomes.
 
     Raises:
-        dagster.Failure: The run covered one cell and it failed, every cell failed, or the run
-            was interrupted.
+        dagster.Failure: The run covered one cell and it failed, or every cell failed.
+        dagster.DagsterExecutionInterruptedError: The run was interrupted.
     """
+    cancel = cancel if cancel is not None else current_token()
     outcomes = CellOutcomes()
     keys = context.partition_keys
     for index, key in enumerate(keys, start=1):
@@ -176,12 +179,10 @@ def process_cells(
         if len(keys) == 1:  # a data version is only recorded for a one-cell run (see result_of)
             outcomes.digests[key] = content_digest(document.model_dump(mode="json"))
     if cancel is not None and cancel.cancelled:
-        raise dg.Failure(
-            description=(
-                f"{stage} stopped ({cancel.reason}): {len(outcomes.written)} cell(s) finished "
-                f"and kept, finished task runs cached; run the experiment again to resume"
-            ),
-            metadata={"failed": dg.MetadataValue.json(outcomes.failed)},
+        raise_stopped(
+            context,
+            f"{stage} stopped ({cancel.reason}): {len(outcomes.written)} cell(s) finished "
+            f"and kept, finished task runs cached; run the experiment again to resume",
         )
     if outcomes.failed and (len(keys) == 1 or not outcomes.written):
         raise dg.Failure(

@@ -17,6 +17,8 @@ from typing import Any
 
 import dagster as dg
 
+from datagouv_eval_pipeline.agents.cancel import RunCancelled, current_token
+from datagouv_eval_pipeline.defs.interrupts import raise_stopped, stop_if_requested
 from datagouv_eval_pipeline.defs.partitions import CELLS
 from datagouv_eval_pipeline.defs.resources import RunStoreResource, WarehouseResource
 from datagouv_eval_pipeline.defs.result_tables import RANKING, preview_metadata
@@ -147,13 +149,17 @@ def experiment_report_asset(deps: Sequence[dg.AssetKey]) -> dg.AssetsDefinition:
         run_store: RunStoreResource,
     ) -> dg.MaterializeResult[None]:
         """Write the report page, the results browser and the Markdown next to the warehouse."""
+        stop_if_requested(context)
         db = warehouse.db_path()
         sources = read_sources(
             store_root=run_store.store().root,
             specs=load_task_specs([TASK_SPECS_DIR]),
             cells=CELLS,
         )
-        built = build_report(db, default_report_dir(db), sources)
+        try:
+            built = build_report(db, default_report_dir(db), sources, cancel=current_token())
+        except RunCancelled as stop:
+            raise_stopped(context, f"report not written ({stop.reason})")
         text = built.markdown + "\n" + render_summary_table(summary_rows(db), db)
         path = db.with_name("experiment_report.md")
         path.write_text(text, encoding="utf-8")

@@ -8,6 +8,7 @@ import dagster as dg
 
 from datagouv_eval_pipeline.benchmark.cells import expand_cells
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.defs.interrupts import stop_if_requested
 from datagouv_eval_pipeline.defs.resources import RunStoreResource
 from datagouv_eval_pipeline.experiment.documents import TaskSpecsDocument
 from datagouv_eval_pipeline.experiment.store import RunStoreError, content_digest
@@ -22,6 +23,7 @@ def task_specs(
     context: dg.AssetExecutionContext, run_store: RunStoreResource
 ) -> dg.MaterializeResult[None]:
     """Every task spec and benchmark cell, validated all-or-nothing from ``task_specs/``."""
+    stop_if_requested(context)
     store = run_store.store()
     try:
         specs = load_task_specs([TASK_SPECS_DIR])

@@ -16,6 +16,7 @@ from typing import Any
 
 import dagster as dg
 
+from datagouv_eval_pipeline.defs.interrupts import stop_if_requested
 from datagouv_eval_pipeline.defs.judge_scores import judge_scores
 from datagouv_eval_pipeline.defs.partitions import ACTIVE_KEYS, CELLS
 from datagouv_eval_pipeline.defs.resources import RunStoreResource, WarehouseResource
@@ -88,6 +89,7 @@ def warehouse(
     config: GateConfig,
 ) -> Iterator[dg.MaterializeResult[None]]:
     """Load every cell's documents into DuckDB, report coverage, then the statistics stage."""
+    stop_if_requested(context)
     store = run_store.store()
     # The experiment is the active cells, plus any other cell materialized on request (an
     # inactive evaluation type run from the launchpad or with --evaluation-type).
@@ -145,12 +147,14 @@ def warehouse(
         ),
         dagster_run_id=context.run.run_id,
     )
+    stop_if_requested(context, "the documents were read, nothing was loaded")
     results, coverage = load_experiment(db, loads, expected, tasks=specs, experiment=record)
     with connect(db, read_only=True) as conn:
         known = [row[0] for row in conn.execute(f"SELECT cell_key FROM {SCHEMA}.cells").fetchall()]
     dropped = [key for key in known if key not in {cell.key for cell in CELLS}]
     for key in dropped:
         delete_cell(db, key)
+    stop_if_requested(context, "the runs were loaded, the statistics were not computed")
     statistics = run_statistics(context, db, config)
     with connect(db, read_only=True) as conn:
         counts = queries.row_counts(conn)

@@ -242,6 +242,7 @@ class Lanes:
         self._threads: list[threading.Thread] = []
         self._pool: ProcessPoolExecutor | None = None
         self._stop: Any = None
+        self._starting: set[int | None] = set()
         self.futures: dict[str, Future[AgentStageResult]] = {}
 
     def start(self, cells: Sequence[Cell], *, needs_parent: Callable[[Cell], bool]) -> None:
@@ -325,10 +326,16 @@ class Lanes:
             # Take no cell before a worker is up (its imports take seconds): until then the
             # lanes in this process take them, so a short stage never waits for a worker.
             assert self._pool is not None
-            ready = self._pool.submit(_worker_ready)
-            while not _settled(ready, 0.2):
-                if shared.empty():
-                    return
+            self._starting.add(threading.get_ident())
+            try:
+                ready = self._pool.submit(_worker_ready)
+                while not _settled(ready, 0.2):
+                    # A stopped run does not wait for a worker: the lane in this process
+                    # drains the queue (each cell then fails as cancelled).
+                    if shared.empty() or (self._cancel is not None and self._cancel.cancelled):
+                        return
+            finally:
+                self._starting.discard(threading.get_ident())
             if ready.cancelled() or ready.exception() is not None:
                 return  # a worker that cannot start leaves its cells to the other lanes
         while (job := self._next(shared, local)) is not None:
@@ -350,11 +357,29 @@ class Lanes:
     def close(self) -> None:
         """Wait for every lane and stop the workers."""
         for thread in self._threads:
-            thread.join()
+            while thread.is_alive():
+                thread.join(0.1)
+                # Starting the worker processes can take tens of seconds on a busy machine
+                # (the forkserver imports the agents' code); a stopped run does not wait for
+                # a lane that holds no cell yet (it is a daemon thread, it returns by itself).
+                cancelled = self._cancel is not None and self._cancel.cancelled
+                if cancelled and thread.ident in self._starting:
+                    break
         pool, self._pool = self._pool, None
-        if pool is not None:
-            # Workers still starting (a short stage) are not waited for.
-            pool.shutdown(wait=False, cancel_futures=True)
+        if pool is None:
+            return
+        # Workers still starting (a short stage) are not waited for.
+        if self._cancel is not None and self._cancel.cancelled:
+            # A lane starting the workers holds the pool's lock until they are spawned, which
+            # even shutdown(wait=False) waits for: a stopped run leaves that to a thread.
+            threading.Thread(
+                target=pool.shutdown,
+                kwargs={"wait": False, "cancel_futures": True},
+                name="lane-pool-shutdown",
+                daemon=True,
+            ).start()
+            return
+        pool.shutdown(wait=False, cancel_futures=True)
 
     def __enter__(self) -> Lanes:
         return self

@@ -14,7 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from datagouv_eval_pipeline.agents.cancel import CancelToken, RunCancelled
+from datagouv_eval_pipeline.agents.cancel import (
+    CancelToken,
+    RunCancelled,
+    current_token,
+    until_cancelled,
+)
 from datagouv_eval_pipeline.agents.models import missing_api_key
 from datagouv_eval_pipeline.agents.runner import execute_cell
 from datagouv_eval_pipeline.benchmark.cells import Cell
@@ -270,7 +275,10 @@ def map_actions(
     }
     if classifier is None:
         return ActionMappingsDocument(**common, mappings=entries, classifier=None)
-    found = asyncio.run(_classify_all(classifier, traces, mapped, registry))
+    # Ctrl-C or SIGTERM during the run stops the questions in flight (answers are cached).
+    found = asyncio.run(
+        until_cancelled(_classify_all(classifier, traces, mapped, registry), current_token())
+    )
     verdicts: list[Verdict] = []
     classified_entries = []
     for entry, classifications in zip(entries, found, strict=True):
@@ -372,7 +380,9 @@ def judge_cell(
         )
         for task_id, task in tasks.items()
     }
-    judgements = asyncio.run(_judge_all(judge, evaluated, traces, mappings, classified))
+    judgements = asyncio.run(
+        until_cancelled(_judge_all(judge, evaluated, traces, mappings, classified), current_token())
+    )
     scores: list[ScoreRecord | None] = []
     for trace, mapping, judgement in zip(traces, mappings, judgements, strict=True):
         if judgement is None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from datagouv_eval_pipeline.agents.cancel import CancelToken, RunCancelled
 from datagouv_eval_pipeline.report.data import ReportSources, load_report_data
 from datagouv_eval_pipeline.report.markdown import render_markdown
 from datagouv_eval_pipeline.report.render import BROWSER_DIR, REPORT_PAGE, Figures, render_site
@@ -41,6 +42,11 @@ class BuiltReport:
     view: ReportView
 
 
+def _stop_if(cancel: CancelToken | None) -> None:
+    if cancel is not None and cancel.cancelled:
+        raise RunCancelled(cancel.reason)
+
+
 def default_report_dir(db_path: Path) -> Path:
     """Where the report goes by default: ``report/`` next to the warehouse file."""
     return db_path.with_name("report")
@@ -52,20 +58,32 @@ def build_report(
     sources: ReportSources | None = None,
     *,
     generated: datetime | None = None,
+    cancel: CancelToken | None = None,
 ) -> BuiltReport:
     """Read ``db_path`` and write the report page, its Markdown and the results browser.
 
+    Args:
+        db_path: The warehouse.
+        out_dir: Where the pages go (default: ``report/`` next to the warehouse).
+        sources: The run store's documents the pages link to.
+        generated: The time the pages say they were made (default: now).
+        cancel: Set by Ctrl-C or SIGTERM: the build stops before it writes anything.
+
     Raises:
         ReportInputError: The warehouse or its dbt models are missing.
+        RunCancelled: ``cancel`` was set.
     """
     out = out_dir or default_report_dir(db_path)
     view = build_view(load_report_data(db_path, sources))
+    _stop_if(cancel)
     site = render_site(view, generated=generated)
+    _stop_if(cancel)
     page = out / REPORT_PAGE
     markdown = render_markdown(view, html_path=str(page))
     site.pages[MARKDOWN_NAME] = markdown
     for name, plot in site.figures.items():
         site.binaries[f"figures/{name}.png"] = plot.png
+    _stop_if(cancel)
     written = site.write(out)
     return BuiltReport(
         out_dir=out,
