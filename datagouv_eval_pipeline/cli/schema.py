@@ -42,9 +42,17 @@ def stale_schemas() -> list[Path]:
 def _dbt_docs(warehouse: Path | None = None) -> list[Any]:
     if not (DBT_DOCS_PROJECT / "models").is_dir():
         return []  # an installed wheel: the project is packaged elsewhere, read-only
-    from datagouv_eval_pipeline.warehouse.dbt_docs import built_columns, docs_files
+    import duckdb
 
-    return docs_files(DBT_DOCS_PROJECT, built_columns(warehouse) if warehouse else None)
+    from datagouv_eval_pipeline.warehouse.dbt_docs import built_columns, docs_files
+    from datagouv_eval_pipeline.warehouse.storage import describe_open_error
+
+    try:
+        built = built_columns(warehouse) if warehouse else None
+    except duckdb.Error as error:
+        assert warehouse is not None
+        raise click.ClickException(describe_open_error(warehouse, error)) from error
+    return docs_files(DBT_DOCS_PROJECT, built)
 
 
 @click.command("schema")
@@ -69,11 +77,12 @@ def command(check: bool, warehouse: Path | None) -> None:
             raise SystemExit(1)
         click.echo("OK: the schemas are current")
         return
+    dbt_docs = _dbt_docs(warehouse)  # read first: a bad warehouse leaves every file as it was
     for path, generate in SCHEMAS.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(render_schema(generate()), encoding="utf-8")
         click.echo(f"wrote {display_path(path)}")
-    for docs in _dbt_docs(warehouse):
+    for docs in dbt_docs:
         if docs.current != docs.generated:
             docs.path.write_text(docs.generated, encoding="utf-8")
             click.echo(f"wrote {display_path(docs.path)}")

@@ -178,7 +178,12 @@ def test_servers_left_by_a_killed_pipeline_are_ended_at_the_next_start(tmp_path:
 
 
 _INTERRUPTED_RUN = """
-import sys, time
+import signal, sys, time
+# A terminal's defaults, whatever the test runner's worker left to its children (ignored or
+# blocked signals are inherited across exec).
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
 from datagouv_eval_pipeline.benchmark.config import McpBuild
 from datagouv_eval_pipeline.mcp_builds import BuildServers
 with BuildServers(network_env={}) as builds:

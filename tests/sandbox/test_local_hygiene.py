@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -186,8 +188,11 @@ def test_directory_bytes_counts_allocated_blocks_by_hand(tmp_path: Path) -> None
     assert expected >= 15_000
 
 
-def test_directories_of_a_killed_run_are_removed_at_the_next_start(tmp_path: Path) -> None:
+def test_directories_of_a_killed_run_are_removed_at_the_next_start() -> None:
     # A real process opens a sandbox session and is killed with SIGKILL: its directory stays.
+    # A short root: the session's proxy socket lives under it, and a Unix socket path is
+    # limited to 107 bytes (pytest-xdist's per-worker tmp_path is longer than that allows).
+    tmp_path = Path(tempfile.mkdtemp(prefix="hyg-", dir="/tmp"))
     script = textwrap.dedent(
         f"""
         import asyncio, os, sys, time
@@ -220,3 +225,4 @@ def test_directories_of_a_killed_run_are_removed_at_the_next_start(tmp_path: Pat
         time.sleep(0.05)
     assert not left[0].exists()
     assert foreign.exists()
+    shutil.rmtree(tmp_path, ignore_errors=True)
