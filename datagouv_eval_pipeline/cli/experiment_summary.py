@@ -4,7 +4,9 @@ It names what a person must act on: cells that failed, cells whose runs were all
 errored (with the reason, e.g. the unset API key variable or the missing sandbox), cells whose
 API key is unset although older results of theirs come from the cache, and the checks that
 failed. The exit code follows: non-zero when the run failed, a cell failed (every
-run of it ended in error counts as failed) or a blocking check failed. The result is Dagster's
+run of it ended in error counts as failed), a selected cell scored nothing for want of its API
+key, or a blocking check failed. A cell skipped by design (a baseline that cannot use the
+cell's toolset) is named but does not fail the run. The result is Dagster's
 ``ExecuteInProcessResult``, read by attribute only, so this module does not import Dagster.
 """
 
@@ -33,6 +35,8 @@ class Summary:
         idle_cells: Reason → cells whose runs were all skipped, errored or cancelled for it.
         missing_keys: Reason (the unset key variable) → cells that have older results, so are
             not idle, but whose model could not be asked in this run.
+        unscored_for_key: Cells with no result at all because their API key is unset: the
+            user selected them and must act, so the exit code is non-zero.
         failed_checks: One line per failed check.
         blocking_failed: Whether a blocking check failed.
         checks_ran: Whether any check was evaluated.
@@ -43,6 +47,7 @@ class Summary:
     failed_cells: dict[str, str] = field(default_factory=dict)
     idle_cells: dict[str, list[str]] = field(default_factory=dict)
     missing_keys: dict[str, list[str]] = field(default_factory=dict)
+    unscored_for_key: list[str] = field(default_factory=list)
     failed_checks: list[str] = field(default_factory=list)
     blocking_failed: bool = False
     checks_ran: bool = False
@@ -92,6 +97,8 @@ def summarise(result: Any) -> Summary:
                 )
             elif cell.get("problem"):
                 idle[str(cell["problem"])].append(key)
+                if missing_key and missing_key == cell.get("problem"):
+                    summary.unscored_for_key.append(key)
         summary.idle_cells = dict(idle)
         summary.missing_keys = dict(keys)
     for evaluation in result.get_asset_check_evaluations():
@@ -145,6 +152,8 @@ def exit_code(success: bool, summary: Summary, *, interrupted: bool) -> int:
     """0 when the run, every cell and every blocking check succeeded."""
     if interrupted:
         return EXIT_INTERRUPTED
-    if not success or summary.failed_cells or summary.blocking_failed:
+    if not success or summary.failed_cells or summary.unscored_for_key:
+        return 1
+    if summary.blocking_failed:
         return 1
     return 0

@@ -130,7 +130,11 @@ def test_a_cell_with_no_result_names_its_key_once(
     server, cell = provider
     monkeypatch.delenv(KEY_ENV, raising=False)
     with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
-        summary = summarise(_run(cell, ["task_0002"], tmp_path / "store", instance))
+        result = _run(cell, ["task_0002"], tmp_path / "store", instance)
+    summary = summarise(result)
     assert server.requests == 0
     assert summary.idle_cells == {KEY_REASON: [cell.key]}
     assert summary.missing_keys == {}  # already named on the NO RESULT line
+    # The cell was selected and scored nothing: the user must act, the exit code says so.
+    assert summary.unscored_for_key == [cell.key]
+    assert exit_code(result.success, summary, interrupted=False) == 1
