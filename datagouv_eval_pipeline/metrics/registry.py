@@ -284,7 +284,7 @@ METRICS: tuple[Metric, ...] = (
         True,
         "sum",
         False,
-        "Criteria the tier asks.",
+        "Criteria of the tier that apply (not-applicable ones left out).",
         from_judged_tier(lambda block: (float(block.accuracy.total), None)),
     ),
     Metric(
