@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from datagouv_eval_pipeline.judges.judgement_record import TierJudgementRecord
+from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord, TierJudgementRecord
 from datagouv_eval_pipeline.metrics import registry
 from datagouv_eval_pipeline.metrics.score_record import ScoreRecord, ValueRecord
 from datagouv_eval_pipeline.warehouse import connect, load_experiment
@@ -24,7 +24,14 @@ from datagouv_eval_pipeline.warehouse.metric_docs import (
     metric_table,
     with_metric_table,
 )
-from tests.warehouse.warehouse_factories import HAND, HAND_B, hand_cell, hand_cell_b
+from tests.warehouse.warehouse_factories import (
+    HAND,
+    HAND_B,
+    hand_cell,
+    hand_cell_b,
+    hand_judgement,
+    hand_score,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -141,3 +148,15 @@ def test_every_number_of_the_judged_tier_block_is_a_registered_metric() -> None:
     }
     assert {f"judged_{name}" for name in values} <= judged
     assert {"accuracy", "accuracy_coverage", "criteria_total", "criteria_scored"} <= judged
+
+
+def test_each_metric_reads_the_document_of_its_source() -> None:
+    # A judge metric reading the score (or the reverse) would get the wrong NULL reason.
+    score = ScoreRecord.model_validate(hand_score("task_0001", 1.0, 3))
+    judged = JudgementRecord.model_validate(hand_judgement("task_0001", [True, None])).tiers
+    only_score, only_judged = registry.ScoredRun(score, None), registry.ScoredRun(None, judged)
+    for entry in registry.METRICS:
+        for tier in entry.tiers:
+            has, lacks = (only_score, only_judged)[:: 1 if entry.source == "scorer" else -1]
+            assert entry.read(has, tier) is not None, (entry.name, tier)
+            assert entry.read(lacks, tier) is None, (entry.name, tier)
