@@ -35,7 +35,6 @@ from datagouv_eval_pipeline.experiment.fingerprints import cell_code_fingerprint
 from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord
 from datagouv_eval_pipeline.judges.protocol import Judge
 from datagouv_eval_pipeline.judges.runner import (
-    TraceJudgement,
     classify_unmapped,
     judge_trace,
 )
@@ -397,7 +396,7 @@ def judge_cell(
             catalog=catalog,
             references=references,
         )
-        scores.append(score.to_record())
+        scores.append(score)
     used = {t.task_id for t in traces}
     return JudgeScoresDocument(
         cell=agent_document.cell,
@@ -405,7 +404,7 @@ def judge_cell(
         judge_id=getattr(judge, "judge_id", type(judge).__name__),
         references=[ref for ref in references if ref.task_id in used],
         runs=runs,
-        judgements=[j.to_record() if j is not None else None for j in judgements],
+        judgements=judgements,
         scores=scores,
     )
 
@@ -416,10 +415,10 @@ async def _judge_all(
     traces: Sequence[Trace],
     mappings: Sequence[TraceMapping],
     classified: Sequence[tuple[CallClassification, ...]] | None = None,
-) -> list[TraceJudgement | None]:
+) -> list[JudgementRecord | None]:
     async def one(
         trace: Trace, mapping: TraceMapping, given: tuple[CallClassification, ...] | None
-    ) -> TraceJudgement | None:
+    ) -> JudgementRecord | None:
         if trace.status not in SCORED_STATUSES:
             return None
         task = tasks[trace.task_id]

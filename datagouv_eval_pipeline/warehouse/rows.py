@@ -26,9 +26,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord, TierJudgementRecord
 from datagouv_eval_pipeline.judges.verdict import Verdict
 from datagouv_eval_pipeline.metrics.passk import pass_at_k, pass_hat_k
-from datagouv_eval_pipeline.metrics.score_record import ScoreRecord, ValueRecord
+from datagouv_eval_pipeline.metrics.score_record import ScoreRecord
+from datagouv_eval_pipeline.metrics.values import MetricValue
 from datagouv_eval_pipeline.semantic.instances import ActionInstance, CallCategory
 from datagouv_eval_pipeline.semantic.mapper import TraceMapping
+from datagouv_eval_pipeline.tasks.spec import TIERS
 from datagouv_eval_pipeline.traces import Trace
 from datagouv_eval_pipeline.warehouse.schema import CELL_TABLES, TABLES_BY_NAME, Table
 
@@ -37,7 +39,6 @@ Row = dict[str, Any]
 FAILED_STATUSES = frozenset({"error", "skipped"})
 """Run statuses whose scores are NULL whatever the scorer said."""
 
-TIERS = ("minimal", "optimal")
 ALL_TIERS = "all"
 
 # (metric, aggregation, bounded in [0, 1])
@@ -180,7 +181,7 @@ def _check_row(table: Table, row: Row) -> None:
             raise WarehouseInputError(f"{table.qualified}.{name}: NULL in a NOT NULL column")
 
 
-def _value(block: ValueRecord | None) -> tuple[float | None, str | None]:
+def _value(block: MetricValue | None) -> tuple[float | None, str | None]:
     """A metric value and its reason (``missing`` when the block is absent)."""
     if block is None:
         return None, "missing"
@@ -660,16 +661,16 @@ class _RunBuilder:
         if judgement is None:
             return
         for criterion in judgement.criteria:
-            for tier in TIERS:
-                if criterion.tier == "optimal" and tier == "minimal":
+            for counted_in in TIERS:
+                if criterion.tier == "optimal" and counted_in == "minimal":
                     continue
                 self.verdict(
-                    tier,
+                    counted_in,
                     "criterion",
                     f"criterion:{criterion.index}",
                     criterion.criterion,
                     criterion.verdict,
-                    inherited=criterion.tier == "minimal" and tier == "optimal",
+                    inherited=criterion.tier == "minimal" and counted_in == "optimal",
                 )
         tiers = judgement.tiers
         minimal_required = len(tiers["minimal"].arguments) if "minimal" in tiers else 0
