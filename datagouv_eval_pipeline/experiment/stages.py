@@ -29,6 +29,7 @@ from datagouv_eval_pipeline.experiment.documents import (
     AgentRunsDocument,
     JudgeScoresDocument,
     McpBuildRecord,
+    RunResult,
     StoredTraceMapping,
 )
 from datagouv_eval_pipeline.experiment.fingerprints import cell_code_fingerprint
@@ -382,30 +383,28 @@ def judge_cell(
     judgements = asyncio.run(
         until_cancelled(_judge_all(judge, evaluated, traces, mappings, classified), current_token())
     )
-    scores: list[ScoreRecord | None] = []
+    results: list[RunResult] = []
     for trace, mapping, judgement in zip(traces, mappings, judgements, strict=True):
-        if judgement is None:
-            scores.append(None)
-            continue
-        accuracy = {tier: judgement.accuracy(tier).mean.value for tier in TIERS}
-        score = score_trace(
-            tasks[trace.task_id],
-            trace,
-            mapping=mapping,
-            accuracy=accuracy,
-            catalog=catalog,
-            references=references,
+        score = None
+        if judgement is not None:
+            score = score_trace(
+                tasks[trace.task_id],
+                trace,
+                mapping=mapping,
+                accuracy={tier: judgement.accuracy(tier).mean.value for tier in TIERS},
+                catalog=catalog,
+                references=references,
+            )
+        results.append(
+            RunResult(task_id=trace.task_id, repeat=trace.repeat, judgement=judgement, score=score)
         )
-        scores.append(score)
     used = {t.task_id for t in traces}
     return JudgeScoresDocument(
         cell=agent_document.cell,
         agent_runs_digest=digest,
         judge_id=getattr(judge, "judge_id", type(judge).__name__),
         references=[ref for ref in references if ref.task_id in used],
-        runs=runs,
-        judgements=judgements,
-        scores=scores,
+        results=results,
     )
 
 
@@ -505,18 +504,16 @@ def _current(
     if document.agent_runs_digest != digest:
         stale[stage] = "computed from another agent_runs document"
         return False
+    if isinstance(document, JudgeScoresDocument):
+        # One result per run: the runs alone tell whether it is this cell's.
+        if document.runs() != runs:
+            stale[stage] = "computed for other runs"
+            return False
+        return True
     if document.runs != runs:
         stale[stage] = "computed for other runs"
         return False
-    lengths = (
-        {len(document.mappings)}
-        if isinstance(document, ActionMappingsDocument)
-        else {
-            len(document.scores),
-            len(document.judgements),
-        }
-    )
-    if lengths != {len(runs)}:
+    if len(document.mappings) != len(runs):
         stale[stage] = "its lists do not have one entry per run"
         return False
     return True
