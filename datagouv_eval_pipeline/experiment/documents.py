@@ -29,6 +29,7 @@ from pydantic import (
     model_validator,
 )
 
+from datagouv_eval_pipeline.benchmark.cells import CellRecord
 from datagouv_eval_pipeline.experiment.store import content_digest, describe_validation_error
 from datagouv_eval_pipeline.judges.judgement_record import (
     JudgementRecord,
@@ -40,7 +41,6 @@ from datagouv_eval_pipeline.semantic.mapper import CallMapping, TraceMapping
 from datagouv_eval_pipeline.tasks.references import Reference
 from datagouv_eval_pipeline.traces import Trace
 from datagouv_eval_pipeline.validation.models import ValidationReport
-from datagouv_eval_pipeline.warehouse.rows import CellRecord
 
 
 class DocumentError(ValueError):
@@ -145,7 +145,7 @@ class AgentRunsDocument(_Document):
     """The ``agent_runs`` document of a cell: its record, its traces and their input hashes.
 
     Attributes:
-        cell: The cell record (``Cell.to_record()``).
+        cell: The cell's identity (``Cell.to_record()``).
         snapshot_id: The snapshot the twin served (None when live).
         run_code: Fingerprint of the code the runs depend on.
         tool_lists: The MCP tool list by version, as fetched.

@@ -56,7 +56,6 @@ from datagouv_eval_pipeline.tasks.spec import TIERS, TaskSpec
 from datagouv_eval_pipeline.traces import SCORED_STATUSES, Trace
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 from datagouv_eval_pipeline.warehouse.loader import CellLoad
-from datagouv_eval_pipeline.warehouse.rows import CellRecord
 
 AGENT_RUNS = "agent_runs"
 ACTION_MAPPINGS = "action_mappings"
@@ -198,7 +197,7 @@ def run_agents(
     all_traces = sorted(kept + traces, key=lambda trace: (trace.task_id, trace.repeat))
     statuses = Counter(str(trace.status) for trace in all_traces)
     document = AgentRunsDocument(
-        cell=CellRecord.model_validate(cell.to_record()),
+        cell=cell.to_record(),
         snapshot_id=snapshot_id,
         run_code=cell_code_fingerprint(cell),
         tool_lists=tool_lists or (dict(previous.tool_lists) if previous is not None else {}),

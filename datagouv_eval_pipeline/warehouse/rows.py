@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
+from datagouv_eval_pipeline.benchmark.cells import CellRecord
 from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord, TierJudgementRecord
 from datagouv_eval_pipeline.judges.verdict import Verdict
 from datagouv_eval_pipeline.metrics.passk import pass_at_k, pass_hat_k
@@ -86,44 +87,8 @@ class WarehouseInputError(ValueError):
     """An input of the loader is inconsistent or malformed."""
 
 
-class CellRecord(BaseModel):
-    """``Cell.to_record()``, validated at the warehouse boundary."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    key: str
-    evaluation_types: list[str]
-    model_provider: str
-    model_name: str
-    model_kind: str
-    model_is_llm: bool
-    model_label: str | None = None
-    base_url: str | None = None
-    api_key_env: str | None = None
-    input_price_per_mtok: float | None = None
-    output_price_per_mtok: float | None = None
-    currency: str
-    model_settings: dict[str, Any] | None = None
-    """The model's request settings that were set (``ModelCallSettings.record``)."""
-    capabilities: list[str]
-    mcp_version: str | None = None
-    mcp_url: str | None = None
-    mcp_source: str | None = None
-    mcp_build: str | None = None
-    skills_version: str | None = None
-    skills_sha256: str | None = None
-    system_prompt: str
-    system_prompt_sha256: str
-    metrics: list[str]
-
-    @property
-    def capability_set(self) -> str:
-        """Sorted capabilities joined with ``+``; ``none`` when empty."""
-        return "+".join(sorted(self.capabilities)) or "none"
-
-
 def parse_cell_record(record: Mapping[str, Any] | Any) -> CellRecord:
-    """Validate a cell record (a ``Cell`` is converted with ``to_record()``).
+    """Validate a cell record (a ``Cell`` gives its own, ``Cell.to_record()``).
 
     Raises:
         WarehouseInputError: Naming each offending field.

@@ -20,7 +20,6 @@ from datagouv_eval_pipeline.semantic.mapper import map_trace
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, TaskSpec, load_task_specs
 from datagouv_eval_pipeline.tasks.references import Reference
 from datagouv_eval_pipeline.traces import Trace, load_trace
-from datagouv_eval_pipeline.warehouse.rows import CellRecord
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
 
@@ -80,7 +79,7 @@ def test_a_cell_goes_through_mapping_judging_and_loading(
     assert judged.judgements[1] is None and judged.scores[1] is None
 
     load = cell_load(agent, mappings, judged)
-    assert load.cell_record == CellRecord.model_validate(cell.to_record())
+    assert load.cell_record == cell.to_record()
     assert load.mappings == [m.trace_mapping() for m in mappings.mappings]
     assert load.scores == judged.scores
     assert load.judgements == judged.judgements
