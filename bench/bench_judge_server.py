@@ -156,7 +156,7 @@ def hybrid_throughput(count: int, concurrency: int) -> dict[str, Any]:
         stats = server.state.stats()
     verdicts = [v for j in judged for v in j.verdicts()]
     by_rules = sum(1 for v in verdicts if v.judge_id.startswith("deterministic"))
-    calls = sum(j.spend.questions for j in judged)
+    calls = sum(j.judge_spend.questions for j in judged)
     criteria = [c.verdict for j in judged for c in j.criteria]
     return {
         "traces": count,

@@ -211,7 +211,7 @@ async def warm_cache(count: int, cache_dir: Path) -> dict[str, Any]:
         "model_requests": warm.model_requests,
         "llm_verdicts": len(llm_verdicts),
         "cache_hits": sum(1 for v in llm_verdicts if v.cached),
-        "judge_calls_spent": sum(j.spend.questions for j in judged),
+        "judge_calls_spent": sum(j.judge_spend.questions for j in judged),
     }
 
 

@@ -3,7 +3,9 @@
 from datagouv_eval_pipeline.benchmark.cells import (
     Cell,
     CellModel,
+    CellRecord,
     UnknownEvaluationTypeError,
+    capability_set,
     expand_cells,
 )
 from datagouv_eval_pipeline.benchmark.config import Capability, Metric, ProviderKind
@@ -29,12 +31,14 @@ __all__ = [
     "Capability",
     "Cell",
     "CellModel",
+    "CellRecord",
     "CostEstimate",
     "Metric",
     "ProviderKind",
     "TokenBudget",
     "UnknownCellKeyError",
     "UnknownEvaluationTypeError",
+    "capability_set",
     "cell_key",
     "decode_cell_key",
     "encode_cell_key",

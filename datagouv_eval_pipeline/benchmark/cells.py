@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from datagouv_eval_pipeline.benchmark.config import (
     Capability,
     EvaluationType,
@@ -32,8 +34,59 @@ from datagouv_eval_pipeline.benchmark.config import (
     SkillsVersion,
     select,
 )
-from datagouv_eval_pipeline.benchmark.keys import cell_key, model_key, setup_key
+from datagouv_eval_pipeline.benchmark.keys import (
+    CAPABILITY_JOINER,
+    NO_CAPABILITY,
+    cell_key,
+    model_key,
+    setup_key,
+)
 from datagouv_eval_pipeline.benchmark.loader import BenchmarkConfig, build_path
+
+
+def capability_set(capabilities: Sequence[str]) -> str:
+    """The capabilities as one name: sorted, joined with ``+``; ``none`` when there is none."""
+    return CAPABILITY_JOINER.join(sorted(capabilities)) or NO_CAPABILITY
+
+
+class CellRecord(BaseModel):
+    """The identity of a cell, as every stage document and the warehouse store it.
+
+    A :class:`Cell` gives its own (:meth:`Cell.to_record`): the setup flattened, texts replaced
+    by their hashes, without the execution settings (rate limits, server, build path).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    evaluation_types: list[str]
+    model_provider: str
+    model_name: str
+    model_kind: str
+    model_is_llm: bool
+    model_label: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    input_price_per_mtok: float | None = None
+    output_price_per_mtok: float | None = None
+    currency: str
+    model_settings: dict[str, Any] | None = None
+    """The model's request settings that were set (``ModelCallSettings.record``)."""
+    capabilities: list[str]
+    mcp_version: str | None = None
+    mcp_url: str | None = None
+    mcp_source: str | None = None
+    mcp_build: str | None = None
+    skills_version: str | None = None
+    skills_sha256: str | None = None
+    system_prompt: str
+    system_prompt_sha256: str
+    metrics: list[str]
+
+    @property
+    def capability_set(self) -> str:
+        """Sorted capabilities joined with ``+``; ``none`` when empty."""
+        return capability_set(self.capabilities)
 
 
 @dataclass(frozen=True)
@@ -171,33 +224,38 @@ class Cell:
             return self.mcp_url.format(twin_port=twin_port)
         return self.mcp_url
 
-    def to_record(self) -> dict[str, Any]:
-        """Return the cell as a flat JSON-ready dict (texts replaced by their hashes)."""
-        return {
-            "key": self.key,
-            "evaluation_types": list(self.evaluation_types),
-            "model_provider": self.model.provider,
-            "model_name": self.model.name,
-            "model_kind": str(self.model.kind),
-            "model_is_llm": self.model.is_llm,
-            "model_label": self.model.label,
-            "base_url": self.model.base_url,
-            "api_key_env": self.model.api_key_env,
-            "input_price_per_mtok": self.model.input_price_per_mtok,
-            "output_price_per_mtok": self.model.output_price_per_mtok,
-            "currency": self.model.currency,
-            "model_settings": self.model.settings.record() or None,
-            "capabilities": list(self.capabilities),
-            "mcp_version": self.mcp_version,
-            "mcp_url": self.mcp_url,
-            "mcp_source": self.mcp_source,
-            "mcp_build": self._build_record(),
-            "skills_version": self.skills_version,
-            "skills_sha256": self.skills_sha256,
-            "system_prompt": self.system_prompt,
-            "system_prompt_sha256": self.system_prompt_sha256,
-            "metrics": list(self.metrics),
-        }
+    @property
+    def capability_set(self) -> str:
+        """Sorted capabilities joined with ``+``; ``none`` when empty."""
+        return capability_set(self.capabilities)
+
+    def to_record(self) -> CellRecord:
+        """The cell's identity as the documents and the warehouse store it."""
+        return CellRecord(
+            key=self.key,
+            evaluation_types=list(self.evaluation_types),
+            model_provider=self.model.provider,
+            model_name=self.model.name,
+            model_kind=str(self.model.kind),
+            model_is_llm=self.model.is_llm,
+            model_label=self.model.label,
+            base_url=self.model.base_url,
+            api_key_env=self.model.api_key_env,
+            input_price_per_mtok=self.model.input_price_per_mtok,
+            output_price_per_mtok=self.model.output_price_per_mtok,
+            currency=self.model.currency,
+            model_settings=self.model.settings.record() or None,
+            capabilities=list(self.capabilities),
+            mcp_version=self.mcp_version,
+            mcp_url=self.mcp_url,
+            mcp_source=self.mcp_source,
+            mcp_build=self._build_record(),
+            skills_version=self.skills_version,
+            skills_sha256=self.skills_sha256,
+            system_prompt=self.system_prompt,
+            system_prompt_sha256=self.system_prompt_sha256,
+            metrics=list(self.metrics),
+        )
 
     def _build_record(self) -> str | None:
         # The build as configured, without the machine path a relative ``path`` resolves to.

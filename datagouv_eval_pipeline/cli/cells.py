@@ -26,7 +26,7 @@ def _row(cell: Cell) -> tuple[str, ...]:
         cell.key,
         ",".join(cell.evaluation_types),
         model,
-        "+".join(cell.capabilities) or "-",
+        cell.capability_set,
         mcp_entry_key(cell.mcp_version, cell.mcp_label) if cell.mcp_version else "-",
         cell.skills_version or "-",
         cell.system_prompt,
@@ -93,7 +93,8 @@ def command(
     except SelectionError as error:
         raise click.BadParameter(str(error), param_hint=error.option) from None
     if as_json:
-        click.echo(json.dumps([cell.to_record() for cell in cells], indent=2, ensure_ascii=False))
+        records = [cell.to_record().model_dump(mode="json") for cell in cells]
+        click.echo(json.dumps(records, indent=2, ensure_ascii=False))
         return
     for line in _table([_row(cell) for cell in cells]):
         click.echo(line)

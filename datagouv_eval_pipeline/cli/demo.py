@@ -84,9 +84,9 @@ def command(traces_dir: Path, out_dir: Path) -> None:
         if task is None:
             raise click.ClickException(f"{path}: task_id {trace.task_id!r} is not in task_specs/")
         score = score_trace(task, trace)
-        rows.append({"trace": path.name, **score.to_json()})
+        rows.append({"trace": path.name, **score.model_dump(mode="json")})
         checks = " ".join(f"{name}={_check(c.passed)}" for name, c in score.checks.items())
-        for tier_name, tier in score.tiers.items():
+        for tier_name, tier in (("minimal", score.minimal), ("optimal", score.optimal)):
             click.echo(
                 f"{path.stem:<28} {tier_name:<8} {_fmt(tier.action_type_f1):>7} "
                 f"{_fmt(tier.action_f1):>7} {_fmt(tier.trajectory_adherence):>5}  "

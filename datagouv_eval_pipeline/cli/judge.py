@@ -287,4 +287,4 @@ def trace_command(
         raise click.ClickException(f"{trace_path}: unknown task {trace.task_id!r}")
     judge = _build_judge(judge_name, config_path, cache_dir, base_url)
     judgement = asyncio.run(judge_trace(judge, task, trace))
-    click.echo(json.dumps(judgement.to_json(), ensure_ascii=False, indent=2))
+    click.echo(json.dumps(judgement.model_dump(mode="json"), ensure_ascii=False, indent=2))

@@ -106,4 +106,4 @@ def command(
         raise click.ClickException(f"{trace_path}: {error}") from error
     if score.mapping.error:
         click.echo(f"warning: {trace_path}: {score.mapping.error}", err=True)
-    click.echo(json.dumps(score.to_json(), ensure_ascii=False, indent=indent))
+    click.echo(json.dumps(score.model_dump(mode="json"), ensure_ascii=False, indent=indent))

@@ -100,10 +100,10 @@ def judge_scores(
         document = judge_cell(
             runs, mappings, by_id, the_judge, references=references, catalog=lookup
         )
-        scored = sum(1 for s in document.scores if s is not None)
-        summary: dict[str, Any] = {"runs": len(document.runs), "scored": scored}
-        if document.runs and not scored:
-            summary[NO_RESULT] = f"none of its {len(document.runs)} runs could be scored"
+        scored = sum(1 for result in document.results if result.score is not None)
+        summary: dict[str, Any] = {"runs": len(document.results), "scored": scored}
+        if document.results and not scored:
+            summary[NO_RESULT] = f"none of its {len(document.results)} runs could be scored"
         return document, summary
 
     outcomes = process_cells(context, store, JUDGE_SCORES, work)

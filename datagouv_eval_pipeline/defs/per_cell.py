@@ -83,7 +83,7 @@ def partition_label(cell: Cell) -> dict[str, str]:
     """Readable coordinates of a cell, shown as the partition's metadata in the UI."""
     label = {
         "model": f"{cell.model.provider}/{cell.model.name}",
-        "capabilities": "+".join(cell.capabilities) or "none",
+        "capabilities": cell.capability_set,
         "system_prompt": cell.system_prompt,
         "evaluation_types": ", ".join(cell.evaluation_types),
     }

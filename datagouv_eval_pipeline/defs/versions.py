@@ -65,7 +65,7 @@ def cell_setup_versions() -> dict[str, str]:
     """Cell key → the version of what its agent runs depend on (setup and code)."""
     versions = {}
     for cell in CELLS:
-        record = {k: v for k, v in cell.to_record().items() if k not in NOT_AN_INPUT}
+        record = {k: v for k, v in cell.to_record().model_dump().items() if k not in NOT_AN_INPUT}
         payload = json.dumps(
             {"cell": record, "code": cell_code_fingerprint(cell)}, sort_keys=True, default=str
         )

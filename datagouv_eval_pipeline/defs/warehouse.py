@@ -142,7 +142,7 @@ def warehouse(
     # Every run is recorded: its rows join the history, the previous runs' rows stay.
     record = new_experiment(
         config_hash(
-            [cell.to_record() for cell in CELLS if cell.key in ACTIVE_KEYS],
+            [cell.to_record().model_dump() for cell in CELLS if cell.key in ACTIVE_KEYS],
             {s.task_id: s.spec_hash() for s in specs},
         ),
         dagster_run_id=context.run.run_id,

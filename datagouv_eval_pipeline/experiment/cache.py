@@ -60,7 +60,7 @@ def run_input_hash(
         toolset: What the cell record does not say about the toolset's code: the started
             build's fingerprint (its spec and code digest), so an edited checkout reruns.
     """
-    record = {k: v for k, v in cell.to_record().items() if k not in NOT_AN_INPUT}
+    record = {k: v for k, v in cell.to_record().model_dump().items() if k not in NOT_AN_INPUT}
     payload = {
         "cell": record,
         "task": task.spec_hash(),

@@ -26,8 +26,10 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     ValidationError,
     model_serializer,
+    model_validator,
 )
 
+from datagouv_eval_pipeline.benchmark.cells import CellRecord
 from datagouv_eval_pipeline.experiment.store import content_digest, describe_validation_error
 from datagouv_eval_pipeline.judges.judgement_record import (
     JudgementRecord,
@@ -39,7 +41,6 @@ from datagouv_eval_pipeline.semantic.mapper import CallMapping, TraceMapping
 from datagouv_eval_pipeline.tasks.references import Reference
 from datagouv_eval_pipeline.traces import Trace
 from datagouv_eval_pipeline.validation.models import ValidationReport
-from datagouv_eval_pipeline.warehouse.rows import CellRecord
 
 
 class DocumentError(ValueError):
@@ -144,7 +145,7 @@ class AgentRunsDocument(_Document):
     """The ``agent_runs`` document of a cell: its record, its traces and their input hashes.
 
     Attributes:
-        cell: The cell record (``Cell.to_record()``).
+        cell: The cell's identity (``Cell.to_record()``).
         snapshot_id: The snapshot the twin served (None when live).
         run_code: Fingerprint of the code the runs depend on.
         tool_lists: The MCP tool list by version, as fetched.
@@ -271,23 +272,76 @@ class ActionMappingsDocument(_Document):
 # ------------------------------------------------------------------------------- judging
 
 
+class RunResult(_Document):
+    """What the ``judge_scores`` stage found about one run of the cell."""
+
+    task_id: str
+    repeat: int
+    judgement: JudgementRecord | None
+    """The judge's verdicts (None: not judged, e.g. the run did not finish)."""
+    score: ScoreRecord | None
+    """The deterministic scores (None: not scored)."""
+
+
 class JudgeScoresDocument(_Document):
-    """The ``judge_scores`` document of a cell: judgement and scores per trace.
+    """The ``judge_scores`` document of a cell: the judgement and scores of each run.
+
+    Documents written before the results were kept per run hold three parallel lists
+    (``runs``, ``judgements``, ``scores``); they are read into :attr:`results` (lists of different
+    lengths are an error naming them).
 
     Attributes:
         cell: The cell record.
         agent_runs_digest: The digest of the ``agent_runs`` document it was computed from.
         judge_id: The judge.
         references: The expected values recomputed for the run, of the tasks it holds.
-        runs: ``[task, repeat]`` per trace.
-        judgements: Per trace, the judgement (None: not judged).
-        scores: Per trace, the deterministic scores (None: not scored).
+        results: One entry per trace of the ``agent_runs`` document, in its order.
     """
 
     cell: CellRecord
     agent_runs_digest: str
     judge_id: str
     references: list[Reference]
-    runs: list[tuple[str, int]]
-    judgements: list[JudgementRecord | None]
-    scores: list[ScoreRecord | None]
+    results: list[RunResult]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_parallel_lists(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping) or "results" in data or "runs" not in data:
+            return data
+        old = dict(data)
+        runs, judgements, scores = (
+            old.pop("runs"),
+            old.pop("judgements", None),
+            old.pop("scores", None),
+        )
+        if not all(isinstance(part, list) for part in (runs, judgements, scores)):
+            raise ValueError(
+                "runs, judgements and scores must be lists (a document of an older shape)"
+            )
+        if not len(runs) == len(judgements) == len(scores):
+            raise ValueError(
+                f"runs, judgements and scores differ in length ({len(runs)}, {len(judgements)}, "
+                f"{len(scores)}): one entry per run expected"
+            )
+        old["results"] = [
+            {"task_id": run[0], "repeat": run[1], "judgement": judgement, "score": score}
+            if isinstance(run, list | tuple) and len(run) == 2
+            else run  # fails validation, naming the entry
+            for run, judgement, score in zip(runs, judgements, scores, strict=True)
+        ]
+        return old
+
+    def runs(self) -> list[tuple[str, int]]:
+        """(task, repeat) of each result, in order."""
+        return [(result.task_id, result.repeat) for result in self.results]
+
+    @property
+    def judgements(self) -> list[JudgementRecord | None]:
+        """The judgement of each run, in order."""
+        return [result.judgement for result in self.results]
+
+    @property
+    def scores(self) -> list[ScoreRecord | None]:
+        """The scores of each run, in order."""
+        return [result.score for result in self.results]

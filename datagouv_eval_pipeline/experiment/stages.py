@@ -29,13 +29,13 @@ from datagouv_eval_pipeline.experiment.documents import (
     AgentRunsDocument,
     JudgeScoresDocument,
     McpBuildRecord,
+    RunResult,
     StoredTraceMapping,
 )
 from datagouv_eval_pipeline.experiment.fingerprints import cell_code_fingerprint
 from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord
 from datagouv_eval_pipeline.judges.protocol import Judge
 from datagouv_eval_pipeline.judges.runner import (
-    TraceJudgement,
     classify_unmapped,
     judge_trace,
 )
@@ -56,7 +56,6 @@ from datagouv_eval_pipeline.tasks.spec import TIERS, TaskSpec
 from datagouv_eval_pipeline.traces import SCORED_STATUSES, Trace
 from datagouv_eval_pipeline.twin.urls import TwinUrls
 from datagouv_eval_pipeline.warehouse.loader import CellLoad
-from datagouv_eval_pipeline.warehouse.rows import CellRecord
 
 AGENT_RUNS = "agent_runs"
 ACTION_MAPPINGS = "action_mappings"
@@ -198,7 +197,7 @@ def run_agents(
     all_traces = sorted(kept + traces, key=lambda trace: (trace.task_id, trace.repeat))
     statuses = Counter(str(trace.status) for trace in all_traces)
     document = AgentRunsDocument(
-        cell=CellRecord.model_validate(cell.to_record()),
+        cell=cell.to_record(),
         snapshot_id=snapshot_id,
         run_code=cell_code_fingerprint(cell),
         tool_lists=tool_lists or (dict(previous.tool_lists) if previous is not None else {}),
@@ -383,30 +382,28 @@ def judge_cell(
     judgements = asyncio.run(
         until_cancelled(_judge_all(judge, evaluated, traces, mappings, classified), current_token())
     )
-    scores: list[ScoreRecord | None] = []
+    results: list[RunResult] = []
     for trace, mapping, judgement in zip(traces, mappings, judgements, strict=True):
-        if judgement is None:
-            scores.append(None)
-            continue
-        accuracy = {tier: judgement.accuracy(tier).mean.value for tier in TIERS}
-        score = score_trace(
-            tasks[trace.task_id],
-            trace,
-            mapping=mapping,
-            accuracy=accuracy,
-            catalog=catalog,
-            references=references,
+        score = None
+        if judgement is not None:
+            score = score_trace(
+                tasks[trace.task_id],
+                trace,
+                mapping=mapping,
+                accuracy={tier: judgement.accuracy(tier).mean.value for tier in TIERS},
+                catalog=catalog,
+                references=references,
+            )
+        results.append(
+            RunResult(task_id=trace.task_id, repeat=trace.repeat, judgement=judgement, score=score)
         )
-        scores.append(score.to_record())
     used = {t.task_id for t in traces}
     return JudgeScoresDocument(
         cell=agent_document.cell,
         agent_runs_digest=digest,
         judge_id=getattr(judge, "judge_id", type(judge).__name__),
         references=[ref for ref in references if ref.task_id in used],
-        runs=runs,
-        judgements=[j.to_record() if j is not None else None for j in judgements],
-        scores=scores,
+        results=results,
     )
 
 
@@ -416,10 +413,10 @@ async def _judge_all(
     traces: Sequence[Trace],
     mappings: Sequence[TraceMapping],
     classified: Sequence[tuple[CallClassification, ...]] | None = None,
-) -> list[TraceJudgement | None]:
+) -> list[JudgementRecord | None]:
     async def one(
         trace: Trace, mapping: TraceMapping, given: tuple[CallClassification, ...] | None
-    ) -> TraceJudgement | None:
+    ) -> JudgementRecord | None:
         if trace.status not in SCORED_STATUSES:
             return None
         task = tasks[trace.task_id]
@@ -506,18 +503,16 @@ def _current(
     if document.agent_runs_digest != digest:
         stale[stage] = "computed from another agent_runs document"
         return False
+    if isinstance(document, JudgeScoresDocument):
+        # One result per run: the runs alone tell whether it is this cell's.
+        if document.runs() != runs:
+            stale[stage] = "computed for other runs"
+            return False
+        return True
     if document.runs != runs:
         stale[stage] = "computed for other runs"
         return False
-    lengths = (
-        {len(document.mappings)}
-        if isinstance(document, ActionMappingsDocument)
-        else {
-            len(document.scores),
-            len(document.judgements),
-        }
-    )
-    if lengths != {len(runs)}:
+    if len(document.mappings) != len(runs):
         stale[stage] = "its lists do not have one entry per run"
         return False
     return True

@@ -33,7 +33,7 @@ def out_of_date(
     reasons = []
     if document.run_code != cell_code_fingerprint(cell):
         reasons.append("the code its runs depend on changed")
-    if _inputs(document.cell.model_dump()) != _inputs(cell.to_record()):
+    if _inputs(document.cell.model_dump()) != _inputs(cell.to_record().model_dump()):
         reasons.append("its setup changed")
     changed = sorted(
         {

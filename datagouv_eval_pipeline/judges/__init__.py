@@ -15,6 +15,7 @@ from datagouv_eval_pipeline.judges.config import JudgeConfig, RoleModel, resolve
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
 from datagouv_eval_pipeline.judges.guarded import GuardedModel
 from datagouv_eval_pipeline.judges.hybrid import HybridJudge
+from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord
 from datagouv_eval_pipeline.judges.llm import LLMJudge
 from datagouv_eval_pipeline.judges.prompts import PROMPTS, JudgePrompt
 from datagouv_eval_pipeline.judges.protocol import (
@@ -23,7 +24,7 @@ from datagouv_eval_pipeline.judges.protocol import (
     ToolEvidence,
     tool_evidence,
 )
-from datagouv_eval_pipeline.judges.runner import TraceJudgement, judge_trace, judge_trace_sync
+from datagouv_eval_pipeline.judges.runner import judge_trace, judge_trace_sync
 from datagouv_eval_pipeline.judges.verdict import (
     NEEDS_LLM,
     Aggregate,
@@ -53,11 +54,11 @@ __all__ = [
     "JudgeConfig",
     "JudgePrompt",
     "JudgeSpend",
+    "JudgementRecord",
     "LLMJudge",
     "Question",
     "RoleModel",
     "ToolEvidence",
-    "TraceJudgement",
     "Verdict",
     "VerdictStatus",
     "aggregate",

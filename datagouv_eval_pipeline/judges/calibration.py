@@ -11,7 +11,7 @@ Files live in ``task_specs/calibration/*.yml``, each versioned by its ``version`
   ``trajectory`` (a tier's chain against the instances) and ``failure_mode`` (one mode in one
   tier). Every item of a version-2 file carries a one-line rationale (``note``).
 
-**Provenance.** A file says who produced its labels and how (:class:`Provenance`): the
+**Provenance.** A file says who produced its labels and how (:class:`LabelProvenance`): the
 ``labeller`` (a name or an email), the ``method`` (:data:`LabelMethod`: ``written`` answers and
 verdicts written together, ``verdict-shown`` labels given with the judge's verdict beside each
 item, ``blind-review`` labels given before the judge's verdict could be seen) and ``human``
@@ -217,7 +217,7 @@ class CalibrationItem(_Strict):
         return self
 
 
-class Provenance(_Strict):
+class LabelProvenance(_Strict):
     """Who produced a file's labels, and how."""
 
     labeller: str = Field(min_length=1)
@@ -238,16 +238,16 @@ class CalibrationFile(_Strict):
     """One calibration YAML file (see the module docstring for the versions)."""
 
     version: Literal[1, 2]
-    provenance: Provenance | None = None
+    provenance: LabelProvenance | None = None
     """Who labelled and how; None: unrecorded (:meth:`label_provenance`)."""
     samples: list[Sample] = Field(default_factory=list)
     items: list[CalibrationItem]
 
-    def label_provenance(self) -> Provenance:
+    def label_provenance(self) -> LabelProvenance:
         """The file's provenance; unrecorded: ``written`` (v1) or ``verdict-shown`` (v2)."""
         if self.provenance is not None:
             return self.provenance
-        return Provenance(
+        return LabelProvenance(
             labeller=UNRECORDED,
             method="written" if self.version == 1 else "verdict-shown",
             human=False,
@@ -307,8 +307,8 @@ class ResolvedItem:
     path: Path
     sample: Sample | None = None
     required: RequiredAction | None = None
-    provenance: Provenance = field(
-        default_factory=lambda: Provenance(labeller=UNRECORDED, method="written", human=False)
+    provenance: LabelProvenance = field(
+        default_factory=lambda: LabelProvenance(labeller=UNRECORDED, method="written", human=False)
     )
 
     @property

@@ -21,13 +21,15 @@ and without any tool the judged action precision, recall and F1 are NULL "not ap
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
 from typing import Any
 
 from datagouv_eval_pipeline.judges.judgement_record import (
+    ArgumentRecord,
+    CriterionRecord,
     JudgementRecord,
-    classification_to_json,
+    TierJudgementRecord,
+    all_verdicts,
 )
 from datagouv_eval_pipeline.judges.protocol import (
     CriterionJudgement,
@@ -36,10 +38,8 @@ from datagouv_eval_pipeline.judges.protocol import (
     tool_evidence,
 )
 from datagouv_eval_pipeline.judges.verdict import (
-    Aggregate,
     CallClassification,
     FailureMode,
-    JudgeSpend,
     Question,
     Verdict,
     aggregate,
@@ -62,145 +62,6 @@ from datagouv_eval_pipeline.traces import Trace
 
 CONFIDENCE_JUDGE = 0.7
 """Confidence of an action instance found by a judge's classification."""
-
-
-@dataclass(frozen=True, slots=True)
-class CriterionResult:
-    """One unique criterion of a task and its verdict.
-
-    Attributes:
-        index: Position in ``task.criteria("optimal")`` (minimal criteria come first).
-        tier: ``minimal`` when the criterion belongs to both tiers, else ``optimal``.
-        criterion: The criterion text.
-        verdict: The verdict.
-    """
-
-    index: int
-    tier: Tier
-    criterion: str
-    verdict: Verdict
-
-
-@dataclass(frozen=True, slots=True)
-class ArgumentResult:
-    """The argument verdicts of one required action against its candidate instances.
-
-    Attributes:
-        required_index: Position in the tier's required actions.
-        action: The required action's name.
-        candidates: Indexes of the candidate instances (same action name).
-        verdicts: One verdict per candidate.
-    """
-
-    required_index: int
-    action: str
-    candidates: tuple[int, ...]
-    verdicts: tuple[Verdict, ...]
-
-
-@dataclass(frozen=True)
-class TraceJudgement:
-    """Every verdict about one trace.
-
-    Attributes:
-        task_id: The task.
-        judge_id: The judge.
-        criteria: Unique criteria with verdicts, in spec order.
-        arguments: Per tier, per required action.
-        instance_scores: Per tier, the instance-level usage recomputed with the argument verdicts.
-        trajectory: Per tier.
-        failure_modes: Per tier, per mode.
-        classifications: Verdicts on calls the mapper left undecided.
-        instances: The action instances after classification.
-    """
-
-    task_id: str
-    judge_id: str
-    criteria: tuple[CriterionResult, ...]
-    arguments: dict[Tier, tuple[ArgumentResult, ...]]
-    instance_scores: dict[Tier, ActionInstanceScore]
-    trajectory: dict[Tier, Verdict]
-    failure_modes: dict[Tier, dict[FailureMode, Verdict]]
-    classifications: tuple[CallClassification, ...]
-    instances: tuple[ActionInstance, ...] = field(repr=False)
-
-    def criteria_of(self, tier: Tier) -> list[CriterionResult]:
-        """The criteria that count for a tier (optimal = minimal + additions)."""
-        return [c for c in self.criteria if tier == "optimal" or c.tier == "minimal"]
-
-    def accuracy(self, tier: Tier) -> Aggregate:
-        """Result accuracy of a tier: mean over scored criteria, with coverage."""
-        return aggregate(c.verdict for c in self.criteria_of(tier))
-
-    def verdicts(self) -> Iterator[Verdict]:
-        """Every verdict once (a criterion shared by both tiers counts once)."""
-        for criterion in self.criteria:
-            yield criterion.verdict
-        seen: set[int] = set()  # both tiers list the minimal tier's argument verdicts
-        for results in self.arguments.values():
-            for result in results:
-                for verdict in result.verdicts:
-                    if id(verdict) not in seen:
-                        seen.add(id(verdict))
-                        yield verdict
-        yield from self.trajectory.values()
-        for modes in self.failure_modes.values():
-            yield from modes.values()
-        for classification in self.classifications:
-            yield classification.verdict
-
-    @property
-    def spend(self) -> JudgeSpend:
-        """Judge tokens and cost (separate from the agent's usage)."""
-        return judge_spend(self.verdicts())
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (what the ``judge_scores`` stage stores)."""
-        tiers: dict[str, Any] = {}
-        for tier in self.trajectory:
-            usage = self.instance_scores[tier]
-            tiers[tier] = {
-                "accuracy": self.accuracy(tier).to_json(),
-                "criteria": [c.index for c in self.criteria_of(tier)],
-                "trajectory": self.trajectory[tier].model_dump(mode="json"),
-                "action_precision": usage.precision.to_json(),
-                "action_recall": usage.recall.to_json(),
-                "action_f1": usage.f1.to_json(),
-                "unverified_criteria": usage.unverified_criteria,
-                "arguments": [
-                    {
-                        "required_index": r.required_index,
-                        "action": r.action,
-                        "candidates": list(r.candidates),
-                        "verdicts": [v.model_dump(mode="json") for v in r.verdicts],
-                    }
-                    for r in self.arguments[tier]
-                ],
-                "failure_modes": {
-                    mode.value: verdict.model_dump(mode="json")
-                    for mode, verdict in self.failure_modes.get(tier, {}).items()
-                },
-            }
-        return {
-            "task_id": self.task_id,
-            "judge_id": self.judge_id,
-            "criteria": [
-                {
-                    "index": c.index,
-                    "tier": c.tier,
-                    "criterion": c.criterion,
-                    "verdict": c.verdict.model_dump(mode="json"),
-                }
-                for c in self.criteria
-            ],
-            "tiers": tiers,
-            "classifications": [classification_to_json(c) for c in self.classifications],
-            "judge_spend": self.spend.to_json(),
-        }
-
-    def to_record(self) -> JudgementRecord:
-        """The typed form of :meth:`to_json` (what the ``judge_scores`` document holds)."""
-        return JudgementRecord.model_validate(self.to_json())
 
 
 async def classify_unmapped(
@@ -228,7 +89,7 @@ async def classify_unmapped(
 def judged_instance_score(
     required: Sequence[RequiredAction],
     instances: Sequence[ActionInstance],
-    results: Sequence[ArgumentResult],
+    results: Sequence[ArgumentRecord],
 ) -> ActionInstanceScore:
     """The metrics' maximum one-to-one matching, with pairs decided by argument verdicts.
 
@@ -294,7 +155,7 @@ async def judge_trace(
     tiers: Sequence[Tier] = TIERS,
     classify: bool = True,
     classifications: Sequence[CallClassification] | None = None,
-) -> TraceJudgement:
+) -> JudgementRecord:
     """Ask every scoring question about one trace.
 
     Args:
@@ -383,34 +244,30 @@ async def judge_trace(
             )
         )
 
-    criteria = tuple(
-        CriterionResult(
+    criteria = [
+        CriterionRecord(
             index=i,
             tier="minimal" if i < n_minimal else "optimal",
             criterion=" ".join(c.criteria.split()),
             verdict=criterion_verdicts[i],
         )
         for i, c in enumerate(all_criteria)
-    )
+    ]
 
-    arguments: dict[Tier, tuple[ArgumentResult, ...]] = {}
+    arguments: dict[Tier, list[ArgumentRecord]] = {}
     instance_scores: dict[Tier, ActionInstanceScore] = {}
     for tier in tiers:
-        results = tuple(
-            ArgumentResult(
+        results = [
+            ArgumentRecord(
                 required_index=r_index,
                 action=action.name,
-                candidates=candidates_of[id(action)],
-                verdicts=tuple(argument_verdicts.get(id(action), [])),
+                candidates=list(candidates_of[id(action)]),
+                verdicts=argument_verdicts.get(id(action), []),
             )
             for r_index, action in enumerate(required_by_tier[tier])
-        )
+        ]
         arguments[tier] = results
-        usage = judged_instance_score(required_by_tier[tier], instances, results)
-        if trace.tool_less:
-            none = metric_not_applicable(NO_TOOL)
-            usage = replace(usage, precision=none, recall=none, f1=none)
-        instance_scores[tier] = usage
+        instance_scores[tier] = judged_instance_score(required_by_tier[tier], instances, results)
 
     mode_jobs = [
         judge.failure_modes(
@@ -444,19 +301,34 @@ async def judge_trace(
                     details={"mode": FailureMode.TOOL_OMISSION.value, "tier": tier},
                 ),
             }
-    return TraceJudgement(
+    blocks: dict[str, TierJudgementRecord] = {}
+    for tier, tier_modes in zip(tiers, modes, strict=True):
+        usage = instance_scores[tier]
+        # Without any tool the judged usage does not apply either (NULL with the reason).
+        none = metric_not_applicable(NO_TOOL) if trace.tool_less else None
+        blocks[tier] = TierJudgementRecord(
+            accuracy=aggregate(
+                c.verdict for c in criteria if tier == "optimal" or c.tier == "minimal"
+            ),
+            criteria=[c.index for c in criteria if tier == "optimal" or c.tier == "minimal"],
+            trajectory=trajectory[tier],
+            action_precision=none or usage.precision,
+            action_recall=none or usage.recall,
+            action_f1=none or usage.f1,
+            unverified_criteria=usage.unverified_criteria,
+            arguments=arguments[tier],
+            failure_modes={mode.value: verdict for mode, verdict in tier_modes.items()},
+        )
+    return JudgementRecord(
         task_id=task.task_id,
         judge_id=judge.judge_id,
         criteria=criteria,
-        arguments=arguments,
-        instance_scores=instance_scores,
-        trajectory=trajectory,
-        failure_modes=dict(zip(tiers, modes, strict=True)),
-        classifications=classified,
-        instances=instances,
+        tiers=blocks,
+        classifications=list(classified),
+        judge_spend=judge_spend(all_verdicts(criteria, blocks, classified)),
     )
 
 
-def judge_trace_sync(judge: Judge, task: TaskSpec, trace: Trace, **kwargs: Any) -> TraceJudgement:
+def judge_trace_sync(judge: Judge, task: TaskSpec, trace: Trace, **kwargs: Any) -> JudgementRecord:
     """:func:`judge_trace` from synchronous code (runs its own event loop)."""
     return asyncio.run(judge_trace(judge, task, trace, **kwargs))

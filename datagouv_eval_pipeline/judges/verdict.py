@@ -217,33 +217,21 @@ class CallClassification:
 # --- aggregation -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Aggregate:
-    """The mean of the scored verdicts and the coverage behind it.
+class Aggregate(BaseModel):
+    """The mean of the scored verdicts and the coverage behind it (a tier's accuracy)."""
 
-    Attributes:
-        mean: Mean value over scored verdicts, None (with ``mean.reason``) when none is scored.
-        scored: Verdicts that are ``ok``.
-        total: All verdicts that apply (not applicable ones left out).
-        coverage: ``scored / total``; None for an empty list.
-        errors: Count of unscored verdicts per error.
-    """
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     mean: MetricValue
+    """Mean value over scored verdicts, None (with ``mean.reason``) when none is scored."""
     scored: int
+    """Verdicts that are ``ok``."""
     total: int
+    """All verdicts that apply (not applicable ones left out)."""
     coverage: MetricValue
-    errors: Mapping[str, int]
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "mean": self.mean.to_json(),
-            "scored": self.scored,
-            "total": self.total,
-            "coverage": self.coverage.to_json(),
-            "unscored_errors": dict(self.errors),
-        }
+    """``scored / total``; None for an empty list."""
+    unscored_errors: dict[str, int] = Field(default_factory=dict)
+    """Count of unscored verdicts per error."""
 
 
 def aggregate(verdicts: Iterable[Verdict]) -> Aggregate:
@@ -275,7 +263,9 @@ def aggregate(verdicts: Iterable[Verdict]) -> Aggregate:
             if values
             else MetricValue(None, f"all {total} verdicts are unscored")
         )
-    return Aggregate(mean, len(values), total, coverage, errors)
+    return Aggregate(
+        mean=mean, scored=len(values), total=total, coverage=coverage, unscored_errors=errors
+    )
 
 
 @dataclass(frozen=True, slots=True)

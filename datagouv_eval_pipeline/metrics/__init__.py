@@ -7,11 +7,10 @@ Definitions with worked examples: ``docs/metrics.md``.
 from datagouv_eval_pipeline.metrics.checks import CHECK_NAMES, CheckResult, answer_checks
 from datagouv_eval_pipeline.metrics.efficiency import EfficiencyScore, efficiency_score
 from datagouv_eval_pipeline.metrics.numbers import NumberReading, find_value, read_numbers
+from datagouv_eval_pipeline.metrics.score_record import ScoreRecord, TierRecord
 from datagouv_eval_pipeline.metrics.scorer import (
     SCORER_VERSION,
     TIER_METRICS,
-    TierScore,
-    TraceScore,
     score_tier,
     score_trace,
 )
@@ -35,8 +34,8 @@ __all__ = [
     "EfficiencyScore",
     "MetricValue",
     "NumberReading",
-    "TierScore",
-    "TraceScore",
+    "ScoreRecord",
+    "TierRecord",
     "TrajectoryScore",
     "action_instance_score",
     "action_type_score",

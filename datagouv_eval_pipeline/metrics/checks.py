@@ -46,10 +46,6 @@ class CheckResult:
     reason: str
     details: Mapping[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        """Return ``{"passed": ..., "reason": ..., "details": {...}}``."""
-        return {"passed": self.passed, "reason": self.reason, "details": dict(self.details)}
-
 
 # --- tools -------------------------------------------------------------------------------------
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import functools
 import os
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
 
 from datagouv_eval_pipeline import project_files
 
@@ -21,18 +22,16 @@ CODE_VERSION_ENV = "DATAGOUV_EVAL_GIT_SHA"
 """Overrides the git commit (for installs without a ``.git`` directory, e.g. container images)."""
 
 
-@dataclass(frozen=True, slots=True)
-class CodeVersion:
-    """Which code produced a result.
+class CodeVersion(BaseModel):
+    """Which code produced a result (stored in every score's provenance)."""
 
-    Attributes:
-        package: The installed package version, or None when it is not installed.
-        git_sha: The commit of the work tree, or None outside a git checkout (an installed
-            wheel, unless ``$DATAGOUV_EVAL_GIT_SHA`` says) or before the first commit.
-    """
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     package: str | None
+    """The installed package version, or None when it is not installed."""
     git_sha: str | None
+    """The commit of the work tree, or None outside a git checkout (an installed wheel, unless
+    ``$DATAGOUV_EVAL_GIT_SHA`` says) or before the first commit."""
 
 
 @functools.cache

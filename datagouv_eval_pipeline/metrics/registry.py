@@ -22,7 +22,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from datagouv_eval_pipeline.metrics.score_record import ScoreRecord, ValueRecord
+from datagouv_eval_pipeline.metrics.score_record import ScoreRecord
+from datagouv_eval_pipeline.metrics.values import MetricValue
+from datagouv_eval_pipeline.tasks.spec import TIERS, Tier
 
 Aggregation = Literal["avg", "sum"]
 """``avg``: the mean of per-run values; ``sum``: a count summed over runs."""
@@ -33,9 +35,6 @@ Source = Literal["scorer", "judge"]
 Reading = tuple[float | None, str | None]
 """A value and, when it is None, the reason."""
 
-TIERS: tuple[str, ...] = ("minimal", "optimal")
-"""The tiers a tiered metric has a value in."""
-
 ALL_TIERS = "all"
 """The tier of a metric that does not depend on the tier."""
 
@@ -44,11 +43,11 @@ class JudgedAccuracy(Protocol):
     """The judge's accuracy block of one tier (``judges.judgement_record.AccuracyRecord``)."""
 
     @property
-    def mean(self) -> ValueRecord:
+    def mean(self) -> MetricValue:
         """Mean over the decided criteria."""
 
     @property
-    def coverage(self) -> ValueRecord:
+    def coverage(self) -> MetricValue:
         """Share of the criteria decided."""
 
     @property
@@ -70,7 +69,7 @@ class JudgedTier(Protocol):
     def accuracy(self) -> JudgedAccuracy:
         """The accuracy block."""
 
-    def metric(self, name: str) -> ValueRecord:
+    def metric(self, name: str) -> MetricValue:
         """One of the judged metric values by name (``action_f1``, ...)."""
 
 
@@ -131,11 +130,16 @@ class Metric:
         return self.label or self.name.replace("_", " ")
 
 
-def value_of(block: ValueRecord | None) -> Reading:
+def value_of(block: MetricValue | None) -> Reading:
     """A stored ``MetricValue`` as a reading (``missing`` when the block is absent)."""
     if block is None:
         return None, "missing"
     return block.value, block.reason
+
+
+def _in_tier(values: Mapping[Tier, MetricValue], tier: str) -> MetricValue | None:
+    """The value of ``tier`` in a per-tier mapping (None for ``all`` or a missing tier)."""
+    return next((value for key, value in values.items() if key == tier), None)
 
 
 def from_score(read: Callable[[ScoreRecord, str], Reading]) -> MetricReader:
@@ -208,7 +212,7 @@ METRICS: tuple[Metric, ...] = (
         "avg",
         False,
         "The tier's accuracy per 1,000 agent tokens.",
-        from_score(lambda score, tier: value_of(score.efficiency.token_efficiency.get(tier))),
+        from_score(lambda score, tier: value_of(_in_tier(score.efficiency.token_efficiency, tier))),
         uses_judge=True,
     ),
     Metric(
@@ -218,7 +222,7 @@ METRICS: tuple[Metric, ...] = (
         "avg",
         False,
         "The tier's accuracy per minute of latency (rate-limit waits excluded).",
-        from_score(lambda score, tier: value_of(score.efficiency.time_efficiency.get(tier))),
+        from_score(lambda score, tier: value_of(_in_tier(score.efficiency.time_efficiency, tier))),
         uses_judge=True,
     ),
     _scorer_count("required_action_types", "Distinct action names the tier requires."),

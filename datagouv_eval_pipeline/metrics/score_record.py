@@ -1,9 +1,12 @@
-"""The stored form of a :class:`~datagouv_eval_pipeline.metrics.scorer.TraceScore`, typed.
+"""Every deterministic score of one trace, typed: what the scorer returns and the stages store.
 
-``TraceScore.to_json()`` is what the ``judge_scores`` stage writes per trace and what
-``datagouv-eval score`` prints; :class:`ScoreRecord` is that document's schema. It validates a
-stored score when it is read back (a wrong field is an error naming it) and gives its readers,
-the warehouse rows first, attributes instead of dictionary look-ups. ``docs/metrics.md``
+:func:`~datagouv_eval_pipeline.metrics.scorer.score_trace` builds a :class:`ScoreRecord`; the
+``judge_scores`` stage stores it as it is and ``datagouv-eval score`` prints it. Reading a stored
+score back validates it (a wrong field is an error naming it) and gives its readers, the warehouse
+rows first, attributes instead of dictionary look-ups. The leaves are the metrics' own values
+(:class:`~datagouv_eval_pipeline.metrics.values.MetricValue`,
+:class:`~datagouv_eval_pipeline.metrics.checks.CheckResult`,
+:class:`~datagouv_eval_pipeline.metrics.efficiency.EfficiencyScore`). ``docs/metrics.md``
 documents every field.
 """
 
@@ -13,16 +16,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from datagouv_eval_pipeline.metrics.checks import CheckResult
+from datagouv_eval_pipeline.metrics.efficiency import EfficiencyScore
+from datagouv_eval_pipeline.metrics.provenance import CodeVersion
+from datagouv_eval_pipeline.metrics.values import MetricValue
+from datagouv_eval_pipeline.semantic.instances import ActionInstance
+
 
 class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ValueRecord(_Record):
-    """A ``MetricValue``: a number, or None with the reason it is undefined."""
-
-    value: float | None
-    reason: str | None = None
 
 
 class PairRecord(_Record):
@@ -47,13 +49,13 @@ class StepRecord(_Record):
 class TierRecord(_Record):
     """Usage and trajectory metrics of one tier (counts None when the trace was not mapped)."""
 
-    action_type_precision: ValueRecord
-    action_type_recall: ValueRecord
-    action_type_f1: ValueRecord
-    action_precision: ValueRecord
-    action_recall: ValueRecord
-    action_f1: ValueRecord
-    trajectory_adherence: ValueRecord
+    action_type_precision: MetricValue
+    action_type_recall: MetricValue
+    action_type_f1: MetricValue
+    action_precision: MetricValue
+    action_recall: MetricValue
+    action_f1: MetricValue
+    trajectory_adherence: MetricValue
     unverified_criteria: int | None
     required_action_types: int
     required_actions: int
@@ -75,20 +77,12 @@ class TierRecord(_Record):
             raise AttributeError(f"{name} is not a count of the tier block")
         return value
 
-    def metric(self, name: str) -> ValueRecord:
+    def metric(self, name: str) -> MetricValue:
         """One of the metric-value fields by name (``action_f1``, ...)."""
         value = getattr(self, name)
-        if not isinstance(value, ValueRecord):
+        if not isinstance(value, MetricValue):
             raise AttributeError(f"{name} is not a metric of the tier block")
         return value
-
-
-class CheckRecord(_Record):
-    """An answer check: passed, failed or not applicable (None), with its reason."""
-
-    passed: bool | None
-    reason: str
-    details: dict[str, Any] = Field(default_factory=dict)
 
 
 class ExpectedValueRecord(_Record):
@@ -117,24 +111,10 @@ class ValueCheckDetails(BaseModel):
     found: dict[str, str | None] = Field(default_factory=dict)
 
 
-class EfficiencyRecord(_Record):
-    """Latency, tokens, and the accuracy ratios per tier."""
-
-    latency_ms: ValueRecord
-    wall_latency_ms: float
-    rate_limit_wait_ms: float
-    input_tokens: int
-    output_tokens: int
-    total_tokens: int
-    accuracy: dict[str, ValueRecord]
-    token_efficiency: dict[str, ValueRecord]
-    time_efficiency: dict[str, ValueRecord]
-
-
 class MappingSummaryRecord(_Record):
     """How the trace's calls were mapped (``error`` set when mapping failed)."""
 
-    mapped_fraction: ValueRecord
+    mapped_fraction: MetricValue
     counts: dict[str, int]
     error: str | None
     registry_version: str | None
@@ -154,24 +134,34 @@ class ActionRecord(_Record):
     errored: bool
     reason: str
 
+    @classmethod
+    def of(cls, instance: ActionInstance) -> ActionRecord:
+        """The stored form of one mapped instance."""
+        return cls(
+            action=instance.action,
+            args=instance.args,
+            call_id=instance.source_call_id,
+            tool=instance.source_tool,
+            category=instance.category.value,
+            confidence=instance.confidence,
+            errored=instance.errored,
+            reason=instance.reason,
+        )
 
-class CodeVersionRecord(_Record):
-    """Package version and git commit of the code that scored."""
 
-    package: str | None
-    git_sha: str | None
-
-
-class ProvenanceRecord(_Record):
-    """What a score was computed from."""
+class ScoreProvenance(_Record):
+    """What a score was computed from: the task, the trace's model and toolset, the code."""
 
     spec_hash: str
+    """``TaskSpec.spec_hash()`` of the task (the spec's, even when references were recomputed)."""
     task_version: int
     model: str
+    """The trace's model id."""
     mcp_version: str | None
     capabilities: list[str]
-    code_version: CodeVersionRecord
+    code_version: CodeVersion
     scorer_version: str
+    """``SCORER_VERSION`` of the scorer: results of different versions are not comparable."""
 
 
 class ScoreRecord(_Record):
@@ -180,11 +170,11 @@ class ScoreRecord(_Record):
     task_id: str
     minimal: TierRecord
     optimal: TierRecord
-    checks: dict[str, CheckRecord]
-    efficiency: EfficiencyRecord
+    checks: dict[str, CheckResult]
+    efficiency: EfficiencyScore
     mapping: MappingSummaryRecord
     actions: list[ActionRecord]
-    provenance: ProvenanceRecord
+    provenance: ScoreProvenance
 
     def tier(self, tier: str) -> TierRecord:
         """The ``minimal`` or ``optimal`` block."""

@@ -2,8 +2,8 @@
 
 ``score_trace`` maps the trace's literal calls to semantic action instances (unless given them),
 then computes per tier the action-type and action-instance usage and the trajectory adherence, the
-answer checks, efficiency and provenance. ``TraceScore.to_json`` is the output of
-``datagouv-eval score``; ``docs/metrics.md`` documents every field.
+answer checks, efficiency and provenance, into a :class:`ScoreRecord` (what ``datagouv-eval score``
+prints and the ``judge_scores`` stage stores); ``docs/metrics.md`` documents every field.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
 
 from datagouv_eval_pipeline.metrics.catalog import (
     CatalogLookup,
@@ -21,15 +20,22 @@ from datagouv_eval_pipeline.metrics.catalog import (
     resolve_slug_arguments,
     with_catalog_slugs,
 )
-from datagouv_eval_pipeline.metrics.checks import CheckResult, answer_checks
-from datagouv_eval_pipeline.metrics.efficiency import EfficiencyScore, efficiency_score
-from datagouv_eval_pipeline.metrics.provenance import CodeVersion, code_version
-from datagouv_eval_pipeline.metrics.score_record import ScoreRecord
-from datagouv_eval_pipeline.metrics.trajectory import TrajectoryStep, adherence_indexed
+from datagouv_eval_pipeline.metrics.checks import answer_checks
+from datagouv_eval_pipeline.metrics.efficiency import efficiency_score
+from datagouv_eval_pipeline.metrics.provenance import code_version
+from datagouv_eval_pipeline.metrics.score_record import (
+    ActionRecord,
+    MappingSummaryRecord,
+    PairRecord,
+    ScoreProvenance,
+    ScoreRecord,
+    StepRecord,
+    TierRecord,
+)
+from datagouv_eval_pipeline.metrics.trajectory import adherence_indexed
 from datagouv_eval_pipeline.metrics.usage import (
     ArgSpec,
     InstanceIndex,
-    MatchedPair,
     PairCache,
     arg_specs,
     instance_score_indexed,
@@ -63,211 +69,11 @@ TIER_METRICS: tuple[str, ...] = (
 
 
 @dataclass(frozen=True, slots=True)
-class TierScore:
-    """Usage and trajectory metrics of one tier.
-
-    Counts derived from the trace are None when the trace could not be mapped.
-    """
-
-    action_type_precision: MetricValue
-    action_type_recall: MetricValue
-    action_type_f1: MetricValue
-    action_precision: MetricValue
-    action_recall: MetricValue
-    action_f1: MetricValue
-    trajectory_adherence: MetricValue
-    unverified_criteria: int | None
-    required_action_types: int
-    required_actions: int
-    chain_actions: int
-    actual_action_types: int | None
-    actual_actions: int | None
-    matched_action_types: int | None
-    matched_actions: int | None
-    matched_chain_actions: int | None
-    missing_action_types: tuple[str, ...]
-    unmatched_required: tuple[int, ...]
-    pairs: tuple[MatchedPair, ...]
-    steps: tuple[TrajectoryStep, ...]
-
-    def to_json(self, instances: Sequence[ActionInstance] = ()) -> dict[str, Any]:
-        """Return the tier block of the JSON output (call ids resolved from ``instances``)."""
-        out: dict[str, Any] = {name: getattr(self, name).to_json() for name in TIER_METRICS}
-        out.update(
-            unverified_criteria=self.unverified_criteria,
-            required_action_types=self.required_action_types,
-            required_actions=self.required_actions,
-            chain_actions=self.chain_actions,
-            actual_action_types=self.actual_action_types,
-            actual_actions=self.actual_actions,
-            matched_action_types=self.matched_action_types,
-            matched_actions=self.matched_actions,
-            matched_chain_actions=self.matched_chain_actions,
-            missing_action_types=list(self.missing_action_types),
-            unmatched_required=list(self.unmatched_required),
-            pairs=[
-                {
-                    "required_index": pair.required_index,
-                    "action": pair.action,
-                    "call_id": pair.call_id,
-                    "instance_index": pair.instance_index,
-                    "unverified_criteria": list(pair.unverified_criteria),
-                }
-                for pair in self.pairs
-            ],
-            trajectory_steps=[
-                {
-                    "action": step.action,
-                    "chain_position": step.chain_position,
-                    "instance_index": step.instance_index,
-                    "call_id": (
-                        instances[step.instance_index].source_call_id
-                        if step.instance_index is not None and step.instance_index < len(instances)
-                        else None
-                    ),
-                }
-                for step in self.steps
-            ],
-        )
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class Provenance:
-    """What a score was computed from.
-
-    Attributes:
-        spec_hash: ``TaskSpec.spec_hash()`` of the task.
-        task_version: The task's ``version``.
-        model: The trace's model id.
-        mcp_version: The MCP server version of the trace.
-        capabilities: The trace's capability set.
-        code: Package version and git commit.
-        scorer_version: :data:`SCORER_VERSION`.
-    """
-
-    spec_hash: str
-    task_version: int
-    model: str
-    mcp_version: str | None
-    capabilities: tuple[str, ...]
-    code: CodeVersion
-    scorer_version: str = SCORER_VERSION
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the provenance block of the JSON output."""
-        return {
-            "spec_hash": self.spec_hash,
-            "task_version": self.task_version,
-            "model": self.model,
-            "mcp_version": self.mcp_version,
-            "capabilities": list(self.capabilities),
-            "code_version": {"package": self.code.package, "git_sha": self.code.git_sha},
-            "scorer_version": self.scorer_version,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class MappingSummary:
-    """How the trace's calls were mapped.
-
-    Attributes:
-        instances: The instances, or None when mapping failed.
-        mapped_fraction: Share of calls the mapper decided (mapped, or known to perform no action).
-        counts: Literal calls per call category.
-        error: Why mapping failed (e.g. an unknown MCP version), else None.
-        registry_version: Version of the action registry used, when the mapper ran.
-        unmapped_call_ids: Calls the mapper could not decide (left for a classifier).
-        warnings: The mapper's notices (e.g. a trace without MCP version).
-    """
+class _Mapped:
+    """The mapper's instances (None when mapping failed) and the stored summary of the mapping."""
 
     instances: tuple[ActionInstance, ...] | None
-    mapped_fraction: MetricValue
-    counts: dict[str, int]
-    error: str | None
-    registry_version: str | None = None
-    unmapped_call_ids: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the mapping block of the JSON output."""
-        return {
-            "mapped_fraction": self.mapped_fraction.to_json(),
-            "counts": dict(self.counts),
-            "error": self.error,
-            "registry_version": self.registry_version,
-            "unmapped_call_ids": list(self.unmapped_call_ids),
-            "warnings": list(self.warnings),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class TraceScore:
-    """Every deterministic score of one trace on one task."""
-
-    task_id: str
-    tiers: dict[Tier, TierScore]
-    checks: dict[str, CheckResult]
-    efficiency: EfficiencyScore
-    mapping: MappingSummary
-    provenance: Provenance
-
-    @property
-    def minimal(self) -> TierScore:
-        """The minimal tier."""
-        return self.tiers["minimal"]
-
-    @property
-    def optimal(self) -> TierScore:
-        """The optimal tier."""
-        return self.tiers["optimal"]
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the JSON document printed by ``datagouv-eval score``."""
-        instances = self.mapping.instances or ()
-        return {
-            "task_id": self.task_id,
-            "minimal": self.tiers["minimal"].to_json(instances),
-            "optimal": self.tiers["optimal"].to_json(instances),
-            "checks": {name: check.to_json() for name, check in self.checks.items()},
-            "efficiency": efficiency_json(self.efficiency),
-            "mapping": self.mapping.to_json(),
-            "actions": [instance_json(instance) for instance in instances],
-            "provenance": self.provenance.to_json(),
-        }
-
-    def to_record(self) -> ScoreRecord:
-        """The typed form of :meth:`to_json` (what the ``judge_scores`` document holds)."""
-        return ScoreRecord.model_validate(self.to_json())
-
-
-def instance_json(instance: ActionInstance) -> dict[str, Any]:
-    """Return one mapped instance as JSON."""
-    return {
-        "action": instance.action,
-        "args": instance.args,
-        "call_id": instance.source_call_id,
-        "tool": instance.source_tool,
-        "category": instance.category.value,
-        "confidence": instance.confidence,
-        "errored": instance.errored,
-        "reason": instance.reason,
-    }
-
-
-def efficiency_json(score: EfficiencyScore) -> dict[str, Any]:
-    """Return the efficiency block as JSON."""
-    return {
-        "latency_ms": score.latency_ms.to_json(),
-        "wall_latency_ms": score.wall_latency_ms,
-        "rate_limit_wait_ms": score.rate_limit_wait_ms,
-        "input_tokens": score.input_tokens,
-        "output_tokens": score.output_tokens,
-        "total_tokens": score.total_tokens,
-        "accuracy": {tier: value.to_json() for tier, value in score.accuracy.items()},
-        "token_efficiency": {tier: v.to_json() for tier, v in score.token_efficiency.items()},
-        "time_efficiency": {tier: v.to_json() for tier, v in score.time_efficiency.items()},
-    }
+    summary: MappingSummaryRecord
 
 
 # --- task plans (cached: parsing chains and hashing specs dominate the cost of small traces) -----
@@ -326,13 +132,34 @@ def _plan(task: TaskSpec) -> _TaskPlan:
 
 def _map_trace(
     trace: Trace, registry: ActionRegistry | None, catalog: CatalogLookup | None
-) -> MappingSummary:
+) -> _Mapped:
     """Run the action mapper; an unknown toolset version becomes a mapping error, not a crash."""
     try:
         mapping = map_trace(trace, registry=registry)
     except UnknownVersionError as error:
-        return MappingSummary(None, undefined(f"mapping failed: {error}"), {}, str(error))
+        return _Mapped(
+            None, _mapping_summary(undefined(f"mapping failed: {error}"), error=str(error))
+        )
     return _summary(resolve_mapping_slugs(mapping, catalog))
+
+
+def _mapping_summary(
+    mapped_fraction: MetricValue,
+    *,
+    counts: dict[str, int] | None = None,
+    error: str | None = None,
+    registry_version: str | None = None,
+    unmapped_call_ids: Sequence[str] = (),
+    warnings: Sequence[str] = (),
+) -> MappingSummaryRecord:
+    return MappingSummaryRecord(
+        mapped_fraction=mapped_fraction,
+        counts=counts or {},
+        error=error,
+        registry_version=registry_version,
+        unmapped_call_ids=list(unmapped_call_ids),
+        warnings=list(warnings),
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -348,20 +175,21 @@ def _mcp_actions(registry: ActionRegistry, version: str) -> frozenset[str] | Non
 _CATEGORY_VALUE: dict[CallCategory, str] = {category: category.value for category in CallCategory}
 
 
-def _summary(mapping: TraceMapping) -> MappingSummary:
+def _summary(mapping: TraceMapping) -> _Mapped:
     fraction = mapping.mapped_fraction
-    return MappingSummary(
-        instances=tuple(mapping.instances),
-        mapped_fraction=(
-            MetricValue(fraction)
-            if fraction is not None
-            else undefined(mapping.mapped_fraction_reason or "the trace has no calls")
+    return _Mapped(
+        tuple(mapping.instances),
+        _mapping_summary(
+            (
+                MetricValue(fraction)
+                if fraction is not None
+                else undefined(mapping.mapped_fraction_reason or "the trace has no calls")
+            ),
+            counts={_CATEGORY_VALUE[category]: count for category, count in mapping.counts.items()},
+            registry_version=mapping.registry_version,
+            unmapped_call_ids=mapping.unmapped_call_ids,
+            warnings=mapping.warnings,
         ),
-        counts={_CATEGORY_VALUE[category]: count for category, count in mapping.counts.items()},
-        error=None,
-        registry_version=mapping.registry_version,
-        unmapped_call_ids=tuple(mapping.unmapped_call_ids),
-        warnings=tuple(mapping.warnings),
     )
 
 
@@ -373,7 +201,7 @@ def score_tier(
     chain: ChainNode,
     instances: Sequence[ActionInstance],
     pair_cache: PairCache | None = None,
-) -> TierScore:
+) -> TierRecord:
     """Score one tier: action-type and action-instance usage, and trajectory adherence.
 
     Args:
@@ -399,11 +227,12 @@ def _score_tier(
     chain: ChainNode,
     index: InstanceIndex,
     pair_cache: PairCache | None,
-) -> TierScore:
+) -> TierRecord:
     types = type_score_indexed(required_names, index)
     usage = instance_score_indexed(required, specs, index, pair_cache)
     trajectory = adherence_indexed(chain, index.by_name)
-    return TierScore(
+    instances = index.instances
+    return TierRecord(
         action_type_precision=types.precision,
         action_type_recall=types.recall,
         action_type_f1=types.f1,
@@ -420,16 +249,37 @@ def _score_tier(
         matched_action_types=types.matched,
         matched_actions=usage.matched,
         matched_chain_actions=trajectory.matched,
-        missing_action_types=types.missing,
-        unmatched_required=usage.unmatched_required,
-        pairs=usage.pairs,
-        steps=trajectory.steps,
+        missing_action_types=list(types.missing),
+        unmatched_required=list(usage.unmatched_required),
+        pairs=[
+            PairRecord(
+                required_index=pair.required_index,
+                action=pair.action,
+                call_id=pair.call_id,
+                instance_index=pair.instance_index,
+                unverified_criteria=list(pair.unverified_criteria),
+            )
+            for pair in usage.pairs
+        ],
+        trajectory_steps=[
+            StepRecord(
+                action=step.action,
+                chain_position=step.chain_position,
+                instance_index=step.instance_index,
+                call_id=(
+                    instances[step.instance_index].source_call_id
+                    if step.instance_index is not None and step.instance_index < len(instances)
+                    else None
+                ),
+            )
+            for step in trajectory.steps
+        ],
     )
 
 
-def _unavailable_tier(plan: _TierPlan, reason: str) -> TierScore:
+def _unavailable_tier(plan: _TierPlan, reason: str) -> TierRecord:
     missing = undefined(reason)
-    return TierScore(
+    return TierRecord(
         action_type_precision=missing,
         action_type_recall=missing,
         action_type_f1=missing,
@@ -446,10 +296,10 @@ def _unavailable_tier(plan: _TierPlan, reason: str) -> TierScore:
         matched_action_types=None,
         matched_actions=None,
         matched_chain_actions=None,
-        missing_action_types=(),
-        unmatched_required=(),
-        pairs=(),
-        steps=(),
+        missing_action_types=[],
+        unmatched_required=[],
+        pairs=[],
+        trajectory_steps=[],
     )
 
 
@@ -464,7 +314,7 @@ def score_trace(
     registry: ActionRegistry | None = None,
     catalog: CatalogLookup | None = None,
     references: Iterable[Reference] | None = None,
-) -> TraceScore:
+) -> ScoreRecord:
     """Compute every deterministic score of one trace on one task.
 
     Args:
@@ -500,24 +350,24 @@ def score_trace(
         )
     plan = _plan(task)
     if instances is not None:
-        summary = MappingSummary(
-            instances=resolve_slug_arguments(instances, catalog),
-            mapped_fraction=undefined("instances were given without a mapping"),
-            counts={},
-            error=None,
+        summary = _Mapped(
+            resolve_slug_arguments(instances, catalog),
+            _mapping_summary(undefined("instances were given without a mapping")),
         )
     elif mapping is not None:
         summary = _summary(resolve_mapping_slugs(mapping, catalog))
     else:
         summary = _map_trace(trace, registry, catalog)
 
-    tiers: dict[Tier, TierScore] = {}
+    tiers: dict[Tier, TierRecord] = {}
     # One index of the instances serves both tiers: it memoises the argument matches, which the
     # optimal tier (a superset of the minimal one's required actions) reuses.
     index = InstanceIndex(summary.instances) if summary.instances is not None else None
     for tier, tier_plan in plan.tiers.items():
         if index is None:
-            tiers[tier] = _unavailable_tier(tier_plan, f"no action mapping: {summary.error}")
+            tiers[tier] = _unavailable_tier(
+                tier_plan, f"no action mapping: {summary.summary.error}"
+            )
         else:
             tiers[tier] = _score_tier(
                 tier_plan.required,
@@ -532,28 +382,20 @@ def score_trace(
         # the reason), they are not a failure to score 0 (the counts stay, for reading).
         none = not_applicable(NO_TOOL)
         tiers = {
-            tier: replace(
-                score,
-                action_type_precision=none,
-                action_type_recall=none,
-                action_type_f1=none,
-                action_precision=none,
-                action_recall=none,
-                action_f1=none,
-                trajectory_adherence=none,
-            )
+            tier: score.model_copy(update=dict.fromkeys(TIER_METRICS, none))
             for tier, score in tiers.items()
         }
 
-    return TraceScore(
+    return ScoreRecord(
         task_id=task.task_id,
-        tiers=tiers,
+        minimal=tiers["minimal"],
+        optimal=tiers["optimal"],
         checks=answer_checks(
             with_catalog_slugs(task, catalog),
             trace,
             summary.instances,
             aliases,
-            summary.error,
+            summary.summary.error,
             mcp_actions=(
                 _mcp_actions(registry or load_registry(), trace.mcp_version)
                 if trace.mcp_version
@@ -563,13 +405,15 @@ def score_trace(
             references=references_by_name(references, task.task_id),
         ),
         efficiency=efficiency_score(trace, accuracy),
-        mapping=summary,
-        provenance=Provenance(
+        mapping=summary.summary,
+        actions=[ActionRecord.of(instance) for instance in summary.instances or ()],
+        provenance=ScoreProvenance(
             spec_hash=plan.spec_hash,
             task_version=task.version,
             model=trace.model,
             mcp_version=trace.mcp_version,
-            capabilities=tuple(trace.capabilities),
-            code=code_version(),
+            capabilities=list(trace.capabilities),
+            code_version=code_version(),
+            scorer_version=SCORER_VERSION,
         ),
     )

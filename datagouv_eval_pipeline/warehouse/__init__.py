@@ -31,7 +31,7 @@ if TYPE_CHECKING:
         load_experiment,
         load_tasks,
     )
-    from datagouv_eval_pipeline.warehouse.rows import CellRecord, WarehouseInputError, run_id
+    from datagouv_eval_pipeline.warehouse.rows import WarehouseInputError, run_id
     from datagouv_eval_pipeline.warehouse.schema import (
         ALL_TABLES,
         DDL,
@@ -50,7 +50,6 @@ _MODULE_OF: dict[str, str] = {
     "ALL_TABLES": "schema",
     "CellLoad": "loader",
     "CellLoadResult": "loader",
-    "CellRecord": "rows",
     "Column": "schema",
     "Coverage": "loader",
     "DDL": "schema",
@@ -96,7 +95,6 @@ __all__ = [
     "TABLES_BY_NAME",
     "CellLoad",
     "CellLoadResult",
-    "CellRecord",
     "Column",
     "Coverage",
     "ExperimentRecord",

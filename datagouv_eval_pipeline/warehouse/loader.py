@@ -81,8 +81,8 @@ class CellLoad:
     """Everything stored for one cell: the record and parallel per-run lists.
 
     The per-run entries are the typed forms (``Trace``, ``TraceMapping``, ``ScoreRecord``,
-    ``JudgementRecord``); a ``TraceScore`` or ``TraceJudgement`` is converted with its
-    ``to_record()``, and a JSON dict is validated (a wrong field is an input error naming it).
+    ``JudgementRecord``, what the scorer and the judges return), or their JSON dicts, validated
+    (a wrong field is an input error naming it).
 
     Attributes:
         cell_record: The ``CellRecord``, ``Cell.to_record()``, or the ``Cell``.
@@ -192,8 +192,8 @@ def load_cell(
         cell_record: ``Cell.to_record()`` (or the ``Cell``).
         traces: One trace per run of the cell (a failed run is a trace with status ``error``).
         mappings: Per trace, the action mapping (object or ``to_dict()``), or None.
-        scores: Per trace, the ``TraceScore`` (object or ``to_json()``), or None.
-        judgements: Per trace, the ``TraceJudgement`` (object or ``to_json()``), or None.
+        scores: Per trace, the ``ScoreRecord`` (object or its JSON dict), or None.
+        judgements: Per trace, the ``JudgementRecord`` (object or its JSON dict), or None.
         loaded_at: Load timestamp for ``cells.loaded_at`` (now by default).
 
     Returns:

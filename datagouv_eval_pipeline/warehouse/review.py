@@ -58,7 +58,7 @@ from datagouv_eval_pipeline.judges.calibration import (
     CalibrationItem,
     EvidenceItem,
     InstanceItem,
-    Provenance,
+    LabelProvenance,
     Sample,
     VerdictKind,
     criterion_sha,
@@ -189,7 +189,7 @@ class ReviewFile(_Doc):
     rubric_questions: dict[str, str] = Field(default_factory=lambda: dict(RUBRIC))
     samples: list[ReviewSample]
 
-    def provenance(self) -> Provenance:
+    def provenance(self) -> LabelProvenance:
         """Who labelled and how.
 
         Raises:
@@ -205,7 +205,7 @@ class ReviewFile(_Doc):
         if problems:
             raise ReviewError("\n".join(problems))
         assert self.human is not None
-        return Provenance(
+        return LabelProvenance(
             labeller=self.labeller.strip(),
             method=self.method,
             human=self.human,

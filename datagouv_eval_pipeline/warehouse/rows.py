@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
+from datagouv_eval_pipeline.benchmark.cells import CellRecord
 from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord
 from datagouv_eval_pipeline.judges.verdict import Verdict
 from datagouv_eval_pipeline.metrics import registry
@@ -30,6 +31,7 @@ from datagouv_eval_pipeline.metrics.passk import pass_at_k, pass_hat_k
 from datagouv_eval_pipeline.metrics.score_record import ScoreRecord
 from datagouv_eval_pipeline.semantic.instances import ActionInstance, CallCategory
 from datagouv_eval_pipeline.semantic.mapper import TraceMapping
+from datagouv_eval_pipeline.tasks.spec import TIERS
 from datagouv_eval_pipeline.traces import Trace
 from datagouv_eval_pipeline.warehouse.schema import CELL_TABLES, TABLES_BY_NAME, Table
 
@@ -38,7 +40,7 @@ Row = dict[str, Any]
 FAILED_STATUSES = frozenset({"error", "skipped"})
 """Run statuses whose scores are NULL whatever the scorer said."""
 
-TIERS = registry.TIERS
+
 ALL_TIERS = registry.ALL_TIERS
 
 
@@ -46,44 +48,8 @@ class WarehouseInputError(ValueError):
     """An input of the loader is inconsistent or malformed."""
 
 
-class CellRecord(BaseModel):
-    """``Cell.to_record()``, validated at the warehouse boundary."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    key: str
-    evaluation_types: list[str]
-    model_provider: str
-    model_name: str
-    model_kind: str
-    model_is_llm: bool
-    model_label: str | None = None
-    base_url: str | None = None
-    api_key_env: str | None = None
-    input_price_per_mtok: float | None = None
-    output_price_per_mtok: float | None = None
-    currency: str
-    model_settings: dict[str, Any] | None = None
-    """The model's request settings that were set (``ModelCallSettings.record``)."""
-    capabilities: list[str]
-    mcp_version: str | None = None
-    mcp_url: str | None = None
-    mcp_source: str | None = None
-    mcp_build: str | None = None
-    skills_version: str | None = None
-    skills_sha256: str | None = None
-    system_prompt: str
-    system_prompt_sha256: str
-    metrics: list[str]
-
-    @property
-    def capability_set(self) -> str:
-        """Sorted capabilities joined with ``+``; ``none`` when empty."""
-        return "+".join(sorted(self.capabilities)) or "none"
-
-
 def parse_cell_record(record: Mapping[str, Any] | Any) -> CellRecord:
-    """Validate a cell record (a ``Cell`` is converted with ``to_record()``).
+    """Validate a cell record (a ``Cell`` gives its own, ``Cell.to_record()``).
 
     Raises:
         WarehouseInputError: Naming each offending field.
@@ -596,16 +562,16 @@ class _RunBuilder:
         if judgement is None:
             return
         for criterion in judgement.criteria:
-            for tier in TIERS:
-                if criterion.tier == "optimal" and tier == "minimal":
+            for counted_in in TIERS:
+                if criterion.tier == "optimal" and counted_in == "minimal":
                     continue
                 self.verdict(
-                    tier,
+                    counted_in,
                     "criterion",
                     f"criterion:{criterion.index}",
                     criterion.criterion,
                     criterion.verdict,
-                    inherited=criterion.tier == "minimal" and tier == "optimal",
+                    inherited=criterion.tier == "minimal" and counted_in == "optimal",
                 )
         tiers = judgement.tiers
         minimal_required = len(tiers["minimal"].arguments) if "minimal" in tiers else 0

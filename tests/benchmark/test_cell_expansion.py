@@ -128,7 +128,7 @@ def test_expansion_is_deterministic(tmp_path: Path) -> None:
 def test_record_is_json_ready_and_has_no_texts(tmp_path: Path) -> None:
     config_dir = write_config(tmp_path / "benchmark")
     cell = expand_cells(load_benchmark_config(config_dir), ["t2"])[0]
-    record = cell.to_record()
+    record = cell.to_record().model_dump(mode="json")
     assert record["key"] == "offline~m1__mcp@0.2.26+skills@0.0.1__a"
     assert record["model_is_llm"] is False
     assert record["currency"] == "EUR"

@@ -33,7 +33,7 @@ def test_cells_prints_a_table_and_a_total(tmp_path: Path) -> None:
         "t1",
         "offline/m1",
         "*",
-        "-",
+        "none",
         "-",
         "-",
         "a",
@@ -53,7 +53,7 @@ def test_cells_json_matches_expand_cells(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     records = json.loads(result.output)
     expected = expand_cells(load_benchmark_config(config_dir), ["t4"])
-    assert records == [cell.to_record() for cell in expected]
+    assert records == [cell.to_record().model_dump(mode="json") for cell in expected]
     assert [r["key"] for r in records] == [
         "offline~m1__code__b",
         "offline~m2__code__b",

@@ -62,9 +62,9 @@ def test_a_build_and_the_emulation_of_one_version_are_two_cells(tmp_path: Path) 
     assert branch.mcp_build is not None
     assert branch.mcp_build.path == str((tmp_path / "server").resolve())
     assert branch.mcp_url is None
-    assert branch.to_record()["mcp_build"] == "path:../server"
-    assert branch.to_record()["mcp_source"] == "build"
-    assert emulation.to_record()["mcp_build"] is None
+    assert branch.to_record().mcp_build == "path:../server"
+    assert branch.to_record().mcp_source == "build"
+    assert emulation.to_record().mcp_build is None
 
 
 @pytest.mark.parametrize(

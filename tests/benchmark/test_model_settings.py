@@ -52,7 +52,7 @@ def test_settings_reach_the_cell_its_record_and_its_key(tmp_path: Path) -> None:
     ).hexdigest()[:8]
     for cell in cells:
         assert cell.model.settings.record() == expected
-        assert cell.to_record()["model_settings"] == expected
+        assert cell.to_record().model_settings == expected
         assert cell.key.startswith(f"albert~openai~gpt-oss-120b@{digest}__")
         # The provider's quota is the model's, whatever its settings.
         assert cell.model.quota_key == "albert~openai~gpt-oss-120b"
@@ -62,7 +62,7 @@ def test_settings_reach_the_cell_its_record_and_its_key(tmp_path: Path) -> None:
 def test_models_without_settings_keep_their_keys_and_records(tmp_path: Path) -> None:
     cells = expand_cells(load_benchmark_config(_write(tmp_path)))
     assert all("@" not in cell.model.key for cell in cells)
-    assert all(cell.to_record()["model_settings"] is None for cell in cells)
+    assert all(cell.to_record().model_settings is None for cell in cells)
     assert ModelCallSettings().tag() is None
     assert ModelCallSettings().request_timeout_s == 180.0
 

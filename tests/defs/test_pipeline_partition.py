@@ -49,9 +49,9 @@ def test_one_partition_and_its_downstream_reach_the_warehouse_once(tmp_path: Pat
     mappings = paths.store.read(ACTION_MAPPINGS, CELL)
     scores = paths.store.read(JUDGE_SCORES, CELL)
     assert mappings is not None and scores is not None
-    assert (
-        mappings["runs"] == scores["runs"] == [[t["task_id"], t["repeat"]] for t in agent["traces"]]
-    )
+    runs = [[t["task_id"], t["repeat"]] for t in agent["traces"]]
+    assert mappings["runs"] == runs
+    assert [[r["task_id"], r["repeat"]] for r in scores["results"]] == runs
 
     assert materialize_warehouse(paths).success
     rows = query(paths.db, "SELECT cell_key, count(*) FROM eval.runs GROUP BY cell_key")

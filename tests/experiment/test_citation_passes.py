@@ -93,7 +93,8 @@ def test_no_citation_pass_lacks_an_expected_source(twin: TwinServer) -> None:
         scored = judge_cell(
             agent, map_actions(agent), tasks, DeterministicJudge(), catalog=twin_catalog_lookup()
         )
-        for trace, score in zip(traces, scored.to_json()["scores"], strict=True):
+        results = scored.to_json()["results"]
+        for trace, score in zip(traces, [result["score"] for result in results], strict=True):
             if score is None:
                 continue
             citation = score["checks"]["citation"]

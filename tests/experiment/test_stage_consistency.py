@@ -15,7 +15,11 @@ from pydantic import BaseModel
 
 from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument, DocumentError
+from datagouv_eval_pipeline.experiment.documents import (
+    AgentRunsDocument,
+    DocumentError,
+    JudgeScoresDocument,
+)
 from datagouv_eval_pipeline.experiment.stages import (
     ACTION_MAPPINGS,
     AGENT_RUNS,
@@ -139,11 +143,23 @@ def test_a_trace_without_task_id_names_the_file_and_the_field(cell: Cell, tmp_pa
 @pytest.mark.parametrize(
     ("stage", "model", "field", "value", "message"),
     [
-        (JUDGE_SCORES, "judge", "scores", [{"task_id": "task_0002"}], "scores[0].minimal: Field"),
+        (
+            JUDGE_SCORES,
+            "judge",
+            "results",
+            [{"task_id": "task_0002", "repeat": 0, "judgement": None, "score": {"task_id": "t"}}],
+            "results[0].score.minimal: Field",
+        ),
         (ACTION_MAPPINGS, "map", "unmapped_calls", "many", "unmapped_calls: Input should be"),
         (ACTION_MAPPINGS, "map", "agent_runs_digest", None, "agent_runs_digest: Input should"),
         (ACTION_MAPPINGS, "map", "runs", [["task_0002"]], "runs[0][1]: Field required"),
-        (JUDGE_SCORES, "judge", "judgements", [{"task_id": 1}], "judgements[0].task_id: Input"),
+        (
+            JUDGE_SCORES,
+            "judge",
+            "results",
+            [{"task_id": "task_0002", "repeat": 0, "judgement": {"task_id": 1}, "score": None}],
+            "results[0].judgement.task_id: Input",
+        ),
     ],
 )
 def test_a_schema_invalid_later_document_names_the_file_and_the_field(
@@ -178,3 +194,54 @@ def test_a_status_the_trace_format_does_not_know_names_the_field(cell: Cell) -> 
     document["traces"][0]["status"] = "exploded"
     with pytest.raises(DocumentError, match=r"^agent_runs\.json: traces\[0\]\.status: "):
         AgentRunsDocument.parse(document, "agent_runs.json")
+
+
+def _parallel_lists(document: dict[str, Any]) -> dict[str, Any]:
+    """A ``judge_scores`` document in the shape written before results were kept per run."""
+    results = document.pop("results")
+    return {
+        **document,
+        "runs": [[result["task_id"], result["repeat"]] for result in results],
+        "judgements": [result["judgement"] for result in results],
+        "scores": [result["score"] for result in results],
+    }
+
+
+def test_a_judge_document_of_parallel_lists_reads_as_results_per_run(
+    old: dict[str, Any], tmp_path: Path
+) -> None:
+    current = old[JUDGE_SCORES]
+    store = RunStore(tmp_path)
+    stored = _parallel_lists(current.to_json())
+    assert list(stored) == [
+        "cell",
+        "agent_runs_digest",
+        "judge_id",
+        "references",
+        "runs",
+        "judgements",
+        "scores",
+    ]
+    store.write(JUDGE_SCORES, "c", stored)
+    again = store.read_document(JUDGE_SCORES, "c", JudgeScoresDocument)
+    assert again == current
+    assert again is not None and again.runs() == [("task_0002", 0)]
+    # It pairs with its agent runs as the new shape does, and is rewritten in the new shape.
+    documents = cell_documents(old[AGENT_RUNS], old[ACTION_MAPPINGS], again)
+    assert documents.stale == {}
+    assert documents.load.scores == current.scores
+    assert again.to_json() == current.to_json()
+
+
+def test_a_judge_document_of_parallel_lists_of_different_lengths_is_refused(
+    old: dict[str, Any], tmp_path: Path
+) -> None:
+    store = RunStore(tmp_path)
+    stored = _parallel_lists(old[JUDGE_SCORES].to_json())
+    stored["scores"] = []
+    path = store.write(JUDGE_SCORES, "c", stored)
+    with pytest.raises(RunStoreError) as caught:
+        store.read_document(JUDGE_SCORES, "c", JudgeScoresDocument)
+    assert str(caught.value).startswith(
+        f"{path}: <document>: Value error, runs, judgements and scores differ in length (1, 1, 0)"
+    )

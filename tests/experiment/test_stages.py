@@ -20,7 +20,6 @@ from datagouv_eval_pipeline.semantic.mapper import map_trace
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, TaskSpec, load_task_specs
 from datagouv_eval_pipeline.tasks.references import Reference
 from datagouv_eval_pipeline.traces import Trace, load_trace
-from datagouv_eval_pipeline.warehouse.rows import CellRecord
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
 
@@ -74,13 +73,13 @@ def test_a_cell_goes_through_mapping_judging_and_loading(
     agent = _agent_document(cell, [_trace("task_0002_mcp.json"), failed])
     mappings = map_actions(agent)
     judged = judge_cell(agent, mappings, tasks, DeterministicJudge())
-    assert judged.runs == [("task_0002", 0), ("task_0003", 0)]
+    assert judged.runs() == [("task_0002", 0), ("task_0003", 0)]
     # Only ok runs are judged and scored; the error keeps NULLs, never zeros.
     assert judged.judgements[0] is not None and judged.scores[0] is not None
     assert judged.judgements[1] is None and judged.scores[1] is None
 
     load = cell_load(agent, mappings, judged)
-    assert load.cell_record == CellRecord.model_validate(cell.to_record())
+    assert load.cell_record == cell.to_record()
     assert load.mappings == [m.trace_mapping() for m in mappings.mappings]
     assert load.scores == judged.scores
     assert load.judgements == judged.judgements
@@ -161,9 +160,9 @@ def test_judging_follows_the_changed_count_and_resolves_slugs(
     followed = judge_cell(
         agent, mappings, tasks, DeterministicJudge(), references=[reference], catalog=catalog
     ).to_json()
-    assert literal["scores"][0]["checks"]["value"]["passed"] is False
-    assert literal["scores"][0]["checks"]["citation"]["passed"] is False  # slug unknown
-    score = followed["scores"][0]
+    assert literal["results"][0]["score"]["checks"]["value"]["passed"] is False
+    assert literal["results"][0]["score"]["checks"]["citation"]["passed"] is False  # slug unknown
+    score = followed["results"][0]["score"]
     assert score["checks"]["value"]["passed"] is True
     assert score["checks"]["value"]["details"]["expected"]["datasets_before_2012_06_28"] == {
         "value": 2080,
@@ -177,8 +176,8 @@ def test_judging_follows_the_changed_count_and_resolves_slugs(
     }
     assert score["checks"]["citation"]["passed"] is True
     assert score["provenance"]["spec_hash"] == tasks["task_0002"].spec_hash()
-    first = followed["judgements"][0]["criteria"][0]
+    first = followed["results"][0]["judgement"]["criteria"][0]
     assert "2080" in first["criterion"]
     assert first["verdict"]["passed"] is True
-    assert literal["judgements"][0]["criteria"][0]["verdict"]["passed"] is False
+    assert literal["results"][0]["judgement"]["criteria"][0]["verdict"]["passed"] is False
     assert followed["references"] == [reference.model_dump(mode="json")]

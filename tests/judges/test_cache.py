@@ -8,8 +8,9 @@ import pytest
 
 import datagouv_eval_pipeline.judges.llm as llm_module
 from datagouv_eval_pipeline.judges.cache import JudgeCache
+from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord
 from datagouv_eval_pipeline.judges.prompts import CRITERION_PROMPT, PROMPTS, JudgePrompt
-from datagouv_eval_pipeline.judges.runner import TraceJudgement, judge_trace
+from datagouv_eval_pipeline.judges.runner import judge_trace
 from datagouv_eval_pipeline.judges.verdict import outcome
 from tests.judges.judges_factories import (
     Grader,
@@ -23,7 +24,7 @@ TRACE = example_trace("task_0002_mcp.json")
 TASK = real_tasks()["task_0002"]
 
 
-def run(grader: Grader, cache_dir: Path, model_id: str = "test/grader") -> TraceJudgement:
+def run(grader: Grader, cache_dir: Path, model_id: str = "test/grader") -> JudgementRecord:
     judge = llm_judge(grader, cache=JudgeCache(cache_dir), model_id=model_id)
     return asyncio.run(judge_trace(judge, TASK, TRACE))
 
@@ -35,15 +36,15 @@ def test_rescoring_an_unchanged_trace_makes_no_model_call(tmp_path: Path) -> Non
     # 5 criteria + 2 trajectories + 2 failure-mode calls + 2 argument calls (search query,
     # get.data filters: the two required actions with a criteria argument and a candidate).
     assert calls == 11
-    assert first.spend.questions == calls
+    assert first.judge_spend.questions == calls
     second_grader = Grader(default_answers())
     second = run(second_grader, tmp_path)  # a new judge and cache object: the entries are on disk
     assert second_grader.requests == []
-    assert second.spend.questions == 0
-    assert second.spend.input_tokens == 0
+    assert second.judge_spend.questions == 0
+    assert second.judge_spend.input_tokens == 0
     assert all(v.cached for v in second.verdicts() if v.judge_id.startswith("llm:"))
     assert [c.verdict.passed for c in second.criteria] == [c.verdict.passed for c in first.criteria]
-    assert second.trajectory["optimal"].score == first.trajectory["optimal"].score
+    assert second.tiers["optimal"].trajectory.score == first.tiers["optimal"].trajectory.score
 
 
 def test_a_changed_prompt_invalidates_exactly_its_entries(
@@ -63,7 +64,7 @@ def test_a_changed_prompt_invalidates_exactly_its_entries(
     assert len(grader.requests) == 5  # only the 5 criteria are asked again
     assert all(c.verdict.prompt_hash == edited.hash for c in result.criteria)
     assert all(not c.verdict.cached for c in result.criteria)
-    assert result.trajectory["minimal"].cached
+    assert result.tiers["minimal"].trajectory.cached
 
 
 def test_a_changed_model_invalidates_every_entry(tmp_path: Path) -> None:

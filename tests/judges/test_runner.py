@@ -8,12 +8,19 @@ import pytest
 
 from datagouv_eval_pipeline.experiment.catalog import twin_catalog_lookup
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
-from datagouv_eval_pipeline.judges.runner import CONFIDENCE_JUDGE, judge_trace, judge_trace_sync
-from datagouv_eval_pipeline.judges.verdict import FailureMode, VerdictStatus, outcome
+from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord
+from datagouv_eval_pipeline.judges.runner import (
+    CONFIDENCE_JUDGE,
+    judge_trace,
+    judge_trace_sync,
+    merge_classifications,
+)
+from datagouv_eval_pipeline.judges.verdict import VerdictStatus, outcome
 from datagouv_eval_pipeline.metrics.catalog import with_catalog_slugs
 from datagouv_eval_pipeline.metrics.scorer import score_trace
 from datagouv_eval_pipeline.metrics.values import MetricValue
 from datagouv_eval_pipeline.semantic.instances import CallCategory
+from datagouv_eval_pipeline.semantic.mapper import map_trace
 from datagouv_eval_pipeline.traces import ToolCall, Trace
 from tests.judges.judges_factories import (
     Grader,
@@ -42,13 +49,14 @@ def test_deterministic_judgement_of_the_good_example_trace() -> None:
     # Trajectory and instance usage are the metrics' own numbers.
     scores = score_trace(TASK, trace)
     for tier in ("minimal", "optimal"):
-        assert result.trajectory[tier].score == scores.tiers[tier].trajectory_adherence.value
-        assert result.instance_scores[tier].recall == scores.tiers[tier].action_recall
-        assert result.instance_scores[tier].precision == scores.tiers[tier].action_precision
-    assert result.trajectory["optimal"].score == pytest.approx(4 / 5)
-    assert outcome(result.failure_modes["optimal"][FailureMode.TOOL_OMISSION]) == "fail"
-    assert outcome(result.failure_modes["minimal"][FailureMode.TOOL_OMISSION]) == "pass"
-    assert result.spend.questions == 0
+        block, tier_score = result.tiers[tier], scores.tier(tier)
+        assert block.trajectory.score == tier_score.trajectory_adherence.value
+        assert block.action_recall == tier_score.action_recall
+        assert block.action_precision == tier_score.action_precision
+    assert result.tiers["optimal"].trajectory.score == pytest.approx(4 / 5)
+    assert outcome(result.tiers["optimal"].failure_modes["TOOL_OMISSION"]) == "fail"
+    assert outcome(result.tiers["minimal"].failure_modes["TOOL_OMISSION"]) == "pass"
+    assert result.judge_spend.questions == 0
 
 
 def test_a_wrong_answer_scores_zero_only_on_what_was_scored() -> None:
@@ -60,7 +68,7 @@ def test_a_wrong_answer_scores_zero_only_on_what_was_scored() -> None:
     assert (minimal.scored, minimal.total) == (2, 2)
     catalogue = result.criteria[1].verdict
     assert catalogue.reason.startswith("hint failed: assert all(contains any ['catalogue']")
-    assert outcome(result.failure_modes["minimal"][FailureMode.HALLUCINATION]) == "fail"
+    assert outcome(result.tiers["minimal"].failure_modes["HALLUCINATION"]) == "fail"
 
 
 def test_argument_verdicts_decide_the_instance_matching() -> None:
@@ -71,15 +79,15 @@ def test_argument_verdicts_decide_the_instance_matching() -> None:
         "matches": [{"candidate": 0, "correct": False, "reason": "too vague"}]
     }
     result = asyncio.run(judge_trace(llm_judge(Grader(answers)), TASK, trace))
-    minimal = result.instance_scores["minimal"]
+    minimal = result.tiers["minimal"]
     # 3 required actions; only get.dataset.resources (strict dataset id) still matches.
-    assert (minimal.matched, minimal.required) == (1, 3)
-    assert minimal.recall.value == pytest.approx(1 / 3)
+    assert len(minimal.arguments) == 3
+    assert minimal.action_recall.value == pytest.approx(1 / 3)
     assert minimal.unverified_criteria == 0
     deterministic = judge_trace_sync(DeterministicJudge(), TASK, trace)
     # The deterministic judge leaves criteria arguments to the metrics' rule: accepted unverified.
-    assert deterministic.instance_scores["minimal"].matched == 3
-    assert deterministic.instance_scores["minimal"].unverified_criteria == 2
+    assert deterministic.tiers["minimal"].action_recall.value == 1.0  # 3 matched of 3
+    assert deterministic.tiers["minimal"].unverified_criteria == 2
 
 
 def code_trace() -> Trace:
@@ -118,12 +126,14 @@ def test_undecided_calls_are_classified_with_arguments_and_join_the_instances() 
     assert 'open("u.txt")' in grader.of("classification")[0].prompt
     (classified,) = result.classifications
     assert classified.call_id == "c2"
-    assert [i.action for i in result.instances] == [
+    # The instances the judged usage was computed from: the classified call's action joins them.
+    instances = merge_classifications(map_trace(code_trace()), result.classifications)
+    assert [i.action for i in instances] == [
         "search.datasets",
         "get.data",
         "get.dataset.resources",
     ]
-    added = result.instances[1]
+    added = instances[1]
     assert added.args == {"resource_id": "f868cca6-8da1-4369-a78d-47463f19a9a3"}
     assert added.confidence == CONFIDENCE_JUDGE
     assert added.category is CallCategory.FILE_LOAD_EXTERNAL
@@ -132,7 +142,8 @@ def test_undecided_calls_are_classified_with_arguments_and_join_the_instances() 
 
 def test_without_a_classifier_the_call_stays_unmapped() -> None:
     result = judge_trace_sync(DeterministicJudge(), TASK, code_trace())
-    assert [i.action for i in result.instances] == ["search.datasets", "get.dataset.resources"]
+    instances = merge_classifications(map_trace(code_trace()), result.classifications)
+    assert [i.action for i in instances] == ["search.datasets", "get.dataset.resources"]
     assert outcome(result.classifications[0].verdict) == "unscored"
 
 
@@ -140,11 +151,11 @@ def test_judge_spend_is_separate_from_the_agent_usage_and_json_ready() -> None:
     trace = example_trace("task_0002_mcp.json")
     grader = Grader(default_answers(), input_tokens=7, output_tokens=3)
     result = asyncio.run(judge_trace(llm_judge(grader), TASK, trace))
-    spend = result.spend
+    spend = result.judge_spend
     assert spend.questions == len(grader.requests) == 11
     assert (spend.input_tokens, spend.output_tokens) == (77, 33)
     assert spend.input_tokens != trace.usage.input_tokens
-    document: dict[str, Any] = json.loads(json.dumps(result.to_json()))
+    document: dict[str, Any] = json.loads(result.model_dump_json())
     assert document["judge_spend"]["questions"] == 11
     assert document["tiers"]["minimal"]["accuracy"]["coverage"]["value"] == 1.0
     assert document["tiers"]["optimal"]["failure_modes"]["EARLY_STOP"]["status"] == "ok"
@@ -174,18 +185,22 @@ def test_a_run_without_any_tool_gets_not_applicable_trajectory_and_tool_omission
     for judge in (DeterministicJudge(), llm_judge(grader)):
         result = asyncio.run(judge_trace(judge, TASK, tool_less_trace()))
         for tier in ("minimal", "optimal"):
-            trajectory = result.trajectory[tier]
+            trajectory = result.tiers[tier].trajectory
             assert (trajectory.status, trajectory.reason) == (VerdictStatus.NOT_APPLICABLE, reason)
             assert trajectory.value is None and trajectory.judge_id == judge.judge_id
-            omission = result.failure_modes[tier][FailureMode.TOOL_OMISSION]
+            omission = result.tiers[tier].failure_modes["TOOL_OMISSION"]
             assert (omission.status, omission.reason) == (VerdictStatus.NOT_APPLICABLE, reason)
             assert outcome(omission) == "unscored" and omission.passed is None
-            usage = result.instance_scores[tier]
-            assert {usage.precision, usage.recall, usage.f1} == {MetricValue(None, reason)}
+            block = result.tiers[tier]
+            assert {block.action_precision, block.action_recall, block.action_f1} == {
+                MetricValue(None, reason)
+            }
         # The other modes are still the judge's.
-        assert result.failure_modes["minimal"][FailureMode.HALLUCINATION].status is VerdictStatus.OK
+        assert result.tiers["minimal"].failure_modes["HALLUCINATION"].status is VerdictStatus.OK
     # The LLM judge was never asked about the trajectory.
     assert grader.of("trajectory") == []
     # Round trip through the stored record (the warehouse reads it back).
-    record = judge_trace_sync(DeterministicJudge(), TASK, tool_less_trace()).to_record()
+    judged = judge_trace_sync(DeterministicJudge(), TASK, tool_less_trace())
+    record = JudgementRecord.model_validate_json(judged.model_dump_json())
+    assert record == judged
     assert record.tiers["minimal"].trajectory.status is VerdictStatus.NOT_APPLICABLE

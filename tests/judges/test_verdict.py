@@ -81,7 +81,7 @@ def test_aggregate_excludes_unscored_and_reports_coverage() -> None:
     assert result.mean.value == pytest.approx(2 / 3)
     assert (result.scored, result.total) == (3, 5)
     assert result.coverage.value == pytest.approx(3 / 5)
-    assert result.errors == {"judge timed out": 1, NEEDS_LLM: 1}
+    assert result.unscored_errors == {"judge timed out": 1, NEEDS_LLM: 1}
 
 
 def test_a_not_applicable_verdict_has_no_value_and_stays_out_of_coverage() -> None:

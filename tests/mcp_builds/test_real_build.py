@@ -88,7 +88,7 @@ def emulation_run(world: World) -> stages.AgentStageResult:
 def test_the_evaluation_type_puts_the_build_next_to_the_emulations(world: World) -> None:
     build = world.cells[THOROUGH_BUILD]
     assert (build.mcp_version, build.mcp_source, build.mcp_url) == ("0.2.14", "build", None)
-    assert build.to_record()["mcp_build"] == "package:iflow-mcp-datagouv-datagouv-mcp==0.2.14"
+    assert build.to_record().mcp_build == "package:iflow-mcp-datagouv-datagouv-mcp==0.2.14"
     emulations = {c.mcp_version for c in world.cells.values() if c.mcp_source == "twin"}
     assert emulations == {"0.2.5", "0.2.19"}
 

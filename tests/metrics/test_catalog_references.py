@@ -37,7 +37,7 @@ def test_a_slug_given_for_an_id_argument_matches_the_strict_id() -> None:
     assert score_trace(task, trace, instances=by_slug).minimal.action_recall.value == 0.0
     score = score_trace(task, trace, instances=by_slug, catalog=CATALOG)
     assert score.minimal.action_recall.value == 1.0
-    (resolved,) = score.mapping.instances or ()
+    (resolved,) = score.actions
     assert resolved.args["dataset_id"] == DS
     assert "resolved from its slug" in resolved.reason
     # An unknown slug and a non-id argument stay as they are.

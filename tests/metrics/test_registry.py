@@ -9,7 +9,8 @@ import pytest
 
 from datagouv_eval_pipeline.metrics import registry
 from datagouv_eval_pipeline.metrics import statistics as st
-from datagouv_eval_pipeline.metrics.score_record import TierRecord, ValueRecord
+from datagouv_eval_pipeline.metrics.score_record import TierRecord
+from datagouv_eval_pipeline.metrics.values import MetricValue
 
 
 def test_names_are_unique_snake_case_and_each_entry_is_documented() -> None:
@@ -31,7 +32,7 @@ def _number_fields(model: type[TierRecord]) -> set[str]:
             if isinstance(info.annotation, types.UnionType)
             else {info.annotation}
         )
-        if kinds - {type(None)} in ({ValueRecord}, {int}):
+        if kinds - {type(None)} in ({MetricValue}, {int}):
             out.add(name)
     return out
 

@@ -15,7 +15,8 @@ import yaml
 
 from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord, TierJudgementRecord
 from datagouv_eval_pipeline.metrics import registry
-from datagouv_eval_pipeline.metrics.score_record import ScoreRecord, ValueRecord
+from datagouv_eval_pipeline.metrics.score_record import ScoreRecord
+from datagouv_eval_pipeline.metrics.values import MetricValue
 from datagouv_eval_pipeline.warehouse import connect, load_experiment
 from datagouv_eval_pipeline.warehouse.dbt_docs import column_doc, docs_files
 from datagouv_eval_pipeline.warehouse.metric_docs import (
@@ -144,7 +145,7 @@ def test_every_number_of_the_judged_tier_block_is_a_registered_metric() -> None:
     values = {
         name
         for name, info in TierJudgementRecord.model_fields.items()
-        if info.annotation is ValueRecord
+        if info.annotation is MetricValue
     }
     assert {f"judged_{name}" for name in values} <= judged
     assert {"accuracy", "accuracy_coverage", "criteria_total", "criteria_scored"} <= judged

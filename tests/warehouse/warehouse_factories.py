@@ -87,8 +87,8 @@ def cell_load(cell: Cell, traces: list[Trace]) -> CellLoad:
         accuracy = {tier: judgement.accuracy(tier).mean.value for tier in TIERS}
         score = score_trace(spec, trace, mapping=mapping, accuracy=accuracy)
         mappings.append(mapping.to_dict())
-        scores.append(score.to_json())
-        judgements.append(judgement.to_json())
+        scores.append(score.model_dump(mode="json"))
+        judgements.append(judgement.model_dump(mode="json"))
     return CellLoad(cell.to_record(), traces, mappings, scores, judgements)
 
 
