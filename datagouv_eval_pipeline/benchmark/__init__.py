@@ -14,6 +14,7 @@ from datagouv_eval_pipeline.benchmark.keys import (
     decode_cell_key,
     encode_cell_key,
     is_valid_partition_key,
+    run_id,
 )
 from datagouv_eval_pipeline.benchmark.loader import (
     BENCHMARK_CONFIG_DIR,
@@ -42,4 +43,5 @@ __all__ = [
     "expand_cells",
     "is_valid_partition_key",
     "load_benchmark_config",
+    "run_id",
 ]

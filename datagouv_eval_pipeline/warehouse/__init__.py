@@ -31,7 +31,7 @@ if TYPE_CHECKING:
         load_experiment,
         load_tasks,
     )
-    from datagouv_eval_pipeline.warehouse.rows import CellRecord, WarehouseInputError, run_id
+    from datagouv_eval_pipeline.warehouse.rows import CellRecord, WarehouseInputError
     from datagouv_eval_pipeline.warehouse.schema import (
         ALL_TABLES,
         DDL,
@@ -72,7 +72,6 @@ _MODULE_OF: dict[str, str] = {
     "load_experiment": "loader",
     "load_tasks": "loader",
     "new_experiment": "history",
-    "run_id": "rows",
 }
 """Each public name, and the module of this package that defines it."""
 
@@ -112,5 +111,4 @@ __all__ = [
     "load_experiment",
     "load_tasks",
     "new_experiment",
-    "run_id",
 ]

@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from datagouv_eval_pipeline.benchmark.keys import run_id
 from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord, TierJudgementRecord
 from datagouv_eval_pipeline.judges.verdict import Verdict
 from datagouv_eval_pipeline.metrics.passk import pass_at_k, pass_hat_k
@@ -136,11 +137,6 @@ def parse_cell_record(record: Mapping[str, Any] | Any) -> CellRecord:
             loc = ".".join(str(part) for part in item["loc"]) or "<root>"
             lines.append(f"  cell_record.{loc}: {item['msg']}")
         raise WarehouseInputError("\n".join(lines)) from error
-
-
-def run_id(cell_key: str, task_id: str, repeat_index: int) -> str:
-    """The text id of one run (``|`` never occurs in cell keys or task ids)."""
-    return f"{cell_key}|{task_id}|{repeat_index}"
 
 
 @dataclass

@@ -5,6 +5,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from datagouv_eval_pipeline.benchmark.keys import run_id
 from datagouv_eval_pipeline.traces import Provenance
 from datagouv_eval_pipeline.warehouse import (
     ALL_TABLES,
@@ -181,6 +182,13 @@ def test_realistic_failed_run_and_provenance(tmp_path: Path) -> None:
     ).fetchone()
     assert prov == ("0.2.26", "mcp", "deterministic@3", True, "snap-2026-11", "abc1234", True, True)
     assert out_of_range_values(conn) == []
+    # The run's id is the benchmark's (the report links runs by the same text).
+    (stored,) = conn.execute(
+        "SELECT run_id FROM eval.runs WHERE cell_key = ? AND task_id = 'task_0002' "
+        "AND repeat_index = 0",
+        [MCP_26],
+    ).fetchone() or (None,)
+    assert stored == run_id(MCP_26, "task_0002", 0) == f"{MCP_26}|task_0002|0"
 
 
 def test_unscored_items_are_excluded_from_averages_and_counted_in_coverage(
