@@ -23,14 +23,13 @@ if TYPE_CHECKING:
     from datagouv_eval_pipeline.warehouse.loader import (
         CellLoad,
         CellLoadResult,
-        Coverage,
-        cell_coverage,
         connect,
         delete_cell,
         load_cell,
         load_experiment,
         load_tasks,
     )
+    from datagouv_eval_pipeline.warehouse.queries import Coverage, cell_coverage
     from datagouv_eval_pipeline.warehouse.rows import CellRecord, WarehouseInputError
     from datagouv_eval_pipeline.warehouse.schema import (
         ALL_TABLES,
@@ -52,7 +51,7 @@ _MODULE_OF: dict[str, str] = {
     "CellLoadResult": "loader",
     "CellRecord": "rows",
     "Column": "schema",
-    "Coverage": "loader",
+    "Coverage": "queries",
     "DDL": "schema",
     "ExperimentRecord": "history",
     "SCHEMA": "schema",
@@ -63,7 +62,7 @@ _MODULE_OF: dict[str, str] = {
     "TABLES_BY_NAME": "schema",
     "Table": "schema",
     "WarehouseInputError": "rows",
-    "cell_coverage": "loader",
+    "cell_coverage": "queries",
     "config_hash": "history",
     "connect": "loader",
     "create_schema": "schema",

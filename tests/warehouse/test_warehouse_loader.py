@@ -20,6 +20,7 @@ from datagouv_eval_pipeline.warehouse import (
     load_experiment,
 )
 from datagouv_eval_pipeline.warehouse.queries import (
+    cell_coverage,
     duplicate_runs,
     experiment_summary,
     out_of_range_values,
@@ -268,3 +269,12 @@ def test_a_batch_that_fails_in_the_database_is_retried_cell_by_cell(tmp_path: Pa
     conn = duckdb.connect(str(tmp_path / "w.duckdb"))
     assert runs_per_cell(conn) == {HAND: 4, HAND_B: 2}
     assert _metric(conn, HAND, "minimal", "action_recall")["mean"] == pytest.approx(0.5)
+
+
+def test_cell_coverage_reads_a_read_only_warehouse(tmp_path: Path) -> None:
+    db = tmp_path / "w.duckdb"
+    with connect(db) as conn:
+        _load(conn, hand_cell())
+    with connect(db, read_only=True) as conn:
+        coverage = cell_coverage(conn, ["absent", HAND])
+    assert (coverage.present, coverage.missing, coverage.ratio) == ((HAND,), ("absent",), 0.5)
