@@ -81,6 +81,7 @@ from datagouv_eval_pipeline.agents.skills import skills_strategy
 from datagouv_eval_pipeline.agents.web import CapabilityUnavailableError
 from datagouv_eval_pipeline.benchmark.cells import Cell, CellModel
 from datagouv_eval_pipeline.benchmark.config import ProviderKind
+from datagouv_eval_pipeline.benchmark.cost import token_cost
 from datagouv_eval_pipeline.metrics.provenance import code_version, working_tree_dirty
 from datagouv_eval_pipeline.providers.limits import (
     Clock,
@@ -181,17 +182,6 @@ def model_skip_reason(cell: Cell) -> str | None:
     except KeyError as error:
         return str(error.args[0])
     return policy.unsupported(cell.capabilities)
-
-
-def cost_of(cell: Cell, usage: Usage) -> float | None:
-    """Agent cost from the model's prices per million tokens (None when unpriced)."""
-    model = cell.model
-    if model.input_price_per_mtok is None or model.output_price_per_mtok is None:
-        return None
-    return (
-        usage.input_tokens * model.input_price_per_mtok
-        + usage.output_tokens * model.output_price_per_mtok
-    ) / 1_000_000
 
 
 def rate_limit_of(model: CellModel) -> tuple[str, RateLimit | None]:
@@ -613,7 +603,7 @@ async def _execute(shared: _Shared, task: TaskSpec, base: dict[str, Any]) -> Tra
         ],
         latency_ms=latency_ms,
         rate_limit_wait_ms=min(latency_ms, recorder.rate_limit_wait_s * 1000),
-        cost=cost_of(cell, usage),
+        cost=token_cost(cell.model, usage.input_tokens, usage.output_tokens),
         reasoning=reasoning_of(messages),
         status=status,
         status_reason=reason,

@@ -7,7 +7,7 @@ from datagouv_eval_pipeline.benchmark.cells import (
     expand_cells,
 )
 from datagouv_eval_pipeline.benchmark.config import Capability, Metric, ProviderKind
-from datagouv_eval_pipeline.benchmark.cost import CostEstimate, TokenBudget, estimate_cost
+from datagouv_eval_pipeline.benchmark.cost import token_cost
 from datagouv_eval_pipeline.benchmark.keys import (
     UnknownCellKeyError,
     cell_key,
@@ -30,18 +30,16 @@ __all__ = [
     "Capability",
     "Cell",
     "CellModel",
-    "CostEstimate",
     "Metric",
     "ProviderKind",
-    "TokenBudget",
     "UnknownCellKeyError",
     "UnknownEvaluationTypeError",
     "cell_key",
     "decode_cell_key",
     "encode_cell_key",
-    "estimate_cost",
     "expand_cells",
     "is_valid_partition_key",
     "load_benchmark_config",
     "run_id",
+    "token_cost",
 ]
