@@ -216,11 +216,6 @@ def cell_rate_limiters(cell: Cell, clock: Clock | None = None) -> RateLimiters:
     return RateLimiters({key: limit} if limit is not None else None, clock=clock)
 
 
-def _code_version() -> str | None:
-    version = code_version()
-    return version.git_sha or version.package
-
-
 @functools.cache
 def _code_dirty() -> bool | None:
     # Once per process (one run): ``git status`` is a subprocess, not to be paid per task run.
@@ -489,7 +484,7 @@ def _base_trace(shared: _Shared, task: TaskSpec, repeat: int) -> dict[str, Any]:
             skills_version=cell.skills_version,
             system_prompt=cell.system_prompt,
             system_prompt_sha256=cell.system_prompt_sha256,
-            code_version=_code_version(),
+            code_version=code_version().label,
             code_dirty=_code_dirty(),
             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
             base_urls=shared.env.target.urls.as_dict(),
