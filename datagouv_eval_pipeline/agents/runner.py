@@ -66,7 +66,7 @@ from datagouv_eval_pipeline.agents.capabilities import (
 )
 from datagouv_eval_pipeline.agents.context import ContextOverflowError, ContextWindow
 from datagouv_eval_pipeline.agents.limits import RunBudget, wall_clock_reason
-from datagouv_eval_pipeline.agents.models import ManagedModel, MissingApiKeyError, base_model
+from datagouv_eval_pipeline.agents.models import MissingApiKeyError, base_model
 from datagouv_eval_pipeline.agents.output import (
     FINAL_ANSWER_DESCRIPTION,
     FINAL_ANSWER_TOOL,
@@ -90,6 +90,7 @@ from datagouv_eval_pipeline.providers.limits import (
     SystemClock,
     process_rate_limiters,
 )
+from datagouv_eval_pipeline.providers.managed import ManagedModel
 from datagouv_eval_pipeline.providers.retry import RetryPolicy
 from datagouv_eval_pipeline.sandbox.base import (
     SandboxBackend,
@@ -561,9 +562,10 @@ async def _execute(shared: _Shared, task: TaskSpec, base: dict[str, Any]) -> Tra
     assert shared.model is not None  # a cell without a model is skipped before any run
     model = ManagedModel(
         shared.model,
-        recorder=recorder,
-        limiter=shared.limiters.get(*rate_limit_of(cell.model)),
+        shared.limiters.get(*rate_limit_of(cell.model)),
         retry=retry_policy(cell.model, settings.retry),
+        observer=recorder,
+        sleep=clock.sleep,
     )
     assert shared.agent is not None
     status, reason, output, messages = await _drive(

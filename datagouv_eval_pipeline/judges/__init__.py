@@ -13,7 +13,6 @@ from datagouv_eval_pipeline.judges.calibration import (
 )
 from datagouv_eval_pipeline.judges.config import JudgeConfig, RoleModel, resolve_model
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
-from datagouv_eval_pipeline.judges.guarded import GuardedModel
 from datagouv_eval_pipeline.judges.hybrid import HybridJudge
 from datagouv_eval_pipeline.judges.llm import LLMJudge
 from datagouv_eval_pipeline.judges.prompts import PROMPTS, JudgePrompt
@@ -46,7 +45,6 @@ __all__ = [
     "DeterministicJudge",
     "FailureMode",
     "FailureModeInput",
-    "GuardedModel",
     "HybridJudge",
     "Judge",
     "JudgeCache",
