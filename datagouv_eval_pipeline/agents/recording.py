@@ -21,14 +21,14 @@ from mcp.types import TextContent
 from pydantic_ai import RunContext
 from pydantic_ai.exceptions import ModelRetry, ToolFailed
 from pydantic_ai.mcp import MCPToolset
-from pydantic_ai.messages import ModelMessage, ModelResponse, ToolReturn
+from pydantic_ai.messages import ModelMessage, ToolReturn
 from pydantic_ai.toolsets import WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from datagouv_eval_pipeline.agents.context import ContextWindow, cut_to_fit
 from datagouv_eval_pipeline.front import WireRequest
 from datagouv_eval_pipeline.providers.limits import Clock, SystemClock, estimate_tokens
-from datagouv_eval_pipeline.providers.managed import LIMITER_WAIT, message_chars
+from datagouv_eval_pipeline.providers.managed import LIMITER_WAIT, Answered, message_chars
 from datagouv_eval_pipeline.providers.retry import RetryWait
 from datagouv_eval_pipeline.traces import WireExchange
 
@@ -131,27 +131,20 @@ class RunRecorder:
             self.add_wait(wait.seconds)
         self.retries.append(f"{wait.reason}, waited {wait.seconds:.2f} s")
 
-    def answered(
-        self,
-        messages: Sequence[ModelMessage],
-        response: ModelResponse,
-        *,
-        attempts: int,
-        duration_ms: float,
-    ) -> None:
+    def answered(self, request: Answered) -> None:
         """Record the request's usage, and what it left of the context window."""
-        usage = response.usage
+        usage = request.response.usage
         self.requests.append(
             RequestRecord(
                 input_tokens=usage.input_tokens,
                 output_tokens=usage.output_tokens,
-                duration_ms=duration_ms,
-                attempts=attempts,
+                duration_ms=request.duration_ms,
+                attempts=request.attempts,
             )
         )
         if self.context is not None:
             # The provider's figures; an estimate when a server reports no usage.
-            read = usage.input_tokens or estimate_tokens(message_chars(messages))
+            read = usage.input_tokens or estimate_tokens(message_chars(request.messages))
             self.context.answered(read, usage.output_tokens)
 
 

@@ -70,6 +70,23 @@ def message_chars(messages: Sequence[ModelMessage]) -> int:
     return total
 
 
+@dataclass(frozen=True)
+class Answered:
+    """A request that succeeded.
+
+    Attributes:
+        messages: What it sent.
+        response: The model's answer (its ``usage``: what the provider billed).
+        attempts: Attempts it took (1 when nothing was retried).
+        duration_ms: Time of the successful attempt.
+    """
+
+    messages: Sequence[ModelMessage]
+    response: ModelResponse
+    attempts: int
+    duration_ms: float
+
+
 class RequestObserver(Protocol):
     """What a caller is told of each request a :class:`ManagedModel` sends."""
 
@@ -81,15 +98,8 @@ class RequestObserver(Protocol):
         """Called after each wait: the limiter's (``attempt`` 0) and each before a retry."""
         ...
 
-    def answered(
-        self,
-        messages: Sequence[ModelMessage],
-        response: ModelResponse,
-        *,
-        attempts: int,
-        duration_ms: float,
-    ) -> None:
-        """Called once the request succeeded (``duration_ms``: its successful attempt)."""
+    def answered(self, request: Answered) -> None:
+        """Called once the request succeeded."""
         ...
 
 
@@ -269,10 +279,6 @@ class ManagedModel(WrapperModel):
             usage = response.usage
             self.limiter.settle(reserved, usage.input_tokens + usage.output_tokens)
         if self._observer is not None:
-            self._observer.answered(
-                messages,
-                response,
-                attempts=attempts,
-                duration_ms=(time.perf_counter() - started) * 1000,
-            )
+            duration_ms = (time.perf_counter() - started) * 1000
+            self._observer.answered(Answered(messages, response, attempts, duration_ms))
         return response

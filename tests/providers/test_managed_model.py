@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
@@ -13,21 +12,9 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiter
-from datagouv_eval_pipeline.providers.managed import ManagedModel, counting_requests
+from datagouv_eval_pipeline.providers.managed import Answered, ManagedModel, counting_requests
 from datagouv_eval_pipeline.providers.retry import RetryWait
-
-
-@dataclass
-class Clock:
-    now_s: float = 0.0
-    slept: list[float] = field(default_factory=list)
-
-    def now(self) -> float:
-        return self.now_s
-
-    async def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now_s += seconds
+from tests.providers.fake_clock import Clock
 
 
 def _answer(input_tokens: int, output_tokens: int) -> FunctionModel:
@@ -91,15 +78,10 @@ class Recorder:
     def waited(self, wait: RetryWait) -> None:
         self.events.append(f"waited {wait.reason}")
 
-    def answered(
-        self,
-        messages: Sequence[ModelMessage],
-        response: ModelResponse,
-        *,
-        attempts: int,
-        duration_ms: float,
-    ) -> None:
-        self.events.append(f"answered {response.usage.input_tokens} after {attempts}")
+    def answered(self, request: Answered) -> None:
+        self.events.append(
+            f"answered {request.response.usage.input_tokens} after {request.attempts}"
+        )
 
 
 def test_the_observer_is_told_before_and_after() -> None:
