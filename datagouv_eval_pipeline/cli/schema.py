@@ -1,4 +1,7 @@
-"""``datagouv-eval schema``: regenerate (or check) the JSON schemas and the dbt column docs."""
+"""``datagouv-eval schema``: regenerate (or check) the JSON schemas and the generated docs.
+
+The generated docs: the dbt column docs, and the table of metric names in ``docs/warehouse.md``.
+"""
 
 from __future__ import annotations
 
@@ -36,7 +39,28 @@ def stale_schemas() -> list[Path]:
         current = path.read_text(encoding="utf-8") if path.is_file() else None
         if current != render_schema(generate()):
             stale.append(path)
-    return stale + [f.path for f in _dbt_docs() if f.current != f.generated]
+    stale += [f.path for f in _dbt_docs() if f.current != f.generated]
+    metric_docs = _metric_docs()
+    if metric_docs is not None and metric_docs[1] != metric_docs[2]:
+        stale.append(metric_docs[0])
+    return stale
+
+
+def _metric_docs() -> tuple[Path, str, str] | None:
+    """``docs/warehouse.md``, as committed and with its metric table regenerated (None: absent)."""
+    from datagouv_eval_pipeline.warehouse.metric_docs import (
+        WAREHOUSE_DOCS,
+        MarkersMissingError,
+        with_metric_table,
+    )
+
+    if not WAREHOUSE_DOCS.is_file():
+        return None  # an installed wheel carries no docs
+    current = WAREHOUSE_DOCS.read_text(encoding="utf-8")
+    try:
+        return WAREHOUSE_DOCS, current, with_metric_table(current)
+    except MarkersMissingError as error:
+        raise click.ClickException(str(error)) from error
 
 
 def _dbt_docs(warehouse: Path | None = None) -> list[Any]:
@@ -67,7 +91,8 @@ def _dbt_docs(warehouse: Path | None = None) -> list[Any]:
 def command(check: bool, warehouse: Path | None) -> None:
     """Regenerate the JSON schemas of the task specs, the benchmark configuration and traces.
 
-    Also the dbt column docs (``dbt_metrics/models/**/*.yml``), from the warehouse schema's.
+    Also the dbt column docs (``dbt_metrics/models/**/*.yml``), from the warehouse schema's,
+    and the metric names of ``docs/warehouse.md``, from the metric registry.
     """
     if check:
         stale = stale_schemas()
@@ -86,3 +111,7 @@ def command(check: bool, warehouse: Path | None) -> None:
         if docs.current != docs.generated:
             docs.path.write_text(docs.generated, encoding="utf-8")
             click.echo(f"wrote {display_path(docs.path)}")
+    metric_docs = _metric_docs()
+    if metric_docs is not None and metric_docs[1] != metric_docs[2]:
+        metric_docs[0].write_text(metric_docs[2], encoding="utf-8")
+        click.echo(f"wrote {display_path(metric_docs[0])}")

@@ -32,6 +32,8 @@ from scipy import optimize as scipy_optimize  # type: ignore[import-untyped]
 from scipy import special as scipy_special
 from scipy import stats as scipy_stats
 
+from datagouv_eval_pipeline.metrics import registry
+
 CONFIDENCE = 0.95
 """Confidence level of every interval."""
 
@@ -41,8 +43,8 @@ ALPHA = 0.05
 POWER = 0.8
 """Power at which the minimum detectable effect is given."""
 
-LOWER_IS_BETTER: frozenset[str] = frozenset({"latency_ms"})
-"""Metrics where a smaller value is the better one (every other averaged metric: larger)."""
+LOWER_IS_BETTER: frozenset[str] = registry.LOWER_IS_BETTER
+"""Metrics where a smaller value is the better one (``Metric.lower_is_better``)."""
 
 Verdict = Literal["better", "worse", "no detectable difference"]
 """How cell b compares with cell a on one metric, after adjustment."""

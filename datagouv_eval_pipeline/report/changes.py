@@ -12,17 +12,16 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from datagouv_eval_pipeline.metrics import registry
 from datagouv_eval_pipeline.report.data import HEADLINE_TIER, TREND_METRICS, ReportData, Row
-from datagouv_eval_pipeline.warehouse.gate import GateComparison, GateReport, summary_lines
+from datagouv_eval_pipeline.warehouse.gate import SCORED, GateComparison, GateReport, summary_lines
 from datagouv_eval_pipeline.warehouse.trends import TrendPoint
 
 METRIC_NAMES = {
-    "accuracy": "accuracy",
-    "action_f1": "action F1",
-    "trajectory_adherence": "trajectory adherence",
-    "scored": "share of runs scored",
+    **{entry.name: entry.title for entry in registry.METRICS},
+    SCORED: "share of runs scored",
 }
-"""How the section names the metrics it shows."""
+"""How the section names the metrics it shows (the registry's labels, and the gate's own)."""
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from datagouv_eval_pipeline.metrics import registry
 from datagouv_eval_pipeline.metrics import statistics as st
 from datagouv_eval_pipeline.report.changes import HistoryView, history_view
 from datagouv_eval_pipeline.report.data import HEADLINE_TIER, ReportData, Row
@@ -23,8 +24,14 @@ from datagouv_eval_pipeline.report.figures import CostPoint, VersionPoint, paret
 NO_VERSION = "—"
 """The pivot column of cells without MCP."""
 
-PIVOT_METRICS = (("accuracy", "Accuracy"), ("action_f1", "Action F1"))
-"""The metrics the pivot shows, with their headings."""
+
+def _heading(metric: str) -> str:
+    title = registry.label(metric)
+    return title[:1].upper() + title[1:]
+
+
+PIVOT_METRICS = tuple((metric, _heading(metric)) for metric in ("accuracy", "action_f1"))
+"""The metrics the pivot shows, with their headings (the registry's labels)."""
 
 COMPARED_METRICS = ("accuracy", "action_f1", "trajectory_adherence")
 """The metrics of the comparison table."""
@@ -180,7 +187,7 @@ class Comparison:
     coverage_note: str | None = None
 
 
-QUESTION_METRICS = (("accuracy", "accuracy"), ("action_f1", "action F1"))
+QUESTION_METRICS = tuple((metric, registry.label(metric)) for metric in ("accuracy", "action_f1"))
 """The headline metrics each question is answered on, with their names in the text."""
 
 FACTOR_NAMES = {

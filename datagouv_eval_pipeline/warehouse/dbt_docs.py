@@ -19,16 +19,16 @@ from typing import Any
 
 import yaml
 
+from datagouv_eval_pipeline.metrics import registry
 from datagouv_eval_pipeline.warehouse.schema import ALL_TABLES, TABLES_BY_NAME
+from datagouv_eval_pipeline.warehouse.schema import METRICS as METRICS_TABLE
 
 DERIVED_DOCS: dict[str, str] = {
     "absent": "Scored runs in which the failure mode is absent.",
-    "accuracy": "Mean accuracy over the scored runs (NULL when none is scored; never 0).",
-    "action_f1": "Mean action F1 over the scored runs (NULL when none is scored; never 0).",
-    "action_precision": "Mean action precision over the scored runs (NULL when none; never 0).",
-    "action_recall": "Mean action recall over the scored runs (NULL when none; never 0).",
-    "action_type_recall": "Mean action type recall over the scored runs (NULL when none).",
-    "trajectory_adherence": "Mean trajectory adherence over the scored runs (NULL when none).",
+    "accuracy_coverage": (
+        "Share of the runs with an accuracy value (in a mart; the metric accuracy_coverage of "
+        "eval.metrics is the share of a run's criteria decided)."
+    ),
     "runs": "Runs in the group (every status unless the model's description says otherwise).",
     "scored": "Runs in the group with a value (NULL values are left out, never counted as 0).",
     "coverage": "scored / runs: the share of the group's runs with a value.",
@@ -114,7 +114,10 @@ DERIVED_DOCS: dict[str, str] = {
     "version_b": "MCP version of cell b (the newer).",
     "worst_drop": "Largest drop among the failing comparisons.",
 }
-"""What each computed model column holds (one name, one meaning, in every model)."""
+"""What each computed model column holds (one name, one meaning, in every model).
+
+A column named after a registered metric (``metrics/registry.py``) needs no entry: it is that
+metric's mean (or total) over the runs, see :func:`derived_docs`."""
 
 PATTERN_DOCS: tuple[tuple[str, str], ...] = (
     (r"^(?P<m>\w+)_ci_low$", "Lower bound of the 95 % interval of {m} (clustered by task)."),
@@ -128,6 +131,28 @@ PATTERN_DOCS: tuple[tuple[str, str], ...] = (
     (r"^runs_(?P<m>\w+)$", "Runs whose status is {m}."),
 )
 """Docs of the families of computed columns, by name pattern."""
+
+METRIC_COLUMN = (METRICS_TABLE.name, "metric")
+"""The source column whose accepted values are the registered metric names."""
+
+
+def derived_docs() -> dict[str, str]:
+    """:data:`DERIVED_DOCS` and the doc of a mart column named after each registered metric."""
+    docs = {}
+    for entry in registry.METRICS:
+        if entry.aggregation == "avg":
+            docs[entry.name] = (
+                f"Mean {entry.title} over the scored runs (NULL when none is scored; never 0)."
+            )
+        else:
+            docs[entry.name] = f"{entry.title.capitalize()}, summed over the runs."
+    return {**docs, **DERIVED_DOCS}
+
+
+def _metric_names_test() -> dict[str, Any]:
+    names = [entry.name for entry in registry.METRICS]
+    return {"accepted_values": {"arguments": {"values": names}}}
+
 
 _SOURCE = re.compile(r"source\(\s*'eval'\s*,\s*'(\w+)'\s*\)")
 _REF = re.compile(r"ref\(\s*'(\w+)'\s*\)")
@@ -165,8 +190,9 @@ def column_doc(name: str, tables: Iterable[str] = (), *, computed: bool = False)
     :data:`DERIVED_DOCS` means what that says (``runs`` counts runs there, it is not a run).
     None when the name is unknown.
     """
-    if computed and name in DERIVED_DOCS:
-        return DERIVED_DOCS[name]
+    derived = derived_docs()
+    if computed and name in derived:
+        return derived[name]
     # Base tables first: a cell_key is a cell before it is a statistic's scope.
     order = {table.name: index for index, table in enumerate(ALL_TABLES)}
     for table_name in sorted(tables, key=lambda t: order.get(t, len(order))):
@@ -174,8 +200,8 @@ def column_doc(name: str, tables: Iterable[str] = (), *, computed: bool = False)
         for column in known.columns if known else ():
             if column.name == name:
                 return str(column.doc)
-    if name in DERIVED_DOCS:
-        return DERIVED_DOCS[name]
+    if name in derived:
+        return derived[name]
     for table in ALL_TABLES:
         for column in table.columns:
             if column.name == name:
@@ -185,6 +211,16 @@ def column_doc(name: str, tables: Iterable[str] = (), *, computed: bool = False)
         if match:
             return doc.format(m=match.group("m").replace("_", " "))
     return None
+
+
+def _with_metric_names(column: dict[str, Any]) -> dict[str, Any]:
+    """The column with its accepted values set to the registered metric names (other tests kept)."""
+    tests = [
+        t
+        for t in column.get("data_tests") or []
+        if not (isinstance(t, dict) and "accepted_values" in t)
+    ]
+    return {**column, "data_tests": [*tests, _metric_names_test()]}
 
 
 def _documented(
@@ -254,6 +290,8 @@ def generate(
             listed = {c["name"]: c for c in table.get("columns") or []}
             names = [c.name for c in known.columns] if known else []
             names += [n for n in listed if n not in names]
+            if (table["name"], "metric") == METRIC_COLUMN:
+                listed["metric"] = _with_metric_names(listed.get("metric", {"name": "metric"}))
             table["columns"] = _documented(
                 [listed.get(n, {"name": n}) for n in names], [table["name"]], computed=False
             )

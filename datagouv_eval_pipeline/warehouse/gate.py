@@ -25,6 +25,7 @@ from typing import Any
 
 import duckdb
 
+from datagouv_eval_pipeline.metrics import registry
 from datagouv_eval_pipeline.metrics import statistics as st
 from datagouv_eval_pipeline.warehouse.error_bars import language_sql, replace_rows
 from datagouv_eval_pipeline.warehouse.history import (
@@ -45,7 +46,7 @@ HEADLINE_METRICS = ("accuracy", "action_f1", "trajectory_adherence")
 COVERAGE_TOLERANCE = 0.10
 """Largest change in criterion coverage between two runs of a cell that still compares them."""
 
-JUDGE_DERIVED = frozenset({"token_efficiency", "time_efficiency"})
+JUDGE_DERIVED = registry.USES_JUDGE
 """Scorer metrics computed from the judge's accuracy (compared like judge metrics)."""
 
 PASSED, WORSE, NOT_COMPARABLE = "passed", "worse", "not comparable"

@@ -24,10 +24,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from datagouv_eval_pipeline.benchmark.keys import run_id
-from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord, TierJudgementRecord
+from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord
 from datagouv_eval_pipeline.judges.verdict import Verdict
+from datagouv_eval_pipeline.metrics import registry
 from datagouv_eval_pipeline.metrics.passk import pass_at_k, pass_hat_k
-from datagouv_eval_pipeline.metrics.score_record import ScoreRecord, ValueRecord
+from datagouv_eval_pipeline.metrics.score_record import ScoreRecord
 from datagouv_eval_pipeline.semantic.instances import ActionInstance, CallCategory
 from datagouv_eval_pipeline.semantic.mapper import TraceMapping
 from datagouv_eval_pipeline.traces import Trace
@@ -38,48 +39,8 @@ Row = dict[str, Any]
 FAILED_STATUSES = frozenset({"error", "skipped"})
 """Run statuses whose scores are NULL whatever the scorer said."""
 
-TIERS = ("minimal", "optimal")
-ALL_TIERS = "all"
-
-# (metric, aggregation, bounded in [0, 1])
-SCORER_TIER_METRICS: tuple[tuple[str, str, bool], ...] = (
-    ("action_type_precision", "avg", True),
-    ("action_type_recall", "avg", True),
-    ("action_type_f1", "avg", True),
-    ("action_precision", "avg", True),
-    ("action_recall", "avg", True),
-    ("action_f1", "avg", True),
-    ("trajectory_adherence", "avg", True),
-    ("token_efficiency", "avg", False),
-    ("time_efficiency", "avg", False),
-    ("required_action_types", "sum", False),
-    ("required_actions", "sum", False),
-    ("chain_actions", "sum", False),
-    ("actual_action_types", "sum", False),
-    ("actual_actions", "sum", False),
-    ("matched_action_types", "sum", False),
-    ("matched_actions", "sum", False),
-    ("matched_chain_actions", "sum", False),
-    ("unverified_criteria", "sum", False),
-)
-"""Deterministic per-tier metrics taken from the ``ScoreRecord`` tier blocks."""
-
-JUDGE_TIER_METRICS: tuple[tuple[str, str, bool], ...] = (
-    ("accuracy", "avg", True),
-    ("accuracy_coverage", "avg", True),
-    ("judged_action_precision", "avg", True),
-    ("judged_action_recall", "avg", True),
-    ("judged_action_f1", "avg", True),
-    ("criteria_total", "sum", False),
-    ("criteria_scored", "sum", False),
-)
-"""Per-tier metrics taken from the ``JudgementRecord`` tier blocks."""
-
-SCORER_RUN_METRICS: tuple[tuple[str, str, bool], ...] = (
-    ("mapped_fraction", "avg", True),
-    ("latency_ms", "avg", False),
-)
-"""Tier-independent metrics (tier ``all``)."""
+TIERS = registry.TIERS
+ALL_TIERS = registry.ALL_TIERS
 
 
 class WarehouseInputError(ValueError):
@@ -174,13 +135,6 @@ def _check_row(table: Table, row: Row) -> None:
     for name in table.required:
         if row[name] is None:
             raise WarehouseInputError(f"{table.qualified}.{name}: NULL in a NOT NULL column")
-
-
-def _value(block: ValueRecord | None) -> tuple[float | None, str | None]:
-    """A metric value and its reason (``missing`` when the block is absent)."""
-    if block is None:
-        return None, "missing"
-    return block.value, block.reason
 
 
 def _check_unit(where: str, value: float | None, bounded: bool) -> None:
@@ -540,39 +494,21 @@ class _RunBuilder:
         )
 
     def metrics(self) -> None:
-        score, judgement = self.score, self.judgement
-        value: float | None
-        reason: str | None
+        """One row per registered metric and tier (``metrics/registry.py``)."""
+        judged = self.judgement.tiers if self.judgement is not None else None
+        run = registry.ScoredRun(self.score, judged)
+        tiered = [m for m in registry.METRICS if m.tiered]
         for tier in TIERS:
-            for name, aggregation, bounded in SCORER_TIER_METRICS:
-                if score is None:
-                    value, reason = None, self.null_reason("scorer")
-                elif name == "token_efficiency":
-                    value, reason = _value(score.efficiency.token_efficiency.get(tier))
-                elif name == "time_efficiency":
-                    value, reason = _value(score.efficiency.time_efficiency.get(tier))
-                elif aggregation == "sum":
-                    count = score.tier(tier).count(name)
-                    value = float(count) if count is not None else None
-                    reason = None if count is not None else "the trace could not be mapped"
-                else:
-                    value, reason = _value(score.tier(tier).metric(name))
-                self.metric(tier, name, aggregation, bounded, "scorer", value, reason)
-            judged = judgement.tiers.get(tier) if judgement is not None else None
-            for name, aggregation, bounded in JUDGE_TIER_METRICS:
-                if judged is None:
-                    value, reason = None, self.null_reason("judge")
-                else:
-                    value, reason = _judge_metric(judged, name)
-                self.metric(tier, name, aggregation, bounded, "judge", value, reason)
-        for name, aggregation, bounded in SCORER_RUN_METRICS:
-            if score is None:
-                value, reason = None, self.null_reason("scorer")
-            elif name == "latency_ms":
-                value, reason = _value(score.efficiency.latency_ms)
-            else:
-                value, reason = _value(score.mapping.mapped_fraction)
-            self.metric(ALL_TIERS, name, aggregation, bounded, "scorer", value, reason)
+            for entry in tiered:
+                self.registered_metric(entry, tier, run)
+        for entry in registry.METRICS:
+            if not entry.tiered:
+                self.registered_metric(entry, ALL_TIERS, run)
+
+    def registered_metric(self, entry: registry.Metric, tier: str, run: registry.ScoredRun) -> None:
+        reading = entry.read(run, tier)
+        value, reason = reading if reading is not None else (None, self.null_reason(entry.source))
+        self.metric(tier, entry.name, entry.aggregation, entry.bounded, entry.source, value, reason)
 
     # -- verdicts ------------------------------------------------------------------------------
 
@@ -709,19 +645,6 @@ class _RunBuilder:
                 ", ".join(a.action for a in classified.actions) or None,
                 classified.verdict,
             )
-
-
-def _judge_metric(block: TierJudgementRecord, name: str) -> tuple[float | None, str | None]:
-    accuracy = block.accuracy
-    if name == "accuracy":
-        return _value(accuracy.mean)
-    if name == "accuracy_coverage":
-        return _value(accuracy.coverage)
-    if name == "criteria_total":
-        return float(accuracy.total), None
-    if name == "criteria_scored":
-        return float(accuracy.scored), None
-    return _value(block.metric(name.removeprefix("judged_")))
 
 
 def task_row(spec: Any) -> Row:
