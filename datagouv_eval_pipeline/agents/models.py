@@ -3,8 +3,9 @@
 * ``openai_compatible`` providers (Mistral, OpenAI, Albert, a local replay server): an
   :class:`CompatibleChatModel` on an ``AsyncOpenAI`` client with the provider's base URL and the
   API key read from the environment variable the YAML names. The key is never logged, stored or
-  put in an error message. The SDK's own retries are off: :class:`ManagedModel` retries instead,
-  so it can honour ``Retry-After`` and count the wait.
+  put in an error message. The SDK's own retries are off: the runner's
+  :class:`~datagouv_eval_pipeline.providers.managed.ManagedModel` (the judges' too) retries
+  instead, so it can honour ``Retry-After`` and count the wait.
 * ``offline`` providers: the deterministic baseline policies (``baselines/``), not LLMs.
 
 The model's settings from ``models.yml`` reach the wire here: the provider's ``timeout_s`` is
@@ -21,31 +22,25 @@ hook ``OpenAIChatModel`` offers to subclasses.
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlparse
 
 from openai import AsyncOpenAI
 from openai.types import chat
-from pydantic_ai.messages import ModelMessage, ModelResponse
-from pydantic_ai.models import Model, ModelRequestParameters
+from pydantic_ai.models import Model
 from pydantic_ai.models.openai import OpenAIChatModel
-from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.profiles.openai import OpenAIModelProfile
 from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 from pydantic_ai.settings import ModelSettings
 
 from datagouv_eval_pipeline.agents.baselines import get_policy, policy_model
-from datagouv_eval_pipeline.agents.recording import RequestRecord, RunRecorder
 from datagouv_eval_pipeline.benchmark.cells import CellModel
 from datagouv_eval_pipeline.benchmark.config import (
     DEFAULT_TIMEOUT_S,
     ModelCallSettings,
     ProviderKind,
 )
-from datagouv_eval_pipeline.providers.limits import RateLimiter, estimate_tokens
-from datagouv_eval_pipeline.providers.retry import RetryPolicy, RetryWait, send_with_retries
 
 __all__ = ["DEFAULT_TIMEOUT_S"]  # where the agents' request timeout was first defined
 
@@ -173,7 +168,7 @@ def live_model(
         raise ValueError(f"provider {model.provider!r} has no base_url")
     # llama.cpp's server, started by the pipeline on 127.0.0.1, takes no key.
     key = "no-key" if model.kind == ProviderKind.LLAMA_CPP else api_key_for(model, environ)
-    # max_retries=0: ManagedModel retries, honouring Retry-After and counting the waits.
+    # max_retries=0: providers.managed.ManagedModel retries, honouring Retry-After.
     timeout = timeout_s if timeout_s is not None else model.settings.request_timeout_s
     client = AsyncOpenAI(base_url=url, api_key=key, max_retries=0, timeout=timeout)
     # The provider's own host decides the field (a replay server stands in for it).
@@ -199,102 +194,3 @@ def base_model(
     if model.kind == ProviderKind.OFFLINE:
         return policy_model(get_policy(model.name))
     return live_model(model, base_url=base_url, environ=environ)
-
-
-def _message_chars(messages: Sequence[ModelMessage]) -> int:
-    total = 0
-    for message in messages:
-        for part in message.parts:
-            content = getattr(part, "content", None) or getattr(part, "args", None) or ""
-            total += len(content) if isinstance(content, str) else len(str(content))
-    return total
-
-
-class ManagedModel(WrapperModel):
-    """Rate limiting, retries and per-request records around a model.
-
-    Each attempt waits for the provider's :class:`RateLimiter` (the wait is recorded), then is
-    sent; a transient failure is retried by the shared :class:`RetryPolicy` (backoff with
-    jitter, ``Retry-After`` floored). Waits after a 429 count as rate-limit waits and hold the
-    provider's limiter off for every caller.
-    """
-
-    def __init__(
-        self,
-        wrapped: Model,
-        *,
-        recorder: RunRecorder,
-        limiter: RateLimiter | None = None,
-        retry: RetryPolicy | None = None,
-        expected_output_tokens: int = 500,
-    ) -> None:
-        """Wrap ``wrapped``.
-
-        Args:
-            wrapped: The model to call.
-            recorder: The run's recorder (requests, waits).
-            limiter: The provider's shared limiter (None: no limit).
-            retry: Which failures are retried, and the waits.
-            expected_output_tokens: Output tokens reserved per request in the token bucket.
-        """
-        super().__init__(wrapped)
-        self.recorder = recorder
-        self.limiter = limiter
-        self.retry = retry or RetryPolicy()
-        self.expected_output_tokens = expected_output_tokens
-
-    async def request(
-        self,
-        messages: list[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
-    ) -> ModelResponse:
-        """Send one request, waiting for the rate limiter and retrying transient failures.
-
-        Raises:
-            ContextOverflowError: The request cannot fit the model's context window (not sent).
-        """
-        context = self.recorder.context
-        if context is not None:
-            context.check_next_request(estimate_tokens(_message_chars(messages)))
-        estimated = 0
-        if self.limiter is not None and self.limiter.limit.tokens_per_minute is not None:
-            estimated = estimate_tokens(_message_chars(messages)) + self.expected_output_tokens
-        attempts = 0
-        started = time.perf_counter()
-
-        async def attempt() -> ModelResponse:
-            nonlocal attempts, started
-            attempts += 1
-            if self.limiter is not None:
-                self.recorder.add_wait(await self.limiter.acquire(estimated))
-            started = time.perf_counter()
-            return await self.wrapped.request(messages, model_settings, model_request_parameters)
-
-        def waited(wait: RetryWait) -> None:
-            if wait.rate_limited:
-                # A 429 says "later" to every caller of the provider, not just this one.
-                if self.limiter is not None:
-                    self.limiter.hold_off(wait.seconds)
-                self.recorder.add_wait(wait.seconds)
-            self.recorder.retries.append(f"{wait.reason}, waited {wait.seconds:.2f} s")
-
-        response = await send_with_retries(
-            attempt, self.retry, sleep=self.recorder.clock.sleep, on_wait=waited
-        )
-        usage = response.usage
-        self.recorder.requests.append(
-            RequestRecord(
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                duration_ms=(time.perf_counter() - started) * 1000,
-                attempts=attempts,
-            )
-        )
-        if self.limiter is not None:
-            self.limiter.settle(estimated, usage.input_tokens + usage.output_tokens)
-        if context is not None:
-            # The provider's figures; an estimate when a server reports no usage.
-            read = usage.input_tokens or estimate_tokens(_message_chars(messages))
-            context.answered(read, usage.output_tokens)
-        return response

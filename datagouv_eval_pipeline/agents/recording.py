@@ -21,13 +21,15 @@ from mcp.types import TextContent
 from pydantic_ai import RunContext
 from pydantic_ai.exceptions import ModelRetry, ToolFailed
 from pydantic_ai.mcp import MCPToolset
-from pydantic_ai.messages import ToolReturn
+from pydantic_ai.messages import ModelMessage, ToolReturn
 from pydantic_ai.toolsets import WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from datagouv_eval_pipeline.agents.context import ContextWindow, cut_to_fit
 from datagouv_eval_pipeline.front import WireRequest
-from datagouv_eval_pipeline.providers.limits import Clock, SystemClock
+from datagouv_eval_pipeline.providers.limits import Clock, SystemClock, estimate_tokens
+from datagouv_eval_pipeline.providers.managed import LIMITER_WAIT, Answered, message_chars
+from datagouv_eval_pipeline.providers.retry import RetryWait
 from datagouv_eval_pipeline.traces import WireExchange
 
 DEFAULT_MODEL_RESULT_CHARS = 50_000
@@ -108,6 +110,42 @@ class RunRecorder:
         self.rate_limit_wait_s += seconds
         if self.on_wait is not None:
             self.on_wait(seconds)
+
+    # The model's requests, as ``providers.managed.ManagedModel`` reports them.
+
+    def before_request(self, messages: Sequence[ModelMessage]) -> None:
+        """Refuse a request that cannot fit the model's context window (nothing is sent).
+
+        Raises:
+            ContextOverflowError: The request plus the answer's reserve exceeds the window.
+        """
+        if self.context is not None:
+            self.context.check_next_request(estimate_tokens(message_chars(messages)))
+
+    def waited(self, wait: RetryWait) -> None:
+        """Count a wait: the limiter's and a 429's are rate-limit waits; a retry is listed."""
+        if wait.reason == LIMITER_WAIT and wait.attempt == 0:
+            self.add_wait(wait.seconds)
+            return
+        if wait.rate_limited:
+            self.add_wait(wait.seconds)
+        self.retries.append(f"{wait.reason}, waited {wait.seconds:.2f} s")
+
+    def answered(self, request: Answered) -> None:
+        """Record the request's usage, and what it left of the context window."""
+        usage = request.response.usage
+        self.requests.append(
+            RequestRecord(
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                duration_ms=request.duration_ms,
+                attempts=request.attempts,
+            )
+        )
+        if self.context is not None:
+            # The provider's figures; an estimate when a server reports no usage.
+            read = usage.input_tokens or estimate_tokens(message_chars(request.messages))
+            self.context.answered(read, usage.output_tokens)
 
 
 def result_text(value: Any) -> str:

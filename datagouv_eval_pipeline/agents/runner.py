@@ -66,7 +66,7 @@ from datagouv_eval_pipeline.agents.capabilities import (
 )
 from datagouv_eval_pipeline.agents.context import ContextOverflowError, ContextWindow
 from datagouv_eval_pipeline.agents.limits import RunBudget, wall_clock_reason
-from datagouv_eval_pipeline.agents.models import ManagedModel, MissingApiKeyError, base_model
+from datagouv_eval_pipeline.agents.models import MissingApiKeyError, base_model
 from datagouv_eval_pipeline.agents.output import (
     FINAL_ANSWER_DESCRIPTION,
     FINAL_ANSWER_TOOL,
@@ -81,6 +81,7 @@ from datagouv_eval_pipeline.agents.skills import skills_strategy
 from datagouv_eval_pipeline.agents.web import CapabilityUnavailableError
 from datagouv_eval_pipeline.benchmark.cells import Cell, CellModel
 from datagouv_eval_pipeline.benchmark.config import ProviderKind
+from datagouv_eval_pipeline.benchmark.cost import token_cost
 from datagouv_eval_pipeline.metrics.provenance import code_version, working_tree_dirty
 from datagouv_eval_pipeline.providers.limits import (
     Clock,
@@ -89,6 +90,7 @@ from datagouv_eval_pipeline.providers.limits import (
     SystemClock,
     process_rate_limiters,
 )
+from datagouv_eval_pipeline.providers.managed import ManagedModel
 from datagouv_eval_pipeline.providers.retry import RetryPolicy
 from datagouv_eval_pipeline.sandbox.base import (
     SandboxBackend,
@@ -183,17 +185,6 @@ def model_skip_reason(cell: Cell) -> str | None:
     return policy.unsupported(cell.capabilities)
 
 
-def cost_of(cell: Cell, usage: Usage) -> float | None:
-    """Agent cost from the model's prices per million tokens (None when unpriced)."""
-    model = cell.model
-    if model.input_price_per_mtok is None or model.output_price_per_mtok is None:
-        return None
-    return (
-        usage.input_tokens * model.input_price_per_mtok
-        + usage.output_tokens * model.output_price_per_mtok
-    ) / 1_000_000
-
-
 def rate_limit_of(model: CellModel) -> tuple[str, RateLimit | None]:
     """The limiter key of a model and its configured limits (None: not configured).
 
@@ -224,11 +215,6 @@ def cell_rate_limiters(cell: Cell, clock: Clock | None = None) -> RateLimiters:
     """
     key, limit = rate_limit_of(cell.model)
     return RateLimiters({key: limit} if limit is not None else None, clock=clock)
-
-
-def _code_version() -> str | None:
-    version = code_version()
-    return version.git_sha or version.package
 
 
 @functools.cache
@@ -499,7 +485,7 @@ def _base_trace(shared: _Shared, task: TaskSpec, repeat: int) -> dict[str, Any]:
             skills_version=cell.skills_version,
             system_prompt=cell.system_prompt,
             system_prompt_sha256=cell.system_prompt_sha256,
-            code_version=_code_version(),
+            code_version=code_version().label,
             code_dirty=_code_dirty(),
             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
             base_urls=shared.env.target.urls.as_dict(),
@@ -576,9 +562,10 @@ async def _execute(shared: _Shared, task: TaskSpec, base: dict[str, Any]) -> Tra
     assert shared.model is not None  # a cell without a model is skipped before any run
     model = ManagedModel(
         shared.model,
-        recorder=recorder,
-        limiter=shared.limiters.get(*rate_limit_of(cell.model)),
+        shared.limiters.get(*rate_limit_of(cell.model)),
         retry=retry_policy(cell.model, settings.retry),
+        observer=recorder,
+        sleep=clock.sleep,
     )
     assert shared.agent is not None
     status, reason, output, messages = await _drive(
@@ -613,7 +600,7 @@ async def _execute(shared: _Shared, task: TaskSpec, base: dict[str, Any]) -> Tra
         ],
         latency_ms=latency_ms,
         rate_limit_wait_ms=min(latency_ms, recorder.rate_limit_wait_s * 1000),
-        cost=cost_of(cell, usage),
+        cost=token_cost(cell.model, usage.input_tokens, usage.output_tokens),
         reasoning=reasoning_of(messages),
         status=status,
         status_reason=reason,

@@ -9,13 +9,14 @@ from datagouv_eval_pipeline.benchmark.cells import (
     expand_cells,
 )
 from datagouv_eval_pipeline.benchmark.config import Capability, Metric, ProviderKind
-from datagouv_eval_pipeline.benchmark.cost import CostEstimate, TokenBudget, estimate_cost
+from datagouv_eval_pipeline.benchmark.cost import token_cost
 from datagouv_eval_pipeline.benchmark.keys import (
     UnknownCellKeyError,
     cell_key,
     decode_cell_key,
     encode_cell_key,
     is_valid_partition_key,
+    run_id,
 )
 from datagouv_eval_pipeline.benchmark.loader import (
     BENCHMARK_CONFIG_DIR,
@@ -32,18 +33,17 @@ __all__ = [
     "Cell",
     "CellModel",
     "CellRecord",
-    "CostEstimate",
     "Metric",
     "ProviderKind",
-    "TokenBudget",
     "UnknownCellKeyError",
     "UnknownEvaluationTypeError",
     "capability_set",
     "cell_key",
     "decode_cell_key",
     "encode_cell_key",
-    "estimate_cost",
     "expand_cells",
     "is_valid_partition_key",
     "load_benchmark_config",
+    "run_id",
+    "token_cost",
 ]

@@ -178,6 +178,16 @@ def decode_cell_key(key: str, cells: Iterable[Cell]) -> Cell:
         raise UnknownCellKeyError(key, sorted(by_key)) from None
 
 
+def run_id(cell_key: str, task_id: str, repeat: int) -> str:
+    """The id of one run of a cell: ``{cell key}|{task id}|{repeat}``.
+
+    The warehouse's ``run_id`` column and the report's links to a run are this text. ``|`` is
+    forbidden in cell keys (:data:`FORBIDDEN_SUBSTRINGS`) and never occurs in task ids, so the
+    id is unambiguous.
+    """
+    return f"{cell_key}|{task_id}|{repeat}"
+
+
 def is_valid_partition_key(key: str) -> bool:
     """Tell whether a key is non-empty and free of forbidden substrings."""
     return bool(key) and not any(bad in key for bad in FORBIDDEN_SUBSTRINGS)

@@ -1,19 +1,16 @@
 """The ``action_mappings`` asset: literal tool calls mapped to semantic actions, per cell."""
 
-import hashlib
 from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
 
-from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR
 from datagouv_eval_pipeline.defs.agent_runs import agent_runs
 from datagouv_eval_pipeline.defs.interrupts import stop_if_requested
-from datagouv_eval_pipeline.defs.partitions import cell_partitions
 from datagouv_eval_pipeline.defs.per_cell import (
     StageEvent,
-    cell_check_spec,
     cell_results,
+    cell_stage,
     not_selected,
     process_cells,
     require_current,
@@ -27,7 +24,6 @@ from datagouv_eval_pipeline.experiment.documents import ActionMappingsDocument, 
 from datagouv_eval_pipeline.experiment.fingerprints import stage_code_version
 from datagouv_eval_pipeline.experiment.stages import ACTION_MAPPINGS, AGENT_RUNS, map_actions
 from datagouv_eval_pipeline.judges.config import (
-    JUDGE_FILE,
     JudgeKind,
     JudgeModelError,
     JudgeSpecError,
@@ -36,26 +32,7 @@ from datagouv_eval_pipeline.judges.protocol import Judge
 from datagouv_eval_pipeline.semantic.registry import load_registry
 
 
-def _code_version() -> str:
-    # The judge classifies what the rules leave undecided: its prompts and configuration are
-    # code of this stage too.
-    digest = hashlib.sha256(stage_code_version("action_mappings").encode())
-    judge_file = BENCHMARK_CONFIG_DIR / JUDGE_FILE
-    if judge_file.exists():
-        digest.update(judge_file.read_bytes())
-    return digest.hexdigest()[:12]
-
-
-@dg.asset(
-    partitions_def=cell_partitions,
-    backfill_policy=dg.BackfillPolicy.single_run(),
-    deps=[agent_runs],
-    group_name="cells",
-    kinds={"python"},
-    code_version=_code_version(),
-    automation_condition=dg.AutomationCondition.eager(),
-    check_specs=[cell_check_spec("action_mappings")],
-)
+@cell_stage(deps=[agent_runs], code_version=stage_code_version("action_mappings")[:12])
 def action_mappings(
     context: dg.AssetExecutionContext,
     run_store: RunStoreResource,

@@ -19,11 +19,11 @@ from datagouv_eval_pipeline.benchmark.config import ProviderKind
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.defs.catalog_validation import catalog_validation
 from datagouv_eval_pipeline.defs.interrupts import stop_if_requested
-from datagouv_eval_pipeline.defs.partitions import CELLS_BY_KEY, cell_partitions
+from datagouv_eval_pipeline.defs.partitions import CELLS_BY_KEY
 from datagouv_eval_pipeline.defs.per_cell import (
     StageEvent,
-    cell_check_spec,
     cell_results,
+    cell_stage,
     not_selected,
     process_cells,
 )
@@ -50,9 +50,7 @@ from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS, run_agents
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 
 
-@dg.asset(
-    partitions_def=cell_partitions,
-    backfill_policy=dg.BackfillPolicy.single_run(),
+@cell_stage(
     # Per-cell and per-task versions (``defs/versions.py``): an edit stales only what it changes.
     deps=[
         task_specs,
@@ -60,12 +58,11 @@ from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
         cell_setups,
         dg.AssetDep(task_spec_files, partition_mapping=dg.AllPartitionMapping()),
     ],
-    group_name="cells",
-    kinds={"python"},
     # The code every cell shares; each cell's toolset code is in its ``cell_setups`` version.
     code_version=shared_run_code()[:12],
-    # No static pool: the step claims slots in each provider's pool (defs/provider_pools.py).
-    check_specs=[cell_check_spec("agent_runs")],
+    # Not eager: agent runs cost model calls; jobs and the new-cells sensor ask for them.
+    # No static pool either: the step claims slots in each provider's pool (provider_pools.py).
+    eager=False,
 )
 def agent_runs(
     context: dg.AssetExecutionContext,

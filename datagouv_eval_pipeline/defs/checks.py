@@ -135,15 +135,14 @@ def runs_match_partitions(
 def cell_coverage(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     """Warn with the cells missing from the warehouse (failed or never run)."""
     with connect(warehouse.db_path(), read_only=True) as conn:
-        found = {row[0] for row in conn.execute(f"SELECT cell_key FROM {SCHEMA}.cells").fetchall()}
-    missing = [cell.key for cell in ACTIVE_CELLS if cell.key not in found]
+        coverage = queries.cell_coverage(conn, [cell.key for cell in ACTIVE_CELLS])
     return dg.AssetCheckResult(
-        passed=not missing,
+        passed=not coverage.missing,
         severity=dg.AssetCheckSeverity.WARN,
         metadata={
-            "expected": len(ACTIVE_CELLS),
-            "present": len(ACTIVE_CELLS) - len(missing),
-            "missing": _md(missing),
+            "expected": len(coverage.expected),
+            "present": len(coverage.present),
+            "missing": _md(list(coverage.missing)),
         },
     )
 

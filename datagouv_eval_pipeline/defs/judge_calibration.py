@@ -14,7 +14,6 @@ before the warehouse leaves no file half-written (nor one created by this asset)
 """
 
 import asyncio
-import hashlib
 from typing import Any
 
 import dagster as dg
@@ -51,14 +50,6 @@ EXPERIMENTS_KEY = dg.AssetKey([SCHEMA, EXPERIMENTS.name])
 """A key of the ``warehouse`` multi-asset: this asset runs after the load."""
 
 
-def _code_version() -> str:
-    """The judges' code and the labels: editing either makes the figures stale."""
-    digest = hashlib.sha256(stage_code_version("judge_calibration").encode())
-    for path in calibration_files([CALIBRATION_DIR]):
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:12]
-
-
 def _fmt(value: Any) -> str:
     return "—" if value is None else f"{value:.3f}"
 
@@ -69,7 +60,7 @@ def _fmt(value: Any) -> str:
     group_name="judges",
     kinds={"python", "duckdb"},
     pool="duckdb_writer",
-    code_version=_code_version(),
+    code_version=stage_code_version("judge_calibration")[:12],
     description=f"{JUDGE_CALIBRATION.qualified}: {JUDGE_CALIBRATION.grain}.",
     metadata={"dagster/column_schema": _column_schema(JUDGE_CALIBRATION)},
 )

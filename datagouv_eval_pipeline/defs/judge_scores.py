@@ -1,21 +1,18 @@
 """The ``judge_scores`` asset: verdicts and deterministic scores of every run, per cell."""
 
-import hashlib
 from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
 
-from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR
 from datagouv_eval_pipeline.defs.action_mappings import action_mappings
 from datagouv_eval_pipeline.defs.catalog_validation import catalog_validation, references_for
 from datagouv_eval_pipeline.defs.interrupts import stop_if_requested
-from datagouv_eval_pipeline.defs.partitions import cell_partitions
 from datagouv_eval_pipeline.defs.per_cell import (
     NO_RESULT,
     StageEvent,
-    cell_check_spec,
     cell_results,
+    cell_stage,
     not_selected,
     process_cells,
     require_current,
@@ -38,31 +35,17 @@ from datagouv_eval_pipeline.experiment.stages import (
     JUDGE_SCORES,
     judge_cell,
 )
-from datagouv_eval_pipeline.judges.config import JUDGE_FILE, JudgeModelError, JudgeSpecError
+from datagouv_eval_pipeline.judges.config import JudgeModelError, JudgeSpecError
 from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 
 
-def _code_version() -> str:
-    digest = hashlib.sha256(stage_code_version("judge_scores").encode())
-    judge_file = BENCHMARK_CONFIG_DIR / JUDGE_FILE
-    if judge_file.exists():
-        digest.update(judge_file.read_bytes())
-    return digest.hexdigest()[:12]
-
-
-@dg.asset(
-    partitions_def=cell_partitions,
-    backfill_policy=dg.BackfillPolicy.single_run(),
+@cell_stage(
     # The pre-flight's recomputed references are what expected values are compared with.
     deps=[action_mappings, catalog_validation],
-    group_name="cells",
-    kinds={"python"},
     # The judges' prompts and rules, the metrics and the judge configuration (judge.yml) are the
     # code of this stage: editing a prompt or the judge makes every partition stale, and only
     # this stage and below recompute.
-    code_version=_code_version(),
-    automation_condition=dg.AutomationCondition.eager(),
-    check_specs=[cell_check_spec("judge_scores")],
+    code_version=stage_code_version("judge_scores")[:12],
 )
 def judge_scores(
     context: dg.AssetExecutionContext,

@@ -19,7 +19,7 @@ warning shows next to it, in the check's partition view and the asset's checks.
 
 import time
 import warnings
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +65,38 @@ def _check_spec(asset: str) -> dg.AssetCheckSpec:
             "document; its later stages are not rebuilt from it)."
         ),
     )
+
+
+def cell_stage(
+    *,
+    deps: Sequence[dg.AssetsDefinition | dg.SourceAsset | dg.AssetKey | dg.AssetDep],
+    code_version: str,
+    eager: bool = True,
+) -> Callable[[Callable[..., Iterator[StageEvent]]], dg.AssetsDefinition]:
+    """The asset decorator of a cell stage: partitioned by cell, one run for many cells.
+
+    Each stage is in the ``cells`` group, evaluates its ``cell_ok`` check (named after the
+    function) and, unless ``eager`` is False, follows its own partition upstream.
+
+    Args:
+        deps: What the stage depends on.
+        code_version: Its Dagster code version (``experiment.fingerprints``).
+        eager: Whether it materializes on its own when its upstream partition does.
+    """
+
+    def decorate(stage: Callable[..., Iterator[StageEvent]]) -> dg.AssetsDefinition:
+        return dg.asset(
+            partitions_def=cell_partitions,
+            backfill_policy=dg.BackfillPolicy.single_run(),
+            deps=deps,
+            group_name="cells",
+            kinds={"python"},
+            code_version=code_version,
+            automation_condition=dg.AutomationCondition.eager() if eager else None,
+            check_specs=[cell_check_spec(stage.__name__)],
+        )(stage)
+
+    return decorate
 
 
 def require_current(store: RunStore, key: str, *stages: str) -> None:

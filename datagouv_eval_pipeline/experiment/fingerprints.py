@@ -20,7 +20,10 @@ and on the code of the toolsets its capabilities reach:
 A cell without tools depends on the shared code only. :func:`cell_code_fingerprint` is both
 the code part of the agent-run cache key and the code part of the cell's data version in
 Dagster (``defs/versions.py``): what reruns is exactly what shows as stale.
-:func:`stage_code_version` gives the other stages' Dagster code versions.
+:func:`stage_code_version` gives the other stages' Dagster code versions: their closure plus the
+project files that steer them (the judge configuration ``judge.yml`` for the stages that ask the
+judge, the calibration labels for the calibration), so editing a prompt, the judge or a label
+stales the stage as an edit to its code would.
 """
 
 from __future__ import annotations
@@ -139,9 +142,33 @@ def shared_run_code() -> str:
     return closure_fingerprint(_SHARED, _NOT_SHARED)
 
 
+def _stage_files(stage: Stage) -> list[Path]:
+    """The project files (not code) that steer a stage, those that exist, in a fixed order."""
+    # Imported here: the judges' modules are only needed by the stages after the agent runs.
+    from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR
+    from datagouv_eval_pipeline.judges.calibration import CALIBRATION_DIR, calibration_files
+    from datagouv_eval_pipeline.judges.config import JUDGE_FILE
+
+    if stage == "judge_calibration":
+        files = calibration_files([CALIBRATION_DIR]) if CALIBRATION_DIR.is_dir() else []
+    else:
+        # The judge scores, and classifies what the mapper's rules leave undecided.
+        files = [BENCHMARK_CONFIG_DIR / JUDGE_FILE]
+    return [path for path in files if path.is_file()]
+
+
 def stage_code_version(stage: Stage) -> str:
-    """sha256 of the code a stage after the agent runs depends on (its Dagster code version)."""
-    return closure_fingerprint(_STAGES[stage])
+    """sha256 of what a stage after the agent runs depends on (its Dagster code version).
+
+    The import closure of its code (:func:`closure_fingerprint`) and the project files that
+    steer it: ``judge.yml`` for ``action_mappings`` and ``judge_scores``, the calibration
+    labels for ``judge_calibration``.
+    """
+    digest = hashlib.sha256(closure_fingerprint(_STAGES[stage]).encode())
+    for path in _stage_files(stage):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def mcp_emulation_fingerprint(version: str) -> str:

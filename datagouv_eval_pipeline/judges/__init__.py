@@ -13,7 +13,6 @@ from datagouv_eval_pipeline.judges.calibration import (
 )
 from datagouv_eval_pipeline.judges.config import JudgeConfig, RoleModel, resolve_model
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
-from datagouv_eval_pipeline.judges.guarded import GuardedModel
 from datagouv_eval_pipeline.judges.hybrid import HybridJudge
 from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord
 from datagouv_eval_pipeline.judges.llm import LLMJudge
@@ -47,7 +46,6 @@ __all__ = [
     "DeterministicJudge",
     "FailureMode",
     "FailureModeInput",
-    "GuardedModel",
     "HybridJudge",
     "Judge",
     "JudgeCache",

@@ -192,8 +192,8 @@ def resolve_model(
     url = base_url or provider.base_url
 
     def build() -> Model:
-        # max_retries=0: the shared RetryPolicy retries (GuardedModel), so one failing request
-        # is never multiplied by the SDK's own retries.
+        # max_retries=0: the shared RetryPolicy retries (providers.managed.ManagedModel), so one
+        # failing request is never multiplied by the SDK's own retries.
         client = AsyncOpenAI(base_url=url, api_key=api_key, max_retries=0)
         compatible = OpenAICompatibleProvider(provider_name, openai_client=client)
         return OpenAIChatModel(model_name, provider=compatible)

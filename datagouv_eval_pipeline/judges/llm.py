@@ -40,7 +40,6 @@ from datagouv_eval_pipeline.judges.config import (
     RoleModel,
 )
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
-from datagouv_eval_pipeline.judges.guarded import GuardedModel, counting_requests
 from datagouv_eval_pipeline.judges.prompts import (
     ARGUMENTS_PROMPT,
     CLASSIFICATION_PROMPT,
@@ -81,6 +80,7 @@ from datagouv_eval_pipeline.providers.limits import (
     RateLimiters,
     process_rate_limiters,
 )
+from datagouv_eval_pipeline.providers.managed import ManagedModel, counting_requests
 from datagouv_eval_pipeline.providers.retry import RetryPolicy, RetryWait
 from datagouv_eval_pipeline.semantic.instances import ActionInstance
 from datagouv_eval_pipeline.tasks.loader import default_arg_names
@@ -154,12 +154,12 @@ class LLMJudge:
         self.retry = retry or RetryPolicy(retries=2)
         self.output_retries = output_retries
         self.action_descriptions = dict(action_descriptions or {})
-        self._guarded: dict[str, GuardedModel] = {}
+        self._guarded: dict[str, ManagedModel] = {}
         for role, role_model in self._models.items():
             limiter = None
             if limiters is not None:
                 limiter = limiters.get(role_model.limiter_key, role_model.rate_limit)
-            self._guarded[role] = GuardedModel(
+            self._guarded[role] = ManagedModel(
                 role_model.model,
                 limiter,
                 retry=self.retry,
@@ -340,7 +340,7 @@ class LLMJudge:
         usage = RunUsage()
         agent = self._agent(role, prompt)
         try:
-            # Provider retries happen per request inside GuardedModel, never around the run.
+            # Provider retries happen per request inside ManagedModel, never around the run.
             result = await agent.run(message, usage=usage)
         except UnexpectedModelBehavior as exc:
             error = f"invalid judge output: {exc}"

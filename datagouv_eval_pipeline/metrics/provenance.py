@@ -33,6 +33,16 @@ class CodeVersion(BaseModel):
     """The commit of the work tree, or None outside a git checkout (an installed wheel, unless
     ``$DATAGOUV_EVAL_GIT_SHA`` says) or before the first commit."""
 
+    @property
+    def label(self) -> str | None:
+        """The commit, else the package version: a result row's ``code_version``.
+
+        This names the code for provenance (a commit can be checked out again). What makes a
+        stage stale is another thing, the digest of its import closure
+        (``experiment.fingerprints``).
+        """
+        return self.git_sha or self.package
+
 
 @functools.cache
 def code_version() -> CodeVersion:

@@ -4,6 +4,9 @@
   (requests and tokens per minute), shared in a process by every agent run and judge using it.
 * :mod:`~datagouv_eval_pipeline.providers.retry`: one :class:`RetryPolicy` for every model call:
   exponential backoff with jitter, ``Retry-After`` honoured with a floor, every wait recorded.
+* :mod:`~datagouv_eval_pipeline.providers.managed`: one :class:`ManagedModel` around every model
+  request, agents' and judges': it paces through the limiter, reserves the estimated tokens,
+  retries, and settles the real usage.
 """
 
 from datagouv_eval_pipeline.providers.limits import (
@@ -16,6 +19,11 @@ from datagouv_eval_pipeline.providers.limits import (
     estimate_tokens,
     process_rate_limiters,
 )
+from datagouv_eval_pipeline.providers.managed import (
+    ManagedModel,
+    RequestObserver,
+    counting_requests,
+)
 from datagouv_eval_pipeline.providers.retry import (
     RetryPolicy,
     RetryWait,
@@ -26,12 +34,15 @@ from datagouv_eval_pipeline.providers.retry import (
 __all__ = [
     "DEFAULT_RATE_LIMITS",
     "Clock",
+    "ManagedModel",
     "RateLimit",
     "RateLimiter",
     "RateLimiters",
+    "RequestObserver",
     "RetryPolicy",
     "RetryWait",
     "SystemClock",
+    "counting_requests",
     "estimate_tokens",
     "process_rate_limiters",
     "retry_after_seconds",

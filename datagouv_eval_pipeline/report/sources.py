@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from datagouv_eval_pipeline.benchmark.cells import Cell
+from datagouv_eval_pipeline.benchmark.keys import run_id
 from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument
 from datagouv_eval_pipeline.experiment.quarantine import quarantined_tasks
 from datagouv_eval_pipeline.experiment.stages import ACTION_MAPPINGS, AGENT_RUNS, JUDGE_SCORES
@@ -19,11 +20,6 @@ from datagouv_eval_pipeline.report.data import CellFailure, ReportSources, Trace
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
 
 _STAGES = (AGENT_RUNS, ACTION_MAPPINGS, JUDGE_SCORES)
-
-
-def run_id(cell_key: str, task_id: str, repeat: int) -> str:
-    """The warehouse's run id of one (cell, task, repeat)."""
-    return f"{cell_key}|{task_id}|{repeat}"
 
 
 def _trace_details(store: RunStore) -> dict[str, TraceDetail]:

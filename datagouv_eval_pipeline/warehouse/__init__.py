@@ -23,15 +23,14 @@ if TYPE_CHECKING:
     from datagouv_eval_pipeline.warehouse.loader import (
         CellLoad,
         CellLoadResult,
-        Coverage,
-        cell_coverage,
         connect,
         delete_cell,
         load_cell,
         load_experiment,
         load_tasks,
     )
-    from datagouv_eval_pipeline.warehouse.rows import WarehouseInputError, run_id
+    from datagouv_eval_pipeline.warehouse.queries import Coverage, cell_coverage
+    from datagouv_eval_pipeline.warehouse.rows import WarehouseInputError
     from datagouv_eval_pipeline.warehouse.schema import (
         ALL_TABLES,
         DDL,
@@ -51,7 +50,7 @@ _MODULE_OF: dict[str, str] = {
     "CellLoad": "loader",
     "CellLoadResult": "loader",
     "Column": "schema",
-    "Coverage": "loader",
+    "Coverage": "queries",
     "DDL": "schema",
     "ExperimentRecord": "history",
     "SCHEMA": "schema",
@@ -62,7 +61,7 @@ _MODULE_OF: dict[str, str] = {
     "TABLES_BY_NAME": "schema",
     "Table": "schema",
     "WarehouseInputError": "rows",
-    "cell_coverage": "loader",
+    "cell_coverage": "queries",
     "config_hash": "history",
     "connect": "loader",
     "create_schema": "schema",
@@ -71,7 +70,6 @@ _MODULE_OF: dict[str, str] = {
     "load_experiment": "loader",
     "load_tasks": "loader",
     "new_experiment": "history",
-    "run_id": "rows",
 }
 """Each public name, and the module of this package that defines it."""
 
@@ -110,5 +108,4 @@ __all__ = [
     "load_experiment",
     "load_tasks",
     "new_experiment",
-    "run_id",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from datagouv_eval_pipeline.metrics.score_record import ScoreRecord
 from datagouv_eval_pipeline.semantic.mapper import TraceMapping
 from datagouv_eval_pipeline.traces import Trace
 from datagouv_eval_pipeline.warehouse.history import ExperimentRecord, record_experiment
+from datagouv_eval_pipeline.warehouse.queries import Coverage, cell_coverage
 from datagouv_eval_pipeline.warehouse.rows import (
     CellRows,
     Row,
@@ -315,51 +316,6 @@ def _upsert_tasks(
         raise
 
 
-@dataclass(frozen=True)
-class Coverage:
-    """Which expected cells the warehouse holds.
-
-    Attributes:
-        expected: Expected cell keys, in order.
-        present: Expected keys that have rows in ``eval.cells``.
-        missing: Expected keys without rows.
-        failed_loads: Keys whose load raised, with the error message.
-    """
-
-    expected: tuple[str, ...]
-    present: tuple[str, ...]
-    missing: tuple[str, ...]
-    failed_loads: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def ratio(self) -> float | None:
-        """Share of expected cells present; None when nothing is expected."""
-        return len(self.present) / len(self.expected) if self.expected else None
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (asset metadata)."""
-        return {
-            "expected": len(self.expected),
-            "present": len(self.present),
-            "ratio": self.ratio,
-            "missing": list(self.missing),
-            "failed_loads": dict(self.failed_loads),
-        }
-
-
-def cell_coverage(db: DbTarget, expected: Sequence[str]) -> Coverage:
-    """Compare the expected cell keys with the cells present in the warehouse."""
-    with _connection(db) as conn:
-        return _coverage(conn, expected)
-
-
-def _coverage(conn: duckdb.DuckDBPyConnection, expected: Sequence[str]) -> Coverage:
-    found = {row[0] for row in conn.execute(f"SELECT cell_key FROM {SCHEMA}.cells").fetchall()}
-    present = tuple(key for key in expected if key in found)
-    missing = tuple(key for key in expected if key not in found)
-    return Coverage(tuple(expected), present, missing)
-
-
 def load_experiment(
     db: DbTarget,
     cells: Iterable[CellLoad],
@@ -420,7 +376,9 @@ def load_experiment(
                     results.append(CellLoadResult(key, rows.counts(), one[key]))
                 except duckdb.Error as error:
                     failures[key] = str(error)
-        coverage = _coverage(conn, list(expected if expected is not None else dict.fromkeys(given)))
+        coverage = cell_coverage(
+            conn, list(expected if expected is not None else dict.fromkeys(given))
+        )
         if experiment is not None:
             record_experiment(
                 conn, experiment, cells_loaded=len(results), cells_failed=len(failures)

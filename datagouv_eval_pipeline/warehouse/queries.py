@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
@@ -20,6 +22,50 @@ GROUP BY ALL
 ORDER BY ALL
 """
 """Per cell × tier × metric: averages of per-run values (NULLs excluded), totals, coverage."""
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Which expected cells the warehouse holds.
+
+    Attributes:
+        expected: Expected cell keys, in order.
+        present: Expected keys that have rows in ``eval.cells``.
+        missing: Expected keys without rows.
+        failed_loads: Keys whose load raised, with the error message.
+    """
+
+    expected: tuple[str, ...]
+    present: tuple[str, ...]
+    missing: tuple[str, ...]
+    failed_loads: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float | None:
+        """Share of expected cells present; None when nothing is expected."""
+        return len(self.present) / len(self.expected) if self.expected else None
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (asset metadata)."""
+        return {
+            "expected": len(self.expected),
+            "present": len(self.present),
+            "ratio": self.ratio,
+            "missing": list(self.missing),
+            "failed_loads": dict(self.failed_loads),
+        }
+
+
+def cell_coverage(conn: duckdb.DuckDBPyConnection, expected: Sequence[str]) -> Coverage:
+    """Compare the expected cell keys with the cells present in ``eval.cells``.
+
+    The load reports it, and the ``cell_coverage`` asset check asks it of a read-only
+    connection.
+    """
+    found = {row[0] for row in conn.execute(f"SELECT cell_key FROM {SCHEMA}.cells").fetchall()}
+    present = tuple(key for key in expected if key in found)
+    missing = tuple(key for key in expected if key not in found)
+    return Coverage(tuple(expected), present, missing)
 
 
 def row_counts(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:

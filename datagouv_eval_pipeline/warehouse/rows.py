@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from datagouv_eval_pipeline.benchmark.cells import CellRecord
+from datagouv_eval_pipeline.benchmark.keys import run_id
 from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord
 from datagouv_eval_pipeline.judges.verdict import Verdict
 from datagouv_eval_pipeline.metrics import registry
@@ -63,11 +64,6 @@ def parse_cell_record(record: Mapping[str, Any] | Any) -> CellRecord:
             loc = ".".join(str(part) for part in item["loc"]) or "<root>"
             lines.append(f"  cell_record.{loc}: {item['msg']}")
         raise WarehouseInputError("\n".join(lines)) from error
-
-
-def run_id(cell_key: str, task_id: str, repeat_index: int) -> str:
-    """The text id of one run (``|`` never occurs in cell keys or task ids)."""
-    return f"{cell_key}|{task_id}|{repeat_index}"
 
 
 @dataclass

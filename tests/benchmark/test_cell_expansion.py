@@ -12,7 +12,7 @@ from datagouv_eval_pipeline.benchmark.cells import (
     expand_cells,
 )
 from datagouv_eval_pipeline.benchmark.config import ProviderKind
-from datagouv_eval_pipeline.benchmark.cost import TokenBudget, estimate_cost
+from datagouv_eval_pipeline.benchmark.cost import token_cost
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
 from tests.benchmark.benchmark_fixtures import SKILLS_TEXT, write_config
 
@@ -135,26 +135,20 @@ def test_record_is_json_ready_and_has_no_texts(tmp_path: Path) -> None:
     assert "skills_text" not in record and "system_prompt_text" not in record
 
 
-def test_cost_estimate_by_hand(tmp_path: Path) -> None:
+def test_token_cost_by_hand(tmp_path: Path) -> None:
     config_dir = write_config(tmp_path / "benchmark")
-    cells = expand_cells(load_benchmark_config(config_dir), ["t3"])
-    estimate = estimate_cost(cells, n_tasks=10, tokens_per_task=TokenBudget(100_000, 10_000))
-    # albert: 0.1 M input x 2.0 + 0.01 M output x 8.0 = 0.28 per task, x 10 tasks = 2.8
-    assert estimate.per_cell["albert~openai~gpt-oss-120b__mcp@0.2.26__a"] == pytest.approx(2.8)
-    assert estimate.per_cell["offline~m1__mcp@0.2.26__a"] == 0.0
-    assert estimate.agent_runs == 30
-    assert estimate.total == pytest.approx({"EUR": 2.8})
+    cells = {c.key: c for c in expand_cells(load_benchmark_config(config_dir), ["t3"])}
+    albert = cells["albert~openai~gpt-oss-120b__mcp@0.2.26__a"].model
+    # albert: 0.1 M input x 2.0 + 0.01 M output x 8.0 = 0.28
+    assert token_cost(albert, 100_000, 10_000) == pytest.approx(0.28)
+    assert token_cost(cells["offline~m1__mcp@0.2.26__a"].model, 100_000, 10_000) == 0.0
 
 
-def test_cost_estimate_does_not_count_unpriced_models_as_free(tmp_path: Path) -> None:
+def test_unpriced_models_cost_none_never_zero(tmp_path: Path) -> None:
     config_dir = write_config(tmp_path / "benchmark")
     models = config_dir / "models.yml"
     models.write_text(
         models.read_text().replace("input_price_per_mtok: 2.0", "input_price_per_mtok: null")
     )
-    cells = expand_cells(load_benchmark_config(config_dir), ["t3"])
-    estimate = estimate_cost(cells, n_tasks=1, tokens_per_task=TokenBudget(1, 1))
-    assert estimate.unpriced == ("albert~openai~gpt-oss-120b__mcp@0.2.26__a",)
-    assert estimate.per_cell["albert~openai~gpt-oss-120b__mcp@0.2.26__a"] is None
-    assert estimate.total is None
-    assert estimate.priced_total == {"EUR": 0.0}
+    cells = {c.key: c for c in expand_cells(load_benchmark_config(config_dir), ["t3"])}
+    assert token_cost(cells["albert~openai~gpt-oss-120b__mcp@0.2.26__a"].model, 1, 1) is None

@@ -18,6 +18,7 @@ from datagouv_eval_pipeline.benchmark.keys import (
     decode_cell_key,
     encode_cell_key,
     is_valid_partition_key,
+    run_id,
 )
 from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR, load_benchmark_config
 from tests.benchmark.benchmark_fixtures import write_config
@@ -59,6 +60,13 @@ def test_round_trip_on_every_cell_of_every_type(tmp_path: Path) -> None:
     for cell in cells:
         assert encode_cell_key(cell) == cell.key
         assert decode_cell_key(cell.key, cells) is cell
+
+
+def test_run_ids_split_back_into_cell_task_and_repeat(tmp_path: Path) -> None:
+    config = load_benchmark_config(write_config(tmp_path / "benchmark"))
+    cells = expand_cells(config, [e.name for e in config.evaluation_types.evaluation_types])
+    for cell in cells:
+        assert run_id(cell.key, "task_0001", 2).split("|") == [cell.key, "task_0001", "2"]
 
 
 def test_unknown_key_is_an_error_with_close_matches(tmp_path: Path) -> None:

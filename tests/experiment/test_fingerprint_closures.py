@@ -97,3 +97,32 @@ def test_an_edit_to_the_sandbox_stales_only_the_code_toolset(tmp_path: Path) -> 
     base.write_text(base.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
     # The runner imports the sandbox, yet it is the code cells' own part, not the shared code.
     assert _changed(before, _fingerprints(package)) == {"code"}
+
+
+def _with_project_files(tmp_path: Path) -> Path:
+    """A package copy with the judge configuration and the calibration labels beside it."""
+    package = _copy(tmp_path)
+    specs = project_files.task_specs_dir()
+    copied = package.parent / project_files.TASK_SPECS
+    (copied / "benchmark").mkdir(parents=True)
+    shutil.copy(specs / "benchmark" / "judge.yml", copied / "benchmark" / "judge.yml")
+    shutil.copytree(specs / "calibration", copied / "calibration")
+    return package
+
+
+def test_an_edit_to_the_judge_configuration_stales_the_stages_that_ask_the_judge(
+    tmp_path: Path,
+) -> None:
+    package = _with_project_files(tmp_path)
+    before = _fingerprints(package)
+    judge = package.parent / project_files.TASK_SPECS / "benchmark" / "judge.yml"
+    judge.write_text(judge.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    assert _changed(before, _fingerprints(package)) == {"action_mappings", "judge_scores"}
+
+
+def test_an_edit_to_a_calibration_label_stales_only_the_calibration(tmp_path: Path) -> None:
+    package = _with_project_files(tmp_path)
+    before = _fingerprints(package)
+    labels = sorted((package.parent / project_files.TASK_SPECS / "calibration").glob("*.yml"))
+    labels[0].write_text(labels[0].read_text(encoding="utf-8") + "\n# edited\n", "utf-8")
+    assert _changed(before, _fingerprints(package)) == {"judge_calibration"}

@@ -27,6 +27,7 @@ def test_outside_a_checkout_the_version_is_the_package_alone() -> None:
     version = provenance.code_version()
     assert version.git_sha is None
     assert version.package is not None
+    assert version.label == version.package  # what a trace records as its code version
     assert provenance.working_tree_dirty() is None
 
 
@@ -36,6 +37,7 @@ def test_outside_a_checkout_the_variable_still_names_the_commit(
 ) -> None:
     monkeypatch.setenv(CODE_VERSION_ENV, "abc123")
     assert provenance.code_version().git_sha == "abc123"
+    assert provenance.code_version().label == "abc123"  # the commit wins over the package
 
 
 def _git(cwd: Path, *args: str) -> str:

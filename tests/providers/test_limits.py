@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import format_datetime
 
@@ -12,19 +11,7 @@ import pytest
 from datagouv_eval_pipeline.agents.limits import RunBudget
 from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiter, RateLimiters
 from datagouv_eval_pipeline.providers.retry import RetryPolicy, retry_after_seconds
-
-
-@dataclass
-class Clock:
-    now_s: float = 100.0
-    slept: list[float] = field(default_factory=list)
-
-    def now(self) -> float:
-        return self.now_s
-
-    async def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now_s += seconds
+from tests.providers.fake_clock import Clock
 
 
 def test_requests_are_spaced_evenly() -> None:

@@ -5,6 +5,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from datagouv_eval_pipeline.benchmark.keys import run_id
 from datagouv_eval_pipeline.traces import Provenance
 from datagouv_eval_pipeline.warehouse import (
     ALL_TABLES,
@@ -19,6 +20,7 @@ from datagouv_eval_pipeline.warehouse import (
     load_experiment,
 )
 from datagouv_eval_pipeline.warehouse.queries import (
+    cell_coverage,
     duplicate_runs,
     experiment_summary,
     out_of_range_values,
@@ -181,6 +183,13 @@ def test_realistic_failed_run_and_provenance(tmp_path: Path) -> None:
     ).fetchone()
     assert prov == ("0.2.26", "mcp", "deterministic@3", True, "snap-2026-11", "abc1234", True, True)
     assert out_of_range_values(conn) == []
+    # The run's id is the benchmark's (the report links runs by the same text).
+    (stored,) = conn.execute(
+        "SELECT run_id FROM eval.runs WHERE cell_key = ? AND task_id = 'task_0002' "
+        "AND repeat_index = 0",
+        [MCP_26],
+    ).fetchone() or (None,)
+    assert stored == run_id(MCP_26, "task_0002", 0) == f"{MCP_26}|task_0002|0"
 
 
 def test_unscored_items_are_excluded_from_averages_and_counted_in_coverage(
@@ -260,3 +269,12 @@ def test_a_batch_that_fails_in_the_database_is_retried_cell_by_cell(tmp_path: Pa
     conn = duckdb.connect(str(tmp_path / "w.duckdb"))
     assert runs_per_cell(conn) == {HAND: 4, HAND_B: 2}
     assert _metric(conn, HAND, "minimal", "action_recall")["mean"] == pytest.approx(0.5)
+
+
+def test_cell_coverage_reads_a_read_only_warehouse(tmp_path: Path) -> None:
+    db = tmp_path / "w.duckdb"
+    with connect(db) as conn:
+        _load(conn, hand_cell())
+    with connect(db, read_only=True) as conn:
+        coverage = cell_coverage(conn, ["absent", HAND])
+    assert (coverage.present, coverage.missing, coverage.ratio) == ((HAND,), ("absent",), 0.5)
