@@ -19,6 +19,8 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from types import TracebackType
+from typing import Generic, TypeVar
 
 import uvicorn
 
@@ -164,6 +166,76 @@ class BackgroundUvicorn:
         self._thread = None
         self._socket = None
         self._port = None
+
+
+T = TypeVar("T")
+
+
+class LoopbackApp(Generic[T]):
+    """An app served by :class:`BackgroundUvicorn`, started and stopped as a context manager.
+
+    A subclass says what a start gives (its URLs, itself) in :meth:`_started`; ``start`` returns
+    it, and ``with server as it:`` binds it.
+
+    Args:
+        what: The server's name in error messages, e.g. ``"the twin"``.
+        make_config: Builds the uvicorn settings for the bound port.
+        health_path: Path that answers 200 once the app is ready.
+        host: ``127.0.0.1`` or ``localhost`` (anything else is refused).
+        port: TCP port; 0 picks a free one.
+        backlog: ``listen`` backlog of the socket.
+        inheritable: Whether child processes may inherit the socket.
+    """
+
+    def __init__(
+        self,
+        what: str,
+        make_config: ConfigFactory,
+        health_path: str,
+        *,
+        host: str,
+        port: int,
+        backlog: int = 128,
+        inheritable: bool = False,
+    ) -> None:
+        check_loopback(host, what)
+        self._host = host
+        self._requested_port = port
+        self._runner = BackgroundUvicorn(
+            what, make_config, health_path, backlog=backlog, inheritable=inheritable
+        )
+        self._running: T | None = None
+
+    def _started(self, port: int) -> T:
+        """What a start on ``port`` gives (called once the app answers its health path)."""
+        raise NotImplementedError
+
+    def start(self, timeout: float = 10.0) -> T:
+        """Bind, start serving in a background thread, and wait until healthy.
+
+        Raises:
+            RuntimeError: the server did not answer its health path within ``timeout`` s.
+        """
+        if self._running is None:
+            port = self._runner.start(self._host, self._requested_port, timeout)
+            self._running = self._started(port)
+        return self._running
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Ask uvicorn to exit, wait for the thread, and release the socket."""
+        self._runner.stop(timeout)
+        self._running = None
+
+    def __enter__(self) -> T:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
 
 
 def _run_quietly(server: uvicorn.Server, sock: socket.socket) -> None:

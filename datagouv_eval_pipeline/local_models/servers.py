@@ -10,7 +10,6 @@ threads from the provider (every core by default), slots from its ``concurrency`
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 from types import TracebackType
 
@@ -21,6 +20,7 @@ from datagouv_eval_pipeline.local_models.server import (
     LlamaServerError,
     LlamaServerSpec,
 )
+from datagouv_eval_pipeline.server_process import ServerPool
 
 TEMPLATES_DIR = Path(__file__).with_name("templates")
 CHECK_ONLY_URL = "http://127.0.0.1:9/v1"
@@ -114,8 +114,7 @@ class LocalServers:
             log_dir: Where the servers' output goes (default: temporary files).
         """
         self.log_dir = log_dir
-        self._servers: dict[str, LlamaServer] = {}
-        self._lock = threading.Lock()
+        self._pool: ServerPool[str, LlamaServer] = ServerPool()
 
     def base_url(self, model: CellModel) -> str:
         """The OpenAI-compatible base URL of the model's server, started if needed.
@@ -123,29 +122,25 @@ class LocalServers:
         Raises:
             LlamaServerError: It cannot start (the message names the file or the runtime).
         """
-        key = model.key
-        with self._lock:
-            server = self._servers.get(key)
-            if server is None:
-                log = None
-                if self.log_dir is not None:
-                    self.log_dir.mkdir(parents=True, exist_ok=True)
-                    log = self.log_dir / f"llama-server-{model.provider}-{len(self._servers)}.log"
-                server = LlamaServer(server_spec(model), log_path=log)
-                server.start()
-                self._servers[key] = server
-            return server.base_url
+
+        def start(index: int) -> LlamaServer:
+            log = None
+            if self.log_dir is not None:
+                self.log_dir.mkdir(parents=True, exist_ok=True)
+                log = self.log_dir / f"llama-server-{model.provider}-{index}.log"
+            server = LlamaServer(server_spec(model), log_path=log)
+            server.start()
+            return server
+
+        return self._pool.get(model.key, start).base_url
 
     def servers(self) -> dict[str, LlamaServer]:
         """The running servers by model (``provider~name``)."""
-        return dict(self._servers)
+        return self._pool.servers()
 
     def close(self) -> None:
         """Stop every server. Idempotent."""
-        with self._lock:
-            servers, self._servers = list(self._servers.values()), {}
-        for server in servers:
-            server.stop()
+        self._pool.close()
 
     def __enter__(self) -> LocalServers:
         return self

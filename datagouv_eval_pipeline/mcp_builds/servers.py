@@ -7,7 +7,6 @@ Each build is installed and started on first use; all are stopped together when 
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from datagouv_eval_pipeline.benchmark.config import McpBuild
 from datagouv_eval_pipeline.front import CA_BUNDLE_VARS
 from datagouv_eval_pipeline.mcp_builds.install import install_build
 from datagouv_eval_pipeline.mcp_builds.process import BuildServer
+from datagouv_eval_pipeline.server_process import ServerPool
 from datagouv_eval_pipeline.twin.front import twin_front
 from datagouv_eval_pipeline.twin.server import TwinServer
 from datagouv_eval_pipeline.twin.urls import TwinUrls
@@ -73,8 +73,7 @@ class BuildServers:
         self._network_env = None if network_env is None else dict(network_env)
         self._twin = twin
         self._cache_dir = cache_dir
-        self._servers: dict[str, BuildServer] = {}
-        self._lock = threading.Lock()
+        self._pool: ServerPool[str, BuildServer] = ServerPool()
         self._front = contextlib.ExitStack()
 
     @property
@@ -96,7 +95,7 @@ class BuildServers:
     @property
     def servers(self) -> dict[str, BuildServer]:
         """The started servers by build spec."""
-        return dict(self._servers)
+        return self._pool.servers()
 
     def start(self, build: McpBuild) -> BuildEndpoint:
         """Install (or find in the cache) and start ``build``, or return its running server.
@@ -104,19 +103,19 @@ class BuildServers:
         Raises:
             BuildError: The build cannot be installed or started (the message says why).
         """
-        with self._lock:
-            server = self._servers.get(build.spec)
-            if server is None:
-                installed = install_build(build, self._cache_dir)
-                server = BuildServer(installed, self._network())
-                server.start()
-                self._servers[build.spec] = server
-            return BuildEndpoint(
-                url=server.url,
-                code_digest=server.build.code_digest,
-                revision=server.build.revision,
-                spec=build.spec,
-            )
+
+        def start(_: int) -> BuildServer:
+            server = BuildServer(install_build(build, self._cache_dir), self._network())
+            server.start()
+            return server
+
+        server = self._pool.get(build.spec, start)
+        return BuildEndpoint(
+            url=server.url,
+            code_digest=server.build.code_digest,
+            revision=server.build.revision,
+            spec=build.spec,
+        )
 
     def endpoint(self, cell: Cell) -> BuildEndpoint | None:
         """The started build of a cell whose MCP server is a build; None for other cells."""
@@ -126,11 +125,8 @@ class BuildServers:
 
     def close(self) -> None:
         """Stop every server (idempotent)."""
-        with self._lock:
-            servers, self._servers = list(self._servers.values()), {}
         try:
-            for server in servers:
-                server.stop()
+            self._pool.close()
         finally:
             self._front.close()
             if self._twin is not None:
