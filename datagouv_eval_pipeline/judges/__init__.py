@@ -18,6 +18,7 @@ from datagouv_eval_pipeline.judges.hybrid import HybridJudge
 from datagouv_eval_pipeline.judges.llm import LLMJudge
 from datagouv_eval_pipeline.judges.prompts import PROMPTS, JudgePrompt
 from datagouv_eval_pipeline.judges.protocol import (
+    CriterionInput,
     FailureModeInput,
     Judge,
     ToolEvidence,
@@ -43,6 +44,7 @@ __all__ = [
     "Aggregate",
     "CalibrationReport",
     "CallClassification",
+    "CriterionInput",
     "DeterministicJudge",
     "FailureMode",
     "FailureModeInput",

@@ -61,7 +61,7 @@ from typing import Any
 
 from datagouv_eval_pipeline.judges.assertions import describe as describe_assertion
 from datagouv_eval_pipeline.judges.assertions import evaluate as evaluate_assertion
-from datagouv_eval_pipeline.judges.protocol import FailureModeInput, ToolEvidence
+from datagouv_eval_pipeline.judges.protocol import CriterionInput, FailureModeInput, ToolEvidence
 from datagouv_eval_pipeline.judges.text import short_hash
 from datagouv_eval_pipeline.judges.verdict import (
     NEEDS_LLM,
@@ -289,17 +289,10 @@ class DeterministicJudge:
 
     # -- criterion --------------------------------------------------------------------------------
 
-    def criterion_sync(
-        self,
-        question: str,
-        answer: str,
-        criterion: Criterion,
-        tool_evidence: Sequence[ToolEvidence],
-        *,
-        task: TaskSpec | None = None,
-        cited_urls: Sequence[str] | None = None,
-    ) -> Verdict:
+    def criterion_sync(self, data: CriterionInput) -> Verdict:
         """Synchronous :meth:`criterion` (the rules never wait on anything)."""
+        answer, criterion, task = data.answer, data.criterion, data.task
+        tool_evidence, cited_urls = data.evidence, data.cited_urls
         hints: list[_Hint] = []
         folded = fold_spaced(answer)
         for keyword in criterion.keywords:
@@ -351,20 +344,9 @@ class DeterministicJudge:
             details=details,
         )
 
-    async def criterion(
-        self,
-        question: str,
-        answer: str,
-        criterion: Criterion,
-        tool_evidence: Sequence[ToolEvidence],
-        *,
-        task: TaskSpec | None = None,
-        cited_urls: Sequence[str] | None = None,
-    ) -> Verdict:
+    async def criterion(self, data: CriterionInput) -> Verdict:
         """Decide a criterion from its hints (see the module docstring)."""
-        return self.criterion_sync(
-            question, answer, criterion, tool_evidence, task=task, cited_urls=cited_urls
-        )
+        return self.criterion_sync(data)
 
     # -- arguments --------------------------------------------------------------------------------
 

@@ -67,6 +67,27 @@ def tool_evidence(trace: Trace) -> tuple[ToolEvidence, ...]:
 
 
 @dataclass(frozen=True, slots=True)
+class CriterionInput:
+    """Everything the criterion question looks at.
+
+    Attributes:
+        question: The user's question.
+        answer: The agent's final answer.
+        criterion: The criterion with its optional hints.
+        evidence: The tool calls and results of the run.
+        task: The task, for machine-checkable facts (expected values and sources).
+        cited_urls: The agent's structured citations, when it gave some.
+    """
+
+    question: str
+    answer: str
+    criterion: Criterion
+    evidence: Sequence[ToolEvidence] = ()
+    task: TaskSpec | None = None
+    cited_urls: Sequence[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class CriterionJudgement:
     """A criterion and its verdict, as the failure-mode judge receives them.
 
@@ -116,26 +137,8 @@ class Judge(Protocol):
         """Stable identifier recorded on every verdict (e.g. ``deterministic@3``)."""
         ...
 
-    async def criterion(
-        self,
-        question: str,
-        answer: str,
-        criterion: Criterion,
-        tool_evidence: Sequence[ToolEvidence],
-        *,
-        task: TaskSpec | None = None,
-        cited_urls: Sequence[str] | None = None,
-    ) -> Verdict:
-        """Does the answer meet one criterion?
-
-        Args:
-            question: The user's question.
-            answer: The agent's final answer.
-            criterion: The criterion with its optional hints.
-            tool_evidence: The tool calls and results of the run.
-            task: The task, for machine-checkable facts (expected values and sources).
-            cited_urls: The agent's structured citations, when it gave some.
-        """
+    async def criterion(self, data: CriterionInput) -> Verdict:
+        """Does the answer meet one criterion (``data``: the answer, the criterion, the run)?"""
         ...
 
     async def arguments(

@@ -30,6 +30,7 @@ from datagouv_eval_pipeline.judges.judgement_record import (
     classification_to_json,
 )
 from datagouv_eval_pipeline.judges.protocol import (
+    CriterionInput,
     CriterionJudgement,
     FailureModeInput,
     Judge,
@@ -332,7 +333,7 @@ async def judge_trace(
     n_minimal = len(task.evaluation_criteria.minimal)
     cited = trace.cited_urls
     criteria_jobs = [
-        judge.criterion(task.prompt, trace.answer, criterion, evidence, task=task, cited_urls=cited)
+        judge.criterion(CriterionInput(task.prompt, trace.answer, criterion, evidence, task, cited))
         for criterion in all_criteria
     ]
 
