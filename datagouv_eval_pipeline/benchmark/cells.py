@@ -32,7 +32,7 @@ from datagouv_eval_pipeline.benchmark.config import (
     SkillsVersion,
     select,
 )
-from datagouv_eval_pipeline.benchmark.keys import cell_key, model_key, setup_key
+from datagouv_eval_pipeline.benchmark.keys import capability_set, cell_key, model_key, setup_key
 from datagouv_eval_pipeline.benchmark.loader import BenchmarkConfig, build_path
 
 
@@ -142,6 +142,11 @@ class Cell:
     def model_key(self) -> str:
         """The model part of the key (a possible first partition dimension)."""
         return self.model.key
+
+    @property
+    def capability_set(self) -> str:
+        """The capabilities as one string, e.g. ``mcp+web_search``; ``none`` when empty."""
+        return capability_set(self.capabilities)
 
     @property
     def setup_key(self) -> str:
@@ -299,13 +304,13 @@ def _cells_of(
     skills_versions = select(etype.skills_versions, config.skills_versions.skills_versions)
     metrics = tuple(metric.value for metric in Metric if metric in etype.metrics)
     cells: list[Cell] = []
-    for capability_set in etype.capability_sets:
-        capabilities = tuple(sorted(capability.value for capability in capability_set))
+    for capability_choice in etype.capability_sets:
+        capabilities = tuple(sorted(capability.value for capability in capability_choice))
         mcp_options: list[McpVersion | None] = (
-            list(mcp_versions) if Capability.MCP in capability_set else [None]
+            list(mcp_versions) if Capability.MCP in capability_choice else [None]
         )
         skills_options: list[SkillsVersion | None] = (
-            list(skills_versions) if Capability.SKILLS in capability_set else [None]
+            list(skills_versions) if Capability.SKILLS in capability_choice else [None]
         )
         for model, mcp, skills, prompt in itertools.product(
             models, mcp_options, skills_options, prompts

@@ -26,7 +26,7 @@ def _row(cell: Cell) -> tuple[str, ...]:
         cell.key,
         ",".join(cell.evaluation_types),
         model,
-        "+".join(cell.capabilities) or "-",
+        cell.capability_set,
         mcp_entry_key(cell.mcp_version, cell.mcp_label) if cell.mcp_version else "-",
         cell.skills_version or "-",
         cell.system_prompt,
