@@ -32,7 +32,8 @@ def test_the_tabular_operators_nest_as_api_tabular_and_the_mcp_server_have_them(
     assert len(set(tabular)) == len(tabular) == 12
     # Every single-value operator is an api-tabular one, and the MCP server offers six of them.
     assert set(vocabulary.MCP_FILTER_OPERATORS) < set(vocabulary.VALUE_OPERATORS) < set(tabular)
-    assert set(vocabulary.VALUE_OPERATORS) - set(vocabulary.MCP_FILTER_OPERATORS) == {"differs"}
+    values: set[str] = set(vocabulary.VALUE_OPERATORS)
+    assert values - set(vocabulary.MCP_FILTER_OPERATORS) == {"differs"}
     assert vocabulary.VALUE_OPERATORS[0] == "exact"  # a task's row filter defaults to it
 
 
