@@ -22,6 +22,7 @@ from datagouv_eval_pipeline.judges.protocol import (
     FailureModeInput,
     Judge,
     ToolEvidence,
+    TrajectoryInput,
     tool_evidence,
 )
 from datagouv_eval_pipeline.judges.runner import TraceJudgement, judge_trace, judge_trace_sync
@@ -60,6 +61,7 @@ __all__ = [
     "RoleModel",
     "ToolEvidence",
     "TraceJudgement",
+    "TrajectoryInput",
     "Verdict",
     "VerdictStatus",
     "aggregate",

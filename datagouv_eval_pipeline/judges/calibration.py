@@ -66,6 +66,7 @@ from datagouv_eval_pipeline.judges.protocol import (
     FailureModeInput,
     Judge,
     ToolEvidence,
+    TrajectoryInput,
 )
 from datagouv_eval_pipeline.judges.verdict import (
     FailureMode,
@@ -988,7 +989,9 @@ async def _judge_item(
     level = r.task.chain(item.tier)
     if item.verdict_kind == "trajectory":
         return await judge.trajectory(
-            level.chain, level.required_actions, instances, tier=item.tier, question=r.task.prompt
+            TrajectoryInput(
+                level.chain, level.required_actions, instances, item.tier, r.task.prompt
+            )
         )
     assert item.mode is not None and r.sample is not None
     # The failure-mode question is told the tier's criteria verdicts, as in the pipeline: this

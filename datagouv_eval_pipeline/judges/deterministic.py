@@ -61,7 +61,12 @@ from typing import Any
 
 from datagouv_eval_pipeline.judges.assertions import describe as describe_assertion
 from datagouv_eval_pipeline.judges.assertions import evaluate as evaluate_assertion
-from datagouv_eval_pipeline.judges.protocol import CriterionInput, FailureModeInput, ToolEvidence
+from datagouv_eval_pipeline.judges.protocol import (
+    CriterionInput,
+    FailureModeInput,
+    ToolEvidence,
+    TrajectoryInput,
+)
 from datagouv_eval_pipeline.judges.text import short_hash
 from datagouv_eval_pipeline.judges.verdict import (
     NEEDS_LLM,
@@ -90,7 +95,6 @@ from datagouv_eval_pipeline.tasks.spec import (
     ExpectedValue,
     RequiredAction,
     TaskSpec,
-    Tier,
 )
 from datagouv_eval_pipeline.text import canonical_json, fold_spaced
 from datagouv_eval_pipeline.traces import ToolCall, Trace
@@ -410,18 +414,11 @@ class DeterministicJudge:
 
     # -- trajectory -------------------------------------------------------------------------------
 
-    def trajectory_sync(
-        self,
-        chain: str,
-        required: Sequence[RequiredAction],
-        actual: Sequence[ActionInstance],
-        *,
-        tier: Tier,
-        question: str = "",
-    ) -> Verdict:
+    def trajectory_sync(self, data: TrajectoryInput) -> Verdict:
         """Synchronous :meth:`trajectory`."""
+        tier = data.tier
         try:
-            tree = parse_chain(chain)
+            tree = parse_chain(data.chain)
         except ChainSyntaxError as error:
             return unscored(
                 Question.TRAJECTORY,
@@ -429,7 +426,7 @@ class DeterministicJudge:
                 judge_id=JUDGE_ID,
                 prompt_hash=RULES_HASH,
             )
-        walk = trajectory_adherence(tree, actual)
+        walk = trajectory_adherence(tree, data.actual)
         details: dict[str, Any] = {
             "tier": tier,
             "matched": walk.matched,
@@ -450,17 +447,9 @@ class DeterministicJudge:
             reason += f"; unmatched: {', '.join(missing)}"
         return _ok(Question.TRAJECTORY, score=walk.adherence.value, reason=reason, details=details)
 
-    async def trajectory(
-        self,
-        chain: str,
-        required: Sequence[RequiredAction],
-        actual: Sequence[ActionInstance],
-        *,
-        tier: Tier,
-        question: str = "",
-    ) -> Verdict:
+    async def trajectory(self, data: TrajectoryInput) -> Verdict:
         """The metrics' deterministic chain walk, as a verdict."""
-        return self.trajectory_sync(chain, required, actual, tier=tier, question=question)
+        return self.trajectory_sync(data)
 
     # -- failure modes ----------------------------------------------------------------------------
 

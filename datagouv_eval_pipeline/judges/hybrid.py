@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
 from datagouv_eval_pipeline.judges.llm import LLMJudge
-from datagouv_eval_pipeline.judges.protocol import CriterionInput, FailureModeInput
+from datagouv_eval_pipeline.judges.protocol import CriterionInput, FailureModeInput, TrajectoryInput
 from datagouv_eval_pipeline.judges.verdict import (
     CallClassification,
     FailureMode,
@@ -26,7 +26,7 @@ from datagouv_eval_pipeline.judges.verdict import (
     VerdictStatus,
 )
 from datagouv_eval_pipeline.semantic.instances import ActionInstance
-from datagouv_eval_pipeline.tasks.spec import RequiredAction, Tier
+from datagouv_eval_pipeline.tasks.spec import RequiredAction
 from datagouv_eval_pipeline.traces import ToolCall
 
 
@@ -84,20 +84,12 @@ class HybridJudge:
         # The LLM judge already rules strict values first and asks about the rest only.
         return await self.llm.arguments(required_action, candidate_instances)
 
-    async def trajectory(
-        self,
-        chain: str,
-        required: Sequence[RequiredAction],
-        actual: Sequence[ActionInstance],
-        *,
-        tier: Tier,
-        question: str = "",
-    ) -> Verdict:
+    async def trajectory(self, data: TrajectoryInput) -> Verdict:
         """The chain walk's score; the LLM only when the walk cannot score (a bad chain)."""
-        ruled = await self.rules.trajectory(chain, required, actual, tier=tier, question=question)
+        ruled = await self.rules.trajectory(data)
         if _decided(ruled):
             return ruled
-        asked = await self.llm.trajectory(chain, required, actual, tier=tier, question=question)
+        asked = await self.llm.trajectory(data)
         return _fallback(ruled, asked)
 
     async def failure_modes(self, data: FailureModeInput) -> dict[FailureMode, Verdict]:

@@ -55,7 +55,12 @@ from datagouv_eval_pipeline.judges.prompts import (
     TrajectoryOutput,
     neutralise,
 )
-from datagouv_eval_pipeline.judges.protocol import CriterionInput, FailureModeInput, ToolEvidence
+from datagouv_eval_pipeline.judges.protocol import (
+    CriterionInput,
+    FailureModeInput,
+    ToolEvidence,
+    TrajectoryInput,
+)
 from datagouv_eval_pipeline.judges.render import (
     CRITERION_BUDGET,
     FAILURE_MODE_BUDGET,
@@ -84,7 +89,7 @@ from datagouv_eval_pipeline.providers.limits import (
 from datagouv_eval_pipeline.providers.retry import RetryPolicy, RetryWait
 from datagouv_eval_pipeline.semantic.instances import ActionInstance
 from datagouv_eval_pipeline.tasks.loader import default_arg_names
-from datagouv_eval_pipeline.tasks.spec import RequiredAction, Tier
+from datagouv_eval_pipeline.tasks.spec import RequiredAction
 from datagouv_eval_pipeline.text import canonical_json
 from datagouv_eval_pipeline.traces import ToolCall
 
@@ -471,22 +476,15 @@ class LLMJudge:
             )
         return verdicts
 
-    async def trajectory(
-        self,
-        chain: str,
-        required: Sequence[RequiredAction],
-        actual: Sequence[ActionInstance],
-        *,
-        tier: Tier,
-        question: str = "",
-    ) -> Verdict:
+    async def trajectory(self, data: TrajectoryInput) -> Verdict:
         """Ask the model for a banded adherence score of one tier's chain."""
+        tier = data.tier
         message = TRAJECTORY_PROMPT.render(
             tier=tier,
-            question=neutralise(question),
-            chain=" ".join(chain.split()),
-            required=render_required(required),
-            actual=render_instances(actual),
+            question=neutralise(data.question),
+            chain=" ".join(data.chain.split()),
+            required=render_required(data.required),
+            actual=render_instances(data.actual),
         )
         reply = await self._ask("trajectory", TRAJECTORY_PROMPT, message)
         out = _typed(reply.output, TrajectoryOutput)

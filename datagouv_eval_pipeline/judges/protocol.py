@@ -88,6 +88,25 @@ class CriterionInput:
 
 
 @dataclass(frozen=True, slots=True)
+class TrajectoryInput:
+    """Everything the trajectory question looks at, for one tier.
+
+    Attributes:
+        chain: The tier's action chain (``search.datasets > get.data``).
+        required: The tier's required actions.
+        actual: The trace's semantic action instances, in call order.
+        tier: The tier judged.
+        question: The user's question.
+    """
+
+    chain: str
+    required: Sequence[RequiredAction]
+    actual: Sequence[ActionInstance]
+    tier: Tier
+    question: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class CriterionJudgement:
     """A criterion and its verdict, as the failure-mode judge receives them.
 
@@ -147,15 +166,7 @@ class Judge(Protocol):
         """Do a candidate's arguments satisfy a required action? One verdict per candidate."""
         ...
 
-    async def trajectory(
-        self,
-        chain: str,
-        required: Sequence[RequiredAction],
-        actual: Sequence[ActionInstance],
-        *,
-        tier: Tier,
-        question: str = "",
-    ) -> Verdict:
+    async def trajectory(self, data: TrajectoryInput) -> Verdict:
         """How well does the actual action sequence follow a tier's chain (score in [0, 1])?"""
         ...
 

@@ -34,6 +34,7 @@ from datagouv_eval_pipeline.judges.protocol import (
     CriterionJudgement,
     FailureModeInput,
     Judge,
+    TrajectoryInput,
     tool_evidence,
 )
 from datagouv_eval_pipeline.judges.verdict import (
@@ -356,11 +357,9 @@ async def judge_trace(
     asked = [tier for tier in tiers if inapplicable[tier] is None]
     trajectory_jobs = [
         judge.trajectory(
-            task.chain(tier).chain,
-            required_by_tier[tier],
-            instances,
-            tier=tier,
-            question=task.prompt,
+            TrajectoryInput(
+                task.chain(tier).chain, required_by_tier[tier], instances, tier, task.prompt
+            )
         )
         for tier in asked
     ]

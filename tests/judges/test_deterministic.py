@@ -12,7 +12,12 @@ from datagouv_eval_pipeline.judges.deterministic import (
     is_link_criterion,
     unit_near,
 )
-from datagouv_eval_pipeline.judges.protocol import CriterionInput, FailureModeInput, ToolEvidence
+from datagouv_eval_pipeline.judges.protocol import (
+    CriterionInput,
+    FailureModeInput,
+    ToolEvidence,
+    TrajectoryInput,
+)
 from datagouv_eval_pipeline.judges.verdict import (
     NEEDS_LLM,
     FailureMode,
@@ -229,11 +234,11 @@ def test_arguments_strict_values_decide_and_criteria_need_a_judge() -> None:
 def test_trajectory_is_the_metrics_chain_walk() -> None:
     chain = "search.datasets > get.dataset.resources > get.data"
     actual = [inst("search.datasets"), inst("get.data"), inst("get.dataset.resources")]
-    verdict = JUDGE.trajectory_sync(chain, [], actual, tier="minimal")
+    verdict = JUDGE.trajectory_sync(TrajectoryInput(chain, [], actual, "minimal"))
     expected = trajectory_adherence(parse_chain(chain), actual).adherence.value
     assert verdict.score == expected == pytest.approx(2 / 3)
     assert verdict.details["missing"] == ["get.data"]
-    broken = JUDGE.trajectory_sync("search.datasets >", [], actual, tier="minimal")
+    broken = JUDGE.trajectory_sync(TrajectoryInput("search.datasets >", [], actual, "minimal"))
     assert outcome(broken) == "unscored"
 
 

@@ -11,6 +11,7 @@ from datagouv_eval_pipeline.judges.protocol import (
     CriterionInput,
     CriterionJudgement,
     FailureModeInput,
+    TrajectoryInput,
     tool_evidence,
 )
 from datagouv_eval_pipeline.judges.verdict import FailureMode, Question, outcome
@@ -90,7 +91,7 @@ def test_an_out_of_range_score_is_an_invalid_output() -> None:
     answers = default_answers()
     answers["trajectory"] = lambda _: {"score": 7, "reason": "great"}
     judge = llm_judge(Grader(answers), output_retries=0)
-    verdict = asyncio.run(judge.trajectory("search.datasets", [], [], tier="minimal"))
+    verdict = asyncio.run(judge.trajectory(TrajectoryInput("search.datasets", [], [], "minimal")))
     assert outcome(verdict) == "unscored"
     assert "invalid judge output" in (verdict.error or "")
 
