@@ -812,19 +812,15 @@ class LocalSession(SessionBase):
             os.close(out_write)
             os.close(err_write)
         self._warm_calls[call_id] = zygote
-        stdout = _PipeReader(out_read, limits)
-        stderr = _PipeReader(err_read, limits)
+        call = _Call(
+            _PipeReader(out_read, limits),
+            _PipeReader(err_read, limits),
+            started,
+            before,
+            argv[0] if argv else "python",
+        )
         try:
-            return await self._supervise_warm(
-                zygote,
-                call_id,
-                future,
-                stdout,
-                stderr,
-                started,
-                before,
-                argv[0] if argv else "python",
-            )
+            return await self._supervise_warm(zygote, call_id, future, call)
         except Exception as exc:  # never let a sandbox problem escape as an exception
             zygote.kill([call_id])
             return _failed(f"{type(exc).__name__}: {exc}")
@@ -832,24 +828,17 @@ class LocalSession(SessionBase):
             if not future.done():  # cancelled by our caller: the call must not run on
                 zygote.kill([call_id])
             self._warm_calls.pop(call_id, None)
-            stdout.close()
-            stderr.close()
+            call.close()
 
     async def _supervise_warm(
         self,
         zygote: ZygoteClient,
         call_id: int,
         future: concurrent.futures.Future[dict[str, Any]],
-        stdout: _PipeReader,
-        stderr: _PipeReader,
-        started: float,
-        before: FileStates,
-        program: str,
+        call: _Call,
     ) -> ExecResult:
-        limits = self.limits
         waiter = asyncio.wrap_future(future)
-        stop = await _until_end_or_overflow(waiter, stdout, stderr, limits, self.host_workdir)
-        overflow, disk_full = stop == "output", stop == "disk"
+        stop = await _until_end_or_overflow(waiter, call, self.limits, self.host_workdir)
         backstop = False
         if not waiter.done():
             zygote.kill([call_id])
@@ -865,31 +854,16 @@ class LocalSession(SessionBase):
             raw = await waiter
         except ZygoteError:
             raw = None
-        # Output still in flight: read it, but never wait long for a writer that lingers.
-        await asyncio.wait({stdout.eof, stderr.eof}, timeout=_DRAIN_SECONDS)
-        duration_ms = (time.perf_counter() - started) * 1000
-        if disk_full:
-            await asyncio.to_thread(remove_changed_since, self.host_workdir, before)
         status = None if raw is None else LauncherStatus.parse(json.dumps(raw).encode())
-        failure: str | None = None
-        if self._closed:
-            failure = "the session was closed during the call"
-        elif raw is not None and isinstance(raw.get("failure"), str):
-            failure = str(raw["failure"])
-        elif status is None and not backstop and stop is None:
-            failure = f"the sandbox ended without a report: {zygote.log_tail()[-500:]}"
-        return _launcher_result(
-            stdout,
-            stderr,
-            limits,
-            duration_ms,
-            status,
-            backstop=backstop,
-            overflow=overflow,
-            disk_full=disk_full,
-            program=program,
-            failure=failure,
-        )
+
+        def failure() -> str | None:
+            if raw is not None and isinstance(raw.get("failure"), str):
+                return str(raw["failure"])
+            if status is None and not backstop and stop is None:
+                return f"the sandbox ended without a report: {zygote.log_tail()[-500:]}"
+            return None
+
+        return await self._result(call, stop, status, backstop, failure)
 
     async def _execute(self, command: list[str]) -> ExecResult:
         limits = self.limits
@@ -925,35 +899,31 @@ class LocalSession(SessionBase):
             for fd in (status_write, out_write, err_write):
                 os.close(fd)
         self._processes.add(process)
-        stdout = _PipeReader(out_read, limits)
-        stderr = _PipeReader(err_read, limits)
+        call = _Call(
+            _PipeReader(out_read, limits),
+            _PipeReader(err_read, limits),
+            started,
+            before,
+            command[0],
+        )
         try:
-            return await self._supervise(
-                process, status_read, stdout, stderr, started, before, command[0]
-            )
+            return await self._supervise(process, status_read, call)
         except Exception as exc:  # never let a sandbox problem escape as an exception
             _kill_group(process)
             return _failed(f"{type(exc).__name__}: {exc}")
         finally:
             self._processes.discard(process)
-            stdout.close()
-            stderr.close()
+            call.close()
             os.close(status_read)
 
     async def _supervise(
         self,
         process: asyncio.subprocess.Process,
         status_fd: int,
-        stdout: _PipeReader,
-        stderr: _PipeReader,
-        started: float,
-        before: FileStates,
-        program: str,
+        call: _Call,
     ) -> ExecResult:
-        limits = self.limits
         waiter = asyncio.ensure_future(_exit_or_report(process, status_fd))
-        stop = await _until_end_or_overflow(waiter, stdout, stderr, limits, self.host_workdir)
-        overflow, disk_full = stop == "output", stop == "disk"
+        stop = await _until_end_or_overflow(waiter, call, self.limits, self.host_workdir)
         backstop = not waiter.done() and stop is None
         if process.returncode is None:
             # Past a limit, or the launcher reported (the call is over, its processes are
@@ -962,30 +932,63 @@ class LocalSession(SessionBase):
             _kill_group(process)
         waiter.cancel()
         await process.wait()
-        # Output still in flight: read it, but never wait long for a writer that lingers.
-        await asyncio.wait({stdout.eof, stderr.eof}, timeout=_DRAIN_SECONDS)
+        # The launcher is gone: its report, if it wrote one, is all in the pipe.
         status = _read_status(status_fd)
-        duration_ms = (time.perf_counter() - started) * 1000
-        if disk_full:
-            await asyncio.to_thread(remove_changed_since, self.host_workdir, before)
-        if self._closed:
-            failure: str | None = "the session was closed during the call"
-        elif status is None and not backstop and stop is None:
-            failure = f"the launcher ended without a report: {stderr.capture.tail.strip()[-500:]}"
-        else:
-            failure = None
+
+        def failure() -> str | None:
+            if status is None and not backstop and stop is None:
+                tail = call.stderr.capture.tail.strip()[-500:]
+                return f"the launcher ended without a report: {tail}"
+            return None
+
+        return await self._result(call, stop, status, backstop, failure)
+
+    async def _result(
+        self,
+        call: _Call,
+        stop: Literal["output", "disk"] | None,
+        status: LauncherStatus | None,
+        backstop: bool,
+        failure: Callable[[], str | None],
+    ) -> ExecResult:
+        """The result of a call that is over, whichever way it ran (zygote or launcher).
+
+        Reads the output still in flight, removes what a call past the disk limit wrote, and
+        names the failure (``failure()`` is asked once the output is read).
+        """
+        # Output still in flight: read it, but never wait long for a writer that lingers.
+        await asyncio.wait({call.stdout.eof, call.stderr.eof}, timeout=_DRAIN_SECONDS)
+        duration_ms = (time.perf_counter() - call.started) * 1000
+        if stop == "disk":
+            await asyncio.to_thread(remove_changed_since, self.host_workdir, call.before)
         return _launcher_result(
-            stdout,
-            stderr,
-            limits,
+            call.stdout,
+            call.stderr,
+            self.limits,
             duration_ms,
             status,
             backstop=backstop,
-            overflow=overflow,
-            disk_full=disk_full,
-            program=program,
-            failure=failure,
+            overflow=stop == "output",
+            disk_full=stop == "disk",
+            program=call.program,
+            failure="the session was closed during the call" if self._closed else failure(),
         )
+
+
+@dataclass
+class _Call:
+    """One call under way: its output pipes, when it started, the files before it, its program."""
+
+    stdout: _PipeReader
+    stderr: _PipeReader
+    started: float
+    before: FileStates
+    program: str
+
+    def close(self) -> None:
+        """Stop reading both pipes."""
+        self.stdout.close()
+        self.stderr.close()
 
 
 class _PipeReader:
@@ -1113,8 +1116,7 @@ async def _disk_exceeded(workdir: Path, limit_bytes: int, limit_entries: int) ->
 
 async def _until_end_or_overflow(
     waiter: asyncio.Future[Any],
-    stdout: _PipeReader,
-    stderr: _PipeReader,
+    call: _Call,
     limits: SandboxLimits,
     workdir: Path,
 ) -> Literal["output", "disk"] | None:
@@ -1122,6 +1124,7 @@ async def _until_end_or_overflow(
 
     Returns which overflow happened (output, or the working directory past its quota), if any.
     """
+    stdout, stderr = call.stdout, call.stderr
     overflowed = asyncio.ensure_future(_first_overflow(stdout, stderr))
     disk_full = asyncio.ensure_future(
         _disk_exceeded(workdir, limits.disk_mb * 1024 * 1024, limits.max_files)
