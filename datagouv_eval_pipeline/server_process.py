@@ -27,7 +27,7 @@ import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, Self, TypeVar
 
 HOST = "127.0.0.1"
 _RUNNING: weakref.WeakSet[ServerProcess] = weakref.WeakSet()
@@ -180,6 +180,44 @@ class ServerProcess:
         return process.pid
 
 
+class ChildServer:
+    """What a server run by a :class:`ServerProcess` shows: port, pid, start, stop, ``with``.
+
+    A subclass implements :meth:`start` (spawn and wait, setting ``_process`` and ``port``)
+    and may extend :meth:`stop`.
+    """
+
+    def __init__(self) -> None:
+        """Not started: no process, no port."""
+        self.port: int | None = None
+        self._process: ServerProcess | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """The server's pid while it runs."""
+        return self._process.pid if self._process is not None else None
+
+    def start(self) -> str:
+        """Start the server and wait until it is ready; returns its URL."""
+        raise NotImplementedError
+
+    def stop(self, timeout: float = 5.0) -> int | None:
+        """Stop the server (terminate, then kill after ``timeout``). Idempotent.
+
+        Returns:
+            The pid of the server stopped; None when none ran.
+        """
+        process, self._process = self._process, None
+        return process.stop(timeout) if process is not None else None
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
 @atexit.register
 def _stop_all() -> None:
     for server in list(_RUNNING):
@@ -199,7 +237,10 @@ S = TypeVar("S", bound=Stoppable)
 
 
 class ServerPool(Generic[K, S]):
-    """A run's servers, one per key, started on first use and stopped together (thread-safe)."""
+    """A run's servers, one per key, started on first use and stopped together (thread-safe).
+
+    A context manager: leaving it stops every server.
+    """
 
     def __init__(self) -> None:
         """Start empty."""
@@ -218,7 +259,7 @@ class ServerPool(Generic[K, S]):
                 server = self._servers[key] = start(len(self._servers))
             return server
 
-    def servers(self) -> dict[K, S]:
+    def started(self) -> dict[K, S]:
         """The started servers by key."""
         return dict(self._servers)
 
@@ -228,3 +269,9 @@ class ServerPool(Generic[K, S]):
             servers, self._servers = list(self._servers.values()), {}
         for server in servers:
             server.stop()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -19,7 +19,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from types import TracebackType
 from typing import Generic, TypeVar
 
 import uvicorn
@@ -100,7 +99,7 @@ class BackgroundUvicorn:
         backlog: int = 128,
         inheritable: bool = False,
     ) -> None:
-        self._what = what
+        self.what = what
         self._make_config = make_config
         self._health_path = health_path
         self._backlog = backlog
@@ -127,11 +126,11 @@ class BackgroundUvicorn:
         if self._port is not None:
             return self._port
         self._socket = bind_loopback(
-            host, port, what=self._what, backlog=self._backlog, inheritable=self._inheritable
+            host, port, what=self.what, backlog=self._backlog, inheritable=self._inheritable
         )
         bound = int(self._socket.getsockname()[1])
         self._server = uvicorn.Server(self._make_config(bound))
-        name = self._what.removeprefix("the ").replace(" ", "-")
+        name = self.what.removeprefix("the ").replace(" ", "-")
         self._thread = threading.Thread(
             target=_run_quietly,
             args=(self._server, self._socket),
@@ -143,13 +142,13 @@ class BackgroundUvicorn:
         while time.monotonic() < deadline:
             if not self._thread.is_alive():
                 self._cleanup()
-                raise RuntimeError(f"{self._what} thread on port {bound} stopped during start-up")
+                raise RuntimeError(f"{self.what} thread on port {bound} stopped during start-up")
             if self._server.started and answers_ok(bound, self._health_path):
                 self._port = bound
                 return bound
             time.sleep(0.005)
         self.stop()
-        raise RuntimeError(f"{self._what} on port {bound} was not healthy after {timeout} s")
+        raise RuntimeError(f"{self.what} on port {bound} was not healthy after {timeout} s")
 
     def stop(self, timeout: float = 10.0) -> None:
         """Ask uvicorn to exit, wait for the thread, and release the socket."""
@@ -178,32 +177,16 @@ class LoopbackApp(Generic[T]):
     it, and ``with server as it:`` binds it.
 
     Args:
-        what: The server's name in error messages, e.g. ``"the twin"``.
-        make_config: Builds the uvicorn settings for the bound port.
-        health_path: Path that answers 200 once the app is ready.
+        runner: The thread that will serve the app (not started).
         host: ``127.0.0.1`` or ``localhost`` (anything else is refused).
         port: TCP port; 0 picks a free one.
-        backlog: ``listen`` backlog of the socket.
-        inheritable: Whether child processes may inherit the socket.
     """
 
-    def __init__(
-        self,
-        what: str,
-        make_config: ConfigFactory,
-        health_path: str,
-        *,
-        host: str,
-        port: int,
-        backlog: int = 128,
-        inheritable: bool = False,
-    ) -> None:
-        check_loopback(host, what)
+    def __init__(self, runner: BackgroundUvicorn, *, host: str, port: int) -> None:
+        check_loopback(host, runner.what)
         self._host = host
         self._requested_port = port
-        self._runner = BackgroundUvicorn(
-            what, make_config, health_path, backlog=backlog, inheritable=inheritable
-        )
+        self._runner = runner
         self._running: T | None = None
 
     def _started(self, port: int) -> T:
@@ -229,12 +212,7 @@ class LoopbackApp(Generic[T]):
     def __enter__(self) -> T:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
 

@@ -124,10 +124,13 @@ def test_a_pool_starts_each_server_once_and_stops_them_all() -> None:
     assert pool.get("a", start("a")) is a
     b = pool.get("b", start("b"))
     assert started == [("a", 0), ("b", 1)]
-    assert pool.servers() == {"a": a, "b": b}
+    assert pool.started() == {"a": a, "b": b}
     pool.close()
     pool.close()  # idempotent
-    assert (a.stops, b.stops) == (1, 1) and pool.servers() == {}
+    assert (a.stops, b.stops) == (1, 1) and pool.started() == {}
+    with pool:
+        c = pool.get("c", start("c"))
+    assert c.stops == 1 and pool.started() == {}
 
 
 def test_a_server_that_fails_to_start_is_not_kept() -> None:
@@ -138,4 +141,4 @@ def test_a_server_that_fails_to_start_is_not_kept() -> None:
 
     with pytest.raises(RuntimeError, match="no runtime"):
         pool.get("a", fail)
-    assert pool.servers() == {}
+    assert pool.started() == {}

@@ -25,9 +25,14 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
-from datagouv_eval_pipeline.server_process import HOST, ServerProcess, free_port, log_tail
+from datagouv_eval_pipeline.server_process import (
+    HOST,
+    ChildServer,
+    ServerProcess,
+    free_port,
+    log_tail,
+)
 from datagouv_eval_pipeline.serving import answers_ok
 
 BINARY_ENV = "DATAGOUV_EVAL_LLAMA_SERVER"
@@ -151,7 +156,7 @@ def find_runtime(environ: Mapping[str, str] | None = None) -> Runtime:
     )
 
 
-class LlamaServer:
+class LlamaServer(ChildServer):
     """One running llama.cpp server (use as a context manager, or start/stop)."""
 
     def __init__(
@@ -164,13 +169,12 @@ class LlamaServer:
             runtime: The runtime (default: :func:`find_runtime`, at start).
             log_path: Where the server's output goes (default: a temporary file).
         """
+        super().__init__()
         self.spec = spec
         self.runtime = runtime
         self.log_path = log_path
-        self.port: int | None = None
         self.startup_s = 0.0
         """Spawn to ``/health`` answering 200 (the model loaded)."""
-        self._process: ServerProcess | None = None
 
     @property
     def base_url(self) -> str:
@@ -178,11 +182,6 @@ class LlamaServer:
         if self.port is None:
             raise LlamaServerError("the llama.cpp server is not started")
         return f"http://{HOST}:{self.port}/v1"
-
-    @property
-    def pid(self) -> int | None:
-        """The server's pid while it runs."""
-        return self._process.pid if self._process is not None else None
 
     def start(self) -> str:
         """Start the server and wait until it has loaded the model; returns its base URL.
@@ -228,20 +227,6 @@ class LlamaServer:
             return "(no output)"
         return log_tail(self.log_path, lines)
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self, timeout: float = 10.0) -> int | None:
         """Stop the server (SIGTERM, then SIGKILL after ``timeout``). Idempotent."""
-        process, self._process = self._process, None
-        if process is not None:
-            process.stop(timeout)
-
-    def __enter__(self) -> LlamaServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        return super().stop(timeout)

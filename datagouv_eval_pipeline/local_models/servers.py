@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from types import TracebackType
 
 from datagouv_eval_pipeline.benchmark.cells import CellModel
 from datagouv_eval_pipeline.benchmark.config import LocalServerSettings, ModelsFile, ProviderKind
@@ -104,7 +103,7 @@ def served_model(name: str, models: ModelsFile) -> CellModel | None:
     return None
 
 
-class LocalServers:
+class LocalServers(ServerPool[str, LlamaServer]):
     """One server per ``llama_cpp`` model, started when first asked for (thread-safe)."""
 
     def __init__(self, log_dir: Path | None = None) -> None:
@@ -113,8 +112,8 @@ class LocalServers:
         Args:
             log_dir: Where the servers' output goes (default: temporary files).
         """
+        super().__init__()
         self.log_dir = log_dir
-        self._pool: ServerPool[str, LlamaServer] = ServerPool()
 
     def base_url(self, model: CellModel) -> str:
         """The OpenAI-compatible base URL of the model's server, started if needed.
@@ -132,23 +131,8 @@ class LocalServers:
             server.start()
             return server
 
-        return self._pool.get(model.key, start).base_url
+        return self.get(model.key, start).base_url
 
     def servers(self) -> dict[str, LlamaServer]:
         """The running servers by model (``provider~name``)."""
-        return self._pool.servers()
-
-    def close(self) -> None:
-        """Stop every server. Idempotent."""
-        self._pool.close()
-
-    def __enter__(self) -> LocalServers:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+        return self.started()

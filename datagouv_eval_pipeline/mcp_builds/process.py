@@ -20,13 +20,13 @@ import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
 
 import psutil  # type: ignore[import-untyped]  # no stubs in the lock
 
 from datagouv_eval_pipeline.mcp_builds.install import ENTRY_SCRIPT, BuildError, InstalledBuild
 from datagouv_eval_pipeline.server_process import (
     HOST,
+    ChildServer,
     ServerProcess,
     accepts_connections,
     end_process_group,
@@ -98,7 +98,7 @@ def server_environment(
     return env
 
 
-class BuildServer:
+class BuildServer(ChildServer):
     """One running server of an installed build (use as a context manager, or start/stop)."""
 
     def __init__(
@@ -117,12 +117,11 @@ class BuildServer:
             log_path: Where the server's output goes (default: ``server.log`` in the build).
             start_timeout: Seconds to wait for the port to accept connections.
         """
+        super().__init__()
         self.build = build
         self._network_env = None if network_env is None else dict(network_env)
         self.log_path = log_path or build.root / "server.log"
         self._start_timeout = start_timeout
-        self._process: ServerProcess | None = None
-        self.port: int | None = None
         self.seconds = 0.0
         """Start-up time: spawn to the port accepting connections."""
 
@@ -132,11 +131,6 @@ class BuildServer:
         if self.port is None:
             raise RuntimeError("the server is not started")
         return f"http://{HOST}:{self.port}{MCP_PATH}"
-
-    @property
-    def pid(self) -> int | None:
-        """The server's pid while it runs."""
-        return self._process.pid if self._process is not None else None
 
     def start(self) -> str:
         """Start the server and wait until it listens; returns its URL.
@@ -173,12 +167,12 @@ class BuildServer:
                 raise BuildError(f"the MCP server of build {self.build.build.spec} {problem}")
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float = 5.0) -> int | None:
         """Stop the server and everything it started (terminate, then kill). Idempotent."""
-        process, self._process = self._process, None
-        pid = process.stop(timeout) if process is not None else None
+        pid = super().stop(timeout)
         if pid is not None:
             self._pid_file(pid).unlink(missing_ok=True)
+        return pid
 
     def _pid_file(self, pid: int) -> Path:
         return self.build.root / f"{pid}{PID_FILE_SUFFIX}"
@@ -190,18 +184,6 @@ class BuildServer:
             return
         record = {"pid": pid, "created": created, "owner": os.getpid()}
         self._pid_file(pid).write_text(json.dumps(record), encoding="utf-8")
-
-    def __enter__(self) -> BuildServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def reap_orphans(root: Path) -> list[int]:

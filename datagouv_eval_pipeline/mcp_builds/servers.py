@@ -10,7 +10,6 @@ import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.benchmark.config import McpBuild
@@ -45,7 +44,7 @@ class BuildEndpoint:
         return f"{self.spec}#{self.code_digest}"
 
 
-class BuildServers:
+class BuildServers(ServerPool[str, BuildServer]):
     """Starts the builds cells need, once each, and stops them all on :meth:`close`.
 
     Offline, the builds keep their production hostnames and reach the twin through the hostname
@@ -70,10 +69,10 @@ class BuildServers:
         """
         if network_env is not None and twin is not None:
             raise ValueError("give the front's variables or the twin to front, not both")
+        super().__init__()
         self._network_env = None if network_env is None else dict(network_env)
         self._twin = twin
         self._cache_dir = cache_dir
-        self._pool: ServerPool[str, BuildServer] = ServerPool()
         self._front = contextlib.ExitStack()
 
     @property
@@ -95,7 +94,7 @@ class BuildServers:
     @property
     def servers(self) -> dict[str, BuildServer]:
         """The started servers by build spec."""
-        return self._pool.servers()
+        return self.started()
 
     def start(self, build: McpBuild) -> BuildEndpoint:
         """Install (or find in the cache) and start ``build``, or return its running server.
@@ -109,7 +108,7 @@ class BuildServers:
             server.start()
             return server
 
-        server = self._pool.get(build.spec, start)
+        server = self.get(build.spec, start)
         return BuildEndpoint(
             url=server.url,
             code_digest=server.build.code_digest,
@@ -126,19 +125,8 @@ class BuildServers:
     def close(self) -> None:
         """Stop every server (idempotent)."""
         try:
-            self._pool.close()
+            super().close()
         finally:
             self._front.close()
             if self._twin is not None:
                 self._network_env = None
-
-    def __enter__(self) -> BuildServers:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

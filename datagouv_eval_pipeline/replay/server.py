@@ -23,6 +23,7 @@ from datagouv_eval_pipeline.replay.app import (
 from datagouv_eval_pipeline.replay.cassette import check_name
 from datagouv_eval_pipeline.serving import (
     LOOPBACK_HOSTS,
+    BackgroundUvicorn,
     LoopbackApp,
     bind_loopback,
     serve_in_foreground,
@@ -59,14 +60,13 @@ class ReplayServer(LoopbackApp["ReplayServer"]):
             port: TCP port; 0 picks a free one.
             host: ``127.0.0.1`` or ``localhost`` (anything else is refused).
         """
-        super().__init__(
+        runner = BackgroundUvicorn(
             _WHAT,
             lambda bound: _uvicorn_config(self.config, self.state, bound),
             HEALTH_PATH,
-            host=host,
-            port=port,
             backlog=_BACKLOG,
         )
+        super().__init__(runner, host=host, port=port)
         self.config = config
         self.state = ReplayState(config)
         self._url: str | None = None

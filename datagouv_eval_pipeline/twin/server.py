@@ -17,6 +17,7 @@ from starlette.types import ASGIApp
 
 from datagouv_eval_pipeline.serving import (
     LOOPBACK_HOSTS,
+    BackgroundUvicorn,
     LoopbackApp,
     bind_loopback,
     check_loopback,
@@ -93,14 +94,13 @@ class TwinServer(LoopbackApp[TwinUrls]):
         self.store = store or CatalogStore.load(snapshots_dir, snapshot_id)
         self._config = config
         self._mcp_versions = mcp_versions
-        super().__init__(
+        runner = BackgroundUvicorn(
             _WHAT,
             lambda bound: _uvicorn_config(self.store, self._config, bound, self._mcp_versions),
             HEALTH_PATH,
-            host=host,
-            port=port,
             inheritable=True,
         )
+        super().__init__(runner, host=host, port=port)
 
     @property
     def urls(self) -> TwinUrls:

@@ -98,7 +98,8 @@ def test_only_loopback_hosts_are_accepted() -> None:
 
 class _Served(LoopbackApp[str]):
     def __init__(self, health_path: str = "/health") -> None:
-        super().__init__("the test app", _config, health_path, host="127.0.0.1", port=0)
+        runner = BackgroundUvicorn("the test app", _config, health_path)
+        super().__init__(runner, host="127.0.0.1", port=0)
         self.starts = 0
 
     def _started(self, port: int) -> str:
@@ -119,7 +120,8 @@ def test_a_loopback_app_gives_what_its_start_made_until_stopped() -> None:
 
 def test_a_loopback_app_refuses_a_public_host() -> None:
     with pytest.raises(ValueError, match="the test app binds to loopback only"):
-        LoopbackApp[str]("the test app", _config, "/health", host="0.0.0.0", port=0)
+        runner = BackgroundUvicorn("the test app", _config, "/health")
+        LoopbackApp[str](runner, host="0.0.0.0", port=0)
 
 
 def test_a_loopback_app_that_never_gets_healthy_stays_stopped() -> None:
