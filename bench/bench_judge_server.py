@@ -42,7 +42,7 @@ from datagouv_eval_pipeline.judges.cache import JudgeCache
 from datagouv_eval_pipeline.judges.config import resolve_model
 from datagouv_eval_pipeline.judges.hybrid import HybridJudge
 from datagouv_eval_pipeline.judges.llm import LLMJudge
-from datagouv_eval_pipeline.judges.protocol import tool_evidence
+from datagouv_eval_pipeline.judges.protocol import CriterionInput, tool_evidence
 from datagouv_eval_pipeline.judges.runner import judge_trace
 from datagouv_eval_pipeline.judges.verdict import judge_spend
 from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
@@ -109,7 +109,7 @@ def per_question(simulation: ProviderSimulation, retry: RetryPolicy) -> dict[str
             criterion = task.criteria("minimal")[0]
             try:
                 return await judge.criterion(
-                    task.prompt, trace.answer, criterion, tool_evidence(trace)
+                    CriterionInput(task.prompt, trace.answer, criterion, tool_evidence(trace))
                 )
             finally:
                 await judge.aclose()

@@ -41,7 +41,7 @@ from datagouv_eval_pipeline.judges.prompts import (
     JudgePrompt,
     TrajectoryOutput,
 )
-from datagouv_eval_pipeline.judges.protocol import tool_evidence
+from datagouv_eval_pipeline.judges.protocol import CriterionInput, tool_evidence
 from datagouv_eval_pipeline.judges.runner import judge_trace
 from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
 from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
@@ -107,7 +107,9 @@ async def throughput(
     started = time.perf_counter()
     verdicts = await asyncio.gather(
         *(
-            judge.criterion(task.prompt, f"{trace.answer}\n(variant {i})", criterion, evidence)
+            judge.criterion(
+                CriterionInput(task.prompt, f"{trace.answer}\n(variant {i})", criterion, evidence)
+            )
             for i in range(n)
         )
     )

@@ -19,6 +19,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from typing import Generic, TypeVar
 
 import uvicorn
 
@@ -98,7 +99,7 @@ class BackgroundUvicorn:
         backlog: int = 128,
         inheritable: bool = False,
     ) -> None:
-        self._what = what
+        self.what = what
         self._make_config = make_config
         self._health_path = health_path
         self._backlog = backlog
@@ -125,11 +126,11 @@ class BackgroundUvicorn:
         if self._port is not None:
             return self._port
         self._socket = bind_loopback(
-            host, port, what=self._what, backlog=self._backlog, inheritable=self._inheritable
+            host, port, what=self.what, backlog=self._backlog, inheritable=self._inheritable
         )
         bound = int(self._socket.getsockname()[1])
         self._server = uvicorn.Server(self._make_config(bound))
-        name = self._what.removeprefix("the ").replace(" ", "-")
+        name = self.what.removeprefix("the ").replace(" ", "-")
         self._thread = threading.Thread(
             target=_run_quietly,
             args=(self._server, self._socket),
@@ -141,13 +142,13 @@ class BackgroundUvicorn:
         while time.monotonic() < deadline:
             if not self._thread.is_alive():
                 self._cleanup()
-                raise RuntimeError(f"{self._what} thread on port {bound} stopped during start-up")
+                raise RuntimeError(f"{self.what} thread on port {bound} stopped during start-up")
             if self._server.started and answers_ok(bound, self._health_path):
                 self._port = bound
                 return bound
             time.sleep(0.005)
         self.stop()
-        raise RuntimeError(f"{self._what} on port {bound} was not healthy after {timeout} s")
+        raise RuntimeError(f"{self.what} on port {bound} was not healthy after {timeout} s")
 
     def stop(self, timeout: float = 10.0) -> None:
         """Ask uvicorn to exit, wait for the thread, and release the socket."""
@@ -164,6 +165,55 @@ class BackgroundUvicorn:
         self._thread = None
         self._socket = None
         self._port = None
+
+
+T = TypeVar("T")
+
+
+class LoopbackApp(Generic[T]):
+    """An app served by :class:`BackgroundUvicorn`, started and stopped as a context manager.
+
+    A subclass says what a start gives (its URLs, itself) in :meth:`_started`; ``start`` returns
+    it, and ``with server as it:`` binds it.
+
+    Args:
+        runner: The thread that will serve the app (not started).
+        host: ``127.0.0.1`` or ``localhost`` (anything else is refused).
+        port: TCP port; 0 picks a free one.
+    """
+
+    def __init__(self, runner: BackgroundUvicorn, *, host: str, port: int) -> None:
+        check_loopback(host, runner.what)
+        self._host = host
+        self._requested_port = port
+        self._runner = runner
+        self._running: T | None = None
+
+    def _started(self, port: int) -> T:
+        """What a start on ``port`` gives (called once the app answers its health path)."""
+        raise NotImplementedError
+
+    def start(self, timeout: float = 10.0) -> T:
+        """Bind, start serving in a background thread, and wait until healthy.
+
+        Raises:
+            RuntimeError: the server did not answer its health path within ``timeout`` s.
+        """
+        if self._running is None:
+            port = self._runner.start(self._host, self._requested_port, timeout)
+            self._running = self._started(port)
+        return self._running
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Ask uvicorn to exit, wait for the thread, and release the socket."""
+        self._runner.stop(timeout)
+        self._running = None
+
+    def __enter__(self) -> T:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
 
 
 def _run_quietly(server: uvicorn.Server, sock: socket.socket) -> None:

@@ -34,19 +34,8 @@ from datagouv_eval_pipeline.benchmark.config import (
     SkillsVersion,
     select,
 )
-from datagouv_eval_pipeline.benchmark.keys import (
-    CAPABILITY_JOINER,
-    NO_CAPABILITY,
-    cell_key,
-    model_key,
-    setup_key,
-)
+from datagouv_eval_pipeline.benchmark.keys import capability_set, cell_key, model_key, setup_key
 from datagouv_eval_pipeline.benchmark.loader import BenchmarkConfig, build_path
-
-
-def capability_set(capabilities: Sequence[str]) -> str:
-    """The capabilities as one name: sorted, joined with ``+``; ``none`` when there is none."""
-    return CAPABILITY_JOINER.join(sorted(capabilities)) or NO_CAPABILITY
 
 
 class CellRecord(BaseModel):
@@ -197,6 +186,11 @@ class Cell:
         return self.model.key
 
     @property
+    def capability_set(self) -> str:
+        """The capabilities as one string, e.g. ``mcp+web_search``; ``none`` when empty."""
+        return capability_set(self.capabilities)
+
+    @property
     def setup_key(self) -> str:
         """The key without its model part (a possible second partition dimension)."""
         return setup_key(
@@ -223,11 +217,6 @@ class Cell:
                 raise ValueError(f"cell {self.key}: the MCP URL needs the twin's port")
             return self.mcp_url.format(twin_port=twin_port)
         return self.mcp_url
-
-    @property
-    def capability_set(self) -> str:
-        """Sorted capabilities joined with ``+``; ``none`` when empty."""
-        return capability_set(self.capabilities)
 
     def to_record(self) -> CellRecord:
         """The cell's identity as the documents and the warehouse store it."""
@@ -357,13 +346,13 @@ def _cells_of(
     skills_versions = select(etype.skills_versions, config.skills_versions.skills_versions)
     metrics = tuple(metric.value for metric in Metric if metric in etype.metrics)
     cells: list[Cell] = []
-    for capability_set in etype.capability_sets:
-        capabilities = tuple(sorted(capability.value for capability in capability_set))
+    for capability_choice in etype.capability_sets:
+        capabilities = tuple(sorted(capability.value for capability in capability_choice))
         mcp_options: list[McpVersion | None] = (
-            list(mcp_versions) if Capability.MCP in capability_set else [None]
+            list(mcp_versions) if Capability.MCP in capability_choice else [None]
         )
         skills_options: list[SkillsVersion | None] = (
-            list(skills_versions) if Capability.SKILLS in capability_set else [None]
+            list(skills_versions) if Capability.SKILLS in capability_choice else [None]
         )
         for model, mcp, skills, prompt in itertools.product(
             models, mcp_options, skills_options, prompts

@@ -24,7 +24,7 @@ so the format can change without breaking any reader.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -47,7 +47,6 @@ MODEL_SEPARATOR = "~"
 CAPABILITY_JOINER = "+"
 VERSION_MARK = "@"
 NO_CAPABILITY = "none"
-_VERSIONED = {"mcp", "skills"}
 
 
 class UnknownCellKeyError(KeyError):
@@ -82,6 +81,27 @@ def mcp_entry_key(version: str, label: str | None) -> str:
     return version if label is None else version + MODEL_SEPARATOR + label
 
 
+def capability_set(
+    capabilities: Iterable[str], versions: Mapping[str, str | None] | None = None
+) -> str:
+    """Return a capability set as keys, the warehouse and the UI spell it, e.g. ``mcp+web_search``.
+
+    Args:
+        capabilities: Capability names, in any order (repeats count once).
+        versions: A version per capability to write after ``@`` (``mcp@0.2.26``), as keys do;
+            a name without one (or with None) is written bare.
+
+    Returns:
+        The names sorted and joined with ``+``; ``none`` for no capability.
+    """
+    given = versions or {}
+    parts = [
+        name if given.get(name) is None else f"{name}{VERSION_MARK}{given[name]}"
+        for name in sorted(set(capabilities))
+    ]
+    return CAPABILITY_JOINER.join(parts) or NO_CAPABILITY
+
+
 def setup_key(
     capabilities: Iterable[str],
     mcp_version: str | None,
@@ -114,11 +134,7 @@ def setup_key(
                 f"the {capability} version must be given exactly when {capability!r}"
                 " is a capability"
             )
-    parts = [
-        f"{name}{VERSION_MARK}{versions[name]}" if name in _VERSIONED else name for name in names
-    ]
-    capability_part = CAPABILITY_JOINER.join(parts) if parts else NO_CAPABILITY
-    return capability_part + PART_SEPARATOR + system_prompt
+    return capability_set(names, versions) + PART_SEPARATOR + system_prompt
 
 
 def cell_key(

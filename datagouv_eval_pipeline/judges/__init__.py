@@ -18,9 +18,11 @@ from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord
 from datagouv_eval_pipeline.judges.llm import LLMJudge
 from datagouv_eval_pipeline.judges.prompts import PROMPTS, JudgePrompt
 from datagouv_eval_pipeline.judges.protocol import (
+    CriterionInput,
     FailureModeInput,
     Judge,
     ToolEvidence,
+    TrajectoryInput,
     tool_evidence,
 )
 from datagouv_eval_pipeline.judges.runner import judge_trace, judge_trace_sync
@@ -43,6 +45,7 @@ __all__ = [
     "Aggregate",
     "CalibrationReport",
     "CallClassification",
+    "CriterionInput",
     "DeterministicJudge",
     "FailureMode",
     "FailureModeInput",
@@ -57,6 +60,7 @@ __all__ = [
     "Question",
     "RoleModel",
     "ToolEvidence",
+    "TrajectoryInput",
     "Verdict",
     "VerdictStatus",
     "aggregate",

@@ -61,10 +61,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from datagouv_eval_pipeline import project_files
 from datagouv_eval_pipeline.judges.protocol import (
+    CriterionInput,
     CriterionJudgement,
     FailureModeInput,
     Judge,
     ToolEvidence,
+    TrajectoryInput,
 )
 from datagouv_eval_pipeline.judges.verdict import (
     FailureMode,
@@ -977,14 +979,7 @@ async def _judge_item(
     r = replace(r, task=with_catalog_slugs(r.task, catalog))
     if item.verdict_kind == "criterion":
         assert r.criterion is not None
-        return await judge.criterion(
-            r.task.prompt,
-            r.answer,
-            r.criterion,
-            r.evidence,
-            task=r.task,
-            cited_urls=r.cited_urls,
-        )
+        return await judge.criterion(_criterion_input(r, r.criterion))
     assert item.tier is not None
     instances = r.instances
     if item.verdict_kind == "arguments":
@@ -994,7 +989,9 @@ async def _judge_item(
     level = r.task.chain(item.tier)
     if item.verdict_kind == "trajectory":
         return await judge.trajectory(
-            level.chain, level.required_actions, instances, tier=item.tier, question=r.task.prompt
+            TrajectoryInput(
+                level.chain, level.required_actions, instances, item.tier, r.task.prompt
+            )
         )
     assert item.mode is not None and r.sample is not None
     # The failure-mode question is told the tier's criteria verdicts, as in the pipeline: this
@@ -1018,16 +1015,13 @@ async def _judge_item(
     return verdicts[item.mode]
 
 
+def _criterion_input(r: ResolvedItem, criterion: Criterion) -> CriterionInput:
+    return CriterionInput(r.task.prompt, r.answer, criterion, r.evidence, r.task, r.cited_urls)
+
+
 async def _criteria(judge: Judge, r: ResolvedItem, tier: Tier) -> tuple[CriterionJudgement, ...]:
     criteria = r.task.criteria(tier)
-    verdicts = await asyncio.gather(
-        *(
-            judge.criterion(
-                r.task.prompt, r.answer, c, r.evidence, task=r.task, cited_urls=r.cited_urls
-            )
-            for c in criteria
-        )
-    )
+    verdicts = await asyncio.gather(*(judge.criterion(_criterion_input(r, c)) for c in criteria))
     return tuple(
         CriterionJudgement(" ".join(c.criteria.split()), v)
         for c, v in zip(criteria, verdicts, strict=True)

@@ -61,7 +61,12 @@ from typing import Any
 
 from datagouv_eval_pipeline.judges.assertions import describe as describe_assertion
 from datagouv_eval_pipeline.judges.assertions import evaluate as evaluate_assertion
-from datagouv_eval_pipeline.judges.protocol import FailureModeInput, ToolEvidence
+from datagouv_eval_pipeline.judges.protocol import (
+    CriterionInput,
+    FailureModeInput,
+    ToolEvidence,
+    TrajectoryInput,
+)
 from datagouv_eval_pipeline.judges.text import short_hash
 from datagouv_eval_pipeline.judges.verdict import (
     NEEDS_LLM,
@@ -90,7 +95,6 @@ from datagouv_eval_pipeline.tasks.spec import (
     ExpectedValue,
     RequiredAction,
     TaskSpec,
-    Tier,
 )
 from datagouv_eval_pipeline.text import canonical_json, fold_spaced
 from datagouv_eval_pipeline.traces import ToolCall, Trace
@@ -289,17 +293,10 @@ class DeterministicJudge:
 
     # -- criterion --------------------------------------------------------------------------------
 
-    def criterion_sync(
-        self,
-        question: str,
-        answer: str,
-        criterion: Criterion,
-        tool_evidence: Sequence[ToolEvidence],
-        *,
-        task: TaskSpec | None = None,
-        cited_urls: Sequence[str] | None = None,
-    ) -> Verdict:
+    def criterion_sync(self, data: CriterionInput) -> Verdict:
         """Synchronous :meth:`criterion` (the rules never wait on anything)."""
+        answer, criterion, task = data.answer, data.criterion, data.task
+        tool_evidence, cited_urls = data.evidence, data.cited_urls
         hints: list[_Hint] = []
         folded = fold_spaced(answer)
         for keyword in criterion.keywords:
@@ -351,20 +348,9 @@ class DeterministicJudge:
             details=details,
         )
 
-    async def criterion(
-        self,
-        question: str,
-        answer: str,
-        criterion: Criterion,
-        tool_evidence: Sequence[ToolEvidence],
-        *,
-        task: TaskSpec | None = None,
-        cited_urls: Sequence[str] | None = None,
-    ) -> Verdict:
+    async def criterion(self, data: CriterionInput) -> Verdict:
         """Decide a criterion from its hints (see the module docstring)."""
-        return self.criterion_sync(
-            question, answer, criterion, tool_evidence, task=task, cited_urls=cited_urls
-        )
+        return self.criterion_sync(data)
 
     # -- arguments --------------------------------------------------------------------------------
 
@@ -428,18 +414,11 @@ class DeterministicJudge:
 
     # -- trajectory -------------------------------------------------------------------------------
 
-    def trajectory_sync(
-        self,
-        chain: str,
-        required: Sequence[RequiredAction],
-        actual: Sequence[ActionInstance],
-        *,
-        tier: Tier,
-        question: str = "",
-    ) -> Verdict:
+    def trajectory_sync(self, data: TrajectoryInput) -> Verdict:
         """Synchronous :meth:`trajectory`."""
+        tier = data.tier
         try:
-            tree = parse_chain(chain)
+            tree = parse_chain(data.chain)
         except ChainSyntaxError as error:
             return unscored(
                 Question.TRAJECTORY,
@@ -447,7 +426,7 @@ class DeterministicJudge:
                 judge_id=JUDGE_ID,
                 prompt_hash=RULES_HASH,
             )
-        walk = trajectory_adherence(tree, actual)
+        walk = trajectory_adherence(tree, data.actual)
         details: dict[str, Any] = {
             "tier": tier,
             "matched": walk.matched,
@@ -468,17 +447,9 @@ class DeterministicJudge:
             reason += f"; unmatched: {', '.join(missing)}"
         return _ok(Question.TRAJECTORY, score=walk.adherence.value, reason=reason, details=details)
 
-    async def trajectory(
-        self,
-        chain: str,
-        required: Sequence[RequiredAction],
-        actual: Sequence[ActionInstance],
-        *,
-        tier: Tier,
-        question: str = "",
-    ) -> Verdict:
+    async def trajectory(self, data: TrajectoryInput) -> Verdict:
         """The metrics' deterministic chain walk, as a verdict."""
-        return self.trajectory_sync(chain, required, actual, tier=tier, question=question)
+        return self.trajectory_sync(data)
 
     # -- failure modes ----------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
 from datagouv_eval_pipeline.judges.llm import LLMJudge
-from datagouv_eval_pipeline.judges.protocol import FailureModeInput, ToolEvidence
+from datagouv_eval_pipeline.judges.protocol import CriterionInput, FailureModeInput, TrajectoryInput
 from datagouv_eval_pipeline.judges.verdict import (
     CallClassification,
     FailureMode,
@@ -26,7 +26,7 @@ from datagouv_eval_pipeline.judges.verdict import (
     VerdictStatus,
 )
 from datagouv_eval_pipeline.semantic.instances import ActionInstance
-from datagouv_eval_pipeline.tasks.spec import Criterion, RequiredAction, TaskSpec, Tier
+from datagouv_eval_pipeline.tasks.spec import RequiredAction
 from datagouv_eval_pipeline.traces import ToolCall
 
 
@@ -69,25 +69,12 @@ class HybridJudge:
         """Close the LLM judge's HTTP clients (at the end of each event loop)."""
         await self.llm.aclose()
 
-    async def criterion(
-        self,
-        question: str,
-        answer: str,
-        criterion: Criterion,
-        tool_evidence: Sequence[ToolEvidence],
-        *,
-        task: TaskSpec | None = None,
-        cited_urls: Sequence[str] | None = None,
-    ) -> Verdict:
+    async def criterion(self, data: CriterionInput) -> Verdict:
         """The rules' verdict when they decide, else the LLM's."""
-        ruled = await self.rules.criterion(
-            question, answer, criterion, tool_evidence, task=task, cited_urls=cited_urls
-        )
+        ruled = await self.rules.criterion(data)
         if _decided(ruled):
             return ruled
-        asked = await self.llm.criterion(
-            question, answer, criterion, tool_evidence, task=task, cited_urls=cited_urls
-        )
+        asked = await self.llm.criterion(data)
         return _fallback(ruled, asked)
 
     async def arguments(
@@ -97,20 +84,12 @@ class HybridJudge:
         # The LLM judge already rules strict values first and asks about the rest only.
         return await self.llm.arguments(required_action, candidate_instances)
 
-    async def trajectory(
-        self,
-        chain: str,
-        required: Sequence[RequiredAction],
-        actual: Sequence[ActionInstance],
-        *,
-        tier: Tier,
-        question: str = "",
-    ) -> Verdict:
+    async def trajectory(self, data: TrajectoryInput) -> Verdict:
         """The chain walk's score; the LLM only when the walk cannot score (a bad chain)."""
-        ruled = await self.rules.trajectory(chain, required, actual, tier=tier, question=question)
+        ruled = await self.rules.trajectory(data)
         if _decided(ruled):
             return ruled
-        asked = await self.llm.trajectory(chain, required, actual, tier=tier, question=question)
+        asked = await self.llm.trajectory(data)
         return _fallback(ruled, asked)
 
     async def failure_modes(self, data: FailureModeInput) -> dict[FailureMode, Verdict]:

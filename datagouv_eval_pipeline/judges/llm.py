@@ -54,7 +54,12 @@ from datagouv_eval_pipeline.judges.prompts import (
     TrajectoryOutput,
     neutralise,
 )
-from datagouv_eval_pipeline.judges.protocol import FailureModeInput, ToolEvidence
+from datagouv_eval_pipeline.judges.protocol import (
+    CriterionInput,
+    FailureModeInput,
+    ToolEvidence,
+    TrajectoryInput,
+)
 from datagouv_eval_pipeline.judges.render import (
     CRITERION_BUDGET,
     FAILURE_MODE_BUDGET,
@@ -84,7 +89,7 @@ from datagouv_eval_pipeline.providers.managed import ManagedModel, counting_requ
 from datagouv_eval_pipeline.providers.retry import RetryPolicy, RetryWait
 from datagouv_eval_pipeline.semantic.instances import ActionInstance
 from datagouv_eval_pipeline.tasks.loader import default_arg_names
-from datagouv_eval_pipeline.tasks.spec import Criterion, RequiredAction, TaskSpec, Tier
+from datagouv_eval_pipeline.tasks.spec import RequiredAction
 from datagouv_eval_pipeline.text import canonical_json
 from datagouv_eval_pipeline.traces import ToolCall
 
@@ -396,25 +401,16 @@ class LLMJudge:
 
     # -- the five questions ---------------------------------------------------------------------
 
-    async def criterion(
-        self,
-        question: str,
-        answer: str,
-        criterion: Criterion,
-        tool_evidence: Sequence[ToolEvidence],
-        *,
-        task: TaskSpec | None = None,
-        cited_urls: Sequence[str] | None = None,
-    ) -> Verdict:
+    async def criterion(self, data: CriterionInput) -> Verdict:
         """Ask the model whether the answer meets the criterion, showing it the tool results."""
-        shown_answer = answer
-        if cited_urls:
-            shown_answer += "\n\nCited URLs: " + ", ".join(cited_urls)
+        shown_answer = data.answer
+        if data.cited_urls:
+            shown_answer += "\n\nCited URLs: " + ", ".join(data.cited_urls)
         message = CRITERION_PROMPT.render(
-            question=neutralise(question),
-            criterion=neutralise(criterion.criteria.strip()),
+            question=neutralise(data.question),
+            criterion=neutralise(data.criterion.criteria.strip()),
             answer=neutralise(shown_answer) if shown_answer.strip() else "(empty answer)",
-            evidence=self._evidence(tool_evidence, CRITERION_BUDGET),
+            evidence=self._evidence(data.evidence, CRITERION_BUDGET),
         )
         reply = await self._ask("criterion", CRITERION_PROMPT, message)
         out = _typed(reply.output, CriterionOutput)
@@ -480,22 +476,15 @@ class LLMJudge:
             )
         return verdicts
 
-    async def trajectory(
-        self,
-        chain: str,
-        required: Sequence[RequiredAction],
-        actual: Sequence[ActionInstance],
-        *,
-        tier: Tier,
-        question: str = "",
-    ) -> Verdict:
+    async def trajectory(self, data: TrajectoryInput) -> Verdict:
         """Ask the model for a banded adherence score of one tier's chain."""
+        tier = data.tier
         message = TRAJECTORY_PROMPT.render(
             tier=tier,
-            question=neutralise(question),
-            chain=" ".join(chain.split()),
-            required=render_required(required),
-            actual=render_instances(actual),
+            question=neutralise(data.question),
+            chain=" ".join(data.chain.split()),
+            required=render_required(data.required),
+            actual=render_instances(data.actual),
         )
         reply = await self._ask("trajectory", TRAJECTORY_PROMPT, message)
         out = _typed(reply.output, TrajectoryOutput)

@@ -67,6 +67,46 @@ def tool_evidence(trace: Trace) -> tuple[ToolEvidence, ...]:
 
 
 @dataclass(frozen=True, slots=True)
+class CriterionInput:
+    """Everything the criterion question looks at.
+
+    Attributes:
+        question: The user's question.
+        answer: The agent's final answer.
+        criterion: The criterion with its optional hints.
+        evidence: The tool calls and results of the run.
+        task: The task, for machine-checkable facts (expected values and sources).
+        cited_urls: The agent's structured citations, when it gave some.
+    """
+
+    question: str
+    answer: str
+    criterion: Criterion
+    evidence: Sequence[ToolEvidence] = ()
+    task: TaskSpec | None = None
+    cited_urls: Sequence[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TrajectoryInput:
+    """Everything the trajectory question looks at, for one tier.
+
+    Attributes:
+        chain: The tier's action chain (``search.datasets > get.data``).
+        required: The tier's required actions.
+        actual: The trace's semantic action instances, in call order.
+        tier: The tier judged.
+        question: The user's question.
+    """
+
+    chain: str
+    required: Sequence[RequiredAction]
+    actual: Sequence[ActionInstance]
+    tier: Tier
+    question: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class CriterionJudgement:
     """A criterion and its verdict, as the failure-mode judge receives them.
 
@@ -116,26 +156,8 @@ class Judge(Protocol):
         """Stable identifier recorded on every verdict (e.g. ``deterministic@3``)."""
         ...
 
-    async def criterion(
-        self,
-        question: str,
-        answer: str,
-        criterion: Criterion,
-        tool_evidence: Sequence[ToolEvidence],
-        *,
-        task: TaskSpec | None = None,
-        cited_urls: Sequence[str] | None = None,
-    ) -> Verdict:
-        """Does the answer meet one criterion?
-
-        Args:
-            question: The user's question.
-            answer: The agent's final answer.
-            criterion: The criterion with its optional hints.
-            tool_evidence: The tool calls and results of the run.
-            task: The task, for machine-checkable facts (expected values and sources).
-            cited_urls: The agent's structured citations, when it gave some.
-        """
+    async def criterion(self, data: CriterionInput) -> Verdict:
+        """Does the answer meet one criterion (``data``: the answer, the criterion, the run)?"""
         ...
 
     async def arguments(
@@ -144,15 +166,7 @@ class Judge(Protocol):
         """Do a candidate's arguments satisfy a required action? One verdict per candidate."""
         ...
 
-    async def trajectory(
-        self,
-        chain: str,
-        required: Sequence[RequiredAction],
-        actual: Sequence[ActionInstance],
-        *,
-        tier: Tier,
-        question: str = "",
-    ) -> Verdict:
+    async def trajectory(self, data: TrajectoryInput) -> Verdict:
         """How well does the actual action sequence follow a tier's chain (score in [0, 1])?"""
         ...
 

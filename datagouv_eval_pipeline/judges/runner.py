@@ -32,9 +32,11 @@ from datagouv_eval_pipeline.judges.judgement_record import (
     all_verdicts,
 )
 from datagouv_eval_pipeline.judges.protocol import (
+    CriterionInput,
     CriterionJudgement,
     FailureModeInput,
     Judge,
+    TrajectoryInput,
     tool_evidence,
 )
 from datagouv_eval_pipeline.judges.verdict import (
@@ -193,7 +195,7 @@ async def judge_trace(
     n_minimal = len(task.evaluation_criteria.minimal)
     cited = trace.cited_urls
     criteria_jobs = [
-        judge.criterion(task.prompt, trace.answer, criterion, evidence, task=task, cited_urls=cited)
+        judge.criterion(CriterionInput(task.prompt, trace.answer, criterion, evidence, task, cited))
         for criterion in all_criteria
     ]
 
@@ -216,11 +218,9 @@ async def judge_trace(
     asked = [tier for tier in tiers if inapplicable[tier] is None]
     trajectory_jobs = [
         judge.trajectory(
-            task.chain(tier).chain,
-            required_by_tier[tier],
-            instances,
-            tier=tier,
-            question=task.prompt,
+            TrajectoryInput(
+                task.chain(tier).chain, required_by_tier[tier], instances, tier, task.prompt
+            )
         )
         for tier in asked
     ]

@@ -8,37 +8,36 @@ Two runtimes speak the same command line (``llama-server``'s flags):
   the ``local-llm`` extra. It links llama.cpp's own server code; ``xllamacpp_main`` runs it in
   a process of its own with the same flags.
 
-The server gets a session of its own (a Ctrl-C in the terminal reaches the pipeline, which stops
-it); ``stop`` is idempotent and also runs at interpreter exit. Its output goes to a log file
-whose tail is quoted when it fails to start.
+The server runs as a :class:`~datagouv_eval_pipeline.server_process.ServerProcess`: a session of
+its own (a Ctrl-C in the terminal reaches the pipeline, which stops it), ``stop`` idempotent and
+also run at interpreter exit, its output in a log file whose tail is quoted when it fails to
+start.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import importlib.util
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
-import httpx
+from datagouv_eval_pipeline.server_process import (
+    HOST,
+    ChildServer,
+    ServerProcess,
+    free_port,
+    log_tail,
+)
+from datagouv_eval_pipeline.serving import answers_ok
 
-HOST = "127.0.0.1"
 BINARY_ENV = "DATAGOUV_EVAL_LLAMA_SERVER"
 """Path of a ``llama-server`` executable to use instead of the one on ``PATH``."""
 XLLAMACPP_MODULE = "datagouv_eval_pipeline.local_models.xllamacpp_main"
-_RUNNING: weakref.WeakSet[LlamaServer] = weakref.WeakSet()
 
 
 class LlamaServerError(RuntimeError):
@@ -157,14 +156,7 @@ def find_runtime(environ: Mapping[str, str] | None = None) -> Runtime:
     )
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-class LlamaServer:
+class LlamaServer(ChildServer):
     """One running llama.cpp server (use as a context manager, or start/stop)."""
 
     def __init__(
@@ -177,13 +169,12 @@ class LlamaServer:
             runtime: The runtime (default: :func:`find_runtime`, at start).
             log_path: Where the server's output goes (default: a temporary file).
         """
+        super().__init__()
         self.spec = spec
         self.runtime = runtime
         self.log_path = log_path
-        self.port: int | None = None
         self.startup_s = 0.0
         """Spawn to ``/health`` answering 200 (the model loaded)."""
-        self._process: subprocess.Popen[bytes] | None = None
 
     @property
     def base_url(self) -> str:
@@ -191,11 +182,6 @@ class LlamaServer:
         if self.port is None:
             raise LlamaServerError("the llama.cpp server is not started")
         return f"http://{HOST}:{self.port}/v1"
-
-    @property
-    def pid(self) -> int | None:
-        """The server's pid while it runs."""
-        return self._process.pid if self._process is not None else None
 
     def start(self) -> str:
         """Start the server and wait until it has loaded the model; returns its base URL.
@@ -215,18 +201,18 @@ class LlamaServer:
             os.close(handle)
             self.log_path = Path(name)
         started = time.perf_counter()
-        port = _free_port()
-        with self.log_path.open("wb") as log:
-            self._process = subprocess.Popen(
-                [*runtime.command, *self.spec.arguments(port)],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        port = free_port()
+        self._process = ServerProcess(self.log_path)
+        self._process.spawn([*runtime.command, *self.spec.arguments(port)], port)
         self.port = port
-        _RUNNING.add(self)
-        problem = self._wait_healthy(started)
+        problem = self._process.wait_ready(
+            # 503 while the model loads, 200 once it is ready.
+            lambda bound: answers_ok(bound, "/health", timeout=2.0),
+            f"answer http://{HOST}:{port}/health",
+            started=started,
+            timeout=self.spec.start_timeout_s,
+            poll_s=0.1,
+        )
         if problem is not None:
             self.stop()
             raise LlamaServerError(
@@ -235,60 +221,12 @@ class LlamaServer:
         self.startup_s = time.perf_counter() - started
         return self.base_url
 
-    def _wait_healthy(self, started: float) -> str | None:
-        assert self._process is not None
-        url = f"http://{HOST}:{self.port}/health"
-        with httpx.Client(timeout=2.0, trust_env=False) as client:
-            while time.perf_counter() - started < self.spec.start_timeout_s:
-                code = self._process.poll()
-                if code is not None:
-                    return f"exited with {code} at start-up: {self.log_tail()}"
-                with contextlib.suppress(httpx.HTTPError):
-                    # 503 while the model loads, 200 once it is ready.
-                    if client.get(url).status_code == 200:
-                        return None
-                time.sleep(0.1)
-        return f"did not answer {url} within {self.spec.start_timeout_s:.0f} s: {self.log_tail()}"
-
     def log_tail(self, lines: int = 15) -> str:
         """The last lines of the server's output."""
         if self.log_path is None:
             return "(no output)"
-        try:
-            text = self.log_path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return "(no output)"
-        return "\n".join(text.strip().splitlines()[-lines:]) or "(no output)"
+        return log_tail(self.log_path, lines)
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self, timeout: float = 10.0) -> int | None:
         """Stop the server (SIGTERM, then SIGKILL after ``timeout``). Idempotent."""
-        process, self._process = self._process, None
-        _RUNNING.discard(self)
-        if process is None:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout)
-
-    def __enter__(self) -> LlamaServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-
-@atexit.register
-def _stop_all() -> None:
-    for server in list(_RUNNING):
-        server.stop(timeout=2.0)
+        return super().stop(timeout)

@@ -10,9 +10,7 @@ threads from the provider (every core by default), slots from its ``concurrency`
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
-from types import TracebackType
 
 from datagouv_eval_pipeline.benchmark.cells import CellModel
 from datagouv_eval_pipeline.benchmark.config import LocalServerSettings, ModelsFile, ProviderKind
@@ -21,6 +19,7 @@ from datagouv_eval_pipeline.local_models.server import (
     LlamaServerError,
     LlamaServerSpec,
 )
+from datagouv_eval_pipeline.server_process import ServerPool
 
 TEMPLATES_DIR = Path(__file__).with_name("templates")
 CHECK_ONLY_URL = "http://127.0.0.1:9/v1"
@@ -104,7 +103,7 @@ def served_model(name: str, models: ModelsFile) -> CellModel | None:
     return None
 
 
-class LocalServers:
+class LocalServers(ServerPool[str, LlamaServer]):
     """One server per ``llama_cpp`` model, started when first asked for (thread-safe)."""
 
     def __init__(self, log_dir: Path | None = None) -> None:
@@ -113,9 +112,8 @@ class LocalServers:
         Args:
             log_dir: Where the servers' output goes (default: temporary files).
         """
+        super().__init__()
         self.log_dir = log_dir
-        self._servers: dict[str, LlamaServer] = {}
-        self._lock = threading.Lock()
 
     def base_url(self, model: CellModel) -> str:
         """The OpenAI-compatible base URL of the model's server, started if needed.
@@ -123,37 +121,18 @@ class LocalServers:
         Raises:
             LlamaServerError: It cannot start (the message names the file or the runtime).
         """
-        key = model.key
-        with self._lock:
-            server = self._servers.get(key)
-            if server is None:
-                log = None
-                if self.log_dir is not None:
-                    self.log_dir.mkdir(parents=True, exist_ok=True)
-                    log = self.log_dir / f"llama-server-{model.provider}-{len(self._servers)}.log"
-                server = LlamaServer(server_spec(model), log_path=log)
-                server.start()
-                self._servers[key] = server
-            return server.base_url
+
+        def start(index: int) -> LlamaServer:
+            log = None
+            if self.log_dir is not None:
+                self.log_dir.mkdir(parents=True, exist_ok=True)
+                log = self.log_dir / f"llama-server-{model.provider}-{index}.log"
+            server = LlamaServer(server_spec(model), log_path=log)
+            server.start()
+            return server
+
+        return self.get(model.key, start).base_url
 
     def servers(self) -> dict[str, LlamaServer]:
         """The running servers by model (``provider~name``)."""
-        return dict(self._servers)
-
-    def close(self) -> None:
-        """Stop every server. Idempotent."""
-        with self._lock:
-            servers, self._servers = list(self._servers.values()), {}
-        for server in servers:
-            server.stop()
-
-    def __enter__(self) -> LocalServers:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+        return self.started()

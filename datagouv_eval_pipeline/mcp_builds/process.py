@@ -15,24 +15,24 @@ lets the next start end any server that survived even that.
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import json
 import os
-import signal
-import socket
-import subprocess
 import time
-import weakref
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
 
 import psutil  # type: ignore[import-untyped]  # no stubs in the lock
 
 from datagouv_eval_pipeline.mcp_builds.install import ENTRY_SCRIPT, BuildError, InstalledBuild
+from datagouv_eval_pipeline.server_process import (
+    HOST,
+    ChildServer,
+    ServerProcess,
+    accepts_connections,
+    end_process_group,
+    free_port,
+)
 
-HOST = "127.0.0.1"
 MCP_PATH = "/mcp"
 PID_FILE_SUFFIX = ".server.json"
 _PASSED_THROUGH = ("HOME", "LANG", "LC_ALL", "TMPDIR", "TZ")
@@ -47,7 +47,6 @@ _LIVE_NETWORK = (
     "SSL_CERT_DIR",
 )
 """Network settings of the user's environment a live server keeps (a corporate proxy)."""
-_RUNNING: weakref.WeakSet[BuildServer] = weakref.WeakSet()
 
 # Runs main.py as `python main.py` would (same sys.path[0], __name__ == "__main__"), after
 # starting a thread that ends the server's process group once the pipeline that started it is
@@ -63,14 +62,6 @@ threading.Thread(target=_watch, name="parent-watch", daemon=True).start()
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
-
-
-def free_port() -> int:
-    """A port free on 127.0.0.1 right now (the server binds it a moment later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def server_environment(
@@ -107,7 +98,7 @@ def server_environment(
     return env
 
 
-class BuildServer:
+class BuildServer(ChildServer):
     """One running server of an installed build (use as a context manager, or start/stop)."""
 
     def __init__(
@@ -126,12 +117,11 @@ class BuildServer:
             log_path: Where the server's output goes (default: ``server.log`` in the build).
             start_timeout: Seconds to wait for the port to accept connections.
         """
+        super().__init__()
         self.build = build
         self._network_env = None if network_env is None else dict(network_env)
         self.log_path = log_path or build.root / "server.log"
         self._start_timeout = start_timeout
-        self._process: subprocess.Popen[bytes] | None = None
-        self.port: int | None = None
         self.seconds = 0.0
         """Start-up time: spawn to the port accepting connections."""
 
@@ -141,11 +131,6 @@ class BuildServer:
         if self.port is None:
             raise RuntimeError("the server is not started")
         return f"http://{HOST}:{self.port}{MCP_PATH}"
-
-    @property
-    def pid(self) -> int | None:
-        """The server's pid while it runs."""
-        return self._process.pid if self._process is not None else None
 
     def start(self) -> str:
         """Start the server and wait until it listens; returns its URL.
@@ -159,21 +144,21 @@ class BuildServer:
         started = time.perf_counter()
         for attempt in range(3):  # another process may take the free port first
             port = free_port()
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            with self.log_path.open("wb") as log:
-                process = subprocess.Popen(
-                    [str(self.build.python), "-c", _WATCHED_ENTRY, ENTRY_SCRIPT],
-                    cwd=self.build.server_dir,
-                    env=server_environment(self._network_env, port),
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            self._process, self.port = process, port
-            _RUNNING.add(self)
-            self._write_pid_file(process)
-            problem = self._wait_listening(process, port, started)
+            process = self._process = ServerProcess(self.log_path)
+            pid = process.spawn(
+                [str(self.build.python), "-c", _WATCHED_ENTRY, ENTRY_SCRIPT],
+                port,
+                env=server_environment(self._network_env, port),
+                cwd=self.build.server_dir,
+            )
+            self.port = port
+            self._write_pid_file(pid)
+            problem = process.wait_ready(
+                accepts_connections,
+                f"listen on {HOST}:{port}",
+                started=started,
+                timeout=self._start_timeout,
+            )
             if problem is None:
                 self.seconds = time.perf_counter() - started
                 return self.url
@@ -182,77 +167,23 @@ class BuildServer:
                 raise BuildError(f"the MCP server of build {self.build.build.spec} {problem}")
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _wait_listening(
-        self, process: subprocess.Popen[bytes], port: int, started: float
-    ) -> str | None:
-        while time.perf_counter() - started < self._start_timeout:
-            code = process.poll()
-            if code is not None:
-                return f"exited with {code} at start-up: {self._log_tail()}"
-            with contextlib.suppress(OSError), socket.create_connection((HOST, port), 0.2):
-                return None
-            time.sleep(0.05)
-        return f"did not listen on {HOST}:{port} within {self._start_timeout:.0f} s: " + (
-            self._log_tail()
-        )
-
-    def _log_tail(self, lines: int = 15) -> str:
-        try:
-            text = self.log_path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return "(no output)"
-        return "\n".join(text.strip().splitlines()[-lines:]) or "(no output)"
-
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float = 5.0) -> int | None:
         """Stop the server and everything it started (terminate, then kill). Idempotent."""
-        process, self._process = self._process, None
-        _RUNNING.discard(self)
-        if process is None:
-            return
-        _end_group(process.pid, timeout)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout)
-        self._pid_file(process.pid).unlink(missing_ok=True)
+        pid = super().stop(timeout)
+        if pid is not None:
+            self._pid_file(pid).unlink(missing_ok=True)
+        return pid
 
     def _pid_file(self, pid: int) -> Path:
         return self.build.root / f"{pid}{PID_FILE_SUFFIX}"
 
-    def _write_pid_file(self, process: subprocess.Popen[bytes]) -> None:
+    def _write_pid_file(self, pid: int) -> None:
         try:
-            created = psutil.Process(process.pid).create_time()
+            created = psutil.Process(pid).create_time()
         except psutil.Error:
             return
-        record = {"pid": process.pid, "created": created, "owner": os.getpid()}
-        self._pid_file(process.pid).write_text(json.dumps(record), encoding="utf-8")
-
-    def __enter__(self) -> BuildServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-
-def _end_group(pid: int, timeout: float) -> None:
-    """SIGTERM the server's process group, then SIGKILL what is left after ``timeout``."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pid, 0)
-        except (ProcessLookupError, PermissionError):
-            return
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
-        time.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
+        record = {"pid": pid, "created": created, "owner": os.getpid()}
+        self._pid_file(pid).write_text(json.dumps(record), encoding="utf-8")
 
 
 def reap_orphans(root: Path) -> list[int]:
@@ -276,13 +207,7 @@ def reap_orphans(root: Path) -> list[int]:
         except psutil.Error:
             orphan = False
         if orphan:
-            _end_group(pid, 5.0)
+            end_process_group(pid, 5.0)
             ended.append(pid)
         path.unlink(missing_ok=True)
     return ended
-
-
-@atexit.register
-def _stop_all() -> None:
-    for server in list(_RUNNING):
-        server.stop(timeout=2.0)

@@ -7,17 +7,16 @@ Each build is installed and started on first use; all are stopped together when 
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.benchmark.config import McpBuild
 from datagouv_eval_pipeline.front import CA_BUNDLE_VARS
 from datagouv_eval_pipeline.mcp_builds.install import install_build
 from datagouv_eval_pipeline.mcp_builds.process import BuildServer
+from datagouv_eval_pipeline.server_process import ServerPool
 from datagouv_eval_pipeline.twin.front import twin_front
 from datagouv_eval_pipeline.twin.server import TwinServer
 from datagouv_eval_pipeline.twin.urls import TwinUrls
@@ -45,7 +44,7 @@ class BuildEndpoint:
         return f"{self.spec}#{self.code_digest}"
 
 
-class BuildServers:
+class BuildServers(ServerPool[str, BuildServer]):
     """Starts the builds cells need, once each, and stops them all on :meth:`close`.
 
     Offline, the builds keep their production hostnames and reach the twin through the hostname
@@ -70,11 +69,10 @@ class BuildServers:
         """
         if network_env is not None and twin is not None:
             raise ValueError("give the front's variables or the twin to front, not both")
+        super().__init__()
         self._network_env = None if network_env is None else dict(network_env)
         self._twin = twin
         self._cache_dir = cache_dir
-        self._servers: dict[str, BuildServer] = {}
-        self._lock = threading.Lock()
         self._front = contextlib.ExitStack()
 
     @property
@@ -96,7 +94,7 @@ class BuildServers:
     @property
     def servers(self) -> dict[str, BuildServer]:
         """The started servers by build spec."""
-        return dict(self._servers)
+        return self.started()
 
     def start(self, build: McpBuild) -> BuildEndpoint:
         """Install (or find in the cache) and start ``build``, or return its running server.
@@ -104,19 +102,19 @@ class BuildServers:
         Raises:
             BuildError: The build cannot be installed or started (the message says why).
         """
-        with self._lock:
-            server = self._servers.get(build.spec)
-            if server is None:
-                installed = install_build(build, self._cache_dir)
-                server = BuildServer(installed, self._network())
-                server.start()
-                self._servers[build.spec] = server
-            return BuildEndpoint(
-                url=server.url,
-                code_digest=server.build.code_digest,
-                revision=server.build.revision,
-                spec=build.spec,
-            )
+
+        def start(_: int) -> BuildServer:
+            server = BuildServer(install_build(build, self._cache_dir), self._network())
+            server.start()
+            return server
+
+        server = self.get(build.spec, start)
+        return BuildEndpoint(
+            url=server.url,
+            code_digest=server.build.code_digest,
+            revision=server.build.revision,
+            spec=build.spec,
+        )
 
     def endpoint(self, cell: Cell) -> BuildEndpoint | None:
         """The started build of a cell whose MCP server is a build; None for other cells."""
@@ -126,23 +124,9 @@ class BuildServers:
 
     def close(self) -> None:
         """Stop every server (idempotent)."""
-        with self._lock:
-            servers, self._servers = list(self._servers.values()), {}
         try:
-            for server in servers:
-                server.stop()
+            super().close()
         finally:
             self._front.close()
             if self._twin is not None:
                 self._network_env = None
-
-    def __enter__(self) -> BuildServers:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -11,7 +11,6 @@ The server only ever binds a loopback address.
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import TracebackType
 
 import uvicorn
 
@@ -25,8 +24,8 @@ from datagouv_eval_pipeline.replay.cassette import check_name
 from datagouv_eval_pipeline.serving import (
     LOOPBACK_HOSTS,
     BackgroundUvicorn,
+    LoopbackApp,
     bind_loopback,
-    check_loopback,
     serve_in_foreground,
 )
 
@@ -50,7 +49,7 @@ def _uvicorn_config(config: ReplayConfig, state: ReplayState, port: int) -> uvic
     )
 
 
-class ReplayServer:
+class ReplayServer(LoopbackApp["ReplayServer"]):
     """The replay app served by uvicorn in a daemon thread; a context manager yielding itself."""
 
     def __init__(self, config: ReplayConfig, *, port: int = 0, host: str = "127.0.0.1") -> None:
@@ -61,17 +60,15 @@ class ReplayServer:
             port: TCP port; 0 picks a free one.
             host: ``127.0.0.1`` or ``localhost`` (anything else is refused).
         """
-        check_loopback(host, _WHAT)
-        self.config = config
-        self.state = ReplayState(config)
-        self._requested_port = port
-        self._host = host
-        self._runner = BackgroundUvicorn(
+        runner = BackgroundUvicorn(
             _WHAT,
             lambda bound: _uvicorn_config(self.config, self.state, bound),
             HEALTH_PATH,
             backlog=_BACKLOG,
         )
+        super().__init__(runner, host=host, port=port)
+        self.config = config
+        self.state = ReplayState(config)
         self._url: str | None = None
 
     @property
@@ -99,33 +96,14 @@ class ReplayServer:
         """Raise ``CassetteMissError`` naming every request that missed, if any."""
         self.state.raise_for_misses()
 
-    def start(self, timeout: float = 10.0) -> ReplayServer:
-        """Bind, start serving in a background thread, and wait until healthy.
-
-        Raises:
-            RuntimeError: the server did not answer its health check within ``timeout`` s.
-        """
-        if self._url is not None:
-            return self
-        port = self._runner.start(self._host, self._requested_port, timeout)
+    def _started(self, port: int) -> ReplayServer:
         self._url = f"http://{self._host}:{port}"
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
         """Ask uvicorn to exit, wait for the thread, and release the socket."""
-        self._runner.stop(timeout)
+        super().stop(timeout)
         self._url = None
-
-    def __enter__(self) -> ReplayServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def serve_forever(

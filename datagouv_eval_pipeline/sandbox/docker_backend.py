@@ -32,20 +32,7 @@ from typing import Any
 
 from datagouv_eval_pipeline import project_files
 from datagouv_eval_pipeline.front import AllowList, ServedHosts
-from datagouv_eval_pipeline.sandbox._common import (
-    LAUNCHER_PATH,
-    OutputCapture,
-    SessionBase,
-    build_result,
-    check_commands,
-    check_extra_env,
-    launcher_args,
-    launcher_rlimits,
-    sandbox_env,
-    session_proxy,
-    start_proxy,
-    write_command_wrappers,
-)
+from datagouv_eval_pipeline.sandbox import _common
 from datagouv_eval_pipeline.sandbox.base import (
     ExecResult,
     SandboxLimits,
@@ -66,7 +53,7 @@ _BACKSTOP_SECONDS = 5.0
 def default_image() -> str:
     """``datagouv-eval-sandbox:<hash>``, the hash covering the Dockerfile and the launcher."""
     digest = hashlib.sha256()
-    for path in (DOCKERFILE, LAUNCHER_PATH):
+    for path in (DOCKERFILE, _common.LAUNCHER_PATH):
         with contextlib.suppress(OSError):
             digest.update(path.read_bytes())
     return f"datagouv-eval-sandbox:{digest.hexdigest()[:12]}"
@@ -92,7 +79,7 @@ def container_config(
     for name, package in packages.items():
         target = f"{CONTROL_DIR}/pylib/{name}"
         mounts.append({"Type": "bind", "Source": str(package), "Target": target, "ReadOnly": True})
-    rlimits = launcher_rlimits(limits)
+    rlimits = _common.launcher_rlimits(limits)
     ulimits = [
         {"Name": name, "Soft": rlimits[key][0], "Hard": rlimits[key][1]}
         for name, key in (
@@ -178,7 +165,7 @@ class DockerSandbox:
         self.build = build
         self.cpus = cpus
         self.temp_root = temp_root
-        self.commands = check_commands(commands or {})
+        self.commands = _common.check_commands(commands or {})
         self.packages = {Path(p).resolve().name: Path(p).resolve() for p in python_packages}
         self._client_factory = client_factory or _connect
 
@@ -198,7 +185,7 @@ class DockerSandbox:
             ValueError: A bad allowed host or environment variable.
         """
         allow = AllowList.parse(allowed_hosts)
-        extra = check_extra_env(env)
+        extra = _common.check_extra_env(env)
         client = await asyncio.to_thread(self._client_factory)
         await asyncio.to_thread(self._ensure_image, client)
         session = DockerSession(
@@ -221,11 +208,14 @@ class DockerSandbox:
                 "datagouv_eval_pipeline/sandbox`"
             )
         client.images.build(
-            path=str(LAUNCHER_PATH.parent), dockerfile=str(DOCKERFILE), tag=self.image, rm=True
+            path=str(_common.LAUNCHER_PATH.parent),
+            dockerfile=str(DOCKERFILE),
+            tag=self.image,
+            rm=True,
         )
 
 
-class DockerSession(SessionBase):
+class DockerSession(_common.SessionBase):
     """One task run's containers, volume and proxy; see ``SandboxSession``.
 
     Attributes:
@@ -253,10 +243,12 @@ class DockerSession(SessionBase):
         root = str(sandbox.temp_root) if sandbox.temp_root else None
         self._base = Path(tempfile.mkdtemp(prefix="dgeval-docker-", dir=root))
         self._control = self._base / "ctl"
-        self._proxy = session_proxy(self._control, allow, served)
+        self._proxy = _common.session_proxy(self._control, allow, served)
         path = f"{CONTROL_DIR}/bin:/usr/local/bin:/usr/bin:/bin"
         pythonpath = f"{CONTROL_DIR}/pylib" if sandbox.packages else None
-        self._env = sandbox_env(home=WORKDIR, path=path, extra=extra_env, pythonpath=pythonpath)
+        self._env = _common.sandbox_env(
+            home=WORKDIR, path=path, extra=extra_env, pythonpath=pythonpath
+        )
         self._cells = itertools.count(1)
         self._running: set[Any] = set()
         self._closed = False
@@ -267,17 +259,17 @@ class DockerSession(SessionBase):
             (self._control / "pylib").mkdir()
             for name in self._sandbox.packages:
                 (self._control / "pylib" / name).mkdir()
-            write_command_wrappers(self._control / "bin", self._sandbox.commands)
+            _common.write_command_wrappers(self._control / "bin", self._sandbox.commands)
             self._control.chmod(0o755)
             self._client.volumes.create(name=self.volume, labels={LABEL: self.session_id})
-            start_proxy(self._proxy, self._control)
+            _common.start_proxy(self._proxy, self._control)
         except BaseException:
             shutil.rmtree(self._base, ignore_errors=True)
             raise
 
     def container_kwargs(self, argv: Sequence[str]) -> dict[str, Any]:
         """What ``containers.create`` receives for a call running ``argv``."""
-        options = launcher_args(
+        options = _common.launcher_args(
             limits=self.limits, status_fd=None, proxy=f"{CONTROL_DIR}/proxy.sock", wall=False
         )
         return container_config(
@@ -356,8 +348,8 @@ class DockerSession(SessionBase):
                 with contextlib.suppress(Exception):
                     container.wait(timeout=_BACKSTOP_SECONDS)
                 exit_code = -1
-            stdout = OutputCapture(limits.max_output_chars, limits.kill_output_chars)
-            stderr = OutputCapture(limits.max_output_chars, limits.kill_output_chars)
+            stdout = _common.OutputCapture(limits.max_output_chars, limits.kill_output_chars)
+            stderr = _common.OutputCapture(limits.max_output_chars, limits.kill_output_chars)
             overflow = False
             for capture, wants_stdout in ((stdout, True), (stderr, False)):
                 for chunk in container.logs(
@@ -378,7 +370,7 @@ class DockerSession(SessionBase):
         spawn_error = None
         if exit_code in (126, 127) and "sandbox: cannot run the command" in stderr.tail:
             spawn_error = f"{argv[0]}: {stderr.tail.strip().rsplit(': ', 1)[-1]}"
-        return build_result(
+        return _common.build_result(
             stdout=stdout,
             stderr=stderr,
             duration_ms=(time.perf_counter() - started) * 1000,

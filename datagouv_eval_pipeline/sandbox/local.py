@@ -43,22 +43,7 @@ from typing import Any, Literal
 import psutil  # type: ignore[import-untyped]  # no stubs in the lock
 
 from datagouv_eval_pipeline.front import AllowList, ServedHosts
-from datagouv_eval_pipeline.sandbox._common import (
-    ENTER_PATH,
-    LAUNCHER_PATH,
-    LauncherStatus,
-    OutputCapture,
-    SessionBase,
-    build_result,
-    check_commands,
-    check_extra_env,
-    launcher_args,
-    launcher_rlimits,
-    sandbox_env,
-    session_proxy,
-    start_proxy,
-    write_command_wrappers,
-)
+from datagouv_eval_pipeline.sandbox import _common
 from datagouv_eval_pipeline.sandbox._enter import blocking_ancestor
 from datagouv_eval_pipeline.sandbox._zygote import SESSION_MOUNT, SESSIONS_RO, SESSIONS_RW
 from datagouv_eval_pipeline.sandbox._zygote_client import (
@@ -239,7 +224,7 @@ def enter_prefix(host_uid: int | None, expose: Sequence[str]) -> list[str]:
     if host_uid is None:
         return []
     ids = [str(host_uid), str(host_uid), str(len(expose)), *expose]
-    return [sys.executable, "-I", "-S", str(ENTER_PATH), *ids]
+    return [sys.executable, "-I", "-S", str(_common.ENTER_PATH), *ids]
 
 
 def default_host_uid() -> int | None:
@@ -334,7 +319,7 @@ def write_control_dir(control: Path, sandbox: LocalSandbox, *, bwrap: bool) -> N
     """
     for directory in (control / "code", control / "etc"):
         directory.mkdir(parents=True)
-    write_command_wrappers(control / "bin", sandbox.commands)
+    _common.write_command_wrappers(control / "bin", sandbox.commands)
     (control / "pylib").mkdir()
     for name, package in sandbox.packages.items():
         if bwrap:
@@ -409,7 +394,7 @@ class LocalSandbox:
             raise ValueError("LocalSandbox host_uid: sandboxes never run as root")
         self.host_uid = host_uid
         self.temp_root = temp_root
-        self.commands = check_commands(commands or {})
+        self.commands = _common.check_commands(commands or {})
         self.packages: dict[str, Path] = {}
         for package in python_packages:
             package = Path(package).resolve()
@@ -478,7 +463,7 @@ class LocalSandbox:
             ValueError: A bad allowed host or environment variable.
         """
         allow = AllowList.parse(allowed_hosts)
-        extra = check_extra_env(env)
+        extra = _common.check_extra_env(env)
         isolation = await asyncio.to_thread(lambda: self.isolation)
         cell = None
         if isolation == "bwrap" and self.warm:
@@ -606,7 +591,7 @@ class LocalSandbox:
         config = json.dumps({"preload": self.preload, "later": self.preload_later})
         argv = [*enter_prefix(self.host_uid, self._cell_expose), *prefix, "--"]
         argv += [f"{VENV_DIR}/bin/python", f"{CONTROL_DIR}/_zygote.py", "{fd}", config]
-        env = sandbox_env(
+        env = _common.sandbox_env(
             home=WORKDIR,
             path=_BWRAP_PATH,
             extra={},
@@ -615,7 +600,7 @@ class LocalSandbox:
         return ZygoteClient(argv, env, cell / "zygote.log")
 
 
-class LocalSession(SessionBase):
+class LocalSession(_common.SessionBase):
     """One task run's sandbox: a working directory, a proxy, limits; see ``SandboxSession``.
 
     Attributes:
@@ -648,7 +633,7 @@ class LocalSession(SessionBase):
         self._control = self._base / "ctl"
         self.host_workdir = self._base / "work"
         self.workdir = WORKDIR if isolation == "bwrap" else str(self.host_workdir)
-        self._proxy = session_proxy(self._control, allow, served)
+        self._proxy = _common.session_proxy(self._control, allow, served)
         self._extra_env = extra_env
         self._processes: set[asyncio.subprocess.Process] = set()
         self._warm_calls: dict[int, ZygoteClient] = {}
@@ -660,7 +645,7 @@ class LocalSession(SessionBase):
         try:
             # Also in warm mode: a session can fall back to per-call bwrap (see _execute_warm).
             write_control_dir(self._control, self._sandbox, bwrap=self.isolation == "bwrap")
-            shutil.copyfile(LAUNCHER_PATH, self._control / "launcher.py")
+            shutil.copyfile(_common.LAUNCHER_PATH, self._control / "launcher.py")
             self.host_workdir.mkdir()
             if self._cell is not None:
                 os.chmod(self._base, 0o755)  # the zygote's uid reaches it through the cell
@@ -671,7 +656,7 @@ class LocalSession(SessionBase):
                     os.chown(self._base, host_uid, host_uid)
                 self._expose = self._sandbox.exposed_paths(str(self._base))
                 os.chown(self.host_workdir, host_uid, host_uid)
-            start_proxy(self._proxy, self._control)
+            _common.start_proxy(self._proxy, self._control)
         except BaseException:
             shutil.rmtree(self._base, ignore_errors=True)
             raise
@@ -696,7 +681,7 @@ class LocalSession(SessionBase):
             control = str(self._control)
             prefix = [*enter_prefix(sandbox.host_uid, self._expose), sys.executable]
             path = f"{control}/bin:{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin"
-        env = sandbox_env(
+        env = _common.sandbox_env(
             home=self.workdir,
             path=path,
             extra=self._extra_env,
@@ -770,7 +755,7 @@ class LocalSession(SessionBase):
         backend then uses per-call bwrap from now on, and the caller runs the call that way.
         """
         limits = self.limits
-        env = sandbox_env(
+        env = _common.sandbox_env(
             home=WORKDIR,
             path=_BWRAP_PATH,
             extra=self._extra_env,
@@ -785,7 +770,7 @@ class LocalSession(SessionBase):
             "wall": limits.wall_seconds,
             "tmp_bytes": limits.tmp_mb * 1024 * 1024,
             "tmp_inodes": limits.max_files,
-            "rlimits": launcher_rlimits(limits),
+            "rlimits": _common.launcher_rlimits(limits),
             "proxy": True,
         }
         before = await asyncio.to_thread(file_states, self.host_workdir)
@@ -812,19 +797,15 @@ class LocalSession(SessionBase):
             os.close(out_write)
             os.close(err_write)
         self._warm_calls[call_id] = zygote
-        stdout = _PipeReader(out_read, limits)
-        stderr = _PipeReader(err_read, limits)
+        call = _Call(
+            _PipeReader(out_read, limits),
+            _PipeReader(err_read, limits),
+            started,
+            before,
+            argv[0] if argv else "python",
+        )
         try:
-            return await self._supervise_warm(
-                zygote,
-                call_id,
-                future,
-                stdout,
-                stderr,
-                started,
-                before,
-                argv[0] if argv else "python",
-            )
+            return await self._supervise_warm(zygote, call_id, future, call)
         except Exception as exc:  # never let a sandbox problem escape as an exception
             zygote.kill([call_id])
             return _failed(f"{type(exc).__name__}: {exc}")
@@ -832,24 +813,17 @@ class LocalSession(SessionBase):
             if not future.done():  # cancelled by our caller: the call must not run on
                 zygote.kill([call_id])
             self._warm_calls.pop(call_id, None)
-            stdout.close()
-            stderr.close()
+            call.close()
 
     async def _supervise_warm(
         self,
         zygote: ZygoteClient,
         call_id: int,
         future: concurrent.futures.Future[dict[str, Any]],
-        stdout: _PipeReader,
-        stderr: _PipeReader,
-        started: float,
-        before: FileStates,
-        program: str,
+        call: _Call,
     ) -> ExecResult:
-        limits = self.limits
         waiter = asyncio.wrap_future(future)
-        stop = await _until_end_or_overflow(waiter, stdout, stderr, limits, self.host_workdir)
-        overflow, disk_full = stop == "output", stop == "disk"
+        stop = await _until_end_or_overflow(waiter, call, self.limits, self.host_workdir)
         backstop = False
         if not waiter.done():
             zygote.kill([call_id])
@@ -865,31 +839,16 @@ class LocalSession(SessionBase):
             raw = await waiter
         except ZygoteError:
             raw = None
-        # Output still in flight: read it, but never wait long for a writer that lingers.
-        await asyncio.wait({stdout.eof, stderr.eof}, timeout=_DRAIN_SECONDS)
-        duration_ms = (time.perf_counter() - started) * 1000
-        if disk_full:
-            await asyncio.to_thread(remove_changed_since, self.host_workdir, before)
-        status = None if raw is None else LauncherStatus.parse(json.dumps(raw).encode())
-        failure: str | None = None
-        if self._closed:
-            failure = "the session was closed during the call"
-        elif raw is not None and isinstance(raw.get("failure"), str):
-            failure = str(raw["failure"])
-        elif status is None and not backstop and stop is None:
-            failure = f"the sandbox ended without a report: {zygote.log_tail()[-500:]}"
-        return _launcher_result(
-            stdout,
-            stderr,
-            limits,
-            duration_ms,
-            status,
-            backstop=backstop,
-            overflow=overflow,
-            disk_full=disk_full,
-            program=program,
-            failure=failure,
-        )
+        status = None if raw is None else _common.LauncherStatus.parse(json.dumps(raw).encode())
+
+        def failure() -> str | None:
+            if raw is not None and isinstance(raw.get("failure"), str):
+                return str(raw["failure"])
+            if status is None and not backstop and stop is None:
+                return f"the sandbox ended without a report: {zygote.log_tail()[-500:]}"
+            return None
+
+        return await self._result(call, stop, status, backstop, failure)
 
     async def _execute(self, command: list[str]) -> ExecResult:
         limits = self.limits
@@ -902,7 +861,7 @@ class LocalSession(SessionBase):
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
         parent_ends = [status_read, out_read, err_read]
-        options = launcher_args(
+        options = _common.launcher_args(
             limits=limits, status_fd=status_write, proxy=f"{control}/proxy.sock", wall=True
         )
         argv = [*prefix, "-I", "-S", f"{control}/launcher.py", *options, *command]
@@ -925,35 +884,31 @@ class LocalSession(SessionBase):
             for fd in (status_write, out_write, err_write):
                 os.close(fd)
         self._processes.add(process)
-        stdout = _PipeReader(out_read, limits)
-        stderr = _PipeReader(err_read, limits)
+        call = _Call(
+            _PipeReader(out_read, limits),
+            _PipeReader(err_read, limits),
+            started,
+            before,
+            command[0],
+        )
         try:
-            return await self._supervise(
-                process, status_read, stdout, stderr, started, before, command[0]
-            )
+            return await self._supervise(process, status_read, call)
         except Exception as exc:  # never let a sandbox problem escape as an exception
             _kill_group(process)
             return _failed(f"{type(exc).__name__}: {exc}")
         finally:
             self._processes.discard(process)
-            stdout.close()
-            stderr.close()
+            call.close()
             os.close(status_read)
 
     async def _supervise(
         self,
         process: asyncio.subprocess.Process,
         status_fd: int,
-        stdout: _PipeReader,
-        stderr: _PipeReader,
-        started: float,
-        before: FileStates,
-        program: str,
+        call: _Call,
     ) -> ExecResult:
-        limits = self.limits
         waiter = asyncio.ensure_future(_exit_or_report(process, status_fd))
-        stop = await _until_end_or_overflow(waiter, stdout, stderr, limits, self.host_workdir)
-        overflow, disk_full = stop == "output", stop == "disk"
+        stop = await _until_end_or_overflow(waiter, call, self.limits, self.host_workdir)
         backstop = not waiter.done() and stop is None
         if process.returncode is None:
             # Past a limit, or the launcher reported (the call is over, its processes are
@@ -962,38 +917,71 @@ class LocalSession(SessionBase):
             _kill_group(process)
         waiter.cancel()
         await process.wait()
-        # Output still in flight: read it, but never wait long for a writer that lingers.
-        await asyncio.wait({stdout.eof, stderr.eof}, timeout=_DRAIN_SECONDS)
+        # The launcher is gone: its report, if it wrote one, is all in the pipe.
         status = _read_status(status_fd)
-        duration_ms = (time.perf_counter() - started) * 1000
-        if disk_full:
-            await asyncio.to_thread(remove_changed_since, self.host_workdir, before)
-        if self._closed:
-            failure: str | None = "the session was closed during the call"
-        elif status is None and not backstop and stop is None:
-            failure = f"the launcher ended without a report: {stderr.capture.tail.strip()[-500:]}"
-        else:
-            failure = None
+
+        def failure() -> str | None:
+            if status is None and not backstop and stop is None:
+                tail = call.stderr.capture.tail.strip()[-500:]
+                return f"the launcher ended without a report: {tail}"
+            return None
+
+        return await self._result(call, stop, status, backstop, failure)
+
+    async def _result(
+        self,
+        call: _Call,
+        stop: Literal["output", "disk"] | None,
+        status: _common.LauncherStatus | None,
+        backstop: bool,
+        failure: Callable[[], str | None],
+    ) -> ExecResult:
+        """The result of a call that is over, whichever way it ran (zygote or launcher).
+
+        Reads the output still in flight, removes what a call past the disk limit wrote, and
+        names the failure (``failure()`` is asked once the output is read).
+        """
+        # Output still in flight: read it, but never wait long for a writer that lingers.
+        await asyncio.wait({call.stdout.eof, call.stderr.eof}, timeout=_DRAIN_SECONDS)
+        duration_ms = (time.perf_counter() - call.started) * 1000
+        if stop == "disk":
+            await asyncio.to_thread(remove_changed_since, self.host_workdir, call.before)
         return _launcher_result(
-            stdout,
-            stderr,
-            limits,
+            call.stdout,
+            call.stderr,
+            self.limits,
             duration_ms,
             status,
             backstop=backstop,
-            overflow=overflow,
-            disk_full=disk_full,
-            program=program,
-            failure=failure,
+            overflow=stop == "output",
+            disk_full=stop == "disk",
+            program=call.program,
+            failure="the session was closed during the call" if self._closed else failure(),
         )
 
 
+@dataclass
+class _Call:
+    """One call under way: its output pipes, when it started, the files before it, its program."""
+
+    stdout: _PipeReader
+    stderr: _PipeReader
+    started: float
+    before: FileStates
+    program: str
+
+    def close(self) -> None:
+        """Stop reading both pipes."""
+        self.stdout.close()
+        self.stderr.close()
+
+
 class _PipeReader:
-    """Reads one output pipe on the event loop into an ``OutputCapture``, to its end."""
+    """Reads one output pipe on the event loop into an ``_common.OutputCapture``, to its end."""
 
     def __init__(self, fd: int, limits: SandboxLimits) -> None:
         self.fd = fd
-        self.capture = OutputCapture(limits.max_output_chars, limits.kill_output_chars)
+        self.capture = _common.OutputCapture(limits.max_output_chars, limits.kill_output_chars)
         self.overflow = asyncio.Event()
         self.eof: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._loop = asyncio.get_running_loop()
@@ -1113,8 +1101,7 @@ async def _disk_exceeded(workdir: Path, limit_bytes: int, limit_entries: int) ->
 
 async def _until_end_or_overflow(
     waiter: asyncio.Future[Any],
-    stdout: _PipeReader,
-    stderr: _PipeReader,
+    call: _Call,
     limits: SandboxLimits,
     workdir: Path,
 ) -> Literal["output", "disk"] | None:
@@ -1122,6 +1109,7 @@ async def _until_end_or_overflow(
 
     Returns which overflow happened (output, or the working directory past its quota), if any.
     """
+    stdout, stderr = call.stdout, call.stderr
     overflowed = asyncio.ensure_future(_first_overflow(stdout, stderr))
     disk_full = asyncio.ensure_future(
         _disk_exceeded(workdir, limits.disk_mb * 1024 * 1024, limits.max_files)
@@ -1145,7 +1133,7 @@ def _launcher_result(
     stderr: _PipeReader,
     limits: SandboxLimits,
     duration_ms: float,
-    status: LauncherStatus | None,
+    status: _common.LauncherStatus | None,
     *,
     backstop: bool,
     overflow: bool,
@@ -1157,8 +1145,8 @@ def _launcher_result(
 
     ``backstop``: the call outlived its wall limit and was killed from outside.
     """
-    status = status or LauncherStatus()
-    return build_result(
+    status = status or _common.LauncherStatus()
+    return _common.build_result(
         stdout=stdout.capture,
         stderr=stderr.capture,
         duration_ms=duration_ms,
@@ -1196,13 +1184,13 @@ def _kill_group(process: asyncio.subprocess.Process) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-def _read_status(fd: int) -> LauncherStatus | None:
+def _read_status(fd: int) -> _common.LauncherStatus | None:
     os.set_blocking(fd, False)
     data = b""
     with contextlib.suppress(BlockingIOError):
         while chunk := os.read(fd, 65536):
             data += chunk
-    return LauncherStatus.parse(data)
+    return _common.LauncherStatus.parse(data)
 
 
 def _failed(reason: str, *, exit_code: int | None = None) -> ExecResult:

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 from urllib.parse import urlencode, urljoin
 
+from datagouv_eval_pipeline.vocabulary import TABULAR_OPERATORS
+
 SENTINEL = "\uffff"
 """Marks a part of a string whose value is unknown statically (never occurs in real URLs)."""
 
@@ -116,22 +118,6 @@ _CLIENT_OPERATORS = {
     "<": "strictly_less",
     "<=": "less",
 }
-_TABULAR_OPERATOR_NAMES = frozenset(
-    {
-        "exact",
-        "differs",
-        "isnull",
-        "isnotnull",
-        "contains",
-        "notcontains",
-        "in",
-        "notin",
-        "less",
-        "greater",
-        "strictly_less",
-        "strictly_greater",
-    }
-)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -837,7 +823,7 @@ class _PythonAnalyzer:
             name = _CLIENT_OPERATORS.get(operator, operator)
             if name == "sort":
                 continue
-            if name not in _TABULAR_OPERATOR_NAMES:
+            if name not in TABULAR_OPERATORS:
                 return None
             if len(item) == 3:
                 operand = _known_text(item[2])

@@ -31,22 +31,7 @@ from datagouv_eval_pipeline.semantic.code_calls import SENTINEL, ClientSpec
 SEMANTIC_ARGUMENTS: tuple[str, ...] = vocabulary.ARGUMENT_NAMES
 """The semantic argument vocabulary shared with the task specs."""
 
-TABULAR_FILTER_OPERATORS: frozenset[str] = frozenset(
-    {
-        "exact",
-        "differs",
-        "isnull",
-        "isnotnull",
-        "contains",
-        "notcontains",
-        "in",
-        "notin",
-        "less",
-        "greater",
-        "strictly_less",
-        "strictly_greater",
-    }
-)
+TABULAR_FILTER_OPERATORS: frozenset[str] = frozenset(vocabulary.TABULAR_OPERATORS)
 """Tabular API row-filter operators (``<column>__<operator>=<value>``); sort is not a filter."""
 
 CLIENT_CLASSES: frozenset[str] = frozenset(

@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from datagouv_eval_pipeline.tasks.chain import ChainNode, parse_chain
+from datagouv_eval_pipeline.vocabulary import ValueOperator
 
 
 class _Strict(BaseModel):
@@ -409,9 +410,7 @@ class RowFilter(_Strict):
     """A filter applied to a tabular resource when recomputing an expected value."""
 
     column: str = Field(min_length=1)
-    operator: Literal[
-        "exact", "differs", "contains", "less", "greater", "strictly_less", "strictly_greater"
-    ] = "exact"
+    operator: ValueOperator = "exact"
     value: str | int | float
 
 

@@ -59,6 +59,7 @@ from datagouv_eval_pipeline.twin.catalog import CatalogStore, DatasetFilters, Se
 from datagouv_eval_pipeline.twin.hosts import PUBLIC_PATH_KEY, HostRouting, served_hosts
 from datagouv_eval_pipeline.twin.mcp.server import mount_mcp
 from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.vocabulary import VALUE_OPERATORS
 
 NOT_FOUND_MESSAGE = (
     "The requested URL was not found on the server. If you entered the URL manually please "
@@ -243,6 +244,24 @@ class _Handlers:
     def _pagination(self, request: Request, default_size: int) -> tuple[int, int]:
         return _int_param(request, "page", 1), _int_param(request, "page_size", default_size)
 
+    def _search_args(
+        self,
+        request: Request,
+        version: int,
+        v1: Sequence[query_args.Arg],
+        v2: Sequence[query_args.Arg],
+    ) -> tuple[int, int, dict[str, Any]] | Response:
+        """A search's page, page size and arguments (``v1`` or ``v2`` as declared by udata).
+
+        udata's 400 answer for a refused one.
+        """
+        try:
+            page, page_size = self._pagination(request, 20)
+            args = query_args.parse(v1 if version == 1 else v2, request.query_params)
+        except (_BadParam, query_args.ArgError) as error:
+            return _validation_error(error)
+        return page, page_size, args
+
     def _dataset_or_error(self, key: str) -> dict[str, Any] | JSONResponse:
         record = self.store.dataset(key)
         if record is None or record.get("private"):
@@ -252,14 +271,10 @@ class _Handlers:
         return record
 
     def _search_datasets(self, request: Request, version: int) -> Response:
-        try:
-            page, page_size = self._pagination(request, 20)
-            args = query_args.parse(
-                query_args.DATASET_V1 if version == 1 else query_args.DATASET_V2,
-                request.query_params,
-            )
-        except (_BadParam, query_args.ArgError) as error:
-            return _validation_error(error)
+        parsed = self._search_args(request, version, query_args.DATASET_V1, query_args.DATASET_V2)
+        if isinstance(parsed, Response):
+            return parsed
+        page, page_size, args = parsed
         if version == 1:
             # core/dataset/api.py parse_filters: identifiers are checked before the query.
             for name, label in _V1_IDENTIFIER_ARGS:
@@ -415,14 +430,12 @@ class _Handlers:
         )
 
     def _search_dataservices(self, request: Request, version: int) -> Response:
-        try:
-            page, page_size = self._pagination(request, 20)
-            args = query_args.parse(
-                query_args.DATASERVICE_V1 if version == 1 else query_args.DATASERVICE_V2,
-                request.query_params,
-            )
-        except (_BadParam, query_args.ArgError) as error:
-            return _validation_error(error)
+        parsed = self._search_args(
+            request, version, query_args.DATASERVICE_V1, query_args.DATASERVICE_V2
+        )
+        if isinstance(parsed, Response):
+            return parsed
+        page, page_size, args = parsed
         if version == 1:
             # api_fields.py: filters with the ``objectid`` constraint.
             for name in ("topic", "reuse"):
@@ -447,14 +460,12 @@ class _Handlers:
         return self._search_dataservices(request, 2)
 
     def _search_organizations(self, request: Request, version: int) -> Response:
-        try:
-            page, page_size = self._pagination(request, 20)
-            args = query_args.parse(
-                query_args.ORGANIZATION_V1 if version == 1 else query_args.ORGANIZATION_V2,
-                request.query_params,
-            )
-        except (_BadParam, query_args.ArgError) as error:
-            return _validation_error(error)
+        parsed = self._search_args(
+            request, version, query_args.ORGANIZATION_V1, query_args.ORGANIZATION_V2
+        )
+        if isinstance(parsed, Response):
+            return parsed
+        page, page_size, args = parsed
         result = self.store.search_organizations(
             args["q"],
             page=page,
@@ -1091,15 +1102,7 @@ def _resource_swagger(urls: TwinUrls, rid: str, table: tabular.Table) -> dict[st
         {"name": "page_size", "in": "query", "schema": {"type": "integer"}},
     ]
     for column in table.columns:
-        for operator in (
-            "exact",
-            "differs",
-            "contains",
-            "less",
-            "greater",
-            "strictly_less",
-            "strictly_greater",
-        ):
+        for operator in VALUE_OPERATORS:
             parameters.append(
                 {"name": f"{column.name}__{operator}", "in": "query", "schema": {"type": "string"}}
             )

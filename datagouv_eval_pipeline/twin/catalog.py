@@ -1029,25 +1029,17 @@ class CatalogStore:
                 dtype=bool,
             )
         ]
-        keys: list[npt.NDArray[np.float64] | None] | None = None
-        if query and query.strip():
-            if api == 1:
-                matches = search.match_v1(segments, query, masks)
-            else:
-                matches = search.add_matches(
-                    _match_v2_synonyms(segments, query, search.DATASERVICE_MODEL, masks),
-                    _id_clause(segments, [_row_lookup(self.dataservices)], query, masks, 15 + 7),
-                )
-        else:
-            matches = search.browse(segments, masks, by_boost=api != 1)
-            if api == 1:
-                keys = [np.array([_sortable(d.get("created_at", "")) for d in records])]
-        descending = True
-        if sort and sort.lstrip("-") in _DATASERVICE_SORTS:
-            getter = _DATASERVICE_SORTS[sort.lstrip("-")]
-            keys = [_rank_key([getter(d) for d in records])]
-            descending = sort.startswith("-")
-        seg, rows = search.order(matches, keys, descending=descending)
+        matches, seg, rows = _ranked(
+            segments,
+            masks,
+            self.dataservices,
+            query,
+            api,
+            sort,
+            model=search.DATASERVICE_MODEL,
+            id_weight=15 + 7,
+            sorts=_DATASERVICE_SORTS,
+        )
         result = self._page("dataservice", seg, rows, page, page_size)
         if facets:
             found = [records[r] for m in matches for r in m.rows.tolist()]
@@ -1184,25 +1176,17 @@ class CatalogStore:
             )
 
         masks = [np.array([keep(o) for o in records], dtype=bool)]
-        keys: list[npt.NDArray[np.float64] | None] | None = None
-        if query and query.strip():
-            if api == 1:
-                matches = search.match_v1(segments, query, masks)
-            else:
-                matches = search.add_matches(
-                    _match_v2_synonyms(segments, query, search.ORGANIZATION_MODEL, masks),
-                    _id_clause(segments, [_row_lookup(self.organizations)], query, masks, 15 + 15),
-                )
-        else:
-            matches = search.browse(segments, masks, by_boost=api != 1)
-            if api == 1:
-                keys = [np.array([_sortable(o.get("created_at", "")) for o in records])]
-        descending = True
-        if sort and sort.lstrip("-") in _ORG_SORTS:
-            getter = _ORG_SORTS[sort.lstrip("-")]
-            keys = [_rank_key([getter(o) for o in records])]
-            descending = sort.startswith("-")
-        seg, rows = search.order(matches, keys, descending=descending)
+        _, seg, rows = _ranked(
+            segments,
+            masks,
+            self.organizations,
+            query,
+            api,
+            sort,
+            model=search.ORGANIZATION_MODEL,
+            id_weight=15 + 15,
+            sorts=_ORG_SORTS,
+        )
         result = self._page("organization", seg, rows, page, page_size)
         if facets:
             indexed = [np.array([not o.get("deleted") for o in records], dtype=bool)]
@@ -1225,6 +1209,50 @@ class CatalogStore:
                 result, facets=_facet_buckets(("producer_type",), counters, len(found))
             )
         return result
+
+
+def _ranked(
+    segments: Sequence[Segment],
+    masks: Sequence[npt.NDArray[np.bool_]],
+    by_id: Mapping[str, Mapping[str, Any]],
+    query: str | None,
+    api: int,
+    sort: str | None,
+    *,
+    model: search.TextModel,
+    id_weight: float,
+    sorts: Mapping[str, Callable[[Mapping[str, Any]], Any]],
+) -> tuple[list[search.Matches], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Match and order the records of a one-segment search (dataservices, organizations).
+
+    With ``query``: v1's text match, or v2's (synonyms included) plus the record whose id is the
+    query (``id_weight``). Without: every kept record, v1 newest first, v2 by popularity boost.
+    A known ``sort`` (``-`` for descending) orders by its key instead.
+
+    Returns:
+        The matches, then the segment and the row of each match, best first.
+    """
+    records = list(by_id.values())
+    keys: list[npt.NDArray[np.float64] | None] | None = None
+    if query and query.strip():
+        if api == 1:
+            matches = search.match_v1(segments, query, masks)
+        else:
+            matches = search.add_matches(
+                _match_v2_synonyms(segments, query, model, masks),
+                _id_clause(segments, [_row_lookup(by_id)], query, masks, id_weight),
+            )
+    else:
+        matches = search.browse(segments, masks, by_boost=api != 1)
+        if api == 1:
+            keys = [np.array([_sortable(r.get("created_at", "")) for r in records])]
+    descending = True
+    if sort and sort.lstrip("-") in sorts:
+        getter = sorts[sort.lstrip("-")]
+        keys = [_rank_key([getter(r) for r in records])]
+        descending = sort.startswith("-")
+    seg, rows = search.order(matches, keys, descending=descending)
+    return matches, seg, rows
 
 
 def _row_lookup(records: Mapping[str, Any]) -> Callable[[str], int | None]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -19,6 +18,7 @@ from starlette.types import ASGIApp
 from datagouv_eval_pipeline.serving import (
     LOOPBACK_HOSTS,
     BackgroundUvicorn,
+    LoopbackApp,
     bind_loopback,
     check_loopback,
     serve_in_foreground,
@@ -65,7 +65,7 @@ def _uvicorn_config(
     return uvicorn_config(create_app(store, config, mcp_versions=mcp_versions), port)
 
 
-class TwinServer:
+class TwinServer(LoopbackApp[TwinUrls]):
     """The twin served by uvicorn in a daemon thread; a context manager yielding its URLs."""
 
     def __init__(
@@ -92,24 +92,22 @@ class TwinServer:
         """
         check_loopback(host, _WHAT)
         self.store = store or CatalogStore.load(snapshots_dir, snapshot_id)
-        self._requested_port = port
-        self._host = host
         self._config = config
         self._mcp_versions = mcp_versions
-        self._runner = BackgroundUvicorn(
+        runner = BackgroundUvicorn(
             _WHAT,
             lambda bound: _uvicorn_config(self.store, self._config, bound, self._mcp_versions),
             HEALTH_PATH,
             inheritable=True,
         )
-        self._urls: TwinUrls | None = None
+        super().__init__(runner, host=host, port=port)
 
     @property
     def urls(self) -> TwinUrls:
         """Return the base URLs of the running server."""
-        if self._urls is None:
+        if self._running is None:
             raise RuntimeError("the twin server is not running; call start() first")
-        return self._urls
+        return self._running
 
     @property
     def mcp_urls(self) -> dict[str, str]:
@@ -117,33 +115,8 @@ class TwinServer:
         versions = DEFAULT_VERSIONS if self._mcp_versions is None else self._mcp_versions
         return mcp_urls(self.urls.site, versions)
 
-    def start(self, timeout: float = 10.0) -> TwinUrls:
-        """Bind, start serving in a background thread, and wait until healthy.
-
-        Raises:
-            RuntimeError: the server did not answer ``/_twin/health`` within ``timeout`` seconds.
-        """
-        if self._urls is not None:
-            return self._urls
-        port = self._runner.start(self._host, self._requested_port, timeout)
-        self._urls = TwinUrls.for_port(port, self._host)
-        return self._urls
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Ask uvicorn to exit, wait for the thread, and release the socket."""
-        self._runner.stop(timeout)
-        self._urls = None
-
-    def __enter__(self) -> TwinUrls:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+    def _started(self, port: int) -> TwinUrls:
+        return TwinUrls.for_port(port, self._host)
 
 
 def serve_forever(

@@ -23,24 +23,12 @@ from datetime import UTC, date, datetime
 from typing import Any, Literal
 from urllib.parse import unquote_plus
 
+from datagouv_eval_pipeline.vocabulary import TABULAR_OPERATORS
+
 ColumnType = Literal["string", "int", "float", "date", "datetime", "bool"]
 COLUMN_TYPES: tuple[ColumnType, ...] = ("string", "int", "float", "date", "datetime", "bool")
 
-# Operators api-tabular understands; the MCP server exposes only the first six.
-OPERATORS: tuple[str, ...] = (
-    "exact",
-    "contains",
-    "less",
-    "greater",
-    "strictly_less",
-    "strictly_greater",
-    "differs",
-    "notcontains",
-    "in",
-    "notin",
-    "isnull",
-    "isnotnull",
-)
+OPERATORS = TABULAR_OPERATORS
 
 # PostgreSQL type names used in "invalid input syntax" errors.
 _PG_TYPES: dict[ColumnType, str] = {

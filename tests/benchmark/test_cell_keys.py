@@ -14,6 +14,7 @@ from datagouv_eval_pipeline.benchmark.cells import expand_cells
 from datagouv_eval_pipeline.benchmark.config import Capability, ModelEntry
 from datagouv_eval_pipeline.benchmark.keys import (
     UnknownCellKeyError,
+    capability_set,
     cell_key,
     decode_cell_key,
     encode_cell_key,
@@ -42,6 +43,19 @@ def test_key_examples() -> None:
     )
     with pytest.raises(ValueError, match="source name needs an MCP version"):
         cell_key("offline", "b", [], None, None, "ctx", "build")
+
+
+def test_a_capability_set_is_spelled_once_for_keys_the_warehouse_and_the_cli() -> None:
+    assert capability_set(["web_search", "mcp", "mcp"]) == "mcp+web_search"
+    assert capability_set([]) == "none"  # as in stored keys (``…__none__ctx``), never "-"
+    assert capability_set(["skills", "code"], {"skills": "0.0.1", "mcp": None}) == (
+        "code+skills@0.0.1"
+    )
+    config = load_benchmark_config(BENCHMARK_CONFIG_DIR)
+    for cell in expand_cells(config):
+        assert cell.capability_set == capability_set(cell.capabilities)
+        if cell.mcp_version is None and cell.skills_version is None:
+            assert cell.setup_key.startswith(cell.capability_set + "__")
 
 
 def test_versions_must_match_capabilities() -> None:

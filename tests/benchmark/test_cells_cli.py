@@ -33,7 +33,7 @@ def test_cells_prints_a_table_and_a_total(tmp_path: Path) -> None:
         "t1",
         "offline/m1",
         "*",
-        "none",
+        "none",  # no capability, spelled as in the key
         "-",
         "-",
         "a",

@@ -8,6 +8,7 @@ import pytest
 
 from datagouv_eval_pipeline.judges.assertions import describe, evaluate
 from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
+from datagouv_eval_pipeline.judges.protocol import CriterionInput
 from datagouv_eval_pipeline.judges.verdict import NEEDS_LLM, VerdictStatus
 from datagouv_eval_pipeline.tasks.spec import Assertion, Criterion, TaskSpec
 
@@ -47,7 +48,7 @@ def decide(assertion: dict[str, Any], answer: str) -> tuple[bool | None, str]:
     """The judge's verdict on one criterion carrying ``assertion``: passed (None if unscored)."""
     criterion = Criterion.model_validate({"criteria": "La réponse convient.", "assert": assertion})
     task = make_task({"criteria": "La réponse convient.", "assert": assertion})
-    verdict = JUDGE.criterion_sync(task.prompt, answer, criterion, [], task=task)
+    verdict = JUDGE.criterion_sync(CriterionInput(task.prompt, answer, criterion, [], task=task))
     if verdict.status is not VerdictStatus.OK:
         return None, verdict.reason
     return verdict.passed, verdict.reason
@@ -225,20 +226,24 @@ def test_the_assertion_replaces_the_implicit_value_link_but_keeps_explicit_hints
     linked = Criterion(criteria="La réponse indique 1023 équipements pour le Gers.")
     task = make_task()
     answer = "Dans le Gard, on recense 1 023 équipements sportifs."
-    assert JUDGE.criterion_sync("", answer, linked, [], task=task).passed is True
+    assert JUDGE.criterion_sync(CriterionInput("", answer, linked, [], task=task)).passed is True
     asserted = linked.model_copy(update={"assertion": Assertion.model_validate(GERS)})
-    assert JUDGE.criterion_sync("", answer, asserted, [], task=task).passed is False
+    assert JUDGE.criterion_sync(CriterionInput("", answer, asserted, [], task=task)).passed is False
     # Keywords still apply next to the assertion.
     both = Criterion.model_validate(
         {"criteria": "x", "keywords": ["Data ES"], "assert": {"contains": "Gers"}}
     )
-    verdict = JUDGE.criterion_sync("", "Le Gers compte 1 023 équipements.", both, [], task=task)
+    verdict = JUDGE.criterion_sync(
+        CriterionInput("", "Le Gers compte 1 023 équipements.", both, [], task=task)
+    )
     assert verdict.passed is False
     assert verdict.reason == "hint failed: keyword 'Data ES': absent"
 
 
 def test_a_criterion_without_assertion_or_hint_is_still_left_to_an_llm() -> None:
-    verdict = JUDGE.criterion_sync("", "Réponse.", Criterion(criteria="Prudente."), [], task=None)
+    verdict = JUDGE.criterion_sync(
+        CriterionInput("", "Réponse.", Criterion(criteria="Prudente."), [], task=None)
+    )
     assert verdict.status is VerdictStatus.UNSCORED
     assert verdict.error == NEEDS_LLM
 

@@ -12,7 +12,12 @@ from datagouv_eval_pipeline.judges.deterministic import (
     is_link_criterion,
     unit_near,
 )
-from datagouv_eval_pipeline.judges.protocol import FailureModeInput, ToolEvidence
+from datagouv_eval_pipeline.judges.protocol import (
+    CriterionInput,
+    FailureModeInput,
+    ToolEvidence,
+    TrajectoryInput,
+)
 from datagouv_eval_pipeline.judges.verdict import (
     NEEDS_LLM,
     FailureMode,
@@ -79,7 +84,9 @@ TASK = make_task()
 
 def judge_criterion(index: int, answer: str, **kwargs: Any) -> Verdict:
     criterion = TASK.criteria("minimal")[index]
-    return JUDGE.criterion_sync(TASK.prompt, answer, criterion, (), task=TASK, **kwargs)
+    return JUDGE.criterion_sync(
+        CriterionInput(TASK.prompt, answer, criterion, (), task=TASK, **kwargs)
+    )
 
 
 def test_a_linked_expected_value_with_its_unit_passes() -> None:
@@ -144,11 +151,13 @@ def test_a_link_criterion_is_decided_by_the_citation_check() -> None:
     )
     criterion = TASK.criteria("minimal")[1]
     slug = JUDGE.criterion_sync(
-        TASK.prompt,
-        "https://www.data.gouv.fr/datasets/recensement-des-equipements-sportifs",
-        criterion,
-        evidence,
-        task=TASK,
+        CriterionInput(
+            TASK.prompt,
+            "https://www.data.gouv.fr/datasets/recensement-des-equipements-sportifs",
+            criterion,
+            evidence,
+            task=TASK,
+        )
     )
     assert outcome(slug) == "fail"
     with_slug = with_catalog_slugs(
@@ -158,11 +167,13 @@ def test_a_link_criterion_is_decided_by_the_citation_check() -> None:
         ),
     )
     slug = JUDGE.criterion_sync(
-        TASK.prompt,
-        "https://www.data.gouv.fr/datasets/recensement-des-equipements-sportifs",
-        criterion,
-        evidence,
-        task=with_slug,
+        CriterionInput(
+            TASK.prompt,
+            "https://www.data.gouv.fr/datasets/recensement-des-equipements-sportifs",
+            criterion,
+            evidence,
+            task=with_slug,
+        )
     )
     assert outcome(slug) == "pass"
 
@@ -173,7 +184,9 @@ def test_a_criterion_without_hint_is_left_to_an_llm_judge() -> None:
     assert verdict.error == NEEDS_LLM
     assert verdict.reason == "the criterion has no machine-checkable hint"
     # Without the task, a value criterion has no linked value either.
-    alone = JUDGE.criterion_sync("q", "1 023 équipements", TASK.criteria("minimal")[0], ())
+    alone = JUDGE.criterion_sync(
+        CriterionInput("q", "1 023 équipements", TASK.criteria("minimal")[0], ())
+    )
     assert outcome(alone) == "unscored"
 
 
@@ -183,7 +196,7 @@ def test_an_invalid_pattern_leaves_the_criterion_unscored() -> None:
         Criterion(criteria="x", patterns=["(unclosed"])
     # ...but a criterion built without validation still never crashes the judge.
     criterion = Criterion.model_construct(criteria="x", keywords=[], patterns=["(unclosed"])
-    verdict = JUDGE.criterion_sync("q", "anything", criterion, ())
+    verdict = JUDGE.criterion_sync(CriterionInput("q", "anything", criterion, ()))
     assert outcome(verdict) == "unscored"
     assert "invalid pattern" in verdict.reason
 
@@ -221,11 +234,11 @@ def test_arguments_strict_values_decide_and_criteria_need_a_judge() -> None:
 def test_trajectory_is_the_metrics_chain_walk() -> None:
     chain = "search.datasets > get.dataset.resources > get.data"
     actual = [inst("search.datasets"), inst("get.data"), inst("get.dataset.resources")]
-    verdict = JUDGE.trajectory_sync(chain, [], actual, tier="minimal")
+    verdict = JUDGE.trajectory_sync(TrajectoryInput(chain, [], actual, "minimal"))
     expected = trajectory_adherence(parse_chain(chain), actual).adherence.value
     assert verdict.score == expected == pytest.approx(2 / 3)
     assert verdict.details["missing"] == ["get.data"]
-    broken = JUDGE.trajectory_sync("search.datasets >", [], actual, tier="minimal")
+    broken = JUDGE.trajectory_sync(TrajectoryInput("search.datasets >", [], actual, "minimal"))
     assert outcome(broken) == "unscored"
 
 
@@ -375,10 +388,14 @@ def test_english_link_criteria_are_decided_by_the_citation_check() -> None:
     )
     criterion = task.criteria("minimal")[0]
     cited = JUDGE.criterion_sync(
-        task.prompt, f"See https://www.data.gouv.fr/datasets/{DS}/", criterion, (), task=task
+        CriterionInput(
+            task.prompt, f"See https://www.data.gouv.fr/datasets/{DS}/", criterion, (), task=task
+        )
     )
     assert outcome(cited) == "pass"
-    uncited = JUDGE.criterion_sync(task.prompt, "See data.gouv.fr.", criterion, (), task=task)
+    uncited = JUDGE.criterion_sync(
+        CriterionInput(task.prompt, "See data.gouv.fr.", criterion, (), task=task)
+    )
     assert outcome(uncited) == "fail"
 
 

@@ -12,7 +12,7 @@ import pytest
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.judges.config import resolve_model
 from datagouv_eval_pipeline.judges.llm import LLMJudge
-from datagouv_eval_pipeline.judges.protocol import tool_evidence
+from datagouv_eval_pipeline.judges.protocol import CriterionInput, tool_evidence
 from datagouv_eval_pipeline.judges.verdict import Verdict, judge_spend, outcome
 from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
 from datagouv_eval_pipeline.providers.retry import RetryPolicy
@@ -40,7 +40,7 @@ def ask(base_url: str, retry: RetryPolicy) -> tuple[Verdict, LLMJudge]:
     trace = example_trace("task_0002_mcp.json")
     criterion = task.criteria("minimal")[0]
     verdict = asyncio.run(
-        judge.criterion(task.prompt, trace.answer, criterion, tool_evidence(trace))
+        judge.criterion(CriterionInput(task.prompt, trace.answer, criterion, tool_evidence(trace)))
     )
     return verdict, judge
 
@@ -93,7 +93,9 @@ def test_one_judge_serves_several_event_loops() -> None:
         verdicts = [
             asyncio.run(
                 judge.criterion(
-                    task.prompt, f"{trace.answer} ({i})", task.criteria("minimal")[0], ()
+                    CriterionInput(
+                        task.prompt, f"{trace.answer} ({i})", task.criteria("minimal")[0], ()
+                    )
                 )
             )
             for i in range(3)
@@ -126,7 +128,9 @@ def test_each_verdict_counts_the_http_requests_it_sent_retries_included() -> Non
             return list(
                 await asyncio.gather(
                     *(
-                        judge.criterion(task.prompt, f"{trace.answer} ({i})", criterion, ())
+                        judge.criterion(
+                            CriterionInput(task.prompt, f"{trace.answer} ({i})", criterion, ())
+                        )
                         for i in range(3)
                     )
                 )

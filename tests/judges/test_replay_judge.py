@@ -13,7 +13,7 @@ import pytest
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.judges.config import resolve_model
 from datagouv_eval_pipeline.judges.llm import LLMJudge
-from datagouv_eval_pipeline.judges.protocol import tool_evidence
+from datagouv_eval_pipeline.judges.protocol import CriterionInput, tool_evidence
 from datagouv_eval_pipeline.judges.verdict import Verdict, outcome
 from datagouv_eval_pipeline.providers.retry import RetryPolicy
 from datagouv_eval_pipeline.replay import (
@@ -60,7 +60,9 @@ def ask(base_url: str) -> Verdict:
     trace = example_trace("task_0002_mcp.json")
     return asyncio.run(
         judge.criterion(
-            task.prompt, trace.answer, task.criteria("minimal")[0], tool_evidence(trace)
+            CriterionInput(
+                task.prompt, trace.answer, task.criteria("minimal")[0], tool_evidence(trace)
+            )
         )
     )
 

@@ -9,6 +9,7 @@ from datagouv_eval_pipeline.judges.deterministic import (
     is_link_criterion,
     linked_values,
 )
+from datagouv_eval_pipeline.judges.protocol import CriterionInput
 from datagouv_eval_pipeline.judges.verdict import VerdictStatus
 from datagouv_eval_pipeline.tasks.spec import TIERS, Criterion, TaskSpec, TaskStatus
 from tests.judges.judges_factories import real_tasks
@@ -41,7 +42,7 @@ def test_every_machine_checkable_criterion_is_decided_and_the_coverage_meets_the
         decided = [
             (task.task_id, c.criteria)
             for task, c in criteria
-            if JUDGE.criterion_sync(task.prompt, answer, c, [], task=task).status
+            if JUDGE.criterion_sync(CriterionInput(task.prompt, answer, c, [], task=task)).status
             is VerdictStatus.OK
         ]
         checkable = [

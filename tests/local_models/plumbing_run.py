@@ -30,7 +30,7 @@ from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.judges.config import JudgeKind, JudgeSpec
 from datagouv_eval_pipeline.judges.factory import build_judge
 from datagouv_eval_pipeline.judges.hybrid import HybridJudge
-from datagouv_eval_pipeline.judges.protocol import tool_evidence
+from datagouv_eval_pipeline.judges.protocol import CriterionInput, tool_evidence
 from datagouv_eval_pipeline.judges.verdict import outcome
 from datagouv_eval_pipeline.local_models.plumbing import plumbing_gguf
 from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
@@ -162,7 +162,9 @@ def run_judge(judge_url: str, trace: Trace) -> dict[str, Any]:
         try:
             return [
                 await judge.criterion(
-                    task.prompt, trace.answer, criterion, evidence, task=task, cited_urls=[]
+                    CriterionInput(
+                        task.prompt, trace.answer, criterion, evidence, task=task, cited_urls=[]
+                    )
                 )
                 for criterion in (RULED, OPEN)
             ]

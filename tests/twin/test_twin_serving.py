@@ -1,4 +1,4 @@
-"""The shared background-uvicorn helper (used by TwinServer and ReplayServer)."""
+"""The shared background-uvicorn helpers (used by TwinServer and ReplayServer)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from starlette.routing import Route
 
 from datagouv_eval_pipeline.serving import (
     BackgroundUvicorn,
+    LoopbackApp,
     answers_ok,
     bind_loopback,
     check_loopback,
@@ -93,3 +94,38 @@ def test_only_loopback_hosts_are_accepted() -> None:
     with pytest.raises(ValueError, match="loopback only"):
         runner.start("192.168.1.2", 0)
     assert runner.port is None
+
+
+class _Served(LoopbackApp[str]):
+    def __init__(self, health_path: str = "/health") -> None:
+        runner = BackgroundUvicorn("the test app", _config, health_path)
+        super().__init__(runner, host="127.0.0.1", port=0)
+        self.starts = 0
+
+    def _started(self, port: int) -> str:
+        self.starts += 1
+        return f"http://127.0.0.1:{port}"
+
+
+def test_a_loopback_app_gives_what_its_start_made_until_stopped() -> None:
+    served = _Served()
+    with served as url:
+        port = int(url.rsplit(":", 1)[1])
+        assert _get(port, "/health") == (200, b"ok")
+        assert served.start() == url and served.starts == 1  # running: the same, not restarted
+    assert not answers_ok(port, "/health")
+    with served as again:
+        assert served.starts == 2 and again.startswith("http://127.0.0.1:")
+
+
+def test_a_loopback_app_refuses_a_public_host() -> None:
+    with pytest.raises(ValueError, match="the test app binds to loopback only"):
+        runner = BackgroundUvicorn("the test app", _config, "/health")
+        LoopbackApp[str](runner, host="0.0.0.0", port=0)
+
+
+def test_a_loopback_app_that_never_gets_healthy_stays_stopped() -> None:
+    served = _Served("/down")
+    with pytest.raises(RuntimeError, match="was not healthy"):
+        served.start(timeout=0.3)
+    assert served.starts == 0

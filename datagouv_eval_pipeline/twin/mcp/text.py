@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from datagouv_eval_pipeline.vocabulary import MCP_FILTER_OPERATORS
+
 # search_* stop words (reference §1.4): whole tokens, compared case-insensitively. The real
 # list also holds two-word entries, which can never match a single token, so they are omitted.
 STOP_WORDS: Final = frozenset(
@@ -23,14 +25,8 @@ STOP_WORDS: Final = frozenset(
     }
 )
 
-FILTER_OPERATORS: Final = (
-    "contains",
-    "exact",
-    "greater",
-    "less",
-    "strictly_greater",
-    "strictly_less",
-)
+# The release lists them in alphabetical order (its error message says so).
+FILTER_OPERATORS: Final = tuple(sorted(MCP_FILTER_OPERATORS))
 SORT_DIRECTIONS: Final = ("asc", "desc")
 
 
