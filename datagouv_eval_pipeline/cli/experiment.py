@@ -336,9 +336,10 @@ def _execute(
     Returns the run's result (None when it was stopped before the job started), the warehouse,
     the report's Markdown and how to end the command (``Stoppable.exit``).
 
-    The run covers the smallest partition range holding ``cells`` (default: the active
-    cells, a prefix of the partitions); cells of the range outside an explicit selection of
-    evaluation types are left alone by the stages.
+    ``cells`` (default: the active cells) become partitions of the instance if they are not
+    yet (``defs/partitions.py``), and the run covers the smallest partition range holding
+    them; other cells of that range (registered later, or left out by a selection) are
+    named out of the run (its ``cells`` setting), so the stages leave them alone.
     """
     import warnings
 
@@ -349,17 +350,26 @@ def _execute(
     warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
     from datagouv_eval_pipeline.definitions import defs
-    from datagouv_eval_pipeline.defs.partitions import ACTIVE_KEYS, covering_range
+    from datagouv_eval_pipeline.defs.partitions import (
+        ACTIVE_KEYS,
+        covering_range,
+        range_keys,
+        register_cells,
+    )
     from datagouv_eval_pipeline.defs.run_origin import as_code_location_runs
     from datagouv_eval_pipeline.defs.versions import OBSERVATION_JOBS
 
-    first, last = covering_range(cells or ACTIVE_KEYS)
+    wanted = cells or ACTIVE_KEYS
     job = defs.resolve_job_def("experiment")
     own = {RUN_PID_TAG: str(os.getpid()), RUN_HOST_TAG: socket.gethostname()}
 
     def run(stop: CancelToken) -> Any:
         with open_instance(resolve_home(None)) as instance, as_code_location_runs(instance):
             click.echo(describe_cleaned(clean_dead_runs(instance)))
+            order = register_cells(instance, sorted(wanted))
+            first, last = covering_range(wanted, order)
+            if not settings["cells"] and not set(range_keys(order, first, last)) <= wanted:
+                settings["cells"] = sorted(wanted)
             # The cells' and tasks' versions first: what changed since the last run shows as
             # stale, and this run's materializations record the versions they were built on.
             for observation in OBSERVATION_JOBS:
