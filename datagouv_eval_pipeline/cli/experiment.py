@@ -76,6 +76,34 @@ EXAMPLE_QUERIES = (
 )
 
 
+def stale_lines(plan: ExperimentPlan, store_root: Path) -> list[str]:
+    """The plan's cells whose stored agent runs are out of date, and why (what would rerun).
+
+    Dagster 1.13 shows a partition's staleness only on that partition's page; this lists them
+    all, from the run store, as the ``cells_current`` check does.
+    """
+    from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument
+    from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS
+    from datagouv_eval_pipeline.experiment.staleness import stale_cells
+    from datagouv_eval_pipeline.experiment.store import RunStore, RunStoreError
+
+    store = RunStore(store_root)
+    documents = []
+    for cell in plan.cells:
+        try:
+            document = store.read_document(AGENT_RUNS, cell.key, AgentRunsDocument)
+        except RunStoreError:
+            continue  # an unreadable document is the warehouse's to report
+        if document is not None:
+            documents.append((cell, document))
+    stale = stale_cells(documents, {task.task_id: task.spec_hash() for task in plan.tasks})
+    if not documents:
+        return ["out of date: no cell of the plan has stored agent runs yet"]
+    lines = [f"out of date: {len(stale)} of the {len(documents)} cell(s) with stored agent runs"]
+    lines += [f"  {key}: {'; '.join(why)}" for key, why in stale.items()]
+    return lines
+
+
 def _print_plan(plan: ExperimentPlan, *, live: bool, rerun: bool) -> None:
     from datagouv_eval_pipeline.experiment.cache import default_agent_cache
     from datagouv_eval_pipeline.experiment.estimate import current_snapshot_id
@@ -119,6 +147,8 @@ def _print_plan(plan: ExperimentPlan, *, live: bool, rerun: bool) -> None:
         f"request: the policy, the task or a live run excludes the cell), ~{requests} model "
         f"requests, estimated cost {priced}; no agent was run."
     )
+    for line in stale_lines(plan, default_run_store()):
+        click.echo(line)
 
 
 @click.command("experiment")
