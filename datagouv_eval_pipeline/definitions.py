@@ -12,6 +12,7 @@ from datagouv_eval_pipeline.defs import checks
 from datagouv_eval_pipeline.defs.action_mappings import action_mappings
 from datagouv_eval_pipeline.defs.agent_runs import agent_runs
 from datagouv_eval_pipeline.defs.automation import (
+    active_cell_partitions,
     agent_runs_job,
     eval_automation,
     experiment_dry_run,
@@ -82,7 +83,7 @@ defs = dg.Definitions(
     ],
     jobs=[experiment_job, agent_runs_job, experiment_dry_run, *OBSERVATION_JOBS],
     schedules=[weekly_experiment],
-    sensors=[new_cells, new_builds, eval_automation, version_changes],
+    sensors=[active_cell_partitions, new_cells, new_builds, eval_automation, version_changes],
     resources={
         "experiment": ExperimentSettings(),
         "catalog": CatalogResource(),

@@ -146,6 +146,12 @@ class Provenance(_Strict):
     """The model's request settings from ``models.yml`` that were set (``timeout_s``,
     ``retries``, ``temperature``, ``top_p``, ``seed``, ``max_output_tokens``, ``stop``,
     ``context_window``); None when none was."""
+    toolset_version: str | None = None
+    """Fingerprint of the code of the world the agent met besides the model: the twin's
+    catalogue and front, the MCP emulation or build, the sandbox, the emulated CLI, the web
+    tools, as far as the cell reaches them (``experiment.fingerprints.toolset_version``). With
+    ``snapshot_id`` it tells whether two runs of a cell met the same world; None when recorded
+    before this field existed."""
 
 
 class Trace(_Strict):

@@ -574,6 +574,14 @@ def _launch_in_containers(
         "dagster/asset_partition_range_end": CELLS[-1].key,
     }
     run_env = {**os.environ, **env, "DAGSTER_HOME": str(home)}
+    from dagster import DagsterInstance
+    from dagster._core.instance.ref import InstanceRef
+
+    from datagouv_eval_pipeline.defs.partitions import register_cells
+
+    os.environ.update(env)  # the instance's storage reads the PostgreSQL variables
+    with DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as dagster_instance:
+        register_cells(dagster_instance, [cell.key for cell in CELLS])  # every cell, as before
     deadline = time.monotonic() + 120
     while True:  # the code server needs a while to load the definitions
         launched = _run(
@@ -587,11 +595,7 @@ def _launch_in_containers(
     if launched.returncode != 0:
         return Outcome("docker", "FAIL", f"dagster job launch:\n{launched.stderr[-1500:]}")
     _log("run launched; waiting for its container...")
-    from dagster import DagsterInstance
-    from dagster._core.instance.ref import InstanceRef
-
     started = time.monotonic()
-    os.environ.update(env)  # the instance's storage reads the PostgreSQL variables
     with DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as dagster_instance:
         (run,) = dagster_instance.get_runs(limit=1)
         while not run.is_finished and time.monotonic() - started < 3600:

@@ -441,7 +441,7 @@ def ui(
     serve_report: bool,
     print_command: bool,
 ) -> None:
-    """Apply the pool limits, then run `dagster dev` (webserver + daemon) until Ctrl-C."""
+    """Apply the pool limits, register the active cells, then run `dagster dev` until Ctrl-C."""
     resolved = resolve_home(home)
     _check_home(resolved)
     argv = dev_command(host, port, workspace_for(resolved))
@@ -464,6 +464,11 @@ def ui(
         _echo_pools(*apply_pools(resolved, limits))
     else:
         click.echo(f"no {pools_path}: pool limits left as the instance has them")
+    from datagouv_eval_pipeline.defs.partitions import register_cells
+
+    # The active cells are the partitions the UI shows (inactive ones are added when asked for).
+    with open_instance(resolved) as instance:
+        click.echo(f"{len(register_cells(instance))} cell partitions in the instance")
     if serve_report:
         report_dir.mkdir(parents=True, exist_ok=True)
         # The server outlives this exec (same pid, so it watches the UI) and ends with it.

@@ -76,6 +76,34 @@ EXAMPLE_QUERIES = (
 )
 
 
+def stale_lines(plan: ExperimentPlan, store_root: Path) -> list[str]:
+    """The plan's cells whose stored agent runs are out of date, and why (what would rerun).
+
+    Dagster 1.13 shows a partition's staleness only on that partition's page; this lists them
+    all, from the run store, as the ``cells_current`` check does.
+    """
+    from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument
+    from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS
+    from datagouv_eval_pipeline.experiment.staleness import stale_cells
+    from datagouv_eval_pipeline.experiment.store import RunStore, RunStoreError
+
+    store = RunStore(store_root)
+    documents = []
+    for cell in plan.cells:
+        try:
+            document = store.read_document(AGENT_RUNS, cell.key, AgentRunsDocument)
+        except RunStoreError:
+            continue  # an unreadable document is the warehouse's to report
+        if document is not None:
+            documents.append((cell, document))
+    stale = stale_cells(documents, {task.task_id: task.spec_hash() for task in plan.tasks})
+    if not documents:
+        return ["out of date: no cell of the plan has stored agent runs yet"]
+    lines = [f"out of date: {len(stale)} of the {len(documents)} cell(s) with stored agent runs"]
+    lines += [f"  {key}: {'; '.join(why)}" for key, why in stale.items()]
+    return lines
+
+
 def _print_plan(plan: ExperimentPlan, *, live: bool, rerun: bool) -> None:
     from datagouv_eval_pipeline.experiment.cache import default_agent_cache
     from datagouv_eval_pipeline.experiment.estimate import current_snapshot_id
@@ -119,6 +147,8 @@ def _print_plan(plan: ExperimentPlan, *, live: bool, rerun: bool) -> None:
         f"request: the policy, the task or a live run excludes the cell), ~{requests} model "
         f"requests, estimated cost {priced}; no agent was run."
     )
+    for line in stale_lines(plan, default_run_store()):
+        click.echo(line)
 
 
 @click.command("experiment")
@@ -336,9 +366,10 @@ def _execute(
     Returns the run's result (None when it was stopped before the job started), the warehouse,
     the report's Markdown and how to end the command (``Stoppable.exit``).
 
-    The run covers the smallest partition range holding ``cells`` (default: the active
-    cells, a prefix of the partitions); cells of the range outside an explicit selection of
-    evaluation types are left alone by the stages.
+    ``cells`` (default: the active cells) become partitions of the instance if they are not
+    yet (``defs/partitions.py``), and the run covers the smallest partition range holding
+    them; other cells of that range (registered later, or left out by a selection) are
+    named out of the run (its ``cells`` setting), so the stages leave them alone.
     """
     import warnings
 
@@ -349,17 +380,26 @@ def _execute(
     warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
     from datagouv_eval_pipeline.definitions import defs
-    from datagouv_eval_pipeline.defs.partitions import ACTIVE_KEYS, covering_range
+    from datagouv_eval_pipeline.defs.partitions import (
+        ACTIVE_KEYS,
+        covering_range,
+        range_keys,
+        register_cells,
+    )
     from datagouv_eval_pipeline.defs.run_origin import as_code_location_runs
     from datagouv_eval_pipeline.defs.versions import OBSERVATION_JOBS
 
-    first, last = covering_range(cells or ACTIVE_KEYS)
+    wanted = cells or ACTIVE_KEYS
     job = defs.resolve_job_def("experiment")
     own = {RUN_PID_TAG: str(os.getpid()), RUN_HOST_TAG: socket.gethostname()}
 
     def run(stop: CancelToken) -> Any:
         with open_instance(resolve_home(None)) as instance, as_code_location_runs(instance):
             click.echo(describe_cleaned(clean_dead_runs(instance)))
+            order = register_cells(instance, sorted(wanted))
+            first, last = covering_range(wanted, order)
+            if not settings["cells"] and not set(range_keys(order, first, last)) <= wanted:
+                settings["cells"] = sorted(wanted)
             # The cells' and tasks' versions first: what changed since the last run shows as
             # stale, and this run's materializations record the versions they were built on.
             for observation in OBSERVATION_JOBS:

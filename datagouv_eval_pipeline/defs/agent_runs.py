@@ -157,7 +157,7 @@ def run_agent_cells(
             **arguments(cell),
         )
 
-    cells = [cells_by_key[key] for key in context.partition_keys]
+    cells = [cells_by_key[key] for key in context.partition_keys if key in cells_by_key]
     runnable = [cell for cell in cells if excluded(cell) is None]
     if runnable:
         catalog.urls()  # start the twin before the lanes share it
@@ -194,7 +194,9 @@ def run_agent_cells(
         ) as futures:
 
             def work(key: str) -> tuple[AgentRunsDocument, dict[str, Any]] | str:
-                cell = cells_by_key[key]
+                cell = cells_by_key.get(key)
+                if cell is None:
+                    return "not a cell of the benchmark configuration any more"
                 why = excluded(cell)
                 if why is not None:
                     return why

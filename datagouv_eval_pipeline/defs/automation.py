@@ -12,11 +12,14 @@
   loaded code does not.
 * ``new_builds``: requests the agent runs of a real MCP build's cells again when the build's
   code changed since their results (a ``path:`` checkout with new commits, a reinstall).
+* ``active_cell_partitions``: registers the active cells as partitions of the instance (on by
+  default; the CLI does it too), so a fresh instance shows them (``defs/partitions.py``).
 * ``eval_automation``: evaluates the declarative automation (downstream stages follow their
   partition; the warehouse fires once the cells are done), running by default.
 """
 
 import os
+from typing import Any
 
 import dagster as dg
 
@@ -25,9 +28,13 @@ from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.defs import partitions
 from datagouv_eval_pipeline.defs.partitions import (
     ACTIVE_CELLS,
+    CELL_PARTITIONS,
     CELLS,
     CELLS_BY_KEY,
+    cells_to_register,
     provider_ranges,
+    range_keys,
+    register_cells,
 )
 from datagouv_eval_pipeline.defs.resources import (
     CatalogResource,
@@ -129,11 +136,12 @@ def weekly_experiment(context: dg.ScheduleEvaluationContext) -> list[dg.RunReque
     config = live_config(partitions.ACTIVE_CELLS, os.environ)
     for provider, why in config.left_out.items():
         context.log.info("provider %s left out of the weekly run: %s", provider, why)
-    ranges = provider_ranges()
+    order = register_cells(context.instance)
+    ranges = provider_ranges(order)
     requests = [
         dg.RunRequest(
             run_key=f"{provider}:{context.scheduled_execution_time:%Y-%m-%d}",
-            run_config=config.run_config(),
+            run_config=_only_provider_cells(config.run_config(), provider, order, ranges),
             tags={
                 "dagster/asset_partition_range_start": ranges[provider][0],
                 "dagster/asset_partition_range_end": ranges[provider][1],
@@ -148,6 +156,39 @@ def weekly_experiment(context: dg.ScheduleEvaluationContext) -> list[dg.RunReque
             "no provider can run: " + "; ".join(f"{p}: {w}" for p, w in config.left_out.items())
         )
     return requests
+
+
+def _only_provider_cells(
+    run_config: dict[str, Any],
+    provider: str,
+    order: list[str],
+    ranges: dict[str, tuple[str, str]],
+) -> dict[str, Any]:
+    """``run_config`` naming the provider's cells when its range holds other cells too.
+
+    On a fresh instance each provider's active cells are contiguous; cells registered later
+    (a new model, an inactive cell run on request) can fall inside a range, and must not run.
+    """
+    mine = [c.key for c in partitions.ACTIVE_CELLS if c.model.provider == provider]
+    if set(range_keys(order, *ranges[provider])) <= set(mine):
+        return run_config
+    experiment = {"config": {"cells": mine}}
+    return {**run_config, "resources": {**run_config["resources"], "experiment": experiment}}
+
+
+@dg.sensor(
+    minimum_interval_seconds=60,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Registers the active cells of the YAML as partitions of the instance.",
+)
+def active_cell_partitions(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+    """Add the active cells the instance lacks (inactive ones are added when asked for)."""
+    missing = cells_to_register(context.instance.get_dynamic_partitions(CELL_PARTITIONS))
+    if not missing:
+        return dg.SkipReason(f"the {len(ACTIVE_CELLS)} active cells are partitions")
+    return dg.SensorResult(
+        dynamic_partitions_requests=[dg.AddDynamicPartitionsRequest(CELL_PARTITIONS, missing)]
+    )
 
 
 @dg.sensor(
@@ -171,7 +212,9 @@ def new_cells(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipR
                 f"location: {', '.join(unloaded[:5])}"
             )
         return dg.SkipReason("every cell has agent runs")
+    registered = context.instance.get_dynamic_partitions(CELL_PARTITIONS)
     return dg.SensorResult(
+        dynamic_partitions_requests=_register(cells_to_register(registered)),
         run_requests=[
             dg.RunRequest(
                 run_key=cell.key,
@@ -179,7 +222,7 @@ def new_cells(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipR
                 tags={PROVIDER_TAG: cell.model.provider},
             )
             for cell in fresh
-        ]
+        ],
     )
 
 
@@ -199,7 +242,11 @@ def new_builds(
     if not changes:
         builds = sum(1 for cell in CELLS if cell.mcp_build is not None)
         return dg.SkipReason(f"no build changed ({builds} build cell(s) known)")
+    registered = context.instance.get_dynamic_partitions(CELL_PARTITIONS)
+    # A build cell may be inactive: it becomes a partition when its code changes.
+    added = cells_to_register(registered, [change.cell_key for change in changes])
     return dg.SensorResult(
+        dynamic_partitions_requests=_register(added),
         run_requests=[
             dg.RunRequest(
                 run_key=f"{change.cell_key}@{change.digest[:16]}",
@@ -207,8 +254,13 @@ def new_builds(
                 tags={PROVIDER_TAG: CELLS_BY_KEY[change.cell_key].model.provider},
             )
             for change in changes
-        ]
+        ],
     )
+
+
+def _register(keys: list[str]) -> list[dg.AddDynamicPartitionsRequest]:
+    """The request adding ``keys`` as partitions (none when empty); applied before the runs."""
+    return [dg.AddDynamicPartitionsRequest(CELL_PARTITIONS, keys)] if keys else []
 
 
 eval_automation = dg.AutomationConditionSensorDefinition(

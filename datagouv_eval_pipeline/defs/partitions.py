@@ -1,20 +1,29 @@
-"""Partitions: one static partition per cell of every evaluation type of the benchmark YAML.
+"""Partitions: one dynamic partition per cell, the active cells registered, others on demand.
 
 Dagster allows at most two partition dimensions and a cell has five (model, capability set,
 MCP version, skills version, system prompt), so a cell is one composite key built by
-``benchmark.keys`` from the YAML and decoded by lookup, never parsed by hand. Static, not
-dynamic: the keys exist as soon as the code location loads (a fresh instance needs no sensor
-tick), and adding a model or an MCP version to the YAML adds partitions without touching any
-existing one.
+``benchmark.keys`` from the YAML and decoded by lookup, never parsed by hand.
 
-Every evaluation type and every model of ``models.yml`` contributes partitions, inactive ones
-included, so any cell (the real 0.2.14 build of ``real_mcp_server``, a local model not in the
-default run, say) can be materialized from the launchpad or the command line
-(``experiment --models``, ``--cells``). The cells of the active types and models come first,
-then the others; within each block the keys are grouped by provider in ``models.yml`` order, so
-each provider's active cells form one contiguous range: that is what the default run (and a
-per-provider run) covers.
+Dynamic, not static: the partitions of an asset are what the UI counts ("66 % filled"), and
+the cells of inactive evaluation types and models (the real 0.2.14 build of
+``real_mcp_server``, a local model not in the default run) are not part of the default
+experiment. So the instance holds the active cells as partitions, and an inactive cell becomes
+one when it is asked for: ``experiment --cells``/``--models``/``--evaluation-type``, the
+``new_builds`` sensor, or the launchpad's "Add partition" in the UI (a key of
+``datagouv-eval cells``). Every entry point registers the active cells first
+(``register_cells``): the CLI (``experiment``, ``dagster ui``), the weekly schedule, and the
+``active_cell_partitions`` sensor (on by default) for an instance the CLI never opened. A
+registered key stays (with its materializations) when the YAML drops its cell; the stages
+leave such a cell alone.
+
+Partition order is the instance's registration order: the active cells in YAML order (grouped
+by provider in ``models.yml`` order, so each provider's active cells form one contiguous range
+on a fresh instance), then the cells registered later. A run covers a range of that order; the
+cells of the range that were not asked for are named in the run's ``cells`` setting, so the
+stages leave them alone.
 """
+
+from collections.abc import Collection, Iterable, Sequence
 
 import dagster as dg
 
@@ -50,30 +59,78 @@ def experiment_cells(config: BenchmarkConfig | None = None) -> tuple[list[Cell],
 
 
 CELLS, ACTIVE_CELLS = experiment_cells()
-"""Every partition's cell, and the cells of the default experiment (a prefix of ``CELLS``)."""
+"""Every cell of the YAML, and the cells of the default experiment (a prefix of ``CELLS``)."""
 CELLS_BY_KEY: dict[str, Cell] = {cell.key: cell for cell in CELLS}
 ACTIVE_KEYS: frozenset[str] = frozenset(cell.key for cell in ACTIVE_CELLS)
 
-cell_partitions = dg.StaticPartitionsDefinition([cell.key for cell in CELLS])
+CELL_PARTITIONS = "cells"
+"""Name of the dynamic partitions definition of the cells."""
+cell_partitions = dg.DynamicPartitionsDefinition(name=CELL_PARTITIONS)
 
 
-def covering_range(keys: set[str] | frozenset[str]) -> tuple[str, str]:
-    """The first and last partition key of the smallest range holding ``keys``.
+def cells_to_register(registered: Sequence[str], keys: Iterable[str] = ()) -> list[str]:
+    """The cells missing from ``registered``: the active ones (in order), then ``keys``.
 
     Raises:
-        ValueError: No key given, or a key that is no partition.
+        ValueError: A key that is no cell of the YAML.
     """
-    unknown = sorted(keys - CELLS_BY_KEY.keys())
+    wanted = list(keys)
+    unknown = sorted(set(wanted) - CELLS_BY_KEY.keys())
+    if unknown:
+        raise ValueError(f"not a cell of the benchmark configuration: {', '.join(unknown)}")
+    present = set(registered)
+    ordered = dict.fromkeys([*(cell.key for cell in ACTIVE_CELLS), *wanted])
+    return [key for key in ordered if key not in present]
+
+
+def register_cells(instance: dg.DagsterInstance, keys: Iterable[str] = ()) -> list[str]:
+    """Make the active cells and ``keys`` partitions of ``instance``; return them all, in order.
+
+    Idempotent: a key already registered keeps its place.
+
+    Raises:
+        ValueError: A key that is no cell of the YAML.
+    """
+    registered = list(instance.get_dynamic_partitions(CELL_PARTITIONS))
+    missing = cells_to_register(registered, keys)
+    if missing:
+        instance.add_dynamic_partitions(CELL_PARTITIONS, missing)
+        registered = list(instance.get_dynamic_partitions(CELL_PARTITIONS))
+    return registered
+
+
+def covering_range(keys: Collection[str], order: Sequence[str] | None = None) -> tuple[str, str]:
+    """The first and last partition key of the smallest range holding ``keys``.
+
+    Args:
+        keys: The cells the range must hold.
+        order: The partition keys in order (the instance's, ``register_cells``); default:
+            the YAML's order, as a fresh instance registers them.
+
+    Raises:
+        ValueError: No key given, or a key that is not in ``order``.
+    """
+    order = [cell.key for cell in CELLS] if order is None else order
+    unknown = sorted(set(keys) - set(order))
     if not keys or unknown:
         raise ValueError(f"no partition range for {sorted(keys)} (unknown: {unknown})")
-    positions = [index for index, cell in enumerate(CELLS) if cell.key in keys]
-    return CELLS[positions[0]].key, CELLS[positions[-1]].key
+    positions = [index for index, key in enumerate(order) if key in keys]
+    return order[positions[0]], order[positions[-1]]
 
 
-def provider_ranges() -> dict[str, tuple[str, str]]:
-    """First and last partition key of each provider's contiguous range of active cells."""
-    ranges: dict[str, tuple[str, str]] = {}
+def range_keys(order: Sequence[str], first: str, last: str) -> list[str]:
+    """The partition keys from ``first`` to ``last`` in ``order``."""
+    return list(order[order.index(first) : order.index(last) + 1])
+
+
+def provider_ranges(order: Sequence[str] | None = None) -> dict[str, tuple[str, str]]:
+    """First and last partition key of the smallest range of each provider's active cells.
+
+    Args:
+        order: The partition keys in order (default: the YAML's, where each provider's
+            active cells are contiguous).
+    """
+    by_provider: dict[str, set[str]] = {}
     for cell in ACTIVE_CELLS:
-        first = ranges.get(cell.model.provider, (cell.key, cell.key))[0]
-        ranges[cell.model.provider] = (first, cell.key)
-    return ranges
+        by_provider.setdefault(cell.model.provider, set()).add(cell.key)
+    return {provider: covering_range(keys, order) for provider, keys in by_provider.items()}

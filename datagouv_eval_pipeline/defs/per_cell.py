@@ -334,11 +334,14 @@ def not_selected(
 
     An explicit selection of evaluation types (the launchpad's or ``--evaluation-type``) runs
     only their cells, and one of cells (``chosen``: ``--models``, ``--cells``) only those;
-    without either, every cell of the range runs.
+    without either, every cell of the range runs. A partition whose cell left the YAML never
+    runs (its earlier results stay).
     """
+    cell = cells_by_key.get(key)
+    if cell is None:  # a partition registered earlier whose cell the YAML no longer has
+        return "not a cell of the benchmark configuration any more"
     if chosen and key not in chosen:
         return "not among the chosen cells"
-    cell = cells_by_key[key]
     if evaluation_types and not set(cell.evaluation_types) & set(evaluation_types):
         return "not in the selected evaluation types"
     return None

@@ -28,7 +28,7 @@ from typing import Any
 import dagster as dg
 import yaml
 
-from datagouv_eval_pipeline.defs.partitions import CELLS, cell_partitions
+from datagouv_eval_pipeline.defs.partitions import CELLS, cell_partitions, register_cells
 from datagouv_eval_pipeline.defs.resources import RunStoreResource
 from datagouv_eval_pipeline.experiment.cache import NOT_AN_INPUT
 from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument
@@ -94,8 +94,11 @@ def task_spec_versions(directory: Path | None = None) -> dict[str, str]:
     ),
 )
 def cell_setups(context: dg.OpExecutionContext) -> dg.DataVersionsByPartition:
-    """Observe the cells whose setup version moved since their last observation."""
-    return dg.DataVersionsByPartition(_moved(context, "cell_setups", cell_setup_versions()))
+    """Observe the registered cells whose setup version moved since their last observation."""
+    # Only partitions can be observed: the instance's cells (``defs/partitions.py``).
+    registered = set(register_cells(context.instance))
+    versions = {k: v for k, v in cell_setup_versions().items() if k in registered}
+    return dg.DataVersionsByPartition(_moved(context, "cell_setups", versions))
 
 
 def _moved(context: dg.OpExecutionContext, asset: str, versions: dict[str, str]) -> dict[str, str]:

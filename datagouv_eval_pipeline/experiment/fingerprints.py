@@ -222,6 +222,17 @@ def toolset_fingerprints(cell: Cell) -> dict[str, str]:
     return dict(sorted(parts.items()))
 
 
+def toolset_version(cell: Cell, build: str = "") -> str:
+    """sha256 of the toolsets a cell's runs reach (no shared agent code), and its build's code.
+
+    The part of the world the twin and the toolsets make: a change here means the runs met
+    another world under the same cell key (the regression gate does not compare them).
+    """
+    digest = hashlib.sha256(repr(sorted(toolset_fingerprints(cell).items())).encode())
+    digest.update(build.encode())
+    return digest.hexdigest()
+
+
 def cell_code_fingerprint(cell: Cell) -> str:
     """sha256 of every line of code a cell's runs depend on (shared code and its toolsets)."""
     digest = hashlib.sha256(shared_run_code().encode())

@@ -32,7 +32,7 @@ from datagouv_eval_pipeline.experiment.documents import (
     RunResult,
     StoredTraceMapping,
 )
-from datagouv_eval_pipeline.experiment.fingerprints import cell_code_fingerprint
+from datagouv_eval_pipeline.experiment.fingerprints import cell_code_fingerprint, toolset_version
 from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord
 from datagouv_eval_pipeline.judges.protocol import Judge
 from datagouv_eval_pipeline.judges.runner import (
@@ -145,6 +145,15 @@ def run_agents(
         endpoint = builds.start(cell.mcp_build)
         options["mcp_url"] = endpoint.url
     toolset = endpoint.fingerprint if endpoint is not None else ""
+    world = toolset_version(cell, toolset)
+
+    def stamped(trace: Trace) -> Trace:
+        # The toolsets' version is part of the cache key: a hit met this world too.
+        if trace.provenance.toolset_version == world:
+            return trace
+        provenance = trace.provenance.model_copy(update={"toolset_version": world})
+        return trace.model_copy(update={"provenance": provenance})
+
     use_cache = cache is not None and snapshot_id is not None
     hashes: dict[tuple[str, int], str] = {}
     found: dict[tuple[str, int], Trace] = {}
@@ -159,7 +168,7 @@ def run_agents(
                 assert cache is not None
                 hit = cache.get(hashes[key])
                 if hit is not None:
-                    found[key] = hit
+                    found[key] = stamped(hit)
     # Only the missing (task, repeat) pairs run: adding repeats reuses the stored repeat 0.
     missing = {(t.task_id, r) for t in tasks for r in range(repeats) if (t.task_id, r) not in found}
     to_run = [t for t in tasks if any((t.task_id, r) in missing for r in range(repeats))]
@@ -171,7 +180,7 @@ def run_agents(
             # Cached as soon as it ends: an interrupted cell resumes without redoing it.
             if use_cache:
                 assert cache is not None
-                cache.put(hashes[(trace.task_id, trace.repeat)], trace)
+                cache.put(hashes[(trace.task_id, trace.repeat)], stamped(trace))
 
         run = execute_cell(
             cell,
@@ -186,7 +195,7 @@ def run_agents(
         )
         tool_lists = run.tool_lists
         for trace in run.traces:
-            found[(trace.task_id, trace.repeat)] = trace
+            found[(trace.task_id, trace.repeat)] = stamped(trace)
             if trace.status not in ("skipped", "cancelled"):
                 executed += 1
         cancelled = sum(1 for trace in run.traces if trace.status == "cancelled")

@@ -73,6 +73,8 @@ class HistoryView:
         changes: The gate's comparisons of the headline tier (all languages, compared or not
             comparable); the first-run cells are in ``first_run``.
         first_run: Cells the latest experiment ran for the first time.
+        world_changed: (cell, reason) of the cells whose two runs met another world (snapshot
+            or twin/toolset code): none of their comparisons is comparable.
         setup: What differs between the previous experiment(s) and the latest (code, judge,
             configuration), one sentence each.
     """
@@ -85,6 +87,7 @@ class HistoryView:
     decision: str | None = None
     changes: list[Change] = field(default_factory=list)
     first_run: list[str] = field(default_factory=list)
+    world_changed: list[tuple[str, str]] = field(default_factory=list)
     setup: list[str] = field(default_factory=list)
 
     @property
@@ -130,6 +133,9 @@ def history_view(data: ReportData, labels: dict[str, str]) -> HistoryView | None
     before = {c.previous_experiment_id for c in comparisons if c.previous_experiment_id}
     view.previous = [e for e in data.experiments if e["experiment_id"] in before]
     view.first_run = sorted({c.cell_key for c in comparisons if c.previous_experiment_id is None})
+    view.world_changed = sorted(
+        {(c.cell_key, c.reason or "") for c in comparisons if c.world_changed}
+    )
     view.changes = [
         Change(
             cell_key=c.cell_key,

@@ -173,6 +173,12 @@ def history_lines(view: ReportView) -> list[str]:
     if h.first_run:
         names = ", ".join(view.labels.get(k, k) for k in h.first_run)
         lines += ["", f"Run for the first time (nothing to compare): {_escape(names)}."]
+    if h.world_changed:
+        lines += ["", "Not compared, the world changed under the same cell key:", ""]
+        lines += [
+            f"- {_escape(view.labels.get(cell, cell))}: {_escape(reason)}"
+            for cell, reason in h.world_changed
+        ]
     shown = [c for c in h.changes if c.failed or c.verdict in ("better", "worse")]
     quiet = sum(1 for c in h.changes if c not in shown and c.verdict is not None)
     unpaired = len(h.changes) - len(shown) - quiet

@@ -148,6 +148,51 @@ class DatasetFilters:
 NO_FILTERS = DatasetFilters()
 
 
+@dataclass(frozen=True, slots=True)
+class _Chosen:
+    """The filters of one v2 dataset search, to drop a facet's own filter when counting it."""
+
+    last_update_range: str | None
+    organization: str | None
+    tag: str | None
+    more_tags: tuple[str, ...]
+    format: str | None
+    badge: str | None
+    filters: DatasetFilters
+
+    def tags(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(([self.tag] if self.tag else []) + list(self.more_tags)))
+
+    def key(self) -> tuple[Any, ...]:
+        return (*(getattr(self, f) for f in self.__slots__ if f != "filters"), self.filters.key())
+
+    def without_own(self) -> dict[str, _Chosen]:
+        """Facet name -> these filters without that facet's own (only for facets filtered)."""
+        f = self.filters
+        own: dict[str, _Chosen] = {}
+        if self.last_update_range in LAST_UPDATE_RANGES:
+            own["last_update"] = replace(self, last_update_range=None)
+        if self.organization:
+            own["organization_id_with_name"] = replace(self, organization=None)
+        if self.format:
+            own["format"] = replace(self, format=None)
+        for name, field_name in (
+            ("license", "license"),
+            ("granularity", "granularity"),
+            ("geozone", "geozone"),
+            ("access_type", "access_type"),
+            ("format_family", "format_family"),
+            ("producer_type", "producer_type"),
+            ("schema", "schema"),
+            ("topics", "topic"),
+        ):
+            value = getattr(f, field_name)
+            if value:
+                empty: Any = () if isinstance(value, tuple) else None
+                own[name] = replace(self, filters=replace(f, **{field_name: empty}))
+        return own
+
+
 class SnapshotError(Exception):
     """The snapshot cannot be loaded; the message names the file (and record) at fault."""
 
@@ -657,26 +702,34 @@ class CatalogStore:
         ``filters`` are udata's other declared filters; ``tags`` more tags, all required.
         """
         segments = self._dataset_segments()
-        wanted_tags = tuple(dict.fromkeys(([tag] if tag else []) + list(tags)))
-        masks = self._dataset_masks(
-            segments, last_update_range, organization, wanted_tags, dataservice, format, badge
-        )
-        if filters != NO_FILTERS:
-            masks = [
-                mask & extra for mask, extra in zip(masks, self._filter_masks(filters), strict=True)
-            ]
-        if query and query.strip():
-            if api == 1:
-                matches = search.match_v1(segments, query, masks)
-            else:
-                matches = search.add_matches(
+        chosen = _Chosen(last_update_range, organization, tag, tuple(tags), format, badge, filters)
+
+        def find(wanted: _Chosen) -> list[search.Matches]:
+            masks = self._dataset_masks(
+                segments,
+                wanted.last_update_range,
+                wanted.organization,
+                wanted.tags(),
+                dataservice,
+                wanted.format,
+                wanted.badge,
+            )
+            if wanted.filters != NO_FILTERS:
+                extras = self._filter_masks(wanted.filters)
+                masks = [mask & extra for mask, extra in zip(masks, extras, strict=True)]
+            if query and query.strip():
+                if api == 1:
+                    return search.match_v1(segments, query, masks)
+                return search.add_matches(
                     _match_v2_synonyms(segments, query, search.DATASET_MODEL, masks),
                     self._dataset_id_clause(segments, query, masks),
                 )
-            keys = None
-        else:
-            matches = search.browse(segments, masks, by_boost=api != 1)
-            keys = None if api != 1 else self._dataset_keys(segments, "created")
+            return search.browse(segments, masks, by_boost=api != 1)
+
+        matches = find(chosen)
+        keys = None
+        if not (query and query.strip()) and api == 1:
+            keys = self._dataset_keys(segments, "created")
         descending = True
         if sort and (
             sort.lstrip("-") in _DATASET_SORTS or (api == 1 and sort.lstrip("-") == "title")
@@ -686,20 +739,10 @@ class CatalogStore:
         seg, rows = search.order(matches, keys, descending=descending)
         result = self._page("dataset", seg, rows, page, page_size)
         if facets:
-            key = (
-                query,
-                last_update_range,
-                organization,
-                wanted_tags,
-                dataservice,
-                format,
-                badge,
-                api,
-                filters.key(),
-            )
+            key = (query, dataservice, api, chosen.key())
             cached = self._facets.get(key)
             if cached is None:
-                cached = self._dataset_facets(matches)
+                cached = self._own_filter_facets(chosen, matches, find)
                 if len(self._facets) > 256:
                     self._facets.clear()
                 self._facets[key] = cached
@@ -733,12 +776,39 @@ class CatalogStore:
             return str(made[0]["id"]) if made else None
         return found[0]
 
-    def _dataset_facets(self, matches: list[search.Matches]) -> dict[str, list[dict[str, Any]]]:
-        """Return udata's v2 ``facets``: per facet, ``all`` then the 50 largest buckets.
+    def _own_filter_facets(
+        self,
+        chosen: _Chosen,
+        matches: list[search.Matches],
+        find: Callable[[_Chosen], list[search.Matches]],
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The v2 ``facets`` as udata_search_service counts them: without their own filter.
 
-        Counted over the matches with every filter applied (production leaves each facet's own
-        filter out of its counts). Facets the snapshot has no data for (``producer_type``,
-        ``format_family``, ``schema``, ``geozone``, ``topics``) hold only ``all``.
+        Production (``udata_search_service/search_clients.py``, ``query_datasets``) counts each
+        facet in a filter aggregation of the query and every filter but that facet's own
+        (``get_filters_except``), and applies the filters to the hits only afterwards
+        (``post_filter``): ``license: lov2 1885`` next to ``?license=odc-odbl`` says how many
+        Licence Ouverte datasets picking that licence instead would give. Two exceptions
+        follow from the same code: the ``badge`` filter is not in ``get_filters_except``'s
+        list, so no facet counts it; and ``tag`` reaches the service renamed ``tags``
+        (``services.py`` ``DatasetService.filter_renames``), an "other" filter that every
+        facet counts, the ``tag`` facet included.
+        """
+        base = matches
+        if chosen.badge:
+            base = find(replace(chosen, badge=None))
+            chosen = replace(chosen, badge=None)
+        facets = self._dataset_facets(base)
+        for name, without in chosen.without_own().items():
+            facets[name] = self._dataset_facets(find(without))[name]
+        return facets
+
+    def _dataset_facets(self, matches: list[search.Matches]) -> dict[str, list[dict[str, Any]]]:
+        """Return udata's v2 ``facets`` over ``matches``: per facet, ``all`` then the 50 largest.
+
+        Facets the snapshot has no data for (``producer_type``, ``format_family``, ``schema``,
+        ``geozone``, ``topics``) hold only ``all``. Which filters each facet counts:
+        :meth:`_own_filter_facets`.
         """
         counters: dict[str, Counter[str]] = {name: Counter() for name in _FACETS}
         total = sum(int(m.rows.size) for m in matches)

@@ -80,7 +80,8 @@ DERIVED_DOCS: dict[str, str] = {
     "older_cell": "The cell with the older MCP version.",
     "older_mean": "Mean over the paired repeats in the older version.",
     "older_version": "The older MCP version.",
-    "outcome": "The gate's outcome for the cell: worse, not comparable or passed.",
+    "outcome": "The gate's outcome for the cell: worse, not comparable: the world changed, "
+    "not comparable, or passed.",
     "paired_coverage_a": "Cell a's coverage on the runs both cells have.",
     "paired_coverage_b": "Cell b's coverage on the runs both cells have.",
     "paired_delta": "Mean per-task difference b - a over the tasks scored in both cells.",

@@ -16,6 +16,14 @@ gets no verdict, never fails, stays out of the cell's Holm family, and the cell'
 comparable" unless another of its comparisons failed. A judge outage (every verdict unscored) thus
 reads as what it is, not as an agent regression; scores the judge does not decide (action F1,
 trajectory adherence, runs scored) are still compared.
+
+The gate also compares like worlds. When the two runs of a cell met another world (the catalog
+snapshot the twin served, ``eval.runs.snapshot_id``, or the code of the twin and the toolsets
+the cell reaches, ``eval.runs.toolset_version``), none of the cell's comparisons is comparable:
+the cell's outcome is "not comparable: the world changed", with what changed. A twin that now
+serves resources for every dataset changes the agent's answers under the same cell key; that is
+not the agent's regression. Runs recorded before ``toolset_version`` existed (NULL) are compared
+on their snapshot alone.
 """
 
 from __future__ import annotations
@@ -51,6 +59,8 @@ JUDGE_DERIVED = registry.USES_JUDGE
 
 PASSED, WORSE, NOT_COMPARABLE = "passed", "worse", "not comparable"
 """A cell's outcome: no failed and no incomparable comparison; a failed one; else incomparable."""
+WORLD_CHANGED = "not comparable: the world changed"
+"""A cell's outcome when its two runs met another snapshot or other twin/toolset code."""
 
 SCORED = "scored"
 """The gate's own 0/1 outcome per run (tier ``all``): whether the run was scored at all.
@@ -111,6 +121,7 @@ class GateComparison:
     coverage_previous: float | None
     coverage_current: float | None
     reason: str | None
+    world_changed: bool = False
 
 
 @dataclass(frozen=True)
@@ -139,6 +150,20 @@ class GateReport:
         """Cells without a failed comparison but with one that is not comparable, sorted."""
         failed = set(self.failed_cells)
         return sorted({c.cell_key for c in self.comparisons if not c.comparable} - failed)
+
+    @property
+    def world_changed_cells(self) -> list[str]:
+        """Cells whose two runs met another world (never failed: none of them compared)."""
+        return sorted({c.cell_key for c in self.comparisons if c.world_changed})
+
+    def cell_outcome(self, cell: str) -> str:
+        """One cell's outcome: worse, the world changed, not comparable, else passed."""
+        mine = [c for c in self.comparisons if c.cell_key == cell]
+        if any(c.failed for c in mine):
+            return WORSE
+        if any(c.world_changed for c in mine):
+            return WORLD_CHANGED
+        return NOT_COMPARABLE if any(not c.comparable for c in mine) else PASSED
 
     @property
     def passed(self) -> bool:
@@ -201,6 +226,15 @@ WHERE experiment_id IN (SELECT unnest(?)) AND metric IN ('criteria_scored', 'cri
 GROUP BY experiment_id, cell_key, tier
 """
 
+_WORLDS_SQL = f"""
+SELECT experiment_id, cell_key,
+       list_sort(list_distinct(list(coalesce(snapshot_id, 'live')))),
+       list_sort(list_distinct(list(toolset_version) FILTER (WHERE toolset_version IS NOT NULL)))
+FROM {RUNS_HISTORY.qualified}
+WHERE experiment_id IN (SELECT unnest(?)) AND status <> 'skipped'
+GROUP BY experiment_id, cell_key
+"""
+
 _JUDGED_SQL = f"""
 SELECT DISTINCT metric FROM {METRICS_HISTORY.qualified}
 WHERE experiment_id IN (SELECT unnest(?)) AND source = 'judge'
@@ -214,6 +248,24 @@ class _Judging:
     judges: dict[tuple[str, str], tuple[str | None, str | None]]
     coverage: dict[tuple[str, str, str], float | None]
     judge_metrics: frozenset[str]
+    worlds: dict[tuple[str, str], tuple[list[str], list[str]]] = field(default_factory=dict)
+    """(experiment, cell) -> (snapshot ids, 'live' for none; toolset versions known)."""
+
+    def world_change(self, before: str, current: str, cell: str) -> str | None:
+        """What differs between the worlds the two runs of a cell met; None when nothing does.
+
+        An unknown toolset version (runs recorded before it was) compares nothing.
+        """
+        then, now = self.worlds.get((before, cell)), self.worlds.get((current, cell))
+        if then is None or now is None:
+            return None
+        changes = []
+        if then[0] != now[0]:
+            changes.append(f"snapshot {_listed(then[0])} → {_listed(now[0])}")
+        if then[1] and now[1] and then[1] != now[1]:
+            short = [_listed([v[:12] for v in side]) for side in (then[1], now[1])]
+            changes.append(f"twin/toolset code {short[0]} → {short[1]}")
+        return "; ".join(changes) or None
 
     def coverage_of(self, experiment: str | None, cell: str, tier: str) -> float | None:
         if experiment is None:
@@ -251,7 +303,15 @@ def _judging(conn: duckdb.DuckDBPyConnection, experiments: list[str]) -> _Judgin
         for exp, cell, tier, value in conn.execute(_COVERAGE_SQL, [experiments]).fetchall()
     }
     metrics = {row[0] for row in conn.execute(_JUDGED_SQL, [experiments]).fetchall()}
-    return _Judging(judges, coverage, frozenset(metrics | JUDGE_DERIVED))
+    worlds = {
+        (exp, cell): (list(snapshots or []), list(toolsets or []))
+        for exp, cell, snapshots, toolsets in conn.execute(_WORLDS_SQL, [experiments]).fetchall()
+    }
+    return _Judging(judges, coverage, frozenset(metrics | JUDGE_DERIVED), worlds)
+
+
+def _listed(values: list[str]) -> str:
+    return ",".join(values) or "none"
 
 
 def evaluate_gate(
@@ -319,6 +379,7 @@ def _compare_cell(
     now = values.get((current, cell), {})
     then = values.get((before, cell), {}) if before is not None else {}
     drafts: list[dict[str, Any]] = []
+    world = judging.world_change(before, current, cell) if before is not None else None
     measures = [(tier, metric) for tier in settings.tiers for metric in settings.metrics]
     if settings.scored:
         measures.append(("all", SCORED))
@@ -328,7 +389,9 @@ def _compare_cell(
             continue
         series_then = then.get((tier, metric), {})
         incomparable = None
-        if before is not None and metric in judging.judge_metrics:
+        if world is not None:
+            incomparable = f"the world changed: {world}"
+        elif before is not None and metric in judging.judge_metrics:
             incomparable = judging.incomparable(
                 before, current, cell, tier, settings.coverage_tolerance
             )
@@ -401,6 +464,7 @@ def _compare_cell(
                 coverage_previous=judging.coverage_of(before, cell, draft["tier"]),
                 coverage_current=judging.coverage_of(current, cell, draft["tier"]),
                 reason=draft["reason"],
+                world_changed=world is not None and not draft["comparable"],
             )
         )
     return out
@@ -454,7 +518,12 @@ def summary_lines(report: GateReport, *, limit: int = 50) -> list[str]:
         + (f" against {report.against}" if report.against else " against each cell's previous run")
         + f": {len(report.failed_cells)} of {len(report.cells)} cell(s) worse, "
         f"{len(report.not_comparable_cells)} not comparable"
-        f" (alpha {report.settings.alpha}, min drop {report.settings.min_drop}, "
+        + (
+            f" ({len(report.world_changed_cells)} because the world changed)"
+            if report.world_changed_cells
+            else ""
+        )
+        + f" (alpha {report.settings.alpha}, min drop {report.settings.min_drop}, "
         f"coverage tolerance {report.settings.coverage_tolerance})"
     ]
     failed = [c for c in report.comparisons if c.failed]
@@ -466,7 +535,12 @@ def summary_lines(report: GateReport, *, limit: int = 50) -> list[str]:
             f"95% CI [{_f(c.ci_low, '+.3f')}, {_f(c.ci_high, '+.3f')}], "
             f"n={c.pairs}, p_adj={_f(c.p_adjusted, '.4f')})"
         )
-    incomparable = [c for c in report.comparisons if not c.comparable]
+    # One line per cell whose world changed: every one of its comparisons says the same.
+    for cell in report.world_changed_cells[:limit]:
+        why = (c.reason for c in report.comparisons if c.cell_key == cell and c.world_changed)
+        reason = next(why)
+        lines.append(f"  {cell}: {reason}")
+    incomparable = [c for c in report.comparisons if not c.comparable and not c.world_changed]
     for c in incomparable[:limit]:
         lines.append(f"  {c.cell_key} {c.tier} {c.metric} [{c.language}]: {c.reason}")
     first = sum(1 for c in report.comparisons if c.previous_experiment_id is None)

@@ -328,6 +328,7 @@ class _RunBuilder:
             or (code.git_sha if code else None)
             or (code.package if code else None),
             "code_dirty": trace.provenance.code_dirty,
+            "toolset_version": trace.provenance.toolset_version,
             "scorer_version": provenance.scorer_version if provenance else None,
             "registry_version": registry_version,
             "status": trace.status,

@@ -229,6 +229,12 @@ RUNS = Table(
         _c("declined", "BOOLEAN", "Structured decline flag, when given."),
         _c("mapped_fraction", "DOUBLE", "Share of calls the mapper decided."),
         _c("mapping_error", "VARCHAR", "Why the action mapping failed, if it did."),
+        _c(
+            "toolset_version",
+            "VARCHAR",
+            "Fingerprint of the twin and toolset code the run met (with snapshot_id: its "
+            "world); NULL in runs recorded before it was.",
+        ),
     ),
 )
 
@@ -752,6 +758,12 @@ GATE_RESULTS = Table(
         _c("coverage_previous", "DOUBLE", "Criterion coverage of the tier in the previous run."),
         _c("coverage_current", "DOUBLE", "Criterion coverage of the tier in this run."),
         _c("reason", "VARCHAR", "Why nothing was compared, why not comparable, or a note."),
+        _c(
+            "world_changed",
+            "BOOLEAN",
+            "The two runs of the cell met another world (catalog snapshot or twin/toolset "
+            "code): not comparable, whatever the scores (NULL in rows written before).",
+        ),
     ),
 )
 

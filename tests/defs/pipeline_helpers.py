@@ -28,7 +28,7 @@ from datagouv_eval_pipeline.defs import warehouse as warehouse_module
 from datagouv_eval_pipeline.defs.action_mappings import action_mappings
 from datagouv_eval_pipeline.defs.agent_runs import agent_runs
 from datagouv_eval_pipeline.defs.judge_scores import judge_scores
-from datagouv_eval_pipeline.defs.partitions import CELLS
+from datagouv_eval_pipeline.defs.partitions import CELLS, register_cells
 from datagouv_eval_pipeline.defs.resources import (
     CatalogResource,
     ExperimentSettings,
@@ -119,10 +119,18 @@ def cells_job_defs(paths: Paths, **settings: Any) -> dg.Definitions:
     )
 
 
+def cells_instance(*keys: str) -> dg.DagsterInstance:
+    """An ephemeral instance whose partitions are the active cells and ``keys``."""
+    instance = dg.DagsterInstance.ephemeral()
+    register_cells(instance, keys)
+    return instance
+
+
 def run_range(
     defs: dg.Definitions, first: str, last: str, instance: dg.DagsterInstance
 ) -> dg.ExecuteInProcessResult:
     """One Dagster run over the partition range ``first``…``last`` (the backfill policy)."""
+    register_cells(instance, [first, last])
     return defs.resolve_job_def("cells_and_warehouse").execute_in_process(
         instance=instance, tags={RANGE_START: first, RANGE_END: last}, raise_on_error=False
     )
@@ -131,7 +139,11 @@ def run_range(
 def materialize_cell(paths: Paths, key: str, **settings: Any) -> dg.ExecuteInProcessResult:
     """The three cell stages of one partition."""
     return dg.materialize(
-        CELL_STAGES, partition_key=key, resources=resources(paths, **settings), raise_on_error=False
+        CELL_STAGES,
+        partition_key=key,
+        resources=resources(paths, **settings),
+        instance=cells_instance(key),
+        raise_on_error=False,
     )
 
 

@@ -33,7 +33,7 @@ from datagouv_eval_pipeline.sandbox.base import SandboxUnavailableError
 from datagouv_eval_pipeline.sandbox.local import LocalSandbox
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
 from tests.agents.runner.helpers import factory, scripted
-from tests.defs.pipeline_helpers import CELL_STAGES, Paths, query, resources
+from tests.defs.pipeline_helpers import CELL_STAGES, Paths, cells_instance, query, resources
 from tests.judges.judge_server import garbage, grading
 from tests.providers.scripted_server import Reply, ScriptedServer, always
 
@@ -97,7 +97,10 @@ def classifying(body: dict[str, Any]) -> Reply:
 
 def _materialize(paths: Paths, judge: JudgeResource, stages_: list[Any]) -> None:
     settings = {**resources(paths, [TASK]), "judge": judge}
-    assert dg.materialize(stages_, partition_key=CELL, resources=settings).success
+    instance = cells_instance(CELL)
+    assert dg.materialize(
+        stages_, partition_key=CELL, resources=settings, instance=instance
+    ).success
     assert dg.materialize([warehouse], resources=settings).success
 
 

@@ -8,7 +8,14 @@ from datagouv_eval_pipeline.definitions import defs
 from datagouv_eval_pipeline.defs.partitions import CELLS
 from datagouv_eval_pipeline.defs.warehouse import WAREHOUSE_KEYS
 from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS
-from tests.defs.pipeline_helpers import RANGE_END, RANGE_START, STAGE_NAMES, Paths, query
+from tests.defs.pipeline_helpers import (
+    RANGE_END,
+    RANGE_START,
+    STAGE_NAMES,
+    Paths,
+    cells_instance,
+    query,
+)
 
 # Everything but what reads the dbt models (the report, the models themselves).
 SELECTION = [dg.AssetKey(name) for name in ("task_specs", "catalog_validation", *STAGE_NAMES)]
@@ -37,7 +44,7 @@ def test_the_experiment_job_runs_a_range_with_launchpad_settings(tmp_path: Path)
     }
     result = defs.resolve_job_def("experiment").execute_in_process(
         run_config=run_config,
-        instance=dg.DagsterInstance.ephemeral(),
+        instance=cells_instance(),
         tags={RANGE_START: NO_TOOLS, RANGE_END: NEXT_CELL},
         asset_selection=SELECTION,
     )

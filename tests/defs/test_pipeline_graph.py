@@ -75,7 +75,13 @@ EXPECTED_JOBS = [
     "observe_task_specs",
 ]
 EXPECTED_SCHEDULES = ["weekly_experiment"]
-EXPECTED_SENSORS = ["eval_automation", "new_builds", "new_cells", "version_changes"]
+EXPECTED_SENSORS = [
+    "active_cell_partitions",
+    "eval_automation",
+    "new_builds",
+    "new_cells",
+    "version_changes",
+]
 _MODELS = ["baseline-oneshot", "baseline-thorough", "baseline-coder"]
 EXPECTED_PARTITIONS = [
     *(f"offline~{m}__none__data_gouv_context" for m in _MODELS),
@@ -154,8 +160,8 @@ def test_asset_keys_groups_and_partitions() -> None:
             assert parents[key] == {dg.AssetKey("judge_scores")}, key
 
 
-def test_partition_keys_are_every_cell_the_24_active_ones_first() -> None:
-    keys = partitions.cell_partitions.get_partition_keys()
+def test_cells_are_every_cell_the_24_active_ones_first_and_partitions_when_registered() -> None:
+    keys = [cell.key for cell in partitions.CELLS]
     # The offline baselines' 36 cells, then the 12 of each of the 10 inactive models, grouped
     # by provider in models.yml order.
     assert len(keys) == 36 + 10 * 12
@@ -167,6 +173,13 @@ def test_partition_keys_are_every_cell_the_24_active_ones_first() -> None:
     assert partitions.provider_ranges() == {
         "offline": (EXPECTED_PARTITIONS[0], EXPECTED_PARTITIONS[-1])
     }
+    # The partitions are the instance's: a fresh one gets the active cells, in that order.
+    assert isinstance(partitions.cell_partitions, dg.DynamicPartitionsDefinition)
+    with dg.instance_for_test() as instance:
+        assert partitions.register_cells(instance) == EXPECTED_PARTITIONS
+        assert partitions.cell_partitions.get_partition_keys(dynamic_partitions_store=instance) == (
+            EXPECTED_PARTITIONS
+        )
 
 
 def test_checks_and_which_ones_block() -> None:
@@ -194,8 +207,11 @@ MONDAY = datetime(2026, 11, 30, 3, tzinfo=UTC)
 
 def _weekly_requests() -> list[dg.RunRequest]:
     repo = defs.get_repository_def()
-    context = dg.build_schedule_context(repository_def=repo, scheduled_execution_time=MONDAY)
-    result = repo.get_schedule_def("weekly_experiment").evaluate_tick(context)
+    with dg.instance_for_test() as instance:
+        context = dg.build_schedule_context(
+            instance=instance, repository_def=repo, scheduled_execution_time=MONDAY
+        )
+        result = repo.get_schedule_def("weekly_experiment").evaluate_tick(context)
     return list(result.run_requests or [])
 
 
@@ -279,16 +295,22 @@ def test_the_new_cells_sensor_requests_only_cells_never_materialized() -> None:
     repo = defs.get_repository_def()
     sensor = repo.get_sensor_def("new_cells")
     instance = dg.DagsterInstance.ephemeral()
+    partitions.register_cells(instance)
     done = EXPECTED_PARTITIONS[:2]
     for key in done:
         instance.report_runless_asset_event(dg.AssetMaterialization("agent_runs", partition=key))
     context = dg.build_sensor_context(instance=instance, repository_def=repo)
-    requests = list(sensor.evaluate_tick(context).run_requests or [])
+    # The daemon resolves a request's dynamic partition against the instance; so does this.
+    with dg.partition_loading_context(dynamic_partitions_store=instance):
+        requests = list(sensor.evaluate_tick(context).run_requests or [])
     assert [r.partition_key for r in requests] == EXPECTED_PARTITIONS[2:]
     assert {r.tags[PROVIDER_TAG] for r in requests} == {"offline"}
 
     for key in EXPECTED_PARTITIONS[2:]:
         instance.report_runless_asset_event(dg.AssetMaterialization("agent_runs", partition=key))
-    result = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, repository_def=repo))
+    with dg.partition_loading_context(dynamic_partitions_store=instance):
+        result = sensor.evaluate_tick(
+            dg.build_sensor_context(instance=instance, repository_def=repo)
+        )
     assert not result.run_requests
     assert result.skip_message == "every cell has agent runs"

@@ -20,7 +20,7 @@ from datagouv_eval_pipeline.defs.resources import (
     WarehouseResource,
 )
 from datagouv_eval_pipeline.defs.warehouse import warehouse
-from tests.defs.pipeline_helpers import CELL_STAGES, MCP_CELLS, Paths, query
+from tests.defs.pipeline_helpers import CELL_STAGES, MCP_CELLS, Paths, cells_instance, query
 from tests.judges.judge_server import garbage, grading
 from tests.providers.scripted_server import ScriptedServer, always
 
@@ -49,7 +49,12 @@ def _resources(paths: Paths, judge: JudgeResource) -> dict[str, Any]:
 
 
 def _run(paths: Paths, judge: JudgeResource, *, stages: list[Any] = CELL_STAGES) -> None:
-    cell = dg.materialize(stages, partition_key=CELL, resources=_resources(paths, judge))
+    cell = dg.materialize(
+        stages,
+        partition_key=CELL,
+        resources=_resources(paths, judge),
+        instance=cells_instance(CELL),
+    )
     assert cell.success
     assert dg.materialize([warehouse], resources=_resources(paths, judge)).success
 

@@ -23,13 +23,19 @@ from tests.mcp_builds.test_real_build import REAL_0_2_14_TOOLS, TASK_IDS, THOROU
 BUILD_SPEC = "package:iflow-mcp-datagouv-datagouv-mcp==0.2.14"
 
 
-def test_the_inactive_types_cells_are_partitions_outside_the_default_run() -> None:
-    keys = partitions.cell_partitions.get_partition_keys()
-    assert THOROUGH_BUILD in keys and THOROUGH_BUILD not in partitions.ACTIVE_KEYS
-    # The active cells come first: the default run's range holds no inactive cell.
-    assert keys[: len(partitions.ACTIVE_CELLS)] == [c.key for c in partitions.ACTIVE_CELLS]
-    first, last = partitions.covering_range(partitions.ACTIVE_KEYS)
-    assert (first, last) == (keys[0], keys[len(partitions.ACTIVE_CELLS) - 1])
+def test_the_inactive_types_cells_become_partitions_when_asked_for() -> None:
+    assert THOROUGH_BUILD in partitions.CELLS_BY_KEY
+    assert THOROUGH_BUILD not in partitions.ACTIVE_KEYS
+    with dg.instance_for_test() as instance:
+        keys = partitions.register_cells(instance)
+        # A fresh instance holds the active cells only, in the YAML's order.
+        assert keys == [c.key for c in partitions.ACTIVE_CELLS]
+        first, last = partitions.covering_range(partitions.ACTIVE_KEYS, keys)
+        assert (first, last) == (keys[0], keys[-1])
+        # Asking for the inactive cell appends it; the active range is unchanged.
+        keys = partitions.register_cells(instance, [THOROUGH_BUILD])
+        assert keys == [*(c.key for c in partitions.ACTIVE_CELLS), THOROUGH_BUILD]
+        assert partitions.covering_range(partitions.ACTIVE_KEYS, keys) == (first, last)
     cell = partitions.CELLS_BY_KEY[THOROUGH_BUILD]
     assert cell.evaluation_types == ("real_mcp_server",)
 
@@ -39,6 +45,7 @@ def test_the_real_build_cell_is_materialized_by_dagster_and_lands_in_duckdb(
 ) -> None:
     paths = Paths(tmp_path)
     with dg.instance_for_test() as instance:
+        partitions.register_cells(instance, [THOROUGH_BUILD])
         cells = dg.materialize(
             CELL_STAGES,
             partition_key=THOROUGH_BUILD,

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from datagouv_eval_pipeline.agents.runner import CellRun, execute_cell
 from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.cli import main
+from datagouv_eval_pipeline.defs.partitions import register_cells
 from datagouv_eval_pipeline.defs.resources import WarehouseResource
 from datagouv_eval_pipeline.defs.statistics import no_regression
 from datagouv_eval_pipeline.defs.warehouse import warehouse
@@ -51,6 +52,7 @@ def _run(paths: Paths, instance: dg.DagsterInstance, **settings: Any) -> dg.Exec
         resources=resources(paths, TASKS, **settings),
         executor=dg.in_process_executor,
     )
+    register_cells(instance, CELLS)
     return defs.resolve_job_def("with_statistics").execute_in_process(
         instance=instance, tags={RANGE_START: CELLS[0], RANGE_END: CELLS[-1]}, raise_on_error=False
     )

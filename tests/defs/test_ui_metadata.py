@@ -153,9 +153,9 @@ CODER_MCP = "offline~baseline-coder__mcp@0.2.19__data_gouv_context"
 
 
 def test_a_cell_whose_runs_were_all_skipped_fails_its_check_at_warn(tmp_path: Path) -> None:
-    from tests.defs.pipeline_helpers import CELL_STAGES, Paths, resources
+    from tests.defs.pipeline_helpers import CELL_STAGES, Paths, cells_instance, resources
 
-    instance = dg.DagsterInstance.ephemeral()
+    instance = cells_instance(CODER_MCP)
     result = dg.materialize(
         CELL_STAGES,
         partition_key=CODER_MCP,

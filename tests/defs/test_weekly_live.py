@@ -56,8 +56,11 @@ PROXY_VARS = (
 
 def _weekly_requests() -> list[dg.RunRequest]:
     repo = defs.get_repository_def()
-    context = dg.build_schedule_context(repository_def=repo, scheduled_execution_time=MONDAY)
-    result = repo.get_schedule_def("weekly_experiment").evaluate_tick(context)
+    with dg.instance_for_test() as instance:
+        context = dg.build_schedule_context(
+            instance=instance, repository_def=repo, scheduled_execution_time=MONDAY
+        )
+        result = repo.get_schedule_def("weekly_experiment").evaluate_tick(context)
     return list(result.run_requests or [])
 
 
@@ -87,6 +90,7 @@ def _live_run(
         "warehouse": {"config": {"path": str(paths.db)}},
         "experiment": {"config": {"task_ids": ["task_0002"], "evaluation_types": LIVE_TYPES}},
     }
+    partitions.register_cells(instance)  # as the schedule did in the daemon's instance
     return defs.resolve_job_def("experiment").execute_in_process(
         run_config=run_config,
         instance=instance,
@@ -109,9 +113,14 @@ def test_the_weekly_request_is_live_with_the_judge_from_the_environment(
     }
     clean_env.setenv(JUDGE_ENV, "llm:mistral/mistral-small-2603")
     repo = defs.get_repository_def()
-    context = dg.build_schedule_context(repository_def=repo, scheduled_execution_time=MONDAY)
     # An LLM judge without its key fails the tick (the UI shows the cause), naming the variable.
-    with pytest.raises(dg.DagsterError, match="evaluation of schedule weekly_experiment") as error:
+    with (
+        dg.instance_for_test() as instance,
+        pytest.raises(dg.DagsterError, match="evaluation of schedule weekly_experiment") as error,
+    ):
+        context = dg.build_schedule_context(
+            instance=instance, repository_def=repo, scheduled_execution_time=MONDAY
+        )
         repo.get_schedule_def("weekly_experiment").evaluate_tick(context)
     assert "MISTRAL_API_KEY is not set" in str(error.value.__cause__)
 
@@ -262,13 +271,16 @@ def test_the_new_builds_sensor_reruns_a_build_whose_code_changed(
     repo = defs.get_repository_def()
     sensor = repo.get_sensor_def("new_builds")
 
+    instance = dg.DagsterInstance.ephemeral()
+    partitions.register_cells(instance)  # as the daemon did, the active_cell_partitions sensor
+
     def tick() -> Any:
         context = dg.build_sensor_context(
-            instance=dg.DagsterInstance.ephemeral(),
-            repository_def=repo,
-            resources={"run_store": store},
+            instance=instance, repository_def=repo, resources={"run_store": store}
         )
-        return sensor.evaluate_tick(context)
+        # The daemon resolves a request's dynamic partition against the instance.
+        with dg.partition_loading_context(dynamic_partitions_store=instance):
+            return sensor.evaluate_tick(context)
 
     # Never run: the new_cells sensor's business, not this one's.
     # The patched cell and the real 0.2.14 build's cells (an inactive evaluation type's).

@@ -62,6 +62,39 @@ def test_v2_search_has_udatas_facets_envelope(client: TestClient) -> None:
     assert get(client, f"/api/2/datasets/search/?q=transports&tag={tag}")["total"] == count
 
 
+def _buckets(page: dict[str, Any], facet: str) -> dict[str, int]:
+    return {b["name"]: b["count"] for b in page["facets"][facet]}
+
+
+def test_v2_facets_leave_their_own_filter_out_as_udata_search_service_does(
+    client: TestClient,
+) -> None:
+    # udata_search_service query_datasets: each facet is a filter aggregation of the query and
+    # every filter but its own (get_filters_except); the hits alone are post-filtered.
+    plain = get(client, "/api/2/datasets/search/?q=transport&page_size=1")
+    top = plain["facets"]["license"][1]["name"]
+    by_licence = get(client, f"/api/2/datasets/search/?q=transport&license={top}&page_size=1")
+    assert by_licence["total"] == _buckets(plain, "license")[top] < plain["total"]
+    # The licence facet still counts every licence (all = the unfiltered total) ...
+    assert _buckets(by_licence, "license") == _buckets(plain, "license")
+    # ... while the other facets count only the licence's datasets.
+    assert _buckets(by_licence, "tag")["all"] == by_licence["total"]
+    assert sum(_buckets(by_licence, "license").values()) > 2 * by_licence["total"]
+    tag = by_licence["facets"]["tag"][1]["name"]
+    both = get(client, f"/api/2/datasets/search/?q=transport&license={top}&tag={tag}")
+    assert both["total"] == _buckets(by_licence, "tag")[tag]
+    # The licence facet drops its own filter and keeps the tag; a tag reaches the service as
+    # ``tags`` (DatasetService.filter_renames), a filter every facet counts, its own included.
+    by_tag = get(client, f"/api/2/datasets/search/?q=transport&tag={tag}&page_size=1")
+    assert _buckets(both, "license") == _buckets(by_tag, "license")
+    assert _buckets(both, "tag")["all"] == _buckets(both, "format")["all"] == both["total"]
+    assert _buckets(both, "tag")[tag] == both["total"]
+    # The badge filter is in no facet's filters (get_filters_except leaves it out).
+    badge = get(client, "/api/2/datasets/search/?q=transport&badge=spd&page_size=1")
+    assert badge["total"] < plain["total"]
+    assert _buckets(badge, "license") == _buckets(plain, "license")
+
+
 def test_v1_list_has_no_facets_and_searches_titles(client: TestClient) -> None:
     v1 = get(client, "/api/1/datasets/?q=transports&page_size=20")
     assert "facets" not in v1

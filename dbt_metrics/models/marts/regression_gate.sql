@@ -1,7 +1,8 @@
 -- The regression gate per experiment run x cell: how many headline comparisons with the
 -- cell's previous run were made, which failed (a significant drop), which were not comparable
 -- (a judge-decided score under another judge or prompt, or a criterion coverage beyond the
--- tolerance: never "worse"), and the cell's outcome. is_latest marks the most recent experiment checked (what `datagouv-eval gate` shows).
+-- tolerance: never "worse"; or the two runs met another snapshot or twin/toolset code: "the
+-- world changed"), and the cell's outcome. is_latest marks the most recent experiment checked (what `datagouv-eval gate` shows).
 with latest as (
     select experiment_id
     from {{ source('eval', 'experiments') }}
@@ -29,8 +30,10 @@ select
         case when not g.comparable then g.tier || ' ' || g.metric || ' [' || g.language || ']' end,
         ', ' order by g.tier, g.metric, g.language
     ) as not_comparable_measures,
+    coalesce(bool_or(g.world_changed), false) as world_changed,
     case
         when bool_or(g.failed) then 'worse'
+        when bool_or(g.world_changed) then 'not comparable: the world changed'
         when bool_or(not g.comparable) then 'not comparable'
         else 'passed'
     end as outcome,
