@@ -5,13 +5,13 @@ from datagouv_eval_pipeline.benchmark.cells import (
     CellModel,
     CellRecord,
     UnknownEvaluationTypeError,
-    capability_set,
     expand_cells,
 )
 from datagouv_eval_pipeline.benchmark.config import Capability, Metric, ProviderKind
 from datagouv_eval_pipeline.benchmark.cost import token_cost
 from datagouv_eval_pipeline.benchmark.keys import (
     UnknownCellKeyError,
+    capability_set,
     cell_key,
     decode_cell_key,
     encode_cell_key,

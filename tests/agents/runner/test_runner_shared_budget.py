@@ -20,7 +20,7 @@ from datagouv_eval_pipeline.benchmark.cells import expand_cells
 from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.judges.config import resolve_model
 from datagouv_eval_pipeline.judges.llm import LLMJudge
-from datagouv_eval_pipeline.judges.protocol import tool_evidence
+from datagouv_eval_pipeline.judges.protocol import CriterionInput, tool_evidence
 from datagouv_eval_pipeline.judges.verdict import outcome
 from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
 from datagouv_eval_pipeline.tasks.spec import TaskSpec
@@ -82,7 +82,9 @@ def test_a_judge_call_and_an_agent_run_draw_on_one_token_budget(
         assert judge.limiter_of("default") is limiters.get("albert")
         verdict = asyncio.run(
             judge.criterion(
-                task.prompt, trace.answer, task.criteria("minimal")[0], tool_evidence(trace)
+                CriterionInput(
+                    task.prompt, trace.answer, task.criteria("minimal")[0], tool_evidence(trace)
+                )
             )
         )
         asyncio.run(judge.aclose())
