@@ -157,12 +157,15 @@ class CellRun:
         traces: One per (task, repeat), in task then repeat order.
         tool_lists: The MCP tool list by version, fetched once per version.
         snapshot_id: The catalog snapshot the twin served (None when live).
+        sandbox_problem: Why the code sandbox cannot run on this machine (bubblewrap missing,
+            ...), when a run was skipped for it; None otherwise.
     """
 
     cell: Cell
     traces: list[Trace]
     tool_lists: dict[str, list[dict[str, Any]]]
     snapshot_id: str | None
+    sandbox_problem: str | None = None
 
 
 def task_skip_reason(cell: Cell, task: TaskSpec) -> str | None:
@@ -236,6 +239,7 @@ class _Shared:
     snapshot_id: str | None
     cell_problem: str | None
     secrets: list[str]
+    sandbox_problem: str | None = None
     model: Model | None = None
     agent: Agent[None, FinalAnswer] | None = None
 
@@ -422,7 +426,11 @@ async def _run_cell_tasks(
         finally:
             await _close_model(shared.model)
         return CellRun(
-            cell=cell, traces=traces, tool_lists=dict(mcp.tool_lists), snapshot_id=snapshot_id
+            cell=cell,
+            traces=traces,
+            tool_lists=dict(mcp.tool_lists),
+            snapshot_id=snapshot_id,
+            sandbox_problem=shared.sandbox_problem,
         )
 
 
@@ -558,6 +566,8 @@ async def _execute(shared: _Shared, task: TaskSpec, base: dict[str, Any]) -> Tra
         CapabilityUnavailableError,
         SandboxUnavailableError,
     ) as error:
+        if isinstance(error, SandboxUnavailableError):
+            shared.sandbox_problem = str(error)  # the machine's, not the configuration's
         return Trace(**base, status="skipped", status_reason=str(error))
     assert shared.model is not None  # a cell without a model is skipped before any run
     model = ManagedModel(

@@ -19,6 +19,7 @@ from datagouv_eval_pipeline.benchmark.config import (
     Capability,
     EvaluationType,
     EvaluationTypesFile,
+    McpSource,
     McpVersionsFile,
     ModelsFile,
     Selectable,
@@ -176,7 +177,15 @@ def load_benchmark_config(directory: Path = BENCHMARK_CONFIG_DIR) -> BenchmarkCo
     mcp_file = content(MCP_VERSIONS_FILE, McpVersionsFile)
     if mcp_file is not None:
         errors += _build_path_errors(directory, mcp_file, loaded[MCP_VERSIONS_FILE].document)
-        errors += _mcp_coverage_errors(mcp_file, loaded[MCP_VERSIONS_FILE].document)
+        uncovered = _mcp_coverage_errors(mcp_file, loaded[MCP_VERSIONS_FILE].document)
+        flagged = {error.field_path for error in uncovered}
+        errors += uncovered
+        # One error per field: an uncovered version is not also said to be unserved.
+        errors += [
+            error
+            for error in _twin_release_errors(mcp_file, loaded[MCP_VERSIONS_FILE].document)
+            if error.field_path not in flagged
+        ]
     types = content(EVALUATION_TYPES_FILE, EvaluationTypesFile)
     if types is not None:
         errors += _evaluation_type_errors(types, entries, loaded[EVALUATION_TYPES_FILE].document)
@@ -200,6 +209,29 @@ def _mcp_coverage_errors(mcp: McpVersionsFile, document: YamlDocument) -> list[S
             registry.check_mcp_version(entry.version)
         except UnknownVersionError as error:
             errors.append(_error(document, ("mcp_versions", index, "version"), str(error)))
+    return errors
+
+
+def _twin_release_errors(mcp: McpVersionsFile, document: YamlDocument) -> list[SpecError]:
+    """Every release the twin is to serve must be one it emulates.
+
+    Otherwise its cells would find no server at ``/mcp/vX/mcp`` and skip every run.
+    """
+    from packaging.version import Version
+
+    from datagouv_eval_pipeline.twin.mcp.versions import VERSIONS
+
+    served = sorted(VERSIONS, key=Version)
+    errors: list[SpecError] = []
+    for index, entry in enumerate(mcp.mcp_versions):
+        if entry.origin != McpSource.TWIN or entry.version in VERSIONS:
+            continue
+        message = (
+            f"MCP version {entry.version!r} is not emulated by the twin (it serves "
+            f"{', '.join(served)}): pick one of those, or give the real server as "
+            "`build:` (or `url:` for a deployed one)"
+        )
+        errors.append(_error(document, ("mcp_versions", index, "version"), message))
     return errors
 
 

@@ -242,6 +242,12 @@ def command(
     if code_cells:
         require_code_cell_dirs()
     notice = sandbox_notice() if code_cells else None
+    # The default experiment is "every cell this machine can run": without bubblewrap its code
+    # cells are skipped, said at the start and the end, and a fresh machine's first run still
+    # succeeds. Cells chosen by name or type were asked for: scoring nothing fails the run.
+    chosen = bool(evaluation_types or models or cell_keys)
+    if notice and chosen:
+        notice += "; the chosen code cells will score nothing, so the run will exit 1"
     if notice:
         click.echo(f"note: {notice}")
     os.environ["DAGSTER_HOME"] = str(home)
@@ -301,7 +307,11 @@ def command(
     # The run leaves a large heap; the interpreter's final collection of it took ~8 s on two
     # cores. Nothing is left to write, so it is skipped (frozen objects are not collected).
     gc.freeze()
-    finish(exit_code(result.success, summary, interrupted=bool(interrupted)))
+    finish(
+        exit_code(
+            result.success, summary, interrupted=bool(interrupted), sandbox_optional=not chosen
+        )
+    )
 
 
 def _kept(result: Any, summary: Summary) -> str:

@@ -5,9 +5,11 @@ errored (with the reason, e.g. the unset API key variable or the missing sandbox
 API key is unset although older results of theirs come from the cache, and the checks that
 failed. The exit code follows: non-zero when the run failed, a cell failed (every
 run of it ended in error counts as failed), a selected cell scored nothing for want of its API
-key, or a blocking check failed. A cell skipped by design (a baseline that cannot use the
-cell's toolset) is named but does not fail the run. The result is Dagster's
-``ExecuteInProcessResult``, read by attribute only, so this module does not import Dagster.
+key or of the code sandbox (bubblewrap), or a blocking check failed. A cell skipped by design
+(a baseline that cannot use the cell's toolset) is named but does not fail the run; nor, in
+the default experiment (no cells chosen), does a code cell on a machine without the sandbox.
+The result is Dagster's ``ExecuteInProcessResult``, read by attribute only, so this module does
+not import Dagster.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ class Summary:
             not idle, but whose model could not be asked in this run.
         unscored_for_key: Cells with no result at all because their API key is unset: the
             user selected them and must act, so the exit code is non-zero.
+        unscored_for_sandbox: Cells with no result at all because the code sandbox cannot run
+            on this machine (bubblewrap missing, ...): non-zero exit code too, unless the
+            run was the default experiment (see :func:`exit_code`).
         failed_checks: One line per failed check.
         blocking_failed: Whether a blocking check failed.
         checks_ran: Whether any check was evaluated.
@@ -48,6 +53,7 @@ class Summary:
     idle_cells: dict[str, list[str]] = field(default_factory=dict)
     missing_keys: dict[str, list[str]] = field(default_factory=dict)
     unscored_for_key: list[str] = field(default_factory=list)
+    unscored_for_sandbox: list[str] = field(default_factory=list)
     failed_checks: list[str] = field(default_factory=list)
     blocking_failed: bool = False
     checks_ran: bool = False
@@ -99,6 +105,8 @@ def summarise(result: Any) -> Summary:
                 idle[str(cell["problem"])].append(key)
                 if missing_key and missing_key == cell.get("problem"):
                     summary.unscored_for_key.append(key)
+                if cell.get("missing_sandbox"):
+                    summary.unscored_for_sandbox.append(key)
         summary.idle_cells = dict(idle)
         summary.missing_keys = dict(keys)
     for evaluation in result.get_asset_check_evaluations():
@@ -148,11 +156,24 @@ def _shown(cells: list[str]) -> str:
     return ", ".join(cells[:3]) + (f", … ({len(cells)} cells)" if len(cells) > 3 else "")
 
 
-def exit_code(success: bool, summary: Summary, *, interrupted: bool) -> int:
-    """0 when the run, every cell and every blocking check succeeded."""
+def exit_code(
+    success: bool, summary: Summary, *, interrupted: bool, sandbox_optional: bool = False
+) -> int:
+    """0 when the run, every cell and every blocking check succeeded.
+
+    Args:
+        success: Whether the Dagster run succeeded.
+        summary: The run's summary.
+        interrupted: Whether Ctrl-C or SIGTERM stopped it (exit code 130).
+        sandbox_optional: The code cells were not asked for by name (the default experiment):
+            a machine without the sandbox skips them, says so, and still exits 0, so that
+            the first ``./dev run`` on a fresh machine succeeds.
+    """
     if interrupted:
         return EXIT_INTERRUPTED
     if not success or summary.failed_cells or summary.unscored_for_key:
+        return 1
+    if summary.unscored_for_sandbox and not sandbox_optional:
         return 1
     if summary.blocking_failed:
         return 1

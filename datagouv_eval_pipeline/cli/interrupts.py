@@ -4,9 +4,12 @@ The run goes in a worker thread while the main thread only waits, with its own h
 SIGINT and SIGTERM that nothing else replaces (Dagster swaps the handlers of the thread it runs
 in, and a library that catches the exception a handler raises would lose the interrupt). The
 first signal sets the run's :class:`CancelToken`, which every stage watches: the stage in
-progress stops, finished work is kept, and no later stage starts. If the run has not stopped
-``grace`` seconds later, or on a second signal, the process stops at once: its children are
-killed and it exits 130, leaving what a ``kill -9`` leaves (the next run cleans it and resumes).
+progress stops, finished work is kept, and no later stage starts. A long DuckDB query does not
+watch it: the query in progress on every warehouse connection is interrupted instead, at the
+signal and again every 0.2 s while the run stops (``warehouse/connections.py``). If the run
+has not stopped ``grace`` seconds later, or on a second signal, the process stops at once: its
+children are killed and it exits 130, leaving what a ``kill -9`` leaves (the next run cleans it
+and resumes).
 
 The worker thread blocks SIGINT, and the processes it starts inherit that: a terminal's Ctrl-C
 (sent to the whole process group) reaches only this process, not Dagster's log-mirroring
@@ -28,6 +31,7 @@ from typing import Generic, NoReturn, TypeVar
 
 from datagouv_eval_pipeline.agents.cancel import CancelToken, record_interrupt, run_token_set
 from datagouv_eval_pipeline.cli.experiment_summary import EXIT_INTERRUPTED
+from datagouv_eval_pipeline.warehouse.connections import interrupt_queries
 
 GRACE_SECONDS = 9.0
 """How long a stage may take to stop after the first signal before the process stops at once."""
@@ -89,6 +93,7 @@ class Stoppable(Generic[_T]):
         record_interrupt(reason)
         self.token.cancel(reason)
         self._stopped_at = time.monotonic()
+        interrupt_queries()
         self._say(
             f"stopping ({reason}): the stage in progress stops, finished work is kept "
             f"(a second Ctrl-C stops at once)"
@@ -138,8 +143,12 @@ class Stoppable(Generic[_T]):
             while worker.is_alive():
                 worker.join(0.2)
                 stopped = self._stopped_at
-                if stopped is not None and time.monotonic() - stopped > self._grace:
+                if stopped is None:
+                    continue
+                if time.monotonic() - stopped > self._grace:
                     self._hard_stop(f"{self.token.reason}; still running {self._grace:.0f} s later")
+                # A query started after the signal (the stage's next one) is cut short too.
+                interrupt_queries()
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)

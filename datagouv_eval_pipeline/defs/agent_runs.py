@@ -212,6 +212,8 @@ def run_agent_cells(
                     summary["problem"] = result.problem
                 if result.missing_key is not None:
                     summary["missing_key"] = result.missing_key
+                if result.missing_sandbox is not None:
+                    summary["missing_sandbox"] = result.missing_sandbox
                 return result.document, summary
 
             outcomes = process_cells(

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import Any, NoReturn
 
 import dagster as dg
+import duckdb
 
 from datagouv_eval_pipeline.agents.cancel import current_token
 
@@ -72,3 +73,35 @@ def terminated_on_stop(process: subprocess.Popen[Any]) -> Iterator[None]:
     finally:
         done.set()
         watcher.join()
+
+
+@contextmanager
+def stopped_if_query_interrupted(
+    context: dg.AssetExecutionContext | dg.OpExecutionContext, done: str
+) -> Iterator[None]:
+    """Stop the run here when the block's DuckDB query was interrupted by the stop request.
+
+    ``datagouv-eval experiment`` interrupts the warehouse's queries on Ctrl-C
+    (``warehouse/connections.py``); the ``InterruptException`` (raised as it is, or as the
+    cause of a stage's own error) then ends the step as stopped, saying ``done``, not failed.
+
+    Raises:
+        dagster.DagsterExecutionInterruptedError: The query was interrupted by the stop.
+    """
+    try:
+        yield
+    except Exception as error:
+        token = current_token()
+        if token is None or not token.cancelled or not _interrupted_query(error):
+            raise
+        raise_stopped(context, f"{token.reason}: the query in progress was interrupted, {done}")
+
+
+def _interrupted_query(error: BaseException | None) -> bool:
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, duckdb.InterruptException):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False

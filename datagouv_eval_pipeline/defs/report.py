@@ -18,7 +18,11 @@ from typing import Any
 import dagster as dg
 
 from datagouv_eval_pipeline.agents.cancel import RunCancelled, current_token
-from datagouv_eval_pipeline.defs.interrupts import raise_stopped, stop_if_requested
+from datagouv_eval_pipeline.defs.interrupts import (
+    raise_stopped,
+    stop_if_requested,
+    stopped_if_query_interrupted,
+)
 from datagouv_eval_pipeline.defs.partitions import CELLS
 from datagouv_eval_pipeline.defs.resources import RunStoreResource, WarehouseResource
 from datagouv_eval_pipeline.defs.result_tables import RANKING, preview_metadata
@@ -157,10 +161,12 @@ def experiment_report_asset(deps: Sequence[dg.AssetKey]) -> dg.AssetsDefinition:
             cells=CELLS,
         )
         try:
-            built = build_report(db, default_report_dir(db), sources, cancel=current_token())
+            with stopped_if_query_interrupted(context, "report not written"):
+                built = build_report(db, default_report_dir(db), sources, cancel=current_token())
+                rows = summary_rows(db)
         except RunCancelled as stop:
             raise_stopped(context, f"report not written ({stop.reason})")
-        text = built.markdown + "\n" + render_summary_table(summary_rows(db), db)
+        text = built.markdown + "\n" + render_summary_table(rows, db)
         path = db.with_name("experiment_report.md")
         path.write_text(text, encoding="utf-8")
         context.log.info("report written to %s (results browser: %s)", built.page, built.browser)

@@ -16,7 +16,7 @@ from typing import Any
 
 import dagster as dg
 
-from datagouv_eval_pipeline.defs.interrupts import stop_if_requested
+from datagouv_eval_pipeline.defs.interrupts import stop_if_requested, stopped_if_query_interrupted
 from datagouv_eval_pipeline.defs.judge_scores import judge_scores
 from datagouv_eval_pipeline.defs.partitions import ACTIVE_KEYS, CELLS
 from datagouv_eval_pipeline.defs.resources import RunStoreResource, WarehouseResource
@@ -148,18 +148,20 @@ def warehouse(
         dagster_run_id=context.run.run_id,
     )
     stop_if_requested(context, "the documents were read, nothing was loaded")
-    results, coverage = load_experiment(db, loads, expected, tasks=specs, experiment=record)
+    with stopped_if_query_interrupted(context, "nothing was loaded"):
+        results, coverage = load_experiment(db, loads, expected, tasks=specs, experiment=record)
     with connect(db, read_only=True) as conn:
         known = [row[0] for row in conn.execute(f"SELECT cell_key FROM {SCHEMA}.cells").fetchall()]
     dropped = [key for key in known if key not in {cell.key for cell in CELLS}]
     for key in dropped:
         delete_cell(db, key)
     stop_if_requested(context, "the runs were loaded, the statistics were not computed")
-    statistics = run_statistics(context, db, config)
-    with connect(db, read_only=True) as conn:
-        counts = queries.row_counts(conn)
-        # The questions and their answers, readable on the asset page as tables.
-        previews = {name: preview_metadata(conn, p) for name, p in WAREHOUSE_PREVIEWS.items()}
+    with stopped_if_query_interrupted(context, "the runs were loaded"):
+        statistics = run_statistics(context, db, config)
+        with connect(db, read_only=True) as conn:
+            counts = queries.row_counts(conn)
+            # The questions and their answers, readable on the asset page as tables.
+            previews = {name: preview_metadata(conn, p) for name, p in WAREHOUSE_PREVIEWS.items()}
     failures: dict[str, str] = {}
     for key in expected:
         try:

@@ -82,6 +82,8 @@ class AgentStageResult:
             common reason: an unset API key variable, no sandbox, ...); None otherwise.
         missing_key: Why the cell's model cannot be asked now (its API key variable is unset),
             even when older results of the cell come from the cache; None otherwise.
+        missing_sandbox: Why the code sandbox cannot run on this machine, when the cell has no
+            result and runs of it were skipped for that; None otherwise.
     """
 
     document: AgentRunsDocument
@@ -90,6 +92,7 @@ class AgentStageResult:
     statuses: Counter[str] = field(default_factory=Counter)
     problem: str | None = None
     missing_key: str | None = None
+    missing_sandbox: str | None = None
 
 
 def run_agents(
@@ -174,6 +177,7 @@ def run_agents(
     to_run = [t for t in tasks if any((t.task_id, r) in missing for r in range(repeats))]
     tool_lists: dict[str, Any] = {}
     executed = 0
+    sandbox_problem: str | None = None
     if to_run:
 
         def keep(trace: Trace) -> None:
@@ -194,6 +198,7 @@ def run_agents(
             **options,
         )
         tool_lists = run.tool_lists
+        sandbox_problem = run.sandbox_problem
         for trace in run.traces:
             found[(trace.task_id, trace.repeat)] = stamped(trace)
             if trace.status not in ("skipped", "cancelled"):
@@ -219,15 +224,18 @@ def run_agents(
         traces=all_traces,
     )
     reused = len(traces) - len(missing)
+    problem = cell_problem(all_traces)
     return AgentStageResult(
         document,
         executed,
         reused,
         statuses,
-        cell_problem(all_traces),
+        problem,
         # Named every time, not only when no older result hides it: the runs not in the cache
         # were not done, and the results shown are older ones.
         missing_api_key(cell.model, options.get("environ")),
+        # Only when the cell has no result: the machine, not the cell, has to change.
+        sandbox_problem if problem is not None else None,
     )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 
 from datagouv_eval_pipeline.warehouse.calibration import latest_calibration
+from datagouv_eval_pipeline.warehouse.connections import track
 from datagouv_eval_pipeline.warehouse.gate import read_gate_results
 from datagouv_eval_pipeline.warehouse.history import latest_experiment
 from datagouv_eval_pipeline.warehouse.schema import (
@@ -248,7 +249,7 @@ def load_report_data(db_path: Path, sources: ReportSources | None = None) -> Rep
         raise ReportInputError(
             f"{db_path}: no warehouse yet; run `./dev run` (or `datagouv-eval experiment`) first"
         )
-    with duckdb.connect(str(db_path), read_only=True) as conn:
+    with track(duckdb.connect(str(db_path), read_only=True)) as conn:
         tables = table_names(conn)
         if f"{SCHEMA}.runs" not in tables:
             raise ReportInputError(f"{db_path}: no {SCHEMA}.runs table; load the warehouse first")

@@ -28,12 +28,27 @@ import resource
 import selectors
 import signal
 import socket
+import struct
 import sys
 import time
 from typing import Any
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_DUMPABLE = 4
+_PR_SET_PDEATHSIG = 1
+_PR_CAPBSET_DROP = 24
+_PR_CAP_AMBIENT = 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+_CAPABILITY_VERSION_3 = 0x20080522
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWPID = 0x20000000
+_MS_NOSUID = 2
+_MS_NODEV = 4
+_MS_NOEXEC = 8
+_MS_REC = 16384
+_MS_PRIVATE = 1 << 18
+_ISOLATION_FAILED = 125
 _RELAY_CHUNK = 65536
 _CA_BUNDLE = "ca-bundle.pem"
 _CA_BUNDLE_VARS = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
@@ -61,6 +76,80 @@ def _not_dumpable() -> None:
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+def _fail(what: str) -> None:
+    number = ctypes.get_errno()
+    raise OSError(number, f"{what}: {os.strerror(number)}")
+
+
+def _isolate(tmp_bytes: int, tmp_inodes: int) -> None:
+    """Make this launcher the (non-dumpable) init of a new PID namespace, with a capped /tmp.
+
+    It also forbids nested user namespaces; only the init returns. For a sandbox whose own
+    PID 1 the command could otherwise ptrace (bubblewrap's, in the per-call mode), and whose
+    /tmp cannot be mounted with ``nr_inodes`` from outside. A new user namespace (the same uid
+    and gid, nothing else) gives the capabilities to mount; they are all dropped before this
+    returns, and the command's exec could not keep them. The process that called this waits
+    for the init and exits with its status.
+
+    Raises:
+        OSError: A step failed (the call must not run without it).
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    uid, gid = os.getuid(), os.getgid()
+    if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWPID) != 0:
+        _fail("unshare")
+    maps = (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1"))
+    for name, text in maps:
+        with open(f"/proc/self/{name}", "w") as handle:
+            handle.write(text)
+
+    def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str) -> None:
+        encoded = [item.encode() if item else None for item in (source, target, fstype, data)]
+        if libc.mount(encoded[0], encoded[1], encoded[2], flags, encoded[3]) != 0:
+            _fail(f"mount {target}")
+
+    mount(None, "/", None, _MS_REC | _MS_PRIVATE, "")
+    mount(
+        "tmpfs",
+        "/tmp",
+        "tmpfs",
+        _MS_NOSUID | _MS_NODEV,
+        (f"size={tmp_bytes},mode=1777,nr_inodes={tmp_inodes}"),
+    )
+    # No user namespace may be created inside (``unshare -Ur`` fails): set in this namespace
+    # while this process holds its capabilities there.
+    with open("/proc/sys/user/max_user_namespaces", "w") as handle:
+        handle.write("0")
+    pid = os.fork()
+    if pid != 0:
+        # Outside the new PID namespace, invisible from it: wait, and pass the status on.
+        _not_dumpable()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+        while True:
+            try:
+                _, status = os.waitpid(pid, 0)
+                break
+            except InterruptedError:
+                continue
+        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    # PID 1 of the new namespace: ends with the launcher it forked from, and ignores what it
+    # does not handle (so no KeyboardInterrupt from a ``kill -INT 1``).
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        _fail("parent death signal")
+    # The launcher lists and kills processes by /proc: it must show this namespace's.
+    mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, "")
+    _not_dumpable()
+    for cap in range(64):
+        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            break  # past the last capability the kernel knows
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = struct.pack("Ii", _CAPABILITY_VERSION_3, 0)
+    if libc.capset(header, bytes(24)) != 0:  # two empty {effective, permitted, inheritable}
+        _fail("capset")
 
 
 def _descendants(root: int) -> list[int]:
@@ -222,13 +311,22 @@ def ca_bundle_env(control: str) -> dict[str, str]:
 def main(argv: list[str]) -> int:
     """Run the command described by ``argv`` (``OPTION=VALUE... -- COMMAND...``).
 
-    Options: ``status_fd=N``, ``proxy=SOCKET_PATH``, ``wall=SECONDS`` and, repeated,
+    Options: ``status_fd=N``, ``proxy=SOCKET_PATH``, ``wall=SECONDS``,
+    ``isolate=TMP_BYTES:TMP_INODES`` (see ``_isolate``) and, repeated,
     ``rlimit=NAME:SOFT:HARD`` with NAME one of cpu, as, nproc, fsize, core, nofile.
     """
     options, rlimits, command = _parse(argv)
     status_fd = int(options["status_fd"]) if "status_fd" in options else None
     if status_fd is not None:
         os.set_inheritable(status_fd, False)  # the command must not be able to forge a report
+    if options.get("isolate"):
+        tmp_bytes, tmp_inodes = (int(part) for part in options["isolate"].split(":"))
+        try:
+            _isolate(tmp_bytes, tmp_inodes)
+        except OSError as exc:
+            # No report: the backend says the launcher ended without one, with this line.
+            sys.stderr.write(f"sandbox: cannot isolate the call: {exc}\n")
+            return _ISOLATION_FAILED
     wall = float(options["wall"]) if "wall" in options else None
     env = dict(os.environ)
     selector = selectors.DefaultSelector()

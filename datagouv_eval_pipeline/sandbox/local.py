@@ -22,7 +22,6 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
-import functools
 import itertools
 import json
 import os
@@ -196,24 +195,11 @@ def bwrap_argv(
         # The zygote makes each call's user namespace, then forbids any further one itself.
     else:
         argv += ["--bind", str(workdir), WORKDIR, "--chdir", WORKDIR]
-        if bwrap_supports(bwrap, "--disable-userns"):
-            # No nested user namespace (``unshare -Ur`` fails): bubblewrap 0.8 and later.
-            argv += ["--disable-userns"]
+        # The launcher gives the call its own PID namespace and /tmp, then forbids any further
+        # user namespace (``isolate``: bubblewrap's ``--disable-userns`` would forbid its own).
     # Last: the root itself is a tmpfs bwrap created; nothing may be written there.
     argv += ["--remount-ro", "/"]
     return argv
-
-
-@functools.cache
-def bwrap_supports(bwrap: str, option: str) -> bool:
-    """Whether this bubblewrap knows ``option`` (``--disable-userns`` came with 0.8)."""
-    try:
-        done = subprocess.run(
-            [bwrap, "--help"], capture_output=True, timeout=20, env={}, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return option.encode() in done.stdout + done.stderr
 
 
 def enter_prefix(host_uid: int | None, expose: Sequence[str]) -> list[str]:
@@ -864,6 +850,11 @@ class LocalSession(_common.SessionBase):
         options = _common.launcher_args(
             limits=limits, status_fd=status_write, proxy=f"{control}/proxy.sock", wall=True
         )
+        if self.isolation == "bwrap":
+            # Its init is the launcher, not bubblewrap's (which the program could ptrace), and
+            # its /tmp has an inode cap.
+            inodes = limits.max_files
+            options.insert(0, f"isolate={limits.tmp_mb * 1024 * 1024}:{inodes}")
         argv = [*prefix, "-I", "-S", f"{control}/launcher.py", *options, *command]
         try:
             process = await asyncio.create_subprocess_exec(

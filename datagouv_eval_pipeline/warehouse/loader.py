@@ -26,6 +26,7 @@ from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord
 from datagouv_eval_pipeline.metrics.score_record import ScoreRecord
 from datagouv_eval_pipeline.semantic.mapper import TraceMapping
 from datagouv_eval_pipeline.traces import Trace
+from datagouv_eval_pipeline.warehouse.connections import track
 from datagouv_eval_pipeline.warehouse.history import ExperimentRecord, record_experiment
 from datagouv_eval_pipeline.warehouse.queries import Coverage, cell_coverage
 from datagouv_eval_pipeline.warehouse.rows import (
@@ -57,7 +58,7 @@ def connect(path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConn
     (``warehouse/storage.py``).
     """
     if read_only:
-        return duckdb.connect(str(path), read_only=True)
+        return track(duckdb.connect(str(path), read_only=True))
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     conn = open_writable(Path(path))
     create_schema(conn)

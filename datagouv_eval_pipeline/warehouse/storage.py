@@ -17,6 +17,8 @@ from pathlib import Path
 
 import duckdb
 
+from datagouv_eval_pipeline.warehouse.connections import track
+
 STORAGE_VERSION = "v1.4.0"
 """The storage format of the warehouse: the newest one ``duckdb-cli`` (1.5.x) reads."""
 
@@ -47,19 +49,19 @@ def open_writable(path: Path) -> duckdb.DuckDBPyConnection:
     Returns:
         An open read-write connection whose file is in ``STORAGE_VERSION``'s format.
     """
-    conn = duckdb.connect(str(path), config=_CONFIG)
+    conn = track(duckdb.connect(str(path), config=_CONFIG))
     if _readable(storage_version(conn)):
         return conn
     conn.close()
     _convert(path)
-    return duckdb.connect(str(path), config=_CONFIG)
+    return track(duckdb.connect(str(path), config=_CONFIG))
 
 
 def _convert(path: Path) -> None:
     """Copy ``path`` into a new file of the readable format, then put it in its place."""
     converted = path.with_name(f".{path.name}.converting")
     converted.unlink(missing_ok=True)
-    with duckdb.connect(str(converted), config=_CONFIG) as conn:
+    with track(duckdb.connect(str(converted), config=_CONFIG)) as conn:
         target = conn.execute("SELECT current_database()").fetchone()
         assert target is not None
         conn.execute(f"ATTACH '{_quoted(path)}' AS previous (READ_ONLY)")
