@@ -389,7 +389,7 @@ def _execute(
     warnings.filterwarnings("ignore", category=dg.BetaWarning)
     warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
-    from datagouv_eval_pipeline.definitions import defs
+    from datagouv_eval_pipeline.definitions import build_definitions
     from datagouv_eval_pipeline.defs.partitions import (
         ACTIVE_KEYS,
         covering_range,
@@ -400,6 +400,7 @@ def _execute(
     from datagouv_eval_pipeline.defs.versions import OBSERVATION_JOBS
 
     wanted = cells or ACTIVE_KEYS
+    defs = build_definitions()
     job = defs.resolve_job_def("experiment")
     own = {RUN_PID_TAG: str(os.getpid()), RUN_HOST_TAG: socket.gethostname()}
 

@@ -181,6 +181,36 @@ def _worker_ready() -> bool:
     return True
 
 
+def _start_worker(pool: ProcessPoolExecutor, ready: Future[bool]) -> None:
+    """Start a worker of ``pool``; ``ready`` settles as the worker's first answer does."""
+    try:
+        answer = pool.submit(_worker_ready)
+    except BaseException as error:  # the pool was shut down meanwhile, or cannot start one
+        ready.set_exception(error)
+        return
+
+    def settle(done: Future[bool]) -> None:
+        if done.cancelled():
+            ready.cancel()
+        elif (error := done.exception()) is not None:
+            ready.set_exception(error)
+        else:
+            ready.set_result(done.result())
+
+    answer.add_done_callback(settle)
+
+
+def _shutdown_when_up(pool: ProcessPoolExecutor, readies: Sequence[Future[bool]]) -> None:
+    """Shut ``pool`` down once its starting workers are up.
+
+    Shut down earlier, a worker being forked finds its queue's semaphore gone and the
+    forkserver prints a traceback into the run's output.
+    """
+    for ready in readies:
+        _settled(ready, 600)
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
 def _settled(future: Future[Any], seconds: float) -> bool:
     try:
         future.exception(timeout=seconds)
@@ -243,6 +273,7 @@ class Lanes:
         self._pool: ProcessPoolExecutor | None = None
         self._stop: Any = None
         self._starting: set[int | None] = set()
+        self._readies: list[Future[bool]] = []
         self.futures: dict[str, Future[AgentStageResult]] = {}
 
     def start(self, cells: Sequence[Cell], *, needs_parent: Callable[[Cell], bool]) -> None:
@@ -325,10 +356,18 @@ class Lanes:
         if remote:
             # Take no cell before a worker is up (its imports take seconds): until then the
             # lanes in this process take them, so a short stage never waits for a worker.
+            # Starting it blocks until the forkserver has imported that code, so it starts
+            # from another thread: a lane whose queue empties meanwhile (a resumed or short
+            # stage) returns at once instead of holding the stage until a worker is up.
             assert self._pool is not None
             self._starting.add(threading.get_ident())
             try:
-                ready = self._pool.submit(_worker_ready)
+                ready: Future[bool] = Future()
+                boot = threading.Thread(
+                    target=_start_worker, args=(self._pool, ready), name="lane-boot", daemon=True
+                )
+                self._readies.append(ready)
+                boot.start()
                 while not _settled(ready, 0.2):
                     # A stopped run does not wait for a worker: the lane in this process
                     # drains the queue (each cell then fails as cancelled).
@@ -369,6 +408,16 @@ class Lanes:
         if pool is None:
             return
         # Workers still starting (a short stage) are not waited for.
+        # Not a daemon: a process that ends meanwhile waits for them at exit, not mid-run.
+        booting = [ready for ready in self._readies if not ready.done()]
+        if booting and not (self._cancel is not None and self._cancel.cancelled):
+            threading.Thread(
+                target=_shutdown_when_up,
+                args=(pool, booting),
+                name="lane-pool-shutdown",
+                daemon=False,
+            ).start()
+            return
         if self._cancel is not None and self._cancel.cancelled:
             # A lane starting the workers holds the pool's lock until they are spawned, which
             # even shutdown(wait=False) waits for: a stopped run leaves that to a thread.

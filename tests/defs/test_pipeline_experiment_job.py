@@ -4,7 +4,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from datagouv_eval_pipeline.definitions import defs
+from datagouv_eval_pipeline.definitions import build_definitions
 from datagouv_eval_pipeline.defs.partitions import CELLS
 from datagouv_eval_pipeline.defs.warehouse import WAREHOUSE_KEYS
 from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS
@@ -16,6 +16,8 @@ from tests.defs.pipeline_helpers import (
     cells_instance,
     query,
 )
+
+defs = build_definitions()
 
 # Everything but what reads the dbt models (the report, the models themselves).
 SELECTION = [dg.AssetKey(name) for name in ("task_specs", "catalog_validation", *STAGE_NAMES)]

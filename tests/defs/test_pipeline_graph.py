@@ -11,10 +11,12 @@ import dagster as dg
 import pytest
 
 from datagouv_eval_pipeline.benchmark.cells import Cell
-from datagouv_eval_pipeline.definitions import defs
+from datagouv_eval_pipeline.definitions import build_definitions
 from datagouv_eval_pipeline.defs import partitions, versions
 from datagouv_eval_pipeline.defs.automation import PROVIDER_TAG
 from tests.defs.pipeline_helpers import RANGE_END, RANGE_START, counting_task_runs
+
+defs = build_definitions()
 
 EXPECTED_ASSETS = [
     "action_mappings",

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from datagouv_eval_pipeline.benchmark.config import McpBuild, ProviderKind
 from datagouv_eval_pipeline.cli import experiment as experiment_cli
-from datagouv_eval_pipeline.definitions import defs
+from datagouv_eval_pipeline.definitions import build_definitions
 from datagouv_eval_pipeline.defs import automation, partitions
 from datagouv_eval_pipeline.defs.automation import LIVE_TAG, PROVIDER_TAG
 from datagouv_eval_pipeline.defs.partitions import ACTIVE_CELLS, CELLS
@@ -35,6 +35,8 @@ from datagouv_eval_pipeline.mcp_builds import code_digest
 from datagouv_eval_pipeline.twin.front import twin_front
 from datagouv_eval_pipeline.twin.server import TwinServer
 from tests.defs.pipeline_helpers import STAGE_NAMES, Paths, check_evaluation, query
+
+defs = build_definitions()
 
 MONDAY = datetime(2026, 11, 30, 3, tzinfo=UTC)
 SELECTION = [dg.AssetKey(name) for name in ("task_specs", "catalog_validation", *STAGE_NAMES)]
