@@ -46,21 +46,21 @@ import httpx
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from datagouv_eval_pipeline.agents.runner import RunSettings, execute_cell
-from datagouv_eval_pipeline.benchmark.cells import Cell, CellModel, expand_cells
-from datagouv_eval_pipeline.benchmark.config import ProviderKind
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiter, RateLimiters
-from datagouv_eval_pipeline.replay import (
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, CellModel, expand_cells
+from datagouv_eval_pipeline.core.benchmark.config import ProviderKind
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.providers.limits import RateLimit, RateLimiter, RateLimiters
+from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec, TaskStatus
+from datagouv_eval_pipeline.pipeline.agents.runner import RunSettings, execute_cell
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.replay import (
     ProviderSimulation,
     ReplayConfig,
     ReplayServer,
     tool_call_completion,
 )
-from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.tasks.spec import TaskSpec, TaskStatus
-from datagouv_eval_pipeline.twin.server import TwinServer
-from datagouv_eval_pipeline.twin.urls import TwinUrls
 
 KEY_ENV = "BENCH_PROVIDER_KEY"
 BASE_KEY = "offline~baseline-oneshot__mcp@0.2.26__data_gouv_context"

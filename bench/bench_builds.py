@@ -28,8 +28,8 @@ from pathlib import Path
 
 from pydantic_ai.mcp import MCPToolset
 
-from datagouv_eval_pipeline.benchmark.config import McpBuild
-from datagouv_eval_pipeline.mcp_builds import BuildServer, install_build
+from datagouv_eval_pipeline.core.benchmark.config import McpBuild
+from datagouv_eval_pipeline.world.mcp_builds import BuildServer, install_build
 
 BUILD = McpBuild(package="iflow-mcp-datagouv-datagouv-mcp==0.2.14")
 

@@ -17,15 +17,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from datagouv_eval_pipeline.experiment.catalog import twin_catalog_lookup
-from datagouv_eval_pipeline.judges.calibration import (
+from datagouv_eval_pipeline.core.judges.calibration import (
     CALIBRATION_DIR,
     agreement,
     calibrate,
     load_calibration,
 )
-from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.core.judges.deterministic import DeterministicJudge
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.pipeline.experiment.catalog import twin_catalog_lookup
 
 
 def timed(fn: Callable[[], Any], rounds: int) -> tuple[float, float, Any]:

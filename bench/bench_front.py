@@ -28,9 +28,9 @@ from collections.abc import Callable
 
 import httpx
 
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.front import twin_front
-from datagouv_eval_pipeline.twin.server import TwinServer
+from datagouv_eval_pipeline.world.api.front import twin_front
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
 
 RID = "d8581b5b-3372-4e73-9323-036e543e2bef"
 PATHS = {

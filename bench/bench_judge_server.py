@@ -34,27 +34,27 @@ from typing import Any
 
 import pydantic_ai.models
 
-from datagouv_eval_pipeline.benchmark.cells import expand_cells
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument
-from datagouv_eval_pipeline.experiment.stages import map_actions
-from datagouv_eval_pipeline.judges.cache import JudgeCache
-from datagouv_eval_pipeline.judges.config import resolve_model
-from datagouv_eval_pipeline.judges.hybrid import HybridJudge
-from datagouv_eval_pipeline.judges.llm import LLMJudge
-from datagouv_eval_pipeline.judges.protocol import CriterionInput, tool_evidence
-from datagouv_eval_pipeline.judges.runner import judge_trace
-from datagouv_eval_pipeline.judges.verdict import judge_spend
-from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
-from datagouv_eval_pipeline.providers.retry import RetryPolicy
-from datagouv_eval_pipeline.replay import (
+from datagouv_eval_pipeline.core.benchmark.cells import expand_cells
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.judges.cache import JudgeCache
+from datagouv_eval_pipeline.core.judges.config import resolve_model
+from datagouv_eval_pipeline.core.judges.hybrid import HybridJudge
+from datagouv_eval_pipeline.core.judges.llm import LLMJudge
+from datagouv_eval_pipeline.core.judges.protocol import CriterionInput, tool_evidence
+from datagouv_eval_pipeline.core.judges.runner import judge_trace
+from datagouv_eval_pipeline.core.judges.verdict import judge_spend
+from datagouv_eval_pipeline.core.providers.limits import RateLimit, RateLimiters
+from datagouv_eval_pipeline.core.providers.retry import RetryPolicy
+from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.core.traces import Trace, load_trace
+from datagouv_eval_pipeline.pipeline.experiment.documents import AgentRunsDocument
+from datagouv_eval_pipeline.pipeline.experiment.stages import map_actions
+from datagouv_eval_pipeline.world.replay import (
     ProviderSimulation,
     ReplayConfig,
     ReplayServer,
     tool_call_completion,
 )
-from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.traces import Trace, load_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "docs" / "examples" / "traces"

@@ -30,10 +30,10 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from datagouv_eval_pipeline.judges.cache import JudgeCache
-from datagouv_eval_pipeline.judges.config import Role, RoleModel
-from datagouv_eval_pipeline.judges.llm import LLMJudge
-from datagouv_eval_pipeline.judges.prompts import (
+from datagouv_eval_pipeline.core.judges.cache import JudgeCache
+from datagouv_eval_pipeline.core.judges.config import Role, RoleModel
+from datagouv_eval_pipeline.core.judges.llm import LLMJudge
+from datagouv_eval_pipeline.core.judges.prompts import (
     ArgumentsOutput,
     ClassificationOutput,
     CriterionOutput,
@@ -41,11 +41,11 @@ from datagouv_eval_pipeline.judges.prompts import (
     JudgePrompt,
     TrajectoryOutput,
 )
-from datagouv_eval_pipeline.judges.protocol import CriterionInput, tool_evidence
-from datagouv_eval_pipeline.judges.runner import judge_trace
-from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
-from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.traces import Trace, load_trace
+from datagouv_eval_pipeline.core.judges.protocol import CriterionInput, tool_evidence
+from datagouv_eval_pipeline.core.judges.runner import judge_trace
+from datagouv_eval_pipeline.core.providers.limits import RateLimit, RateLimiters
+from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.core.traces import Trace, load_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "docs" / "examples" / "traces"

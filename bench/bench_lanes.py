@@ -18,16 +18,20 @@ import resource
 import time
 from typing import Any
 
-from datagouv_eval_pipeline.agents.cancel import CancelToken
-from datagouv_eval_pipeline.agents.runner import RunSettings
-from datagouv_eval_pipeline.benchmark.cells import Cell
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.benchmark.cells import Cell
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.defs.partitions import CELLS
-from datagouv_eval_pipeline.experiment.lanes import plan_lanes, provider_slots, running_lanes
-from datagouv_eval_pipeline.experiment.plan import select_tasks
-from datagouv_eval_pipeline.experiment.stages import AgentStageResult, run_agents
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.twin.server import TwinServer
+from datagouv_eval_pipeline.pipeline.agents.cancel import CancelToken
+from datagouv_eval_pipeline.pipeline.agents.runner import RunSettings
+from datagouv_eval_pipeline.pipeline.experiment.lanes import (
+    plan_lanes,
+    provider_slots,
+    running_lanes,
+)
+from datagouv_eval_pipeline.pipeline.experiment.plan import select_tasks
+from datagouv_eval_pipeline.pipeline.experiment.stages import AgentStageResult, run_agents
+from datagouv_eval_pipeline.world.api.server import TwinServer
 
 
 def _cpu() -> tuple[float, float]:

@@ -88,7 +88,7 @@ Call = Callable[[str, dict[str, Any]], Awaitable[None]]
 def _serve() -> None:
     """Child mode: start the twin, report port and start-up time, serve until stdin closes."""
     started = time.perf_counter()
-    from datagouv_eval_pipeline.twin.server import TwinServer
+    from datagouv_eval_pipeline.world.api.server import TwinServer
 
     imported = time.perf_counter()
     server = TwinServer()
@@ -397,7 +397,7 @@ def _best(rounds: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _wire_check() -> int:
-    from datagouv_eval_pipeline.twin.mcp.wirecheck import (
+    from datagouv_eval_pipeline.world.api.wirecheck import (
         compare_streaming,
         compare_wire,
         wire_cases,

@@ -48,16 +48,16 @@ LOOP = r"""
 import subprocess, sys, os, time
 T0 = time.perf_counter()
 from pathlib import Path
-from datagouv_eval_pipeline.benchmark.cells import expand_cells
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.experiment import stages
-from datagouv_eval_pipeline.experiment.plan import select_tasks
-from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
-from datagouv_eval_pipeline.semantic.registry import load_registry
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.twin.server import TwinServer
-from datagouv_eval_pipeline.validation.validator import ValidatorConfig, active, validate
-from datagouv_eval_pipeline.warehouse.loader import load_experiment
+from datagouv_eval_pipeline.core.benchmark.cells import expand_cells
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.pipeline.experiment import stages
+from datagouv_eval_pipeline.pipeline.experiment.plan import select_tasks
+from datagouv_eval_pipeline.core.judges.deterministic import DeterministicJudge
+from datagouv_eval_pipeline.core.semantic.registry import load_registry
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.pipeline.preflight.validator import ValidatorConfig, active, validate
+from datagouv_eval_pipeline.pipeline.warehouse.loader import load_experiment
 
 phases = {"imports": time.perf_counter() - T0}
 mark = time.perf_counter()
@@ -68,15 +68,16 @@ cells = expand_cells(load_benchmark_config())
 registry, judge = load_registry(), DeterministicJudge()
 loads = []
 with TwinServer() as urls:
-    import datagouv_eval_pipeline.twin.catalog as catalog
+    import datagouv_eval_pipeline.world.catalogue.catalog as catalog
     store = catalog.CatalogStore.load()
     report = validate(active(specs), ValidatorConfig(urls=urls, now=store.now))
     ok = [t for t in tasks if t.task_id not in set(report.quarantined)]
     phases["specs, twin, pre-flight"] = time.perf_counter() - mark
     # The agent stage on the same lanes as the pipeline's (a second lane in a worker process),
     # so the ratio compares orchestration, not parallelism.
-    from datagouv_eval_pipeline.benchmark.config import ProviderKind
-    from datagouv_eval_pipeline.experiment.lanes import plan_lanes, provider_slots, running_lanes
+    from datagouv_eval_pipeline.core.benchmark.config import ProviderKind
+    from datagouv_eval_pipeline.pipeline.experiment.lanes import plan_lanes, provider_slots,
+    running_lanes
     mark = time.perf_counter()
     slots = provider_slots(load_benchmark_config())
     offline = {c.model.provider for c in cells if c.model.kind == ProviderKind.OFFLINE}
@@ -108,8 +109,8 @@ db = os.environ["DATAGOUV_EVAL_DUCKDB"]
 load_experiment(db, loads, [c.key for c in cells], tasks=specs)
 phases["warehouse load"] = time.perf_counter() - mark
 mark = time.perf_counter()
-from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
-from datagouv_eval_pipeline.warehouse.loader import connect
+from datagouv_eval_pipeline.pipeline.warehouse.error_bars import compute_statistics
+from datagouv_eval_pipeline.pipeline.warehouse.loader import connect
 with connect(db) as conn:
     compute_statistics(conn)
 phases["statistics"] = time.perf_counter() - mark
@@ -119,7 +120,7 @@ subprocess.run([dbt, "build", "--quiet", "--project-dir", "dbt_metrics",
                 "--profiles-dir", "dbt_metrics"], check=True, cwd=os.getcwd())
 phases["dbt build"] = time.perf_counter() - mark
 mark = time.perf_counter()
-from datagouv_eval_pipeline.report import build_report
+from datagouv_eval_pipeline.pipeline.report import build_report
 build_report(Path(db))
 phases["report"] = time.perf_counter() - mark
 print("task runs", sum(len(l.traces) for l in loads))

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import duckdb
 
-from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
-from datagouv_eval_pipeline.warehouse.schema import SCHEMA, TABLES
+from datagouv_eval_pipeline.pipeline.warehouse.error_bars import compute_statistics
+from datagouv_eval_pipeline.pipeline.warehouse.schema import SCHEMA, TABLES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,10 +34,10 @@ _ONE_ROUND = """
 import json, sys, time
 from pathlib import Path
 start = time.perf_counter()
-from datagouv_eval_pipeline.benchmark.cells import expand_cells
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.report import build_report, read_sources
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.core.benchmark.cells import expand_cells
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.pipeline.report import build_report, read_sources
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, load_task_specs
 imported = time.perf_counter()
 db, store, out = map(Path, sys.argv[1:4])
 sources = read_sources(store_root=store, specs=load_task_specs([TASK_SPECS_DIR]),

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import datagouv_eval_pipeline
-from datagouv_eval_pipeline.agents.capabilities import CLI_MODULE
-from datagouv_eval_pipeline.sandbox.local import LocalSandbox
+from datagouv_eval_pipeline.pipeline.agents.capabilities import CLI_MODULE
+from datagouv_eval_pipeline.world.sandbox.local import LocalSandbox
 
 
 def _sandbox(warm: bool) -> LocalSandbox:
@@ -107,11 +107,11 @@ def bench_calls(repeat: int) -> None:
 
 def bench_cell(cell_key: str) -> None:
     """Run the cell against the twin in both modes and print execute_cell's wall time."""
-    from datagouv_eval_pipeline.agents.runner import RunSettings, execute_cell
-    from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR
     from datagouv_eval_pipeline.cli.run_cell import _cell, _tasks
-    from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR
-    from datagouv_eval_pipeline.twin.server import TwinServer
+    from datagouv_eval_pipeline.core.benchmark.loader import BENCHMARK_CONFIG_DIR
+    from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR
+    from datagouv_eval_pipeline.pipeline.agents.runner import RunSettings, execute_cell
+    from datagouv_eval_pipeline.world.api.server import TwinServer
 
     cell = _cell(BENCHMARK_CONFIG_DIR, cell_key)
     tasks = _tasks(TASK_SPECS_DIR, None)

@@ -22,10 +22,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from datagouv_eval_pipeline.metrics.scorer import score_trace
-from datagouv_eval_pipeline.semantic.mapper import map_trace
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.traces import Trace
+from datagouv_eval_pipeline.core.metrics.scorer import score_trace
+from datagouv_eval_pipeline.core.semantic.mapper import map_trace
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.core.traces import Trace
 
 DS = "5d13a8b6634f41070a43dff3"
 RID = "f868cca6-8da1-4369-a78d-47463f19a9a3"

@@ -76,7 +76,7 @@ def _queries(count: int) -> list[str]:
 def _serve() -> None:
     """Child mode: start the twin, report its port and start-up split, serve until stdin closes."""
     started = time.perf_counter()
-    from datagouv_eval_pipeline.twin.server import TwinServer
+    from datagouv_eval_pipeline.world.api.server import TwinServer
 
     imported = time.perf_counter()
     server = TwinServer()

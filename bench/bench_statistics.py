@@ -23,9 +23,9 @@ from pathlib import Path
 
 import duckdb
 
-from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
-from datagouv_eval_pipeline.warehouse.gate import evaluate_gate, write_gate_results
-from datagouv_eval_pipeline.warehouse.history import latest_experiment
+from datagouv_eval_pipeline.pipeline.warehouse.error_bars import compute_statistics
+from datagouv_eval_pipeline.pipeline.warehouse.gate import evaluate_gate, write_gate_results
+from datagouv_eval_pipeline.pipeline.warehouse.history import latest_experiment
 
 SECOND = "bench-second-run"
 

@@ -1,4 +1,4 @@
-"""Property tests for the action-chain grammar (``tasks/chain.py``)."""
+"""Property tests for the action-chain grammar (``core/tasks/chain.py``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from datagouv_eval_pipeline.tasks.chain import (
+from datagouv_eval_pipeline.core.tasks.chain import (
     Action,
     ChainNode,
     ChainSyntaxError,

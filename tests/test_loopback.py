@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from datagouv_eval_pipeline.loopback import exempt_loopback_from_proxies
+from datagouv_eval_pipeline.base.loopback import exempt_loopback_from_proxies
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline import project_files
-from datagouv_eval_pipeline.project_files import (
+from datagouv_eval_pipeline.base import project_files
+from datagouv_eval_pipeline.base.project_files import (
     DBT_DIR_ENV,
     PACKAGED_DIRNAME,
     checkout_root,

@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil  # type: ignore[import-untyped]  # no stubs in the lock
 import pytest
 
-from datagouv_eval_pipeline.server_process import (
+from datagouv_eval_pipeline.base.server_process import (
     ServerPool,
     ServerProcess,
     accepts_connections,

@@ -1,4 +1,4 @@
-"""The one fold and canonical JSON of ``datagouv_eval_pipeline.text``."""
+"""The one fold and canonical JSON of ``datagouv_eval_pipeline.base.text``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,13 @@ import datetime as dt
 from hypothesis import given
 from hypothesis import strategies as st
 
-from datagouv_eval_pipeline.text import canonical_json, fold, fold_cached, fold_fast, fold_spaced
+from datagouv_eval_pipeline.base.text import (
+    canonical_json,
+    fold,
+    fold_cached,
+    fold_fast,
+    fold_spaced,
+)
 
 # French text is mostly Latin-1, with œ, typographic apostrophes and narrow no-break spaces.
 FRENCH_ALPHABET = st.sampled_from(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.traces import Trace, load_trace
+from datagouv_eval_pipeline.core.traces import Trace, load_trace
 
 
 def _trace(arguments: object) -> dict[str, object]:

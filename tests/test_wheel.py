@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.mcp_builds.install import BuildError, uv_command
+from datagouv_eval_pipeline.world.mcp_builds.install import BuildError, uv_command
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -140,8 +140,8 @@ import json
 import datagouv_eval_pipeline
 from datagouv_eval_pipeline import project_files as pf
 from datagouv_eval_pipeline.defs.dbt_project import DBT_PROJECT_DIR, prepare_manifest
-from datagouv_eval_pipeline.metrics.provenance import code_version, working_tree_dirty
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
+from datagouv_eval_pipeline.core.metrics.provenance import code_version, working_tree_dirty
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
 
 catalog = CatalogStore.load(warm=False)
 version = code_version()

@@ -49,7 +49,7 @@ _COMMANDS: dict[str, _Entry] = {
         "The local data.gouv.fr twin (REST v1/v2, Tabular, Metrics and crawler APIs).",
     ),
     "preflight": _Entry(
-        "validate_resources",
+        "preflight",
         "Check the catalog objects every active task relies on; quarantine the tasks that drifted.",
     ),
     "replay": _Entry(

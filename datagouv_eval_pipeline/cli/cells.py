@@ -7,15 +7,15 @@ from pathlib import Path
 
 import click
 
-from datagouv_eval_pipeline.benchmark.cells import Cell, UnknownEvaluationTypeError
-from datagouv_eval_pipeline.benchmark.keys import mcp_entry_key
-from datagouv_eval_pipeline.benchmark.loader import (
+from datagouv_eval_pipeline.cli.validate import format_error
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, UnknownEvaluationTypeError
+from datagouv_eval_pipeline.core.benchmark.keys import mcp_entry_key
+from datagouv_eval_pipeline.core.benchmark.loader import (
     BENCHMARK_CONFIG_DIR,
     BenchmarkConfigErrors,
     load_benchmark_config,
 )
-from datagouv_eval_pipeline.benchmark.selection import SelectionError, select_cells
-from datagouv_eval_pipeline.cli.validate import format_error
+from datagouv_eval_pipeline.core.benchmark.selection import SelectionError, select_cells
 
 _COLUMNS = ("key", "evaluation types", "model", "capabilities", "mcp", "skills", "prompt")
 

@@ -28,9 +28,9 @@ import click
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from datagouv_eval_pipeline import project_files
+from datagouv_eval_pipeline.base import project_files
 from datagouv_eval_pipeline.cli.ports import require_free_port
-from datagouv_eval_pipeline.report_site import (
+from datagouv_eval_pipeline.pipeline.report_site import (
     DEFAULT_REPORT_PORT,
     REPORT_URL_ENV,
     default_report_url,
@@ -125,8 +125,8 @@ def pools_to_apply(path: Path) -> dict[str, int]:
     Raises:
         PoolsFileError: ``path`` is missing or malformed.
     """
-    from datagouv_eval_pipeline.benchmark.loader import BenchmarkConfigErrors
-    from datagouv_eval_pipeline.experiment.lanes import provider_pool_limits
+    from datagouv_eval_pipeline.core.benchmark.loader import BenchmarkConfigErrors
+    from datagouv_eval_pipeline.pipeline.experiment.lanes import provider_pool_limits
 
     try:
         providers = provider_pool_limits()
@@ -395,7 +395,7 @@ def report_command(directory: Path, port: int) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "datagouv_eval_pipeline.report_site",
+        "datagouv_eval_pipeline.pipeline.report_site",
         str(directory),
         str(port),
         str(os.getpid()),
@@ -403,8 +403,8 @@ def report_command(directory: Path, port: int) -> list[str]:
 
 
 def _report_dir() -> Path:
-    from datagouv_eval_pipeline.report.build import default_report_dir
-    from datagouv_eval_pipeline.warehouse.location import default_duckdb_path
+    from datagouv_eval_pipeline.pipeline.report.build import default_report_dir
+    from datagouv_eval_pipeline.pipeline.warehouse.location import default_duckdb_path
 
     return default_report_dir(Path(default_duckdb_path()))
 

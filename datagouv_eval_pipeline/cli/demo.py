@@ -13,18 +13,18 @@ from pathlib import Path
 
 import click
 
-from datagouv_eval_pipeline import project_files
-from datagouv_eval_pipeline.benchmark.cells import expand_cells
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.metrics import MetricValue, score_trace
-from datagouv_eval_pipeline.tasks import (
+from datagouv_eval_pipeline.base import project_files
+from datagouv_eval_pipeline.base.writable import writable_dir_problem
+from datagouv_eval_pipeline.core.benchmark.cells import expand_cells
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.metrics import MetricValue, score_trace
+from datagouv_eval_pipeline.core.tasks import (
     TASK_SPECS_DIR,
     SpecErrors,
     TaskStatus,
     load_task_specs,
 )
-from datagouv_eval_pipeline.traces import load_trace
-from datagouv_eval_pipeline.writable import writable_dir_problem
+from datagouv_eval_pipeline.core.traces import load_trace
 
 EXAMPLE_TRACES_DIR = project_files.example_traces_dir()
 DEFAULT_RESULTS_DIR = project_files.data_dir() / "demo"

@@ -19,8 +19,6 @@ from typing import Any, NoReturn
 
 import click
 
-from datagouv_eval_pipeline.agents.cancel import CancelToken, last_interrupt
-from datagouv_eval_pipeline.agents.capabilities import SANDBOX_CAPABILITIES
 from datagouv_eval_pipeline.cli.dagster_home import (
     RUN_HOST_TAG,
     RUN_PID_TAG,
@@ -44,10 +42,16 @@ from datagouv_eval_pipeline.cli.preconditions import (
     sandbox_notice,
 )
 from datagouv_eval_pipeline.cli.urls import HTTP_URL
-from datagouv_eval_pipeline.experiment.plan import ExperimentPlan, SelectionError, plan_experiment
-from datagouv_eval_pipeline.experiment.store import default_run_store
-from datagouv_eval_pipeline.tasks.errors import SpecErrors
-from datagouv_eval_pipeline.warehouse.location import default_duckdb_path
+from datagouv_eval_pipeline.core.tasks.errors import SpecErrors
+from datagouv_eval_pipeline.pipeline.agents.cancel import CancelToken, last_interrupt
+from datagouv_eval_pipeline.pipeline.agents.capabilities import SANDBOX_CAPABILITIES
+from datagouv_eval_pipeline.pipeline.experiment.plan import (
+    ExperimentPlan,
+    SelectionError,
+    plan_experiment,
+)
+from datagouv_eval_pipeline.pipeline.experiment.store import default_run_store
+from datagouv_eval_pipeline.pipeline.warehouse.location import default_duckdb_path
 
 EXAMPLE_QUERIES = (
     # The headline ranking: mean, 95 % interval and n; cells scored on fewer than half their
@@ -82,10 +86,10 @@ def stale_lines(plan: ExperimentPlan, store_root: Path) -> list[str]:
     Dagster 1.13 shows a partition's staleness only on that partition's page; this lists them
     all, from the run store, as the ``cells_current`` check does.
     """
-    from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument
-    from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS
-    from datagouv_eval_pipeline.experiment.staleness import stale_cells
-    from datagouv_eval_pipeline.experiment.store import RunStore, RunStoreError
+    from datagouv_eval_pipeline.pipeline.experiment.documents import AgentRunsDocument
+    from datagouv_eval_pipeline.pipeline.experiment.stages import AGENT_RUNS
+    from datagouv_eval_pipeline.pipeline.experiment.staleness import stale_cells
+    from datagouv_eval_pipeline.pipeline.experiment.store import RunStore, RunStoreError
 
     store = RunStore(store_root)
     documents = []
@@ -105,8 +109,8 @@ def stale_lines(plan: ExperimentPlan, store_root: Path) -> list[str]:
 
 
 def _print_plan(plan: ExperimentPlan, *, live: bool, rerun: bool) -> None:
-    from datagouv_eval_pipeline.experiment.cache import default_agent_cache
-    from datagouv_eval_pipeline.experiment.estimate import current_snapshot_id
+    from datagouv_eval_pipeline.pipeline.experiment.cache import default_agent_cache
+    from datagouv_eval_pipeline.pipeline.experiment.estimate import current_snapshot_id
 
     snapshot = None if live else current_snapshot_id()
     estimates = plan.estimate(
@@ -292,8 +296,8 @@ def command(
         click.echo(f"note: {notice}")
     if result.success and not interrupted:
         click.echo(f"warehouse (DuckDB): {db_path}")
-        from datagouv_eval_pipeline.report.build import default_report_dir
-        from datagouv_eval_pipeline.report.render import BROWSER_DIR, REPORT_PAGE
+        from datagouv_eval_pipeline.pipeline.report.build import default_report_dir
+        from datagouv_eval_pipeline.pipeline.report.render import BROWSER_DIR, REPORT_PAGE
 
         pages = default_report_dir(db_path)
         click.echo(f"report: {pages / REPORT_PAGE} (Markdown for the Dagster UI: {report})")
@@ -333,19 +337,19 @@ def _kept(result: Any, summary: Summary) -> str:
 
 def _judge_config(choice: str | None, base_url: str | None) -> dict[str, str]:
     """The ``judge`` resource's run config, checked now so a bad option fails before the run."""
-    from datagouv_eval_pipeline.benchmark.loader import (
+    from datagouv_eval_pipeline.core.benchmark.loader import (
         BENCHMARK_CONFIG_DIR,
         BenchmarkConfigErrors,
         load_benchmark_config,
     )
-    from datagouv_eval_pipeline.judges.config import (
+    from datagouv_eval_pipeline.core.judges.config import (
         JUDGE_FILE,
         JudgeModelError,
         JudgeSpecError,
         load_judge_spec,
     )
-    from datagouv_eval_pipeline.judges.factory import build_judge
-    from datagouv_eval_pipeline.local_models import CHECK_ONLY_URL, served_model
+    from datagouv_eval_pipeline.core.judges.factory import build_judge
+    from datagouv_eval_pipeline.world.local_models import CHECK_ONLY_URL, served_model
 
     try:
         spec = load_judge_spec(BENCHMARK_CONFIG_DIR / JUDGE_FILE)

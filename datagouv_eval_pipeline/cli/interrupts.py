@@ -6,7 +6,7 @@ in, and a library that catches the exception a handler raises would lose the int
 first signal sets the run's :class:`CancelToken`, which every stage watches: the stage in
 progress stops, finished work is kept, and no later stage starts. A long DuckDB query does not
 watch it: the query in progress on every warehouse connection is interrupted instead, at the
-signal and again every 0.2 s while the run stops (``warehouse/connections.py``). If the run
+signal and again every 0.2 s while the run stops (``pipeline/warehouse/connections.py``). If the run
 has not stopped ``grace`` seconds later, or on a second signal, the process stops at once: its
 children are killed and it exits 130, leaving what a ``kill -9`` leaves (the next run cleans it
 and resumes).
@@ -29,9 +29,13 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Generic, NoReturn, TypeVar
 
-from datagouv_eval_pipeline.agents.cancel import CancelToken, record_interrupt, run_token_set
 from datagouv_eval_pipeline.cli.experiment_summary import EXIT_INTERRUPTED
-from datagouv_eval_pipeline.warehouse.connections import interrupt_queries
+from datagouv_eval_pipeline.pipeline.agents.cancel import (
+    CancelToken,
+    record_interrupt,
+    run_token_set,
+)
+from datagouv_eval_pipeline.pipeline.warehouse.connections import interrupt_queries
 
 GRACE_SECONDS = 9.0
 """How long a stage may take to stop after the first signal before the process stops at once."""

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from datagouv_eval_pipeline.cli.urls import HTTP_URL
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
 
 
 @click.group()
@@ -24,8 +24,8 @@ def command() -> None:
 
 def _tasks(task_dir: Path | None) -> dict[str, TaskSpec]:
     """The task specs of ``task_dir`` (default: task_specs/) by id; load errors exit cleanly."""
-    from datagouv_eval_pipeline.tasks.errors import TaskSpecErrors
-    from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
+    from datagouv_eval_pipeline.core.tasks.errors import TaskSpecErrors
+    from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
 
     try:
         return {task.task_id: task for task in load_task_specs([task_dir or TASK_SPECS_DIR])}
@@ -40,7 +40,7 @@ class _Servers:
         self._servers: Any = None
 
     def base_url(self, model: Any) -> str:
-        from datagouv_eval_pipeline.local_models import LocalServers
+        from datagouv_eval_pipeline.world.local_models import LocalServers
 
         if self._servers is None:
             self._servers = LocalServers()
@@ -55,8 +55,8 @@ _LOCAL_SERVERS = _Servers()
 def _build_judge(
     judge: str, config_path: Path | None, cache_dir: Path | None, base_url: str | None
 ) -> Any:
-    from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
-    from datagouv_eval_pipeline.judges.hybrid import HybridJudge
+    from datagouv_eval_pipeline.core.judges.deterministic import DeterministicJudge
+    from datagouv_eval_pipeline.core.judges.hybrid import HybridJudge
 
     if judge == "deterministic":
         return DeterministicJudge()
@@ -68,11 +68,11 @@ def _build_judge(
     import yaml
     from pydantic import ValidationError
 
-    from datagouv_eval_pipeline.benchmark.loader import (
+    from datagouv_eval_pipeline.core.benchmark.loader import (
         BenchmarkConfigErrors,
         load_benchmark_config,
     )
-    from datagouv_eval_pipeline.judges.config import (
+    from datagouv_eval_pipeline.core.judges.config import (
         ROLES,
         JudgeConfig,
         JudgeModelError,
@@ -80,7 +80,7 @@ def _build_judge(
         RoleSettings,
         resolve_model,
     )
-    from datagouv_eval_pipeline.judges.llm import LLMJudge
+    from datagouv_eval_pipeline.core.judges.llm import LLMJudge
 
     try:
         if config_path is not None:
@@ -97,7 +97,7 @@ def _build_judge(
         models = load_benchmark_config().models
     except BenchmarkConfigErrors as error:
         raise click.ClickException(str(error)) from error
-    from datagouv_eval_pipeline.local_models import LlamaServerError, served_model
+    from datagouv_eval_pipeline.world.local_models import LlamaServerError, served_model
 
     def url_of(name: str) -> str | None:
         served = served_model(name, models) if base_url is None else None
@@ -212,7 +212,7 @@ def calibrate_command(
     """
     import duckdb
 
-    from datagouv_eval_pipeline.judges.calibration import (
+    from datagouv_eval_pipeline.core.judges.calibration import (
         CALIBRATION_DIR,
         CalibrationError,
         calibrate,
@@ -221,10 +221,13 @@ def calibrate_command(
         select_labels,
         set_sha,
     )
-    from datagouv_eval_pipeline.warehouse.calibration import calibration_rows, write_calibration
-    from datagouv_eval_pipeline.warehouse.loader import connect
-    from datagouv_eval_pipeline.warehouse.location import default_duckdb_path
-    from datagouv_eval_pipeline.warehouse.schema import SchemaVersionError
+    from datagouv_eval_pipeline.pipeline.warehouse.calibration import (
+        calibration_rows,
+        write_calibration,
+    )
+    from datagouv_eval_pipeline.pipeline.warehouse.loader import connect
+    from datagouv_eval_pipeline.pipeline.warehouse.location import default_duckdb_path
+    from datagouv_eval_pipeline.pipeline.warehouse.schema import SchemaVersionError
 
     tasks = _tasks(task_dir)
     paths = list(set_paths) or [CALIBRATION_DIR]
@@ -232,7 +235,7 @@ def calibrate_command(
         items = select_labels(load_calibration(paths, tasks), label_set)
     except CalibrationError as error:
         raise click.ClickException(str(error)) from error
-    from datagouv_eval_pipeline.experiment.catalog import twin_catalog_lookup
+    from datagouv_eval_pipeline.pipeline.experiment.catalog import twin_catalog_lookup
 
     judge = _build_judge(judge_name, config_path, cache_dir, base_url)
     report = asyncio.run(
@@ -274,8 +277,8 @@ def trace_command(
     base_url: str | None,
 ) -> None:
     """Judge one trace file and print every verdict as JSON."""
-    from datagouv_eval_pipeline.judges.runner import judge_trace
-    from datagouv_eval_pipeline.traces import load_trace
+    from datagouv_eval_pipeline.core.judges.runner import judge_trace
+    from datagouv_eval_pipeline.core.traces import load_trace
 
     tasks = _tasks(task_dir)
     try:

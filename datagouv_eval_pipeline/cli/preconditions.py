@@ -16,9 +16,9 @@ from pathlib import Path
 import click
 import duckdb
 
-from datagouv_eval_pipeline.filelock import LockHeldError, exclusive_lock
-from datagouv_eval_pipeline.warehouse.storage import describe_open_error
-from datagouv_eval_pipeline.writable import writable_dir_problem
+from datagouv_eval_pipeline.base.filelock import LockHeldError, exclusive_lock
+from datagouv_eval_pipeline.base.writable import writable_dir_problem
+from datagouv_eval_pipeline.pipeline.warehouse.storage import describe_open_error
 
 
 def require_instance_dir(home: Path) -> None:
@@ -75,9 +75,9 @@ def require_code_cell_dirs() -> None:
     Raises:
         click.ClickException: One is a file, or cannot be created or written.
     """
-    from datagouv_eval_pipeline.cache_home import CacheDirError, require_writable_dir
-    from datagouv_eval_pipeline.front import TwinHomeError, require_twin_home
-    from datagouv_eval_pipeline.sandbox.library import LIBRARY_DIR_ENV, library_root
+    from datagouv_eval_pipeline.base.cache_home import CacheDirError, require_writable_dir
+    from datagouv_eval_pipeline.world.front import TwinHomeError, require_twin_home
+    from datagouv_eval_pipeline.world.sandbox.library import LIBRARY_DIR_ENV, library_root
 
     try:
         require_twin_home()

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
+from datagouv_eval_pipeline.base.writable import writable_dir_problem
 from datagouv_eval_pipeline.cli.ports import PORT, require_free_port
 from datagouv_eval_pipeline.cli.urls import HTTP_URL
-from datagouv_eval_pipeline.writable import writable_dir_problem
 
 
 @click.group(name="replay")
@@ -88,7 +88,7 @@ def serve(
     repeat_exhausted: bool,
 ) -> None:
     """Serve on 127.0.0.1 until Ctrl-C; in replay mode, exit 1 if any request missed."""
-    from datagouv_eval_pipeline.replay import (
+    from datagouv_eval_pipeline.world.replay import (
         CassetteError,
         ProviderSimulation,
         ReplayConfig,
@@ -136,7 +136,7 @@ def serve(
 @click.argument("cassettes_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
 def check(cassettes_dir: Path) -> None:
     """Validate every cassette in CASSETTES_DIR and look for leaked credentials (exit 1 if any)."""
-    from datagouv_eval_pipeline.replay.cassette import (
+    from datagouv_eval_pipeline.world.replay.cassette import (
         audit_cassette,
         cassette_path,
         list_cassettes,

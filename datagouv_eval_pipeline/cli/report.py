@@ -13,10 +13,10 @@ import click
 import duckdb
 
 from datagouv_eval_pipeline.cli.ports import require_free_port
-from datagouv_eval_pipeline.experiment.store import default_run_store
-from datagouv_eval_pipeline.report_site import DEFAULT_REPORT_PORT, report_server
-from datagouv_eval_pipeline.warehouse.location import default_duckdb_path
-from datagouv_eval_pipeline.warehouse.storage import describe_open_error
+from datagouv_eval_pipeline.pipeline.experiment.store import default_run_store
+from datagouv_eval_pipeline.pipeline.report_site import DEFAULT_REPORT_PORT, report_server
+from datagouv_eval_pipeline.pipeline.warehouse.location import default_duckdb_path
+from datagouv_eval_pipeline.pipeline.warehouse.storage import describe_open_error
 
 _DB = click.option(
     "--db",
@@ -42,10 +42,10 @@ _STORE = click.option(
 
 
 def _build(db_path: Path | None, out_dir: Path | None, store_root: Path | None) -> Path:
-    from datagouv_eval_pipeline.benchmark.cells import expand_cells
-    from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-    from datagouv_eval_pipeline.report import ReportInputError, build_report, read_sources
-    from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
+    from datagouv_eval_pipeline.core.benchmark.cells import expand_cells
+    from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+    from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, load_task_specs
+    from datagouv_eval_pipeline.pipeline.report import ReportInputError, build_report, read_sources
 
     db = db_path or Path(default_duckdb_path())
     sources = read_sources(
@@ -96,7 +96,7 @@ def serve(
     db_path: Path | None, out_dir: Path | None, store_root: Path | None, port: int, rebuild: bool
 ) -> None:
     """Serve the report and the results browser on 127.0.0.1 (Ctrl-C stops)."""
-    from datagouv_eval_pipeline.report import default_report_dir
+    from datagouv_eval_pipeline.pipeline.report import default_report_dir
 
     require_free_port(port)
     if rebuild:

@@ -18,7 +18,7 @@ import click
 
 
 def _db(db_path: Path | None) -> Path:
-    from datagouv_eval_pipeline.warehouse.location import default_duckdb_path
+    from datagouv_eval_pipeline.pipeline.warehouse.location import default_duckdb_path
 
     return db_path or Path(default_duckdb_path())
 
@@ -63,7 +63,11 @@ def sample_command(
     import duckdb
 
     from datagouv_eval_pipeline.cli.judge import _tasks
-    from datagouv_eval_pipeline.warehouse.review import ReviewError, draw_sample, write_review
+    from datagouv_eval_pipeline.pipeline.warehouse.review import (
+        ReviewError,
+        draw_sample,
+        write_review,
+    )
 
     db = _db(db_path)
     if not db.exists():
@@ -132,16 +136,16 @@ def import_command(
     import duckdb
 
     from datagouv_eval_pipeline.cli.judge import _tasks
-    from datagouv_eval_pipeline.judges.calibration import (
+    from datagouv_eval_pipeline.core.judges.calibration import (
         CALIBRATION_DIR,
         CalibrationError,
         load_calibration,
     )
-    from datagouv_eval_pipeline.tasks.errors import TaskSpecErrors
-    from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
-    from datagouv_eval_pipeline.warehouse.calibration import write_review_labels
-    from datagouv_eval_pipeline.warehouse.loader import connect
-    from datagouv_eval_pipeline.warehouse.review import (
+    from datagouv_eval_pipeline.core.tasks.errors import TaskSpecErrors
+    from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
+    from datagouv_eval_pipeline.pipeline.warehouse.calibration import write_review_labels
+    from datagouv_eval_pipeline.pipeline.warehouse.loader import connect
+    from datagouv_eval_pipeline.pipeline.warehouse.review import (
         ReviewError,
         calibration_document,
         check_review,
@@ -151,7 +155,7 @@ def import_command(
         read_review,
         write_calibration_file,
     )
-    from datagouv_eval_pipeline.warehouse.schema import SchemaVersionError
+    from datagouv_eval_pipeline.pipeline.warehouse.schema import SchemaVersionError
 
     tasks = _tasks(task_dir)
     try:

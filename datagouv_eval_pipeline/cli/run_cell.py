@@ -9,23 +9,23 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
-from datagouv_eval_pipeline.benchmark.keys import UnknownCellKeyError, decode_cell_key
-from datagouv_eval_pipeline.benchmark.loader import (
+from datagouv_eval_pipeline.base.writable import writable_dir_problem
+from datagouv_eval_pipeline.cli.urls import HTTP_URL
+from datagouv_eval_pipeline.cli.validate import format_error
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, expand_cells
+from datagouv_eval_pipeline.core.benchmark.keys import UnknownCellKeyError, decode_cell_key
+from datagouv_eval_pipeline.core.benchmark.loader import (
     BENCHMARK_CONFIG_DIR,
     BenchmarkConfigErrors,
     load_benchmark_config,
 )
-from datagouv_eval_pipeline.benchmark.selection import model_names
-from datagouv_eval_pipeline.cli.urls import HTTP_URL
-from datagouv_eval_pipeline.cli.validate import format_error
-from datagouv_eval_pipeline.tasks.errors import TaskSpecErrors
-from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.tasks.spec import TaskSpec, TaskStatus
-from datagouv_eval_pipeline.writable import writable_dir_problem
+from datagouv_eval_pipeline.core.benchmark.selection import model_names
+from datagouv_eval_pipeline.core.tasks.errors import TaskSpecErrors
+from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec, TaskStatus
 
 if TYPE_CHECKING:
-    from datagouv_eval_pipeline.mcp_builds import BuildServers
+    from datagouv_eval_pipeline.world.mcp_builds import BuildServers
 
 
 def _cell(config_dir: Path, key: str) -> Cell:
@@ -135,15 +135,15 @@ def command(
     llama_cpp model. Traces go to OUT/<task_id>__r<repeat>.json and the MCP tool list to
     OUT/mcp-tools-<version>.json.
     """
-    from datagouv_eval_pipeline.agents.capabilities import SANDBOX_CAPABILITIES
-    from datagouv_eval_pipeline.agents.limits import RunBudget
-    from datagouv_eval_pipeline.agents.runner import RunSettings, execute_cell
-    from datagouv_eval_pipeline.benchmark.config import ProviderKind
     from datagouv_eval_pipeline.cli.preconditions import require_code_cell_dirs
-    from datagouv_eval_pipeline.local_models import LlamaServerError, LocalServers
-    from datagouv_eval_pipeline.mcp_builds import BuildError, BuildServers
-    from datagouv_eval_pipeline.twin.catalog import SnapshotError
-    from datagouv_eval_pipeline.twin.server import TwinServer
+    from datagouv_eval_pipeline.core.benchmark.config import ProviderKind
+    from datagouv_eval_pipeline.pipeline.agents.capabilities import SANDBOX_CAPABILITIES
+    from datagouv_eval_pipeline.pipeline.agents.limits import RunBudget
+    from datagouv_eval_pipeline.pipeline.agents.runner import RunSettings, execute_cell
+    from datagouv_eval_pipeline.world.api.server import TwinServer
+    from datagouv_eval_pipeline.world.catalogue.catalog import SnapshotError
+    from datagouv_eval_pipeline.world.local_models import LlamaServerError, LocalServers
+    from datagouv_eval_pipeline.world.mcp_builds import BuildError, BuildServers
 
     cell = _cell(config_dir, cell_key)
     tasks = _tasks(tasks_dir, task_ids)

@@ -11,15 +11,18 @@ from typing import Any
 
 import click
 
-from datagouv_eval_pipeline.benchmark.schema import BENCHMARK_SCHEMA_PATH, benchmark_json_schema
+from datagouv_eval_pipeline.base.project_files import DBT_PROJECT, PACKAGE_DIR
 from datagouv_eval_pipeline.cli.validate import display_path
-from datagouv_eval_pipeline.project_files import DBT_PROJECT, PACKAGE_DIR
-from datagouv_eval_pipeline.tasks.schema import (
+from datagouv_eval_pipeline.core.benchmark.schema import (
+    BENCHMARK_SCHEMA_PATH,
+    benchmark_json_schema,
+)
+from datagouv_eval_pipeline.core.tasks.schema import (
     TASK_SPEC_SCHEMA_PATH,
     render_schema,
     task_spec_json_schema,
 )
-from datagouv_eval_pipeline.traces import TRACE_SCHEMA_PATH, trace_json_schema
+from datagouv_eval_pipeline.core.traces import TRACE_SCHEMA_PATH, trace_json_schema
 
 SCHEMAS: dict[Path, Callable[[], dict[str, Any]]] = {
     TASK_SPEC_SCHEMA_PATH: task_spec_json_schema,
@@ -48,7 +51,7 @@ def stale_schemas() -> list[Path]:
 
 def _metric_docs() -> tuple[Path, str, str] | None:
     """``docs/warehouse.md``, as committed and with its metric table regenerated (None: absent)."""
-    from datagouv_eval_pipeline.warehouse.metric_docs import (
+    from datagouv_eval_pipeline.pipeline.warehouse.metric_docs import (
         WAREHOUSE_DOCS,
         MarkersMissingError,
         with_metric_table,
@@ -68,8 +71,8 @@ def _dbt_docs(warehouse: Path | None = None) -> list[Any]:
         return []  # an installed wheel: the project is packaged elsewhere, read-only
     import duckdb
 
-    from datagouv_eval_pipeline.warehouse.dbt_docs import built_columns, docs_files
-    from datagouv_eval_pipeline.warehouse.storage import describe_open_error
+    from datagouv_eval_pipeline.pipeline.warehouse.dbt_docs import built_columns, docs_files
+    from datagouv_eval_pipeline.pipeline.warehouse.storage import describe_open_error
 
     try:
         built = built_columns(warehouse) if warehouse else None

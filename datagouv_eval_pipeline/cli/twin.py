@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
+from datagouv_eval_pipeline.base.writable import writable_dir_problem
 from datagouv_eval_pipeline.cli.ports import PORT, require_free_port
-from datagouv_eval_pipeline.twin.urls import TwinUrls
-from datagouv_eval_pipeline.writable import writable_dir_problem
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
 
 
 @click.group(name="twin")
@@ -65,12 +65,12 @@ def serve(
     Metrics and crawler hosts) through the front: run `eval "$(datagouv-eval twin env)"` in
     another shell.
     """
-    from datagouv_eval_pipeline.front import Front, TwinHomeError, require_twin_home
-    from datagouv_eval_pipeline.twin.app import TwinConfig
-    from datagouv_eval_pipeline.twin.catalog import CatalogStore, SnapshotError
-    from datagouv_eval_pipeline.twin.front import forget_running, record_running, served_by
-    from datagouv_eval_pipeline.twin.hosts import served_hosts
-    from datagouv_eval_pipeline.twin.server import serve_forever
+    from datagouv_eval_pipeline.world.api.app import TwinConfig
+    from datagouv_eval_pipeline.world.api.front import forget_running, record_running, served_by
+    from datagouv_eval_pipeline.world.api.hosts import served_hosts
+    from datagouv_eval_pipeline.world.api.server import serve_forever
+    from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore, SnapshotError
+    from datagouv_eval_pipeline.world.front import Front, TwinHomeError, require_twin_home
 
     require_free_port(port)
     try:
@@ -129,8 +129,8 @@ def env(home: Path | None) -> None:
     then curl, httpx, requests, urllib and the datagouv client reach the twin at the
     production URLs, unmodified.
     """
-    from datagouv_eval_pipeline.front import export_lines
-    from datagouv_eval_pipeline.twin.front import FrontNotRunningError, running_env
+    from datagouv_eval_pipeline.world.api.front import FrontNotRunningError, running_env
+    from datagouv_eval_pipeline.world.front import export_lines
 
     try:
         variables = running_env(home=home)
@@ -158,9 +158,9 @@ def env(home: Path | None) -> None:
     ),
 )
 def build_snapshot(snapshots_dir: Path | None, catalogue_export: Path | None) -> None:
-    """Regenerate the snapshot deterministically from twin/source/, the catalogue and generators."""
-    from datagouv_eval_pipeline import project_files
-    from datagouv_eval_pipeline.twin.build_snapshot import SourceError, write_snapshot
+    """Regenerate the snapshot deterministically from its source files, catalogue and generators."""
+    from datagouv_eval_pipeline.base import project_files
+    from datagouv_eval_pipeline.world.snapshot_builder.build import SourceError, write_snapshot
 
     target = snapshots_dir or project_files.snapshots_dir()
     # Checked before the build: it takes minutes, then writes.

@@ -7,23 +7,23 @@ from pathlib import Path
 
 import click
 
-from datagouv_eval_pipeline.benchmark.cells import expand_cells
-from datagouv_eval_pipeline.benchmark.config import ModelsFile
-from datagouv_eval_pipeline.benchmark.loader import (
+from datagouv_eval_pipeline.core.benchmark.cells import expand_cells
+from datagouv_eval_pipeline.core.benchmark.config import ModelsFile
+from datagouv_eval_pipeline.core.benchmark.loader import (
     BENCHMARK_CONFIG_DIR,
     BenchmarkConfigErrors,
     load_benchmark_config,
 )
-from datagouv_eval_pipeline.judges.config import (
+from datagouv_eval_pipeline.core.judges.config import (
     JUDGE_FILE,
     JudgeModelError,
     JudgeSpecError,
     load_judge_spec,
 )
-from datagouv_eval_pipeline.judges.factory import build_judge
-from datagouv_eval_pipeline.tasks.errors import SpecError, TaskSpecErrors
-from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.tasks.spec import TaskSpec, TaskStatus
+from datagouv_eval_pipeline.core.judges.factory import build_judge
+from datagouv_eval_pipeline.core.tasks.errors import SpecError, TaskSpecErrors
+from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec, TaskStatus
 
 
 def display_path(path: Path) -> Path:
@@ -93,7 +93,7 @@ def command(paths: tuple[Path, ...], config_dir: Path) -> None:
 
 def judge_errors(path: Path, models: ModelsFile) -> list[SpecError]:
     """The problems of ``judge.yml`` that `experiment` would refuse it for (none when valid)."""
-    from datagouv_eval_pipeline.local_models import CHECK_ONLY_URL, served_model
+    from datagouv_eval_pipeline.world.local_models import CHECK_ONLY_URL, served_model
 
     try:
         spec = load_judge_spec(path)

@@ -5,6 +5,13 @@ from typing import Any
 
 import dagster as dg
 
+from datagouv_eval_pipeline.core.judges.config import (
+    JudgeKind,
+    JudgeModelError,
+    JudgeSpecError,
+)
+from datagouv_eval_pipeline.core.judges.protocol import Judge
+from datagouv_eval_pipeline.core.semantic.registry import load_registry
 from datagouv_eval_pipeline.defs.agent_runs import agent_runs
 from datagouv_eval_pipeline.defs.interrupts import stop_if_requested
 from datagouv_eval_pipeline.defs.per_cell import (
@@ -20,16 +27,16 @@ from datagouv_eval_pipeline.defs.resources import (
     JudgeResource,
     RunStoreResource,
 )
-from datagouv_eval_pipeline.experiment.documents import ActionMappingsDocument, AgentRunsDocument
-from datagouv_eval_pipeline.experiment.fingerprints import stage_code_version
-from datagouv_eval_pipeline.experiment.stages import ACTION_MAPPINGS, AGENT_RUNS, map_actions
-from datagouv_eval_pipeline.judges.config import (
-    JudgeKind,
-    JudgeModelError,
-    JudgeSpecError,
+from datagouv_eval_pipeline.pipeline.experiment.documents import (
+    ActionMappingsDocument,
+    AgentRunsDocument,
 )
-from datagouv_eval_pipeline.judges.protocol import Judge
-from datagouv_eval_pipeline.semantic.registry import load_registry
+from datagouv_eval_pipeline.pipeline.experiment.fingerprints import stage_code_version
+from datagouv_eval_pipeline.pipeline.experiment.stages import (
+    ACTION_MAPPINGS,
+    AGENT_RUNS,
+    map_actions,
+)
 
 
 @cell_stage(deps=[agent_runs], code_version=stage_code_version("action_mappings")[:12])

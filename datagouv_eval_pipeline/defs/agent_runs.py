@@ -4,7 +4,7 @@ Task runs are cached by the hash of their inputs (``experiment.cache``): re-mate
 cell asks the model again only for the tasks whose spec, setup, snapshot or code changed, the
 code being the cell's own (the shared agent code and its toolsets', ``experiment.fingerprints``).
 The cells of a run go side by side on their providers' lanes, within the slots the step claims
-in each provider's pool (``defs/provider_pools.py``, ``experiment/lanes.py``).
+in each provider's pool (``defs/provider_pools.py``, ``pipeline/experiment/lanes.py``).
 """
 
 from collections.abc import Iterator, Mapping
@@ -12,11 +12,10 @@ from typing import Any
 
 import dagster as dg
 
-from datagouv_eval_pipeline.agents.cancel import CancelToken, cancel_on_signals
-from datagouv_eval_pipeline.agents.runner import RunSettings
-from datagouv_eval_pipeline.benchmark.cells import Cell
-from datagouv_eval_pipeline.benchmark.config import ProviderKind
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.benchmark.cells import Cell
+from datagouv_eval_pipeline.core.benchmark.config import ProviderKind
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.defs.catalog_validation import catalog_validation
 from datagouv_eval_pipeline.defs.interrupts import stop_if_requested
 from datagouv_eval_pipeline.defs.partitions import CELLS_BY_KEY
@@ -35,19 +34,20 @@ from datagouv_eval_pipeline.defs.resources import (
 )
 from datagouv_eval_pipeline.defs.task_specs import task_specs
 from datagouv_eval_pipeline.defs.versions import cell_setups, task_spec_files
-from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument
-from datagouv_eval_pipeline.experiment.fingerprints import shared_run_code
-from datagouv_eval_pipeline.experiment.lanes import (
+from datagouv_eval_pipeline.pipeline.agents.cancel import CancelToken, cancel_on_signals
+from datagouv_eval_pipeline.pipeline.agents.runner import RunSettings
+from datagouv_eval_pipeline.pipeline.experiment.documents import AgentRunsDocument
+from datagouv_eval_pipeline.pipeline.experiment.fingerprints import shared_run_code
+from datagouv_eval_pipeline.pipeline.experiment.lanes import (
     plan_lanes,
     pool_name,
     provider_slots,
     running_lanes,
 )
-from datagouv_eval_pipeline.experiment.live import offline_only
-from datagouv_eval_pipeline.experiment.plan import select_tasks
-from datagouv_eval_pipeline.experiment.quarantine import quarantined_tasks
-from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS, run_agents
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.pipeline.experiment.live import offline_only
+from datagouv_eval_pipeline.pipeline.experiment.plan import select_tasks
+from datagouv_eval_pipeline.pipeline.experiment.quarantine import quarantined_tasks
+from datagouv_eval_pipeline.pipeline.experiment.stages import AGENT_RUNS, run_agents
 
 
 @cell_stage(

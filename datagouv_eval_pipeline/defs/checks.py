@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import dagster as dg
 
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.defs.agent_runs import agent_runs
 from datagouv_eval_pipeline.defs.partitions import ACTIVE_CELLS, CELLS
 from datagouv_eval_pipeline.defs.resources import (
@@ -17,15 +18,14 @@ from datagouv_eval_pipeline.defs.resources import (
     WarehouseResource,
 )
 from datagouv_eval_pipeline.defs.warehouse import WAREHOUSE_KEYS
-from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument
-from datagouv_eval_pipeline.experiment.plan import select_tasks
-from datagouv_eval_pipeline.experiment.quarantine import quarantined_tasks
-from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS
-from datagouv_eval_pipeline.experiment.store import RunStore, RunStoreError
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.warehouse import queries
-from datagouv_eval_pipeline.warehouse.loader import connect
-from datagouv_eval_pipeline.warehouse.schema import SCHEMA
+from datagouv_eval_pipeline.pipeline.experiment.documents import AgentRunsDocument
+from datagouv_eval_pipeline.pipeline.experiment.plan import select_tasks
+from datagouv_eval_pipeline.pipeline.experiment.quarantine import quarantined_tasks
+from datagouv_eval_pipeline.pipeline.experiment.stages import AGENT_RUNS
+from datagouv_eval_pipeline.pipeline.experiment.store import RunStore, RunStoreError
+from datagouv_eval_pipeline.pipeline.warehouse import queries
+from datagouv_eval_pipeline.pipeline.warehouse.loader import connect
+from datagouv_eval_pipeline.pipeline.warehouse.schema import SCHEMA
 
 JUDGE_COVERAGE_THRESHOLD = 0.8
 """Below this share of scored verdicts the coverage check warns."""

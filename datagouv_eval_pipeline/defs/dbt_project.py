@@ -19,7 +19,7 @@ from pathlib import Path
 from dagster_dbt import DbtProject
 from dagster_dbt.dbt_project import using_dagster_dev
 
-from datagouv_eval_pipeline import project_files
+from datagouv_eval_pipeline.base import project_files
 
 DBT_PROJECT_DIR = project_files.dbt_project_dir()
 """The dbt project: the checkout's ``dbt_metrics/``, else a writable copy of the wheel's."""

@@ -1,4 +1,4 @@
-"""Stopping a run when its stop request is set (Ctrl-C or SIGTERM, ``agents/cancel.py``).
+"""Stopping a run when its stop request is set (Ctrl-C or SIGTERM, ``pipeline/agents/cancel.py``).
 
 ``datagouv-eval experiment`` owns the signals and sets one token for the run
 (``cli/interrupts.py``). Every stage checks it before its work starts and the per-cell stages
@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import dagster as dg
 import duckdb
 
-from datagouv_eval_pipeline.agents.cancel import current_token
+from datagouv_eval_pipeline.pipeline.agents.cancel import current_token
 
 
 def raise_stopped(context: dg.AssetExecutionContext | dg.OpExecutionContext, why: str) -> NoReturn:
@@ -82,7 +82,7 @@ def stopped_if_query_interrupted(
     """Stop the run here when the block's DuckDB query was interrupted by the stop request.
 
     ``datagouv-eval experiment`` interrupts the warehouse's queries on Ctrl-C
-    (``warehouse/connections.py``); the ``InterruptException`` (raised as it is, or as the
+    (``pipeline/warehouse/connections.py``); the ``InterruptException`` (raised as it is, or as the
     cause of a stage's own error) then ends the step as stopped, saying ``done``, not failed.
 
     Raises:

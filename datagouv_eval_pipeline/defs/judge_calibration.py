@@ -4,7 +4,7 @@ It asks the judge of the run (``JudgeResource``: ``judge.yml`` or the launchpad'
 question of the calibration set (``task_specs/calibration/``) and writes Cohen's kappa per verdict
 kind, with n and a bootstrap interval (none on fewer than 30 items), to
 ``eval.judge_calibration`` (the work is
-:func:`~datagouv_eval_pipeline.judges.calibration.calibrate`): on every label (``label_set``
+:func:`~datagouv_eval_pipeline.core.judges.calibration.calibrate`): on every label (``label_set``
 ``all``) and, when the set has blind labels, on those alone (``blind``, from the same verdicts).
 The same as ``datagouv-eval judge calibrate [--labels blind]``. The report shows the latest
 figures of each judge and label set.
@@ -18,18 +18,7 @@ from typing import Any
 
 import dagster as dg
 
-from datagouv_eval_pipeline.agents.cancel import RunCancelled, current_token, until_cancelled
-from datagouv_eval_pipeline.defs.interrupts import raise_stopped, stop_if_requested
-from datagouv_eval_pipeline.defs.resources import (
-    CatalogResource,
-    JudgeResource,
-    RunStoreResource,
-    WarehouseResource,
-)
-from datagouv_eval_pipeline.defs.task_specs import task_specs
-from datagouv_eval_pipeline.defs.warehouse import _column_schema
-from datagouv_eval_pipeline.experiment.fingerprints import stage_code_version
-from datagouv_eval_pipeline.judges.calibration import (
+from datagouv_eval_pipeline.core.judges.calibration import (
     CALIBRATION_DIR,
     KAPPA_REQUIRED,
     CalibrationError,
@@ -40,11 +29,29 @@ from datagouv_eval_pipeline.judges.calibration import (
     select_labels,
     set_sha,
 )
-from datagouv_eval_pipeline.judges.config import JudgeModelError, JudgeSpecError
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.warehouse.calibration import calibration_rows, write_calibration
-from datagouv_eval_pipeline.warehouse.loader import connect
-from datagouv_eval_pipeline.warehouse.schema import EXPERIMENTS, JUDGE_CALIBRATION, SCHEMA
+from datagouv_eval_pipeline.core.judges.config import JudgeModelError, JudgeSpecError
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.defs.interrupts import raise_stopped, stop_if_requested
+from datagouv_eval_pipeline.defs.resources import (
+    CatalogResource,
+    JudgeResource,
+    RunStoreResource,
+    WarehouseResource,
+)
+from datagouv_eval_pipeline.defs.task_specs import task_specs
+from datagouv_eval_pipeline.defs.warehouse import _column_schema
+from datagouv_eval_pipeline.pipeline.agents.cancel import (
+    RunCancelled,
+    current_token,
+    until_cancelled,
+)
+from datagouv_eval_pipeline.pipeline.experiment.fingerprints import stage_code_version
+from datagouv_eval_pipeline.pipeline.warehouse.calibration import (
+    calibration_rows,
+    write_calibration,
+)
+from datagouv_eval_pipeline.pipeline.warehouse.loader import connect
+from datagouv_eval_pipeline.pipeline.warehouse.schema import EXPERIMENTS, JUDGE_CALIBRATION, SCHEMA
 
 EXPERIMENTS_KEY = dg.AssetKey([SCHEMA, EXPERIMENTS.name])
 """A key of the ``warehouse`` multi-asset: this asset runs after the load."""

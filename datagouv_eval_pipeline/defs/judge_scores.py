@@ -5,6 +5,8 @@ from typing import Any
 
 import dagster as dg
 
+from datagouv_eval_pipeline.core.judges.config import JudgeModelError, JudgeSpecError
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.defs.action_mappings import action_mappings
 from datagouv_eval_pipeline.defs.catalog_validation import catalog_validation, references_for
 from datagouv_eval_pipeline.defs.interrupts import stop_if_requested
@@ -23,20 +25,18 @@ from datagouv_eval_pipeline.defs.resources import (
     JudgeResource,
     RunStoreResource,
 )
-from datagouv_eval_pipeline.experiment.documents import (
+from datagouv_eval_pipeline.pipeline.experiment.documents import (
     ActionMappingsDocument,
     AgentRunsDocument,
     JudgeScoresDocument,
 )
-from datagouv_eval_pipeline.experiment.fingerprints import stage_code_version
-from datagouv_eval_pipeline.experiment.stages import (
+from datagouv_eval_pipeline.pipeline.experiment.fingerprints import stage_code_version
+from datagouv_eval_pipeline.pipeline.experiment.stages import (
     ACTION_MAPPINGS,
     AGENT_RUNS,
     JUDGE_SCORES,
     judge_cell,
 )
-from datagouv_eval_pipeline.judges.config import JudgeModelError, JudgeSpecError
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 
 
 @cell_stage(

@@ -27,9 +27,9 @@ from collections.abc import Collection, Iterable, Sequence
 
 import dagster as dg
 
-from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
-from datagouv_eval_pipeline.benchmark.loader import BenchmarkConfig, load_benchmark_config
-from datagouv_eval_pipeline.benchmark.selection import model_names
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, expand_cells
+from datagouv_eval_pipeline.core.benchmark.loader import BenchmarkConfig, load_benchmark_config
+from datagouv_eval_pipeline.core.benchmark.selection import model_names
 
 
 def _by_provider(cells: list[Cell], order: list[str]) -> list[Cell]:

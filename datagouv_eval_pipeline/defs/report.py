@@ -1,6 +1,7 @@
 """The ``experiment_report`` asset: the report page, its Markdown and the results browser.
 
-The pure :mod:`datagouv_eval_pipeline.report` package builds everything into ``report/`` next to
+The pure :mod:`datagouv_eval_pipeline.pipeline.report` package builds everything into ``report/``
+next to
 the DuckDB file (``index.html`` and ``browser/``). ``experiment_report.md`` next to the DuckDB
 file holds its Markdown followed by the table of every cell × tier of the dbt model
 ``experiment_summary`` (:func:`render_summary_table`).
@@ -8,7 +9,7 @@ file holds its Markdown followed by the table of every cell × tier of the dbt m
 The asset's metadata shows the headline ranking as a table, the plots, and links to the report
 page and the results browser over HTTP (the UI cannot open ``file://`` links): under
 ``$DATAGOUV_EVAL_REPORT_URL``, by default where ``datagouv-eval dagster ui`` serves the report
-directory (``report_site.py``).
+directory (``pipeline/report_site.py``).
 """
 
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ from typing import Any
 
 import dagster as dg
 
-from datagouv_eval_pipeline.agents.cancel import RunCancelled, current_token
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.defs.interrupts import (
     raise_stopped,
     stop_if_requested,
@@ -26,12 +27,12 @@ from datagouv_eval_pipeline.defs.interrupts import (
 from datagouv_eval_pipeline.defs.partitions import CELLS
 from datagouv_eval_pipeline.defs.resources import RunStoreResource, WarehouseResource
 from datagouv_eval_pipeline.defs.result_tables import RANKING, preview_metadata
-from datagouv_eval_pipeline.report import build_report, default_report_dir, read_sources
-from datagouv_eval_pipeline.report.build import BuiltReport
-from datagouv_eval_pipeline.report_site import report_base_url
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.warehouse.loader import connect
-from datagouv_eval_pipeline.warehouse.schema import (
+from datagouv_eval_pipeline.pipeline.agents.cancel import RunCancelled, current_token
+from datagouv_eval_pipeline.pipeline.report import build_report, default_report_dir, read_sources
+from datagouv_eval_pipeline.pipeline.report.build import BuiltReport
+from datagouv_eval_pipeline.pipeline.report_site import report_base_url
+from datagouv_eval_pipeline.pipeline.warehouse.loader import connect
+from datagouv_eval_pipeline.pipeline.warehouse.schema import (
     JUDGE_CALIBRATION,
     SCHEMA,
     STATISTICS_TABLES,

@@ -11,27 +11,27 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import Field, PrivateAttr
 
-from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR, load_benchmark_config
-from datagouv_eval_pipeline.experiment.cache import AgentRunCache
-from datagouv_eval_pipeline.experiment.catalog import ApiCatalogLookup, StoreCatalogLookup
-from datagouv_eval_pipeline.experiment.store import RunStore, default_run_store
-from datagouv_eval_pipeline.front import Front
-from datagouv_eval_pipeline.judges.config import (
+from datagouv_eval_pipeline.core.benchmark.loader import BENCHMARK_CONFIG_DIR, load_benchmark_config
+from datagouv_eval_pipeline.core.judges.config import (
     JUDGE_FILE,
     JudgeKind,
     JudgeSpec,
     load_judge_spec,
 )
-from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
-from datagouv_eval_pipeline.judges.factory import build_judge
-from datagouv_eval_pipeline.judges.protocol import Judge
-from datagouv_eval_pipeline.local_models import LocalServers, served_model
-from datagouv_eval_pipeline.mcp_builds import BuildServers
-from datagouv_eval_pipeline.metrics.catalog import CatalogLookup
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.server import TwinServer
-from datagouv_eval_pipeline.twin.urls import TwinUrls
-from datagouv_eval_pipeline.warehouse.location import DUCKDB_ENV, default_duckdb_path
+from datagouv_eval_pipeline.core.judges.deterministic import DeterministicJudge
+from datagouv_eval_pipeline.core.judges.factory import build_judge
+from datagouv_eval_pipeline.core.judges.protocol import Judge
+from datagouv_eval_pipeline.core.metrics.catalog import CatalogLookup
+from datagouv_eval_pipeline.pipeline.experiment.cache import AgentRunCache
+from datagouv_eval_pipeline.pipeline.experiment.catalog import ApiCatalogLookup, StoreCatalogLookup
+from datagouv_eval_pipeline.pipeline.experiment.store import RunStore, default_run_store
+from datagouv_eval_pipeline.pipeline.warehouse.location import DUCKDB_ENV, default_duckdb_path
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.front import Front
+from datagouv_eval_pipeline.world.local_models import LocalServers, served_model
+from datagouv_eval_pipeline.world.mcp_builds import BuildServers
 
 __all__ = [
     "DUCKDB_ENV",
@@ -137,7 +137,7 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
         if self.live:
             return None
         if self._front is None:
-            from datagouv_eval_pipeline.twin.front import served_by
+            from datagouv_eval_pipeline.world.api.front import served_by
 
             self.urls()
             assert self._server is not None

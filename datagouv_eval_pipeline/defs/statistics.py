@@ -20,10 +20,10 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.defs.resources import WarehouseResource
-from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
-from datagouv_eval_pipeline.warehouse.gate import (
+from datagouv_eval_pipeline.pipeline.warehouse.error_bars import compute_statistics
+from datagouv_eval_pipeline.pipeline.warehouse.gate import (
     COVERAGE_TOLERANCE,
     HEADLINE_METRICS,
     GateError,
@@ -33,8 +33,8 @@ from datagouv_eval_pipeline.warehouse.gate import (
     summary_lines,
     write_gate_results,
 )
-from datagouv_eval_pipeline.warehouse.loader import connect
-from datagouv_eval_pipeline.warehouse.schema import (
+from datagouv_eval_pipeline.pipeline.warehouse.loader import connect
+from datagouv_eval_pipeline.pipeline.warehouse.schema import (
     COMPARISONS,
     FEATURE_COMPARISONS,
     FEATURE_ESTIMATES,

@@ -6,13 +6,18 @@ Invalid specs do not crash the asset: it records every problem, and the blocking
 
 import dagster as dg
 
-from datagouv_eval_pipeline.benchmark.cells import expand_cells
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.benchmark.cells import expand_cells
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.tasks import (
+    TASK_SPECS_DIR,
+    SpecErrors,
+    TaskStatus,
+    load_task_specs,
+)
 from datagouv_eval_pipeline.defs.interrupts import stop_if_requested
 from datagouv_eval_pipeline.defs.resources import RunStoreResource
-from datagouv_eval_pipeline.experiment.documents import TaskSpecsDocument
-from datagouv_eval_pipeline.experiment.store import RunStoreError, content_digest
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, SpecErrors, TaskStatus, load_task_specs
+from datagouv_eval_pipeline.pipeline.experiment.documents import TaskSpecsDocument
+from datagouv_eval_pipeline.pipeline.experiment.store import RunStoreError, content_digest
 
 STAGE = "task_specs"
 DOCUMENT_KEY = "all"

@@ -16,29 +16,29 @@ from typing import Any
 
 import dagster as dg
 
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.defs.interrupts import stop_if_requested, stopped_if_query_interrupted
 from datagouv_eval_pipeline.defs.judge_scores import judge_scores
 from datagouv_eval_pipeline.defs.partitions import ACTIVE_KEYS, CELLS
 from datagouv_eval_pipeline.defs.resources import RunStoreResource, WarehouseResource
 from datagouv_eval_pipeline.defs.result_tables import WAREHOUSE_PREVIEWS, preview_metadata
 from datagouv_eval_pipeline.defs.statistics import GateConfig, run_statistics
-from datagouv_eval_pipeline.experiment.documents import (
+from datagouv_eval_pipeline.pipeline.experiment.documents import (
     ActionMappingsDocument,
     AgentRunsDocument,
     JudgeScoresDocument,
 )
-from datagouv_eval_pipeline.experiment.stages import (
+from datagouv_eval_pipeline.pipeline.experiment.stages import (
     ACTION_MAPPINGS,
     AGENT_RUNS,
     JUDGE_SCORES,
     StageInputError,
     cell_documents,
 )
-from datagouv_eval_pipeline.experiment.store import RunStore, RunStoreError
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.warehouse import config_hash, new_experiment, queries
-from datagouv_eval_pipeline.warehouse.loader import connect, delete_cell, load_experiment
-from datagouv_eval_pipeline.warehouse.schema import PIPELINE_TABLES, SCHEMA, Table
+from datagouv_eval_pipeline.pipeline.experiment.store import RunStore, RunStoreError
+from datagouv_eval_pipeline.pipeline.warehouse import config_hash, new_experiment, queries
+from datagouv_eval_pipeline.pipeline.warehouse.loader import connect, delete_cell, load_experiment
+from datagouv_eval_pipeline.pipeline.warehouse.schema import PIPELINE_TABLES, SCHEMA, Table
 
 # Fire once every partition upstream is done, even when some are missing or failed: the plain
 # eager condition waits for all of them forever (``any_deps_missing``).

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from pydantic_ai.tools import ToolDefinition
 
-from datagouv_eval_pipeline.agents.baselines import ToolSurface
+from datagouv_eval_pipeline.pipeline.agents.baselines import ToolSurface
 
 QUESTION = "Combien de jeux de données étaient publiés sur data.gouv.fr avant le 28 juin 2012 ?"
 

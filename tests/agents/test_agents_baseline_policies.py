@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic_ai.tools import ToolDefinition
 
-from datagouv_eval_pipeline.agents.baselines import (
+from datagouv_eval_pipeline.pipeline.agents.baselines import (
     POLICIES,
     ApiBases,
     Call,
@@ -27,9 +27,9 @@ from datagouv_eval_pipeline.agents.baselines import (
     preview_rows,
     total_rows,
 )
-from datagouv_eval_pipeline.agents.baselines.code import resources_of
-from datagouv_eval_pipeline.agents.baselines.text import search_terms
-from datagouv_eval_pipeline.agents.output import FinalAnswer
+from datagouv_eval_pipeline.pipeline.agents.baselines.code import resources_of
+from datagouv_eval_pipeline.pipeline.agents.baselines.text import search_terms
+from datagouv_eval_pipeline.pipeline.agents.output import FinalAnswer
 from tests.agents.baseline_helpers import QUESTION, catalog_tools, surface, tool
 
 FILTERS = ["page", "page_size", "filter_column", "filter_value", "filter_operator"]

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic_ai.models.function import FunctionModel
 
-from datagouv_eval_pipeline.agents.models import (
+from datagouv_eval_pipeline.core.benchmark.cells import CellModel
+from datagouv_eval_pipeline.core.benchmark.config import ProviderKind
+from datagouv_eval_pipeline.pipeline.agents.models import (
     CompatibleChatModel,
     MissingApiKeyError,
     api_key_for,
@@ -13,8 +15,6 @@ from datagouv_eval_pipeline.agents.models import (
     live_model,
     normalise_completion,
 )
-from datagouv_eval_pipeline.benchmark.cells import CellModel
-from datagouv_eval_pipeline.benchmark.config import ProviderKind
 
 LIVE = CellModel(
     provider="mistral",

@@ -10,15 +10,19 @@ from pathlib import Path
 import pytest
 from pydantic_ai.exceptions import ToolFailed
 
-from datagouv_eval_pipeline.agents.capabilities import (
+from datagouv_eval_pipeline.pipeline.agents.capabilities import (
     CatalogTarget,
     format_exec,
     parse_cli_command,
     runner_program,
 )
-from datagouv_eval_pipeline.agents.recording import result_text, truncate
-from datagouv_eval_pipeline.agents.skills import AppendSkills, PrependSkills, skills_strategy
-from datagouv_eval_pipeline.agents.web import (
+from datagouv_eval_pipeline.pipeline.agents.recording import result_text, truncate
+from datagouv_eval_pipeline.pipeline.agents.skills import (
+    AppendSkills,
+    PrependSkills,
+    skills_strategy,
+)
+from datagouv_eval_pipeline.pipeline.agents.web import (
     CapabilityUnavailableError,
     DdgsSearch,
     FetchRefusedError,
@@ -26,9 +30,9 @@ from datagouv_eval_pipeline.agents.web import (
     check_url,
     html_to_text,
 )
-from datagouv_eval_pipeline.front import CertificateAuthority, ServedHosts
-from datagouv_eval_pipeline.sandbox.base import ExecResult
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.front import CertificateAuthority, ServedHosts
+from datagouv_eval_pipeline.world.sandbox.base import ExecResult
 
 TWIN = TwinUrls.for_port(8765)
 

@@ -7,7 +7,7 @@ spec, the description and the endpoints the tools returned.
 
 from __future__ import annotations
 
-from datagouv_eval_pipeline.agents.baselines import (
+from datagouv_eval_pipeline.pipeline.agents.baselines import (
     Call,
     Observation,
     OneShotPolicy,
@@ -15,10 +15,10 @@ from datagouv_eval_pipeline.agents.baselines import (
     ThoroughPolicy,
     asks_for_api,
 )
-from datagouv_eval_pipeline.agents.baselines.parsing import numbered_items, spec_endpoints
-from datagouv_eval_pipeline.agents.baselines.policy import listing_text, most_related
-from datagouv_eval_pipeline.agents.baselines.text import counted_noun
-from datagouv_eval_pipeline.agents.output import FinalAnswer
+from datagouv_eval_pipeline.pipeline.agents.baselines.parsing import numbered_items, spec_endpoints
+from datagouv_eval_pipeline.pipeline.agents.baselines.policy import listing_text, most_related
+from datagouv_eval_pipeline.pipeline.agents.baselines.text import counted_noun
+from datagouv_eval_pipeline.pipeline.agents.output import FinalAnswer
 from tests.agents.baseline_helpers import catalog_tools, surface, tool
 
 WITH_APIS = surface(

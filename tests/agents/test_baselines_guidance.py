@@ -15,7 +15,8 @@ from pydantic_ai import Agent, ToolOutput
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
-from datagouv_eval_pipeline.agents.baselines import (
+from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR
+from datagouv_eval_pipeline.pipeline.agents.baselines import (
     NO_GUIDANCE,
     NO_TOOLS,
     POLICIES,
@@ -30,8 +31,7 @@ from datagouv_eval_pipeline.agents.baselines import (
     ToolSurface,
     policy_model,
 )
-from datagouv_eval_pipeline.agents.output import FINAL_ANSWER_TOOL, FinalAnswer
-from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR
+from datagouv_eval_pipeline.pipeline.agents.output import FINAL_ANSWER_TOOL, FinalAnswer
 from tests.agents import baseline_helpers as helpers
 from tests.agents.baseline_helpers import QUESTION, catalog_tools, surface
 

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.benchmark.loader import (
+from datagouv_eval_pipeline.core.benchmark.loader import (
     BENCHMARK_CONFIG_DIR,
     BenchmarkConfigErrors,
     load_benchmark_config,
 )
-from datagouv_eval_pipeline.tasks.errors import SpecError
+from datagouv_eval_pipeline.core.tasks.errors import SpecError
 from tests.benchmark.benchmark_fixtures import write_config
 
 

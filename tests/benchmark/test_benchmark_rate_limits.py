@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.benchmark.cells import expand_cells
-from datagouv_eval_pipeline.benchmark.config import ModelRateLimit
-from datagouv_eval_pipeline.benchmark.loader import (
+from datagouv_eval_pipeline.core.benchmark.cells import expand_cells
+from datagouv_eval_pipeline.core.benchmark.config import ModelRateLimit
+from datagouv_eval_pipeline.core.benchmark.loader import (
     BENCHMARK_CONFIG_DIR,
     BenchmarkConfigErrors,
     load_benchmark_config,

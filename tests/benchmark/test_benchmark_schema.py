@@ -7,9 +7,12 @@ import json
 import pytest
 import yaml
 
-from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR, CONFIG_FILES
-from datagouv_eval_pipeline.benchmark.schema import BENCHMARK_SCHEMA_PATH, benchmark_json_schema
-from datagouv_eval_pipeline.tasks.schema import render_schema
+from datagouv_eval_pipeline.core.benchmark.loader import BENCHMARK_CONFIG_DIR, CONFIG_FILES
+from datagouv_eval_pipeline.core.benchmark.schema import (
+    BENCHMARK_SCHEMA_PATH,
+    benchmark_json_schema,
+)
+from datagouv_eval_pipeline.core.tasks.schema import render_schema
 
 HEADER = "# yaml-language-server: $schema=./benchmark.schema.json"
 

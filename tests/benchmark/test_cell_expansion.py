@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.benchmark.cells import (
+from datagouv_eval_pipeline.core.benchmark.cells import (
     UnknownEvaluationTypeError,
     expand_cells,
 )
-from datagouv_eval_pipeline.benchmark.config import ProviderKind
-from datagouv_eval_pipeline.benchmark.cost import token_cost
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.benchmark.config import ProviderKind
+from datagouv_eval_pipeline.core.benchmark.cost import token_cost
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
 from tests.benchmark.benchmark_fixtures import SKILLS_TEXT, write_config
 
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from datagouv_eval_pipeline.benchmark.cells import expand_cells
-from datagouv_eval_pipeline.benchmark.config import Capability, ModelEntry
-from datagouv_eval_pipeline.benchmark.keys import (
+from datagouv_eval_pipeline.core.benchmark.cells import expand_cells
+from datagouv_eval_pipeline.core.benchmark.config import Capability, ModelEntry
+from datagouv_eval_pipeline.core.benchmark.keys import (
     UnknownCellKeyError,
     capability_set,
     cell_key,
@@ -21,7 +21,7 @@ from datagouv_eval_pipeline.benchmark.keys import (
     is_valid_partition_key,
     run_id,
 )
-from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR, load_benchmark_config
+from datagouv_eval_pipeline.core.benchmark.loader import BENCHMARK_CONFIG_DIR, load_benchmark_config
 from tests.benchmark.benchmark_fixtures import write_config
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.benchmark.cells import expand_cells
-from datagouv_eval_pipeline.benchmark.config import McpSource
-from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR, load_benchmark_config
+from datagouv_eval_pipeline.core.benchmark.cells import expand_cells
+from datagouv_eval_pipeline.core.benchmark.config import McpSource
+from datagouv_eval_pipeline.core.benchmark.loader import BENCHMARK_CONFIG_DIR, load_benchmark_config
 from tests.benchmark.benchmark_fixtures import write_config
 from tests.benchmark.test_benchmark_config import edit, only_error
 

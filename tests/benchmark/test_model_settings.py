@@ -8,10 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.benchmark.cells import expand_cells
-from datagouv_eval_pipeline.benchmark.config import ModelCallSettings
-from datagouv_eval_pipeline.benchmark.loader import BenchmarkConfigErrors, load_benchmark_config
-from datagouv_eval_pipeline.experiment.lanes import provider_slots
+from datagouv_eval_pipeline.core.benchmark.cells import expand_cells
+from datagouv_eval_pipeline.core.benchmark.config import ModelCallSettings
+from datagouv_eval_pipeline.core.benchmark.loader import (
+    BenchmarkConfigErrors,
+    load_benchmark_config,
+)
+from datagouv_eval_pipeline.pipeline.experiment.lanes import provider_slots
 from tests.benchmark.benchmark_fixtures import write_config
 
 ALBERT = "    api_key_env: ALBERT_API_KEY\n"

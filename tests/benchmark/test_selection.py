@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from datagouv_eval_pipeline.benchmark.cells import expand_cells
-from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR, load_benchmark_config
-from datagouv_eval_pipeline.benchmark.selection import (
+from datagouv_eval_pipeline.core.benchmark.cells import expand_cells
+from datagouv_eval_pipeline.core.benchmark.loader import BENCHMARK_CONFIG_DIR, load_benchmark_config
+from datagouv_eval_pipeline.core.benchmark.selection import (
     SelectionError,
     model_names,
     select_cells,

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import dagster as dg
 
-from datagouv_eval_pipeline.agents.cancel import CancelToken
 from datagouv_eval_pipeline.cli.interrupts import Stoppable
 from datagouv_eval_pipeline.defs.interrupts import stopped_if_query_interrupted
-from datagouv_eval_pipeline.warehouse.loader import connect
+from datagouv_eval_pipeline.pipeline.agents.cancel import CancelToken
+from datagouv_eval_pipeline.pipeline.warehouse.loader import connect
 
 LONG_QUERY = (
     "SELECT count(*) FROM range(1000000000) AS a, range(1000000000) AS b "

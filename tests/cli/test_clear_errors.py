@@ -21,8 +21,8 @@ from click.testing import CliRunner, Result
 
 from datagouv_eval_pipeline.cli import experiment as experiment_cli
 from datagouv_eval_pipeline.cli import main
-from datagouv_eval_pipeline.experiment.plan import plan_experiment
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR
+from datagouv_eval_pipeline.pipeline.experiment.plan import plan_experiment
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SMALL = ["experiment", "--evaluation-type", "mcp_versions", "--tasks", "task_0002"]

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from datagouv_eval_pipeline.cli import _COMMANDS, main
 
-HEAVY = ("pandas", "dagster", "pydantic_ai", "matplotlib", "datagouv_eval_pipeline.judges")
+HEAVY = ("pandas", "dagster", "pydantic_ai", "matplotlib", "datagouv_eval_pipeline.core.judges")
 
 
 def _modules_after(code: str) -> set[str]:

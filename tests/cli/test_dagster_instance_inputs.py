@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from datagouv_eval_pipeline import project_files
+from datagouv_eval_pipeline.base import project_files
 from datagouv_eval_pipeline.cli import main
 
 SMALL = ["experiment", "--evaluation-type", "mcp_versions", "--tasks", "task_0002"]

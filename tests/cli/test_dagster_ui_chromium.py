@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from datagouv_eval_pipeline.report_site import REPORT_URL_ENV
+from datagouv_eval_pipeline.pipeline.report_site import REPORT_URL_ENV
 from tests.cli.test_experiment_recovery import CLI, _env
 from tests.report.report_helpers import CHROMIUM, Tab, chromium, with_tab
 

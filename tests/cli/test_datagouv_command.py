@@ -13,7 +13,7 @@ from pathlib import Path
 
 def test_the_datagouv_command_of_the_venv_is_the_emulated_cli() -> None:
     script = Path(sys.executable).parent / "datagouv"
-    assert "datagouv_eval_pipeline.datagouv_cli" in script.read_text(encoding="utf-8")
+    assert "datagouv_eval_pipeline.world.datagouv_cli" in script.read_text(encoding="utf-8")
     result = subprocess.run(
         [str(script), "--help"], capture_output=True, text=True, timeout=60, check=False
     )

@@ -19,7 +19,7 @@ import duckdb
 import pytest
 
 from datagouv_eval_pipeline.cli.dagster_home import DEFAULT_HOME
-from datagouv_eval_pipeline.judges.deterministic import JUDGE_ID
+from datagouv_eval_pipeline.core.judges.deterministic import JUDGE_ID
 from tests.judges.judge_server import garbage, grading
 from tests.providers.scripted_server import Script, ScriptedServer, always
 

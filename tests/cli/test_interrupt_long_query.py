@@ -15,7 +15,7 @@ from pathlib import Path
 
 import duckdb
 
-from datagouv_eval_pipeline.warehouse.loader import connect
+from datagouv_eval_pipeline.pipeline.warehouse.loader import connect
 
 SCRIPT = Path(__file__).with_name("long_query_stage.py")
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from datagouv_eval_pipeline import project_files
+from datagouv_eval_pipeline.base import project_files
 from datagouv_eval_pipeline.cli import main
-from datagouv_eval_pipeline.twin import catalog
+from datagouv_eval_pipeline.world.catalogue import catalog
 
 CELL = "offline~baseline-oneshot__mcp@0.2.26__data_gouv_context"
 

@@ -3,11 +3,11 @@
 from pathlib import Path
 
 from datagouv_eval_pipeline.cli.experiment import stale_lines
-from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument
-from datagouv_eval_pipeline.experiment.fingerprints import cell_code_fingerprint
-from datagouv_eval_pipeline.experiment.plan import plan_experiment
-from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS
-from datagouv_eval_pipeline.experiment.store import RunStore
+from datagouv_eval_pipeline.pipeline.experiment.documents import AgentRunsDocument
+from datagouv_eval_pipeline.pipeline.experiment.fingerprints import cell_code_fingerprint
+from datagouv_eval_pipeline.pipeline.experiment.plan import plan_experiment
+from datagouv_eval_pipeline.pipeline.experiment.stages import AGENT_RUNS
+from datagouv_eval_pipeline.pipeline.experiment.store import RunStore
 
 
 def test_the_dry_run_names_each_out_of_date_cell_and_why(tmp_path: Path) -> None:

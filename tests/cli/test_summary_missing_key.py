@@ -14,10 +14,9 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from datagouv_eval_pipeline.agents.output import FINAL_ANSWER_TOOL
-from datagouv_eval_pipeline.benchmark.cells import Cell, CellModel
-from datagouv_eval_pipeline.benchmark.config import ProviderKind
 from datagouv_eval_pipeline.cli.experiment_summary import exit_code, summarise, summary_lines
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, CellModel
+from datagouv_eval_pipeline.core.benchmark.config import ProviderKind
 from datagouv_eval_pipeline.defs.agent_runs import run_agent_cells
 from datagouv_eval_pipeline.defs.partitions import CELLS_BY_KEY
 from datagouv_eval_pipeline.defs.per_cell import StageEvent
@@ -26,7 +25,8 @@ from datagouv_eval_pipeline.defs.resources import (
     ExperimentSettings,
     RunStoreResource,
 )
-from datagouv_eval_pipeline.replay import tool_call_completion
+from datagouv_eval_pipeline.pipeline.agents.output import FINAL_ANSWER_TOOL
+from datagouv_eval_pipeline.world.replay import tool_call_completion
 from tests.providers.scripted_server import Reply, ScriptedServer
 
 KEY_ENV = "SUMMARY_TEST_API_KEY"

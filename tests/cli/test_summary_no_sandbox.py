@@ -14,7 +14,6 @@ import dagster as dg
 import pytest
 from click.testing import CliRunner
 
-from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.cli import main
 from datagouv_eval_pipeline.cli.experiment_summary import (
     Summary,
@@ -22,6 +21,7 @@ from datagouv_eval_pipeline.cli.experiment_summary import (
     summarise,
     summary_lines,
 )
+from datagouv_eval_pipeline.core.benchmark.cells import Cell
 from datagouv_eval_pipeline.defs.agent_runs import run_agent_cells
 from datagouv_eval_pipeline.defs.partitions import CELLS_BY_KEY
 from datagouv_eval_pipeline.defs.per_cell import StageEvent

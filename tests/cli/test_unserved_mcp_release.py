@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from datagouv_eval_pipeline import project_files
+from datagouv_eval_pipeline.base import project_files
 from datagouv_eval_pipeline.cli import main
 
 UNSERVED = "0.2.20"  # covered by the action registry, not emulated by the twin

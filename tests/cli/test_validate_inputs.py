@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR
 from datagouv_eval_pipeline.cli import main
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR
+from datagouv_eval_pipeline.core.benchmark.loader import BENCHMARK_CONFIG_DIR
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR
 
 
 def _validate(*args: str) -> tuple[int, list[str]]:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.datagouv_cli import BASE_URL_ENV, RETRY_WAIT_ENV
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.server import TwinServer
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.datagouv_cli import BASE_URL_ENV, RETRY_WAIT_ENV
 
 from .helpers import Cli
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner, Result
 
-from datagouv_eval_pipeline.datagouv_cli import app
+from datagouv_eval_pipeline.world.datagouv_cli import app
 
 
 @dataclass

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import tenacity
 
-from datagouv_eval_pipeline.datagouv_cli import config as cli_config
-from datagouv_eval_pipeline.datagouv_cli.config import (
+from datagouv_eval_pipeline.world.datagouv_cli import config as cli_config
+from datagouv_eval_pipeline.world.datagouv_cli.config import (
     BASE_URL_ENV,
     RETRY_WAIT_ENV,
     CliConfig,
@@ -121,7 +121,7 @@ def test_library_retry_wait_is_scoped() -> None:
 
 
 def test_tracebacks_mask_secrets_and_always_have_a_header() -> None:
-    from datagouv_eval_pipeline.datagouv_cli.render import render_traceback
+    from datagouv_eval_pipeline.world.datagouv_cli.render import render_traceback
 
     def failing(api_key: str) -> None:
         raise PermissionError(f"rejected key {api_key}")

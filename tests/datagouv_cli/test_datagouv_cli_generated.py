@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from datagouv_eval_pipeline.twin import generated
+from datagouv_eval_pipeline.world.catalogue import generated
 
 from .helpers import Cli
 

@@ -7,7 +7,7 @@ import sys
 
 from click.testing import CliRunner, Result
 
-from datagouv_eval_pipeline.datagouv_cli import CLI_VERSION, app, user_agent
+from datagouv_eval_pipeline.world.datagouv_cli import CLI_VERSION, app, user_agent
 
 TREE = {
     "dataset": ["display", "get", "create", "update", "sort-resources", "delete"],
@@ -116,7 +116,7 @@ def test_version_flag_and_user_agent() -> None:
 
 def test_runs_as_a_module() -> None:
     completed = subprocess.run(
-        [sys.executable, "-m", "datagouv_eval_pipeline.datagouv_cli", "--version"],
+        [sys.executable, "-m", "datagouv_eval_pipeline.world.datagouv_cli", "--version"],
         capture_output=True,
         text=True,
         timeout=60,

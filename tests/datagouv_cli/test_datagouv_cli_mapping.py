@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from datagouv_eval_pipeline.semantic import CallCategory, MappingStatus, TraceMapping, map_trace
-from datagouv_eval_pipeline.traces import Trace
+from datagouv_eval_pipeline.core.semantic import (
+    CallCategory,
+    MappingStatus,
+    TraceMapping,
+    map_trace,
+)
+from datagouv_eval_pipeline.core.traces import Trace
 
 from .helpers import Cli
 

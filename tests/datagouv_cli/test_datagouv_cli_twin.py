@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 from datagouv import Dataset, Organization, Resource  # type: ignore[import-untyped]
 
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
 
 from .helpers import Cli
 

@@ -12,9 +12,14 @@ from typing import Any
 import duckdb
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
-from datagouv_eval_pipeline.warehouse import Coverage, ExperimentRecord, connect, load_experiment
-from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
-from datagouv_eval_pipeline.warehouse.gate import evaluate_gate, write_gate_results
+from datagouv_eval_pipeline.pipeline.warehouse import (
+    Coverage,
+    ExperimentRecord,
+    connect,
+    load_experiment,
+)
+from datagouv_eval_pipeline.pipeline.warehouse.error_bars import compute_statistics
+from datagouv_eval_pipeline.pipeline.warehouse.gate import evaluate_gate, write_gate_results
 from tests.warehouse.warehouse_factories import (
     MCP_26,
     hand_cell,

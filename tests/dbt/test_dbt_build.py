@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from dbt.cli.main import dbtRunnerResult
 
-from datagouv_eval_pipeline.warehouse import load_experiment
+from datagouv_eval_pipeline.pipeline.warehouse import load_experiment
 from tests.dbt.dbt_helpers import (
     PROJECT,
     RANGE_TESTS,
@@ -279,7 +279,7 @@ def test_every_model_column_is_listed_and_documented_as_generated(
 ) -> None:
     import yaml
 
-    from datagouv_eval_pipeline.warehouse.dbt_docs import built_columns, docs_files
+    from datagouv_eval_pipeline.pipeline.warehouse.dbt_docs import built_columns, docs_files
 
     db, _ = built
     columns = built_columns(db)

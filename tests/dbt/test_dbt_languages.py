@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.warehouse import CellLoad, connect, load_experiment
-from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.pipeline.warehouse import CellLoad, connect, load_experiment
+from datagouv_eval_pipeline.pipeline.warehouse.error_bars import compute_statistics
 from tests.dbt.dbt_helpers import rows, run_dbt, warehouse_env
 from tests.warehouse.warehouse_factories import (
     HAND,

@@ -16,8 +16,9 @@ import dagster as dg
 import duckdb
 import pytest
 
-from datagouv_eval_pipeline.agents.runner import CellRun, execute_cell
-from datagouv_eval_pipeline.benchmark.cells import Cell
+from datagouv_eval_pipeline.core.benchmark.cells import Cell
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
 from datagouv_eval_pipeline.defs import agent_runs as agent_runs_module
 from datagouv_eval_pipeline.defs import catalog_validation as catalog_validation_module
 from datagouv_eval_pipeline.defs import checks as checks_module
@@ -37,10 +38,9 @@ from datagouv_eval_pipeline.defs.resources import (
     WarehouseResource,
 )
 from datagouv_eval_pipeline.defs.warehouse import warehouse
-from datagouv_eval_pipeline.experiment import stages
-from datagouv_eval_pipeline.experiment.store import RunStore
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.pipeline.agents.runner import CellRun, execute_cell
+from datagouv_eval_pipeline.pipeline.experiment import stages
+from datagouv_eval_pipeline.pipeline.experiment.store import RunStore
 
 TASK_IDS = ["task_0002", "task_0003"]
 """Two quick tasks (a few calls each for the offline baselines)."""

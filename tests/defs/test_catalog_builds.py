@@ -8,8 +8,8 @@ import dagster as dg
 import psutil  # type: ignore[import-untyped]
 from pydantic_ai.mcp import MCPToolset
 
-from datagouv_eval_pipeline.benchmark.cells import expand_cells
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.benchmark.cells import expand_cells
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.defs.resources import CatalogResource
 
 BUILD_CELL = "offline~baseline-thorough__mcp@0.2.14~build__data_gouv_context"

@@ -7,7 +7,7 @@ import dagster as dg
 from datagouv_eval_pipeline.defs.checks import cell_coverage
 from datagouv_eval_pipeline.defs.partitions import ACTIVE_CELLS
 from datagouv_eval_pipeline.defs.resources import WarehouseResource
-from datagouv_eval_pipeline.warehouse import connect, load_cell
+from datagouv_eval_pipeline.pipeline.warehouse import connect, load_cell
 
 
 def test_the_check_lists_the_active_cells_the_warehouse_lacks(tmp_path: Path) -> None:

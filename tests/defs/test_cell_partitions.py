@@ -19,7 +19,7 @@ from datagouv_eval_pipeline.defs.partitions import (
     covering_range,
     register_cells,
 )
-from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS
+from datagouv_eval_pipeline.pipeline.experiment.stages import AGENT_RUNS
 from tests.defs.pipeline_helpers import RANGE_END, RANGE_START, Paths, resources
 
 AGENT_RUNS_KEY = dg.AssetKey("agent_runs")

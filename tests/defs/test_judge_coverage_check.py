@@ -7,7 +7,7 @@ import pytest
 
 from datagouv_eval_pipeline.defs.checks import judge_coverage
 from datagouv_eval_pipeline.defs.resources import WarehouseResource
-from datagouv_eval_pipeline.warehouse import connect, load_cell
+from datagouv_eval_pipeline.pipeline.warehouse import connect, load_cell
 from tests.warehouse.warehouse_factories import hand_cell
 
 

@@ -5,8 +5,12 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from datagouv_eval_pipeline.experiment.stages import ACTION_MAPPINGS, AGENT_RUNS, JUDGE_SCORES
-from datagouv_eval_pipeline.tasks import load_task_specs
+from datagouv_eval_pipeline.core.tasks import load_task_specs
+from datagouv_eval_pipeline.pipeline.experiment.stages import (
+    ACTION_MAPPINGS,
+    AGENT_RUNS,
+    JUDGE_SCORES,
+)
 from tests.defs.pipeline_helpers import (
     MCP_CELLS,
     STAGE_NAMES,

@@ -15,23 +15,23 @@ import dagster as dg
 import pydantic_ai.models
 import pytest
 
-from datagouv_eval_pipeline.agents.capabilities import default_sandbox
-from datagouv_eval_pipeline.agents.output import FinalAnswer
-from datagouv_eval_pipeline.agents.runner import CellRun, execute_cell, rate_limit_of
-from datagouv_eval_pipeline.benchmark.cells import Cell, _cell_model
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, _cell_model
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.judges.hybrid import HybridJudge
+from datagouv_eval_pipeline.core.providers.limits import process_rate_limiters
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
 from datagouv_eval_pipeline.defs.action_mappings import action_mappings
 from datagouv_eval_pipeline.defs.judge_scores import judge_scores
 from datagouv_eval_pipeline.defs.resources import JudgeResource
 from datagouv_eval_pipeline.defs.warehouse import warehouse
-from datagouv_eval_pipeline.experiment import stages
-from datagouv_eval_pipeline.experiment.stages import ACTION_MAPPINGS
-from datagouv_eval_pipeline.judges.hybrid import HybridJudge
-from datagouv_eval_pipeline.providers.limits import process_rate_limiters
-from datagouv_eval_pipeline.replay import tool_call_completion
-from datagouv_eval_pipeline.sandbox.base import SandboxUnavailableError
-from datagouv_eval_pipeline.sandbox.local import LocalSandbox
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.pipeline.agents.capabilities import default_sandbox
+from datagouv_eval_pipeline.pipeline.agents.output import FinalAnswer
+from datagouv_eval_pipeline.pipeline.agents.runner import CellRun, execute_cell, rate_limit_of
+from datagouv_eval_pipeline.pipeline.experiment import stages
+from datagouv_eval_pipeline.pipeline.experiment.stages import ACTION_MAPPINGS
+from datagouv_eval_pipeline.world.replay import tool_call_completion
+from datagouv_eval_pipeline.world.sandbox.base import SandboxUnavailableError
+from datagouv_eval_pipeline.world.sandbox.local import LocalSandbox
 from tests.agents.runner.helpers import factory, scripted
 from tests.defs.pipeline_helpers import CELL_STAGES, Paths, cells_instance, query, resources
 from tests.judges.judge_server import garbage, grading

@@ -7,7 +7,7 @@ import dagster as dg
 from datagouv_eval_pipeline.definitions import build_definitions
 from datagouv_eval_pipeline.defs.partitions import CELLS
 from datagouv_eval_pipeline.defs.warehouse import WAREHOUSE_KEYS
-from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS
+from datagouv_eval_pipeline.pipeline.experiment.stages import AGENT_RUNS
 from tests.defs.pipeline_helpers import (
     RANGE_END,
     RANGE_START,

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import dagster as dg
 import pytest
 
-from datagouv_eval_pipeline.benchmark.cells import Cell
+from datagouv_eval_pipeline.core.benchmark.cells import Cell
 from datagouv_eval_pipeline.definitions import build_definitions
 from datagouv_eval_pipeline.defs import partitions, versions
 from datagouv_eval_pipeline.defs.automation import PROVIDER_TAG

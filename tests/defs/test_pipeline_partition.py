@@ -5,7 +5,11 @@ from pathlib import Path
 import dagster as dg
 
 from datagouv_eval_pipeline.defs.partitions import CELLS
-from datagouv_eval_pipeline.experiment.stages import ACTION_MAPPINGS, AGENT_RUNS, JUDGE_SCORES
+from datagouv_eval_pipeline.pipeline.experiment.stages import (
+    ACTION_MAPPINGS,
+    AGENT_RUNS,
+    JUDGE_SCORES,
+)
 from tests.defs.pipeline_helpers import (
     MCP_CELLS,
     STAGE_NAMES,

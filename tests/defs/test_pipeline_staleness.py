@@ -22,7 +22,7 @@ from datagouv_eval_pipeline.defs.versions import (
     task_spec_files,
     version_changes,
 )
-from datagouv_eval_pipeline.twin.mcp import versions as mcp_versions
+from datagouv_eval_pipeline.world.mcp import versions as mcp_versions
 from tests.defs.pipeline_helpers import (
     CELL_STAGES,
     MCP_CELLS,

@@ -21,9 +21,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
-from datagouv_eval_pipeline.agents.output import FINAL_ANSWER_TOOL
-from datagouv_eval_pipeline.benchmark.cells import Cell, CellModel
-from datagouv_eval_pipeline.benchmark.config import ModelRateLimit, ProviderKind
+from datagouv_eval_pipeline.base.serving import BackgroundUvicorn
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, CellModel
+from datagouv_eval_pipeline.core.benchmark.config import ModelRateLimit, ProviderKind
 from datagouv_eval_pipeline.defs.agent_runs import run_agent_cells
 from datagouv_eval_pipeline.defs.partitions import CELLS_BY_KEY
 from datagouv_eval_pipeline.defs.per_cell import StageEvent
@@ -32,10 +32,10 @@ from datagouv_eval_pipeline.defs.resources import (
     ExperimentSettings,
     RunStoreResource,
 )
-from datagouv_eval_pipeline.experiment.lanes import pool_name
-from datagouv_eval_pipeline.experiment.store import RunStore
-from datagouv_eval_pipeline.replay import tool_call_completion
-from datagouv_eval_pipeline.serving import BackgroundUvicorn
+from datagouv_eval_pipeline.pipeline.agents.output import FINAL_ANSWER_TOOL
+from datagouv_eval_pipeline.pipeline.experiment.lanes import pool_name
+from datagouv_eval_pipeline.pipeline.experiment.store import RunStore
+from datagouv_eval_pipeline.world.replay import tool_call_completion
 
 TASKS = ["task_0002", "task_0003", "task_0004", "task_0005", "task_0006", "task_0007"]
 BASE = CELLS_BY_KEY["offline~baseline-oneshot__none__data_gouv_context"]

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import dagster as dg
 
+from datagouv_eval_pipeline.core.metrics.provenance import working_tree_dirty
 from datagouv_eval_pipeline.defs import partitions
 from datagouv_eval_pipeline.defs.warehouse import warehouse
-from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS
-from datagouv_eval_pipeline.metrics.provenance import working_tree_dirty
+from datagouv_eval_pipeline.pipeline.experiment.stages import AGENT_RUNS
 from tests.defs.pipeline_helpers import CELL_STAGES, Paths, query, resources
 from tests.mcp_builds.test_real_build import REAL_0_2_14_TOOLS, TASK_IDS, THOROUGH_BUILD
 

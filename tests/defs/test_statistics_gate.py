@@ -15,16 +15,16 @@ import dagster as dg
 import pytest
 from click.testing import CliRunner
 
-from datagouv_eval_pipeline.agents.runner import CellRun, execute_cell
-from datagouv_eval_pipeline.benchmark.cells import Cell
 from datagouv_eval_pipeline.cli import main
+from datagouv_eval_pipeline.core.benchmark.cells import Cell
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
 from datagouv_eval_pipeline.defs.partitions import register_cells
 from datagouv_eval_pipeline.defs.resources import WarehouseResource
 from datagouv_eval_pipeline.defs.statistics import no_regression
 from datagouv_eval_pipeline.defs.warehouse import warehouse
-from datagouv_eval_pipeline.experiment import stages
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.warehouse.gate import evaluate_gate, write_gate_results
+from datagouv_eval_pipeline.pipeline.agents.runner import CellRun, execute_cell
+from datagouv_eval_pipeline.pipeline.experiment import stages
+from datagouv_eval_pipeline.pipeline.warehouse.gate import evaluate_gate, write_gate_results
 from tests.defs.pipeline_helpers import (
     CELL_STAGES,
     MCP_CELLS,

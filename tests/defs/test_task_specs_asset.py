@@ -8,10 +8,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.definitions import build_definitions
 from datagouv_eval_pipeline.defs import task_specs as task_specs_module
 from datagouv_eval_pipeline.defs.resources import RunStoreResource
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
 
 defs = build_definitions()
 

@@ -16,7 +16,7 @@ import pytest
 
 from datagouv_eval_pipeline.defs.result_tables import Preview, preview_metadata, row_count
 from datagouv_eval_pipeline.defs.run_origin import LOCATION_NAME, as_code_location_runs
-from datagouv_eval_pipeline.report_site import (
+from datagouv_eval_pipeline.pipeline.report_site import (
     REPORT_URL_ENV,
     default_report_url,
     report_base_url,
@@ -111,7 +111,8 @@ def test_the_report_server_stops_with_its_parent(tmp_path: Path) -> None:
             "-c",
             "import os, sys, subprocess; "
             "server = subprocess.Popen([sys.executable, '-m', "
-            "'datagouv_eval_pipeline.report_site', sys.argv[1], sys.argv[2], str(os.getpid())]); "
+            "'datagouv_eval_pipeline.pipeline.report_site', "
+            "sys.argv[1], sys.argv[2], str(os.getpid())]); "
             "print(server.pid, flush=True); import time; time.sleep(600)",
             str(tmp_path),
             str(port),

@@ -20,20 +20,20 @@ import dagster as dg
 import pytest
 from click.testing import CliRunner
 
-from datagouv_eval_pipeline.benchmark.config import McpBuild, ProviderKind
 from datagouv_eval_pipeline.cli import experiment as experiment_cli
+from datagouv_eval_pipeline.core.benchmark.config import McpBuild, ProviderKind
 from datagouv_eval_pipeline.definitions import build_definitions
 from datagouv_eval_pipeline.defs import automation, partitions
 from datagouv_eval_pipeline.defs.automation import LIVE_TAG, PROVIDER_TAG
 from datagouv_eval_pipeline.defs.partitions import ACTIVE_CELLS, CELLS
 from datagouv_eval_pipeline.defs.resources import RunStoreResource
 from datagouv_eval_pipeline.defs.warehouse import WAREHOUSE_KEYS
-from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument, McpBuildRecord
-from datagouv_eval_pipeline.experiment.live import JUDGE_ENV
-from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS
-from datagouv_eval_pipeline.mcp_builds import code_digest
-from datagouv_eval_pipeline.twin.front import twin_front
-from datagouv_eval_pipeline.twin.server import TwinServer
+from datagouv_eval_pipeline.pipeline.experiment.documents import AgentRunsDocument, McpBuildRecord
+from datagouv_eval_pipeline.pipeline.experiment.live import JUDGE_ENV
+from datagouv_eval_pipeline.pipeline.experiment.stages import AGENT_RUNS
+from datagouv_eval_pipeline.world.api.front import twin_front
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.mcp_builds import code_digest
 from tests.defs.pipeline_helpers import STAGE_NAMES, Paths, check_evaluation, query
 
 defs = build_definitions()

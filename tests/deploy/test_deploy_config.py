@@ -183,7 +183,7 @@ def test_ui_runs_dagster_dev_on_the_workspace_with_the_project_home() -> None:
     workspace = str(ROOT / "workspace.yaml")
     expected = [sys.executable, "-m", "dagster", "dev", "-w", workspace, "-h", "127.0.0.1"]
     # The report server the metadata links point to starts first, then the UI.
-    assert lines[1].startswith(f"{sys.executable} -m datagouv_eval_pipeline.report_site ")
+    assert lines[1].startswith(f"{sys.executable} -m datagouv_eval_pipeline.pipeline.report_site ")
     assert lines[2] == " ".join([*expected, "-p", "3123"])
     assert dev_command("127.0.0.1", 3123, Path("workspace.yaml"))[0] == sys.executable
 

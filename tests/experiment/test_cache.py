@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.experiment.cache import AgentRunCache, run_input_hash
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, TaskSpec, load_task_specs
-from datagouv_eval_pipeline.traces import Trace
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, expand_cells
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, TaskSpec, load_task_specs
+from datagouv_eval_pipeline.core.traces import Trace
+from datagouv_eval_pipeline.pipeline.experiment.cache import AgentRunCache, run_input_hash
 
 HASH = "ab" + "0" * 62
 
@@ -156,7 +156,7 @@ def test_labels_and_metrics_are_not_inputs(cell: Cell, task: TaskSpec) -> None:
 def test_adding_repeats_reuses_repeat_0_instead_of_rerunning_it(
     tmp_path: Path, task: TaskSpec
 ) -> None:
-    from datagouv_eval_pipeline.experiment.stages import run_agents
+    from datagouv_eval_pipeline.pipeline.experiment.stages import run_agents
 
     cells = expand_cells(load_benchmark_config())
     offline = next(c for c in cells if not c.capabilities and c.model.kind == "offline")

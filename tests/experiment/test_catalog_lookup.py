@@ -6,11 +6,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from datagouv_eval_pipeline.experiment.catalog import ApiCatalogLookup, StoreCatalogLookup
-from datagouv_eval_pipeline.metrics.catalog import CatalogObject
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.server import TwinServer
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.core.metrics.catalog import CatalogObject
+from datagouv_eval_pipeline.pipeline.experiment.catalog import ApiCatalogLookup, StoreCatalogLookup
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
 
 NATIONAL = "53699ebba3a729239d205f4f"
 SLUG = "recensement-des-equipements-sportifs-espaces-et-sites-de-pratiques"

@@ -16,23 +16,23 @@ from typing import Any
 
 import pytest
 
-from datagouv_eval_pipeline.agents.capabilities import default_sandbox
-from datagouv_eval_pipeline.agents.runner import run_cell
-from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.experiment.catalog import twin_catalog_lookup
-from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument
-from datagouv_eval_pipeline.experiment.stages import judge_cell, map_actions
-from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
-from datagouv_eval_pipeline.metrics.checks import extract_urls
-from datagouv_eval_pipeline.sandbox.base import SandboxUnavailableError
-from datagouv_eval_pipeline.sandbox.local import LocalSandbox
-from datagouv_eval_pipeline.semantic.aliases import UrlAliases
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.tasks.spec import SourceType, TaskSpec
-from datagouv_eval_pipeline.traces import Trace
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.server import TwinServer
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, expand_cells
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.judges.deterministic import DeterministicJudge
+from datagouv_eval_pipeline.core.metrics.checks import extract_urls
+from datagouv_eval_pipeline.core.semantic.aliases import UrlAliases
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.core.tasks.spec import SourceType, TaskSpec
+from datagouv_eval_pipeline.core.traces import Trace
+from datagouv_eval_pipeline.pipeline.agents.capabilities import default_sandbox
+from datagouv_eval_pipeline.pipeline.agents.runner import run_cell
+from datagouv_eval_pipeline.pipeline.experiment.catalog import twin_catalog_lookup
+from datagouv_eval_pipeline.pipeline.experiment.documents import AgentRunsDocument
+from datagouv_eval_pipeline.pipeline.experiment.stages import judge_cell, map_actions
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+from datagouv_eval_pipeline.world.sandbox.base import SandboxUnavailableError
+from datagouv_eval_pipeline.world.sandbox.local import LocalSandbox
 
 _PAGE = re.compile(
     r"^(?:https?://)?(?:www\.)?data\.gouv\.fr/(?:[a-z]{2}/)?(datasets|dataservices)/([^/?#\s]+)",

@@ -8,22 +8,22 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
-from datagouv_eval_pipeline.benchmark.config import ProviderKind
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.cli import experiment
-from datagouv_eval_pipeline.experiment.cache import AgentRunCache, run_input_hash
-from datagouv_eval_pipeline.experiment.estimate import (
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, expand_cells
+from datagouv_eval_pipeline.core.benchmark.config import ProviderKind
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, TaskSpec, load_task_specs
+from datagouv_eval_pipeline.core.tasks.chain import parse_chain
+from datagouv_eval_pipeline.core.tasks.spec import ActionChainLevel, ActionChains
+from datagouv_eval_pipeline.core.traces import Trace
+from datagouv_eval_pipeline.pipeline.experiment.cache import AgentRunCache, run_input_hash
+from datagouv_eval_pipeline.pipeline.experiment.estimate import (
     chain_steps,
     current_snapshot_id,
     estimate_cells,
     requests_per_run,
 )
-from datagouv_eval_pipeline.experiment.plan import plan_experiment
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, TaskSpec, load_task_specs
-from datagouv_eval_pipeline.tasks.chain import parse_chain
-from datagouv_eval_pipeline.tasks.spec import ActionChainLevel, ActionChains
-from datagouv_eval_pipeline.traces import Trace
+from datagouv_eval_pipeline.pipeline.experiment.plan import plan_experiment
 
 
 @pytest.fixture(scope="module")

@@ -16,17 +16,17 @@ from typing import Any
 
 import pytest
 
-from datagouv_eval_pipeline.agents.limits import RunBudget
-from datagouv_eval_pipeline.agents.runner import RunSettings
-from datagouv_eval_pipeline.benchmark.cells import Cell, CellModel, expand_cells
-from datagouv_eval_pipeline.benchmark.config import ProviderKind
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.experiment.cache import AgentRunCache
-from datagouv_eval_pipeline.experiment.stages import AgentStageResult, run_agents
-from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
-from datagouv_eval_pipeline.providers.retry import RetryPolicy
-from datagouv_eval_pipeline.replay import text_completion, tool_call_completion
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, TaskSpec, load_task_specs
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, CellModel, expand_cells
+from datagouv_eval_pipeline.core.benchmark.config import ProviderKind
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.providers.limits import RateLimit, RateLimiters
+from datagouv_eval_pipeline.core.providers.retry import RetryPolicy
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, TaskSpec, load_task_specs
+from datagouv_eval_pipeline.pipeline.agents.limits import RunBudget
+from datagouv_eval_pipeline.pipeline.agents.runner import RunSettings
+from datagouv_eval_pipeline.pipeline.experiment.cache import AgentRunCache
+from datagouv_eval_pipeline.pipeline.experiment.stages import AgentStageResult, run_agents
+from datagouv_eval_pipeline.world.replay import text_completion, tool_call_completion
 from tests.providers.scripted_server import Reply, Script, ScriptedServer, always
 
 KEY_ENV = "DGEVAL_TEST_PROVIDER_KEY"

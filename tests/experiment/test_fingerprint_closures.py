@@ -13,22 +13,25 @@ import subprocess
 import sys
 from pathlib import Path
 
-from datagouv_eval_pipeline import project_files
+from datagouv_eval_pipeline.base import project_files
 
 _PROBE = """
 import json
-from datagouv_eval_pipeline.experiment import fingerprints as f
+from datagouv_eval_pipeline.pipeline.experiment import fingerprints as f
 print(json.dumps({
     "module": f.__file__,
     "agent_runs": f.shared_run_code(),
     **{stage: f.stage_code_version(stage) for stage in
        ("action_mappings", "judge_scores", "judge_calibration")},
-    "catalogue": f.closure_fingerprint(("twin", "front"), ("twin.mcp",)),
-    "code": f.closure_fingerprint(("sandbox",)),
-    "datagouv-cli": f.closure_fingerprint(("datagouv_cli",)),
-    "imported": sorted({m for roots in (("agents", "replay", "benchmark", "traces"),
-        ("semantic", "traces", "judges"), ("judges", "metrics"), ("twin", "front"),
-        ("sandbox",), ("datagouv_cli",)) for m in f.import_closure(roots)}),
+    "catalogue": f.closure_fingerprint(("world.api", "world.catalogue", "world.mcp", "world.front"),
+    ("world.mcp",)),
+    "code": f.closure_fingerprint(("world.sandbox",)),
+    "datagouv-cli": f.closure_fingerprint(("world.datagouv_cli",)),
+    "imported": sorted({m for roots in (("pipeline.agents", "world.replay", "core.benchmark",
+    "core.traces"),
+        ("core.semantic", "core.traces", "core.judges"), ("core.judges", "core.metrics"),
+        ("world.api", "world.catalogue", "world.mcp", "world.front"),
+        ("world.sandbox",), ("world.datagouv_cli",)) for m in f.import_closure(roots)}),
 }))
 """
 
@@ -65,7 +68,7 @@ def _changed(before: dict[str, object], after: dict[str, object]) -> set[str]:
 def test_editing_text_stales_every_stage_that_imports_it_and_no_other(tmp_path: Path) -> None:
     package = _copy(tmp_path)
     before = _fingerprints(package)
-    text = package / "text.py"
+    text = package / "base/text.py"
     text.write_text(text.read_text(encoding="utf-8") + "\nFOLDED = True\n", encoding="utf-8")
     after = _fingerprints(package)
     # text.fold feeds the baselines, the catalogue's search, the checks and the judges; neither
@@ -84,8 +87,8 @@ def test_an_edit_to_a_module_no_stage_imports_stales_nothing(tmp_path: Path) -> 
     before = _fingerprints(package)
     imported = before["imported"]
     assert isinstance(imported, list)
-    assert f"{package.name}.report" not in imported
-    report = package / "report" / "__init__.py"
+    assert f"{package.name}.pipeline.report" not in imported
+    report = package / "pipeline" / "report" / "__init__.py"
     report.write_text(report.read_text(encoding="utf-8") + "\n\n", encoding="utf-8")
     assert _changed(before, _fingerprints(package)) == set()
 
@@ -93,7 +96,7 @@ def test_an_edit_to_a_module_no_stage_imports_stales_nothing(tmp_path: Path) -> 
 def test_an_edit_to_the_sandbox_stales_only_the_code_toolset(tmp_path: Path) -> None:
     package = _copy(tmp_path)
     before = _fingerprints(package)
-    base = package / "sandbox" / "base.py"
+    base = package / "world" / "sandbox" / "base.py"
     base.write_text(base.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
     # The runner imports the sandbox, yet it is the code cells' own part, not the shared code.
     assert _changed(before, _fingerprints(package)) == {"code"}

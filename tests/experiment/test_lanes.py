@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.benchmark.cells import expand_cells
-from datagouv_eval_pipeline.benchmark.loader import (
+from datagouv_eval_pipeline.core.benchmark.cells import expand_cells
+from datagouv_eval_pipeline.core.benchmark.loader import (
     BENCHMARK_CONFIG_DIR,
     BenchmarkConfigErrors,
     load_benchmark_config,
 )
-from datagouv_eval_pipeline.experiment.lanes import (
+from datagouv_eval_pipeline.pipeline.experiment.lanes import (
     LanePlan,
     Lanes,
     plan_lanes,

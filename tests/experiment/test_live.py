@@ -7,11 +7,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
-from datagouv_eval_pipeline.benchmark.config import ProviderKind
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.experiment.documents import CatalogValidationDocument, PreflightProbe
-from datagouv_eval_pipeline.experiment.live import (
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, expand_cells
+from datagouv_eval_pipeline.core.benchmark.config import ProviderKind
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.pipeline.experiment.documents import (
+    CatalogValidationDocument,
+    PreflightProbe,
+)
+from datagouv_eval_pipeline.pipeline.experiment.live import (
     CATALOG_ENV,
     JUDGE_BASE_URL_ENV,
     JUDGE_ENV,
@@ -20,7 +23,7 @@ from datagouv_eval_pipeline.experiment.live import (
     offline_only,
     preflight_problem,
 )
-from datagouv_eval_pipeline.validation.models import (
+from datagouv_eval_pipeline.pipeline.preflight.models import (
     PreflightCheckResult,
     TaskReport,
     ValidationReport,

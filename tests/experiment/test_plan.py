@@ -2,12 +2,12 @@
 
 import pytest
 
-from datagouv_eval_pipeline.experiment.plan import (
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, TaskSpec, TaskStatus, load_task_specs
+from datagouv_eval_pipeline.pipeline.experiment.plan import (
     SelectionError,
     plan_experiment,
     select_tasks,
 )
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, TaskSpec, TaskStatus, load_task_specs
 
 
 @pytest.fixture(scope="module")

@@ -6,19 +6,19 @@ from typing import Any
 
 import pytest
 
-from datagouv_eval_pipeline.experiment.documents import (
+from datagouv_eval_pipeline.pipeline.experiment.documents import (
     CatalogValidationDocument,
     PreflightProbe,
     TaskSpecsDocument,
 )
-from datagouv_eval_pipeline.experiment.quarantine import (
+from datagouv_eval_pipeline.pipeline.experiment.quarantine import (
     DOCUMENT_KEY,
     STAGE,
     quarantined_tasks,
     read_preflight,
 )
-from datagouv_eval_pipeline.experiment.store import RunStore, RunStoreError, content_digest
-from datagouv_eval_pipeline.validation.models import ValidationReport
+from datagouv_eval_pipeline.pipeline.experiment.store import RunStore, RunStoreError, content_digest
+from datagouv_eval_pipeline.pipeline.preflight.models import ValidationReport
 
 TASK_SPECS = "task_specs"
 

@@ -13,14 +13,17 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.experiment.documents import (
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, expand_cells
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.judges.deterministic import DeterministicJudge
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, TaskSpec, load_task_specs
+from datagouv_eval_pipeline.core.traces import load_trace
+from datagouv_eval_pipeline.pipeline.experiment.documents import (
     AgentRunsDocument,
     DocumentError,
     JudgeScoresDocument,
 )
-from datagouv_eval_pipeline.experiment.stages import (
+from datagouv_eval_pipeline.pipeline.experiment.stages import (
     ACTION_MAPPINGS,
     AGENT_RUNS,
     JUDGE_SCORES,
@@ -29,10 +32,7 @@ from datagouv_eval_pipeline.experiment.stages import (
     judge_cell,
     map_actions,
 )
-from datagouv_eval_pipeline.experiment.store import RunStore, RunStoreError
-from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, TaskSpec, load_task_specs
-from datagouv_eval_pipeline.traces import load_trace
+from datagouv_eval_pipeline.pipeline.experiment.store import RunStore, RunStoreError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
 

@@ -5,21 +5,24 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument, StoredTraceMapping
-from datagouv_eval_pipeline.experiment.stages import (
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, expand_cells
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.judges.deterministic import DeterministicJudge
+from datagouv_eval_pipeline.core.metrics.catalog import CatalogObject, StaticCatalogLookup
+from datagouv_eval_pipeline.core.semantic.mapper import map_trace
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, TaskSpec, load_task_specs
+from datagouv_eval_pipeline.core.tasks.references import Reference
+from datagouv_eval_pipeline.core.traces import Trace, load_trace
+from datagouv_eval_pipeline.pipeline.experiment.documents import (
+    AgentRunsDocument,
+    StoredTraceMapping,
+)
+from datagouv_eval_pipeline.pipeline.experiment.stages import (
     StageInputError,
     cell_load,
     judge_cell,
     map_actions,
 )
-from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
-from datagouv_eval_pipeline.metrics.catalog import CatalogObject, StaticCatalogLookup
-from datagouv_eval_pipeline.semantic.mapper import map_trace
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, TaskSpec, load_task_specs
-from datagouv_eval_pipeline.tasks.references import Reference
-from datagouv_eval_pipeline.traces import Trace, load_trace
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
 

@@ -4,7 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.experiment.store import RunStore, RunStoreError, write_json_atomic
+from datagouv_eval_pipeline.pipeline.experiment.store import (
+    RunStore,
+    RunStoreError,
+    write_json_atomic,
+)
 
 KEY = "offline~baseline-oneshot__mcp@0.2.26__data_gouv_context"
 

@@ -15,10 +15,10 @@ import httpx
 import pytest
 from cryptography import x509
 
-from datagouv_eval_pipeline.front import CertificateAuthority, Front
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.front import twin_front
-from datagouv_eval_pipeline.twin.server import TwinServer
+from datagouv_eval_pipeline.world.api.front import twin_front
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+from datagouv_eval_pipeline.world.front import CertificateAuthority, Front
 
 TRANSPORTS = "55e4129788ee386899a46ec1"
 TRANSPORTS_CSV = "d8581b5b-3372-4e73-9323-036e543e2bef"  # 144 rows in the Tabular API
@@ -174,7 +174,7 @@ def test_twin_env_prints_the_exports_of_the_running_front(twin: TwinServer, tmp_
     from click.testing import CliRunner
 
     from datagouv_eval_pipeline.cli import main
-    from datagouv_eval_pipeline.twin.front import forget_running, record_running
+    from datagouv_eval_pipeline.world.api.front import forget_running, record_running
 
     home = tmp_path / "home"
     missing = CliRunner().invoke(main, ["twin", "env", "--home", str(home)])
@@ -201,8 +201,8 @@ def test_twin_env_finds_the_running_front_from_another_folder(
     from click.testing import CliRunner
 
     from datagouv_eval_pipeline.cli import main
-    from datagouv_eval_pipeline.front.home import TWIN_HOME_ENV
-    from datagouv_eval_pipeline.twin.front import POINTER_ENV, forget_running, record_running
+    from datagouv_eval_pipeline.world.api.front import POINTER_ENV, forget_running, record_running
+    from datagouv_eval_pipeline.world.front.home import TWIN_HOME_ENV
 
     monkeypatch.setenv(POINTER_ENV, str(tmp_path / "pointer"))
     monkeypatch.delenv(TWIN_HOME_ENV, raising=False)
@@ -240,7 +240,7 @@ def test_an_upstream_that_drops_kept_alive_connections_is_reconnected(tmp_path: 
     import asyncio
     import threading
 
-    from datagouv_eval_pipeline.front import ServedHosts
+    from datagouv_eval_pipeline.world.front import ServedHosts
 
     answered: list[str] = []
     ready = threading.Event()
@@ -282,7 +282,7 @@ def test_pass_through_chains_to_the_hosts_proxy(front: Front) -> None:
     That is the sandbox's proxy in a live run behind ``HTTPS_PROXY``: the allowed host is
     reached through the outer proxy, whose certificates the client trusts via its CA bundle.
     """
-    from datagouv_eval_pipeline.front import AllowList
+    from datagouv_eval_pipeline.world.front import AllowList
 
     outer = urlsplit(front.proxy_url)
     assert outer.hostname is not None and outer.port is not None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from datagouv_eval_pipeline.replay import tool_call_completion
+from datagouv_eval_pipeline.world.replay import tool_call_completion
 from tests.providers.scripted_server import Reply, Script
 
 PROMPT_TOKENS = 200

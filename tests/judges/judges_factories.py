@@ -13,12 +13,12 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart, User
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from datagouv_eval_pipeline.judges.config import RoleModel
-from datagouv_eval_pipeline.judges.llm import LLMJudge
-from datagouv_eval_pipeline.providers.retry import RetryPolicy
-from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.traces import Trace, load_trace
+from datagouv_eval_pipeline.core.judges.config import RoleModel
+from datagouv_eval_pipeline.core.judges.llm import LLMJudge
+from datagouv_eval_pipeline.core.providers.retry import RetryPolicy
+from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.core.traces import Trace, load_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "docs" / "examples" / "traces"

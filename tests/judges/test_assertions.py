@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from datagouv_eval_pipeline.judges.assertions import describe, evaluate
-from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
-from datagouv_eval_pipeline.judges.protocol import CriterionInput
-from datagouv_eval_pipeline.judges.verdict import NEEDS_LLM, VerdictStatus
-from datagouv_eval_pipeline.tasks.spec import Assertion, Criterion, TaskSpec
+from datagouv_eval_pipeline.core.judges.assertions import describe, evaluate
+from datagouv_eval_pipeline.core.judges.deterministic import DeterministicJudge
+from datagouv_eval_pipeline.core.judges.protocol import CriterionInput
+from datagouv_eval_pipeline.core.judges.verdict import NEEDS_LLM, VerdictStatus
+from datagouv_eval_pipeline.core.tasks.spec import Assertion, Criterion, TaskSpec
 
 JUDGE = DeterministicJudge()
 SPORTS = "53699ebba3a729239d205f4f"

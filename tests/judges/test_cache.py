@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-import datagouv_eval_pipeline.judges.llm as llm_module
-from datagouv_eval_pipeline.judges.cache import JudgeCache
-from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord
-from datagouv_eval_pipeline.judges.prompts import CRITERION_PROMPT, PROMPTS, JudgePrompt
-from datagouv_eval_pipeline.judges.runner import judge_trace
-from datagouv_eval_pipeline.judges.verdict import outcome
+import datagouv_eval_pipeline.core.judges.llm as llm_module
+from datagouv_eval_pipeline.core.judges.cache import JudgeCache
+from datagouv_eval_pipeline.core.judges.judgement_record import JudgementRecord
+from datagouv_eval_pipeline.core.judges.prompts import CRITERION_PROMPT, PROMPTS, JudgePrompt
+from datagouv_eval_pipeline.core.judges.runner import judge_trace
+from datagouv_eval_pipeline.core.judges.verdict import outcome
 from tests.judges.judges_factories import (
     Grader,
     default_answers,

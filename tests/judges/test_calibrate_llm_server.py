@@ -14,7 +14,7 @@ import yaml
 from click.testing import CliRunner
 
 from datagouv_eval_pipeline.cli import main
-from datagouv_eval_pipeline.judges.calibration import criterion_sha, target_sha
+from datagouv_eval_pipeline.core.judges.calibration import criterion_sha, target_sha
 from tests.judges.judge_server import grading
 from tests.judges.judges_factories import real_tasks
 from tests.providers.scripted_server import Reply, ScriptedServer

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from datagouv_eval_pipeline.judges.calibration import (
+from datagouv_eval_pipeline.core.judges.calibration import (
     CALIBRATION_DIR,
     CalibrationError,
     CalibrationRow,
@@ -15,12 +15,13 @@ from datagouv_eval_pipeline.judges.calibration import (
     cohen_kappa,
     load_calibration,
 )
-from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
-from datagouv_eval_pipeline.judges.verdict import Question, Verdict, VerdictStatus, unscored
+from datagouv_eval_pipeline.core.judges.deterministic import DeterministicJudge
+from datagouv_eval_pipeline.core.judges.verdict import Question, Verdict, VerdictStatus, unscored
 from tests.judges.judges_factories import Grader, default_answers, llm_judge, real_tasks
 
 # The deterministic judge's outcome on every item of task_specs/calibration/criteria_v1.yml,
-# worked out by hand from the rules in judges/deterministic.py (p = pass, f = fail, u = unscored).
+# worked out by hand from the rules in core/judges/deterministic.py (p = pass, f = fail, u =
+# unscored).
 EXPECTED_DETERMINISTIC = {
     "cal-0002-count-exact": "p",  # pattern, value and unit ("jeux") hold
     "cal-0002-count-words": "f",  # number in words: no pattern match

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from datagouv_eval_pipeline.judges.calibration import (
+from datagouv_eval_pipeline.core.judges.calibration import (
     CALIBRATION_DIR,
     KAPPA_REQUIRED,
     MIN_KAPPA_ITEMS,
@@ -27,8 +27,8 @@ from datagouv_eval_pipeline.judges.calibration import (
     restricted,
     target_sha,
 )
-from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
-from datagouv_eval_pipeline.judges.verdict import Question, Verdict, VerdictStatus
+from datagouv_eval_pipeline.core.judges.deterministic import DeterministicJudge
+from datagouv_eval_pipeline.core.judges.verdict import Question, Verdict, VerdictStatus
 from tests.judges.judges_factories import real_tasks
 
 REVIEW_FILE = CALIBRATION_DIR / "review_2026-12-02.yml"

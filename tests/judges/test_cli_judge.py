@@ -9,7 +9,7 @@ import yaml
 from click.testing import CliRunner
 
 from datagouv_eval_pipeline.cli import main
-from datagouv_eval_pipeline.judges.calibration import (
+from datagouv_eval_pipeline.core.judges.calibration import (
     CALIBRATION_DIR,
     LABEL_SETS,
     load_calibration,

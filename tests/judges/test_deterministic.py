@@ -6,36 +6,36 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from datagouv_eval_pipeline.judges.deterministic import (
+from datagouv_eval_pipeline.core.judges.deterministic import (
     JUDGE_ID,
     DeterministicJudge,
     is_link_criterion,
     unit_near,
 )
-from datagouv_eval_pipeline.judges.protocol import (
+from datagouv_eval_pipeline.core.judges.protocol import (
     CriterionInput,
     FailureModeInput,
     ToolEvidence,
     TrajectoryInput,
 )
-from datagouv_eval_pipeline.judges.verdict import (
+from datagouv_eval_pipeline.core.judges.verdict import (
     NEEDS_LLM,
     FailureMode,
     Verdict,
     VerdictStatus,
     outcome,
 )
-from datagouv_eval_pipeline.metrics.catalog import (
+from datagouv_eval_pipeline.core.metrics.catalog import (
     CatalogObject,
     StaticCatalogLookup,
     with_catalog_slugs,
 )
-from datagouv_eval_pipeline.metrics.numbers import find_value
-from datagouv_eval_pipeline.metrics.trajectory import trajectory_adherence
-from datagouv_eval_pipeline.semantic.instances import ActionInstance
-from datagouv_eval_pipeline.tasks.chain import parse_chain
-from datagouv_eval_pipeline.tasks.spec import Criterion, TaskSpec
-from datagouv_eval_pipeline.traces import ToolCall
+from datagouv_eval_pipeline.core.metrics.numbers import find_value
+from datagouv_eval_pipeline.core.metrics.trajectory import trajectory_adherence
+from datagouv_eval_pipeline.core.semantic.instances import ActionInstance
+from datagouv_eval_pipeline.core.tasks.chain import parse_chain
+from datagouv_eval_pipeline.core.tasks.spec import Criterion, TaskSpec
+from datagouv_eval_pipeline.core.traces import ToolCall
 
 JUDGE = DeterministicJudge()
 DS = "53699ebba3a729239d205f4f"

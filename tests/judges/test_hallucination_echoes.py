@@ -6,9 +6,9 @@ call it was given to is not grounded; a lookup of a real id, recorded on the wir
 
 from __future__ import annotations
 
-from datagouv_eval_pipeline.judges.protocol import ToolEvidence, tool_evidence
-from datagouv_eval_pipeline.judges.verdict import FailureMode, outcome
-from datagouv_eval_pipeline.traces import Trace, WireExchange
+from datagouv_eval_pipeline.core.judges.protocol import ToolEvidence, tool_evidence
+from datagouv_eval_pipeline.core.judges.verdict import FailureMode, outcome
+from datagouv_eval_pipeline.core.traces import Trace, WireExchange
 from tests.judges.test_deterministic import FULL, modes
 
 INVENTED = "aaaaaaaaaaaaaaaaaaaaaaab"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from datagouv_eval_pipeline.judges.hybrid import HybridJudge
-from datagouv_eval_pipeline.judges.protocol import FailureModeInput, ToolEvidence
-from datagouv_eval_pipeline.judges.runner import judge_trace
-from datagouv_eval_pipeline.judges.verdict import FailureMode, outcome
-from datagouv_eval_pipeline.semantic.instances import ActionInstance
+from datagouv_eval_pipeline.core.judges.hybrid import HybridJudge
+from datagouv_eval_pipeline.core.judges.protocol import FailureModeInput, ToolEvidence
+from datagouv_eval_pipeline.core.judges.runner import judge_trace
+from datagouv_eval_pipeline.core.judges.verdict import FailureMode, outcome
+from datagouv_eval_pipeline.core.semantic.instances import ActionInstance
 from tests.judges.judges_factories import (
     Grader,
     default_answers,

@@ -15,12 +15,16 @@ from typing import Any
 import pydantic_ai.models
 import pytest
 
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.experiment.catalog import twin_catalog_lookup
-from datagouv_eval_pipeline.judges.calibration import CALIBRATION_DIR, calibrate, load_calibration
-from datagouv_eval_pipeline.judges.config import JudgeKind, JudgeSpec, load_judge_spec
-from datagouv_eval_pipeline.judges.factory import build_judge
-from datagouv_eval_pipeline.judges.llm import LLMJudge
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.judges.calibration import (
+    CALIBRATION_DIR,
+    calibrate,
+    load_calibration,
+)
+from datagouv_eval_pipeline.core.judges.config import JudgeKind, JudgeSpec, load_judge_spec
+from datagouv_eval_pipeline.core.judges.factory import build_judge
+from datagouv_eval_pipeline.core.judges.llm import LLMJudge
+from datagouv_eval_pipeline.pipeline.experiment.catalog import twin_catalog_lookup
 from tests.benchmark.benchmark_fixtures import write_config
 from tests.judges.judge_server import grading
 from tests.judges.judges_factories import real_tasks
@@ -90,8 +94,8 @@ def test_the_judge_takes_its_providers_settings_unless_it_sets_its_own(tmp_path:
 
 
 def test_the_tracked_judge_file_leaves_the_limits_to_the_provider() -> None:
-    from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR
-    from datagouv_eval_pipeline.judges.config import JUDGE_FILE
+    from datagouv_eval_pipeline.core.benchmark.loader import BENCHMARK_CONFIG_DIR
+    from datagouv_eval_pipeline.core.judges.config import JUDGE_FILE
 
     spec = load_judge_spec(BENCHMARK_CONFIG_DIR / JUDGE_FILE)
     assert (spec.concurrency, spec.timeout_s, spec.retries) == (None, None, None)

@@ -9,13 +9,13 @@ from itertools import pairwise
 import pydantic_ai.models
 import pytest
 
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.judges.config import resolve_model
-from datagouv_eval_pipeline.judges.llm import LLMJudge
-from datagouv_eval_pipeline.judges.protocol import CriterionInput, tool_evidence
-from datagouv_eval_pipeline.judges.verdict import Verdict, judge_spend, outcome
-from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
-from datagouv_eval_pipeline.providers.retry import RetryPolicy
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.judges.config import resolve_model
+from datagouv_eval_pipeline.core.judges.llm import LLMJudge
+from datagouv_eval_pipeline.core.judges.protocol import CriterionInput, tool_evidence
+from datagouv_eval_pipeline.core.judges.verdict import Verdict, judge_spend, outcome
+from datagouv_eval_pipeline.core.providers.limits import RateLimit, RateLimiters
+from datagouv_eval_pipeline.core.providers.retry import RetryPolicy
 from tests.judges.judge_server import grading
 from tests.judges.judges_factories import example_trace, real_tasks
 from tests.providers.scripted_server import Reply, ScriptedServer, always

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from datagouv_eval_pipeline.judges.protocol import TrajectoryInput
-from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
+from datagouv_eval_pipeline.core.judges.protocol import TrajectoryInput
+from datagouv_eval_pipeline.core.providers.limits import RateLimit, RateLimiters
 from tests.judges.judges_factories import Grader, default_answers, llm_judge
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from datagouv_eval_pipeline.judges.judgement_record import (
+from datagouv_eval_pipeline.core.judges.judgement_record import (
     StoredClassification,
     classification_to_json,
 )
-from datagouv_eval_pipeline.judges.verdict import (
+from datagouv_eval_pipeline.core.judges.verdict import (
     CallClassification,
     ClassifiedAction,
     Question,

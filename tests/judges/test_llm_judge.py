@@ -6,17 +6,17 @@ from typing import Any
 import pytest
 from pydantic_ai.exceptions import ModelHTTPError
 
-from datagouv_eval_pipeline.judges.prompts import CRITERION_PROMPT, FAILURE_MODES_PROMPT
-from datagouv_eval_pipeline.judges.protocol import (
+from datagouv_eval_pipeline.core.judges.prompts import CRITERION_PROMPT, FAILURE_MODES_PROMPT
+from datagouv_eval_pipeline.core.judges.protocol import (
     CriterionInput,
     CriterionJudgement,
     FailureModeInput,
     TrajectoryInput,
     tool_evidence,
 )
-from datagouv_eval_pipeline.judges.verdict import FailureMode, Question, outcome
-from datagouv_eval_pipeline.semantic.instances import ActionInstance
-from datagouv_eval_pipeline.traces import ToolCall
+from datagouv_eval_pipeline.core.judges.verdict import FailureMode, Question, outcome
+from datagouv_eval_pipeline.core.semantic.instances import ActionInstance
+from datagouv_eval_pipeline.core.traces import ToolCall
 from tests.judges.judges_factories import (
     Grader,
     all_absent,

@@ -10,13 +10,13 @@ from typing import Any
 import pydantic_ai.models
 import pytest
 
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.judges.config import resolve_model
-from datagouv_eval_pipeline.judges.llm import LLMJudge
-from datagouv_eval_pipeline.judges.protocol import CriterionInput, tool_evidence
-from datagouv_eval_pipeline.judges.verdict import Verdict, outcome
-from datagouv_eval_pipeline.providers.retry import RetryPolicy
-from datagouv_eval_pipeline.replay import (
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.judges.config import resolve_model
+from datagouv_eval_pipeline.core.judges.llm import LLMJudge
+from datagouv_eval_pipeline.core.judges.protocol import CriterionInput, tool_evidence
+from datagouv_eval_pipeline.core.judges.verdict import Verdict, outcome
+from datagouv_eval_pipeline.core.providers.retry import RetryPolicy
+from datagouv_eval_pipeline.world.replay import (
     ReplayConfig,
     ReplayServer,
     load_cassette,

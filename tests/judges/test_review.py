@@ -13,11 +13,11 @@ import yaml
 from click.testing import CliRunner
 
 from datagouv_eval_pipeline.cli import main
-from datagouv_eval_pipeline.judges.calibration import load_calibration
-from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.warehouse import load_experiment, new_experiment
-from datagouv_eval_pipeline.warehouse.loader import connect
-from datagouv_eval_pipeline.warehouse.review import (
+from datagouv_eval_pipeline.core.judges.calibration import load_calibration
+from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.pipeline.warehouse import load_experiment, new_experiment
+from datagouv_eval_pipeline.pipeline.warehouse.loader import connect
+from datagouv_eval_pipeline.pipeline.warehouse.review import (
     RUBRIC,
     ReviewError,
     draw_sample,

@@ -6,22 +6,22 @@ from typing import Any
 
 import pytest
 
-from datagouv_eval_pipeline.experiment.catalog import twin_catalog_lookup
-from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
-from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord
-from datagouv_eval_pipeline.judges.runner import (
+from datagouv_eval_pipeline.core.judges.deterministic import DeterministicJudge
+from datagouv_eval_pipeline.core.judges.judgement_record import JudgementRecord
+from datagouv_eval_pipeline.core.judges.runner import (
     CONFIDENCE_JUDGE,
     judge_trace,
     judge_trace_sync,
     merge_classifications,
 )
-from datagouv_eval_pipeline.judges.verdict import VerdictStatus, outcome
-from datagouv_eval_pipeline.metrics.catalog import with_catalog_slugs
-from datagouv_eval_pipeline.metrics.scorer import score_trace
-from datagouv_eval_pipeline.metrics.values import MetricValue
-from datagouv_eval_pipeline.semantic.instances import CallCategory
-from datagouv_eval_pipeline.semantic.mapper import map_trace
-from datagouv_eval_pipeline.traces import ToolCall, Trace
+from datagouv_eval_pipeline.core.judges.verdict import VerdictStatus, outcome
+from datagouv_eval_pipeline.core.metrics.catalog import with_catalog_slugs
+from datagouv_eval_pipeline.core.metrics.scorer import score_trace
+from datagouv_eval_pipeline.core.metrics.values import MetricValue
+from datagouv_eval_pipeline.core.semantic.instances import CallCategory
+from datagouv_eval_pipeline.core.semantic.mapper import map_trace
+from datagouv_eval_pipeline.core.traces import ToolCall, Trace
+from datagouv_eval_pipeline.pipeline.experiment.catalog import twin_catalog_lookup
 from tests.judges.judges_factories import (
     Grader,
     all_absent,

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from datagouv_eval_pipeline.judges.deterministic import (
+from datagouv_eval_pipeline.core.judges.deterministic import (
     DeterministicJudge,
     is_link_criterion,
     linked_values,
 )
-from datagouv_eval_pipeline.judges.protocol import CriterionInput
-from datagouv_eval_pipeline.judges.verdict import VerdictStatus
-from datagouv_eval_pipeline.tasks.spec import TIERS, Criterion, TaskSpec, TaskStatus
+from datagouv_eval_pipeline.core.judges.protocol import CriterionInput
+from datagouv_eval_pipeline.core.judges.verdict import VerdictStatus
+from datagouv_eval_pipeline.core.tasks.spec import TIERS, Criterion, TaskSpec, TaskStatus
 from tests.judges.judges_factories import real_tasks
 
 JUDGE = DeterministicJudge()

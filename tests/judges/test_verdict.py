@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from datagouv_eval_pipeline.judges.verdict import (
+from datagouv_eval_pipeline.core.judges.verdict import (
     NEEDS_LLM,
     Question,
     Verdict,

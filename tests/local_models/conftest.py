@@ -6,13 +6,17 @@ from collections.abc import Iterator
 
 import pytest
 
-from datagouv_eval_pipeline.local_models import (
+from datagouv_eval_pipeline.world.local_models import (
     LlamaServer,
     LlamaServerSpec,
     RuntimeMissingError,
     find_runtime,
 )
-from datagouv_eval_pipeline.local_models.plumbing import TOOLS_TEMPLATE, gguf_problem, plumbing_gguf
+from datagouv_eval_pipeline.world.local_models.plumbing import (
+    TOOLS_TEMPLATE,
+    gguf_problem,
+    plumbing_gguf,
+)
 
 ALIAS = "smollm2-135m"
 

@@ -17,28 +17,28 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from datagouv_eval_pipeline.agents.limits import RunBudget
-from datagouv_eval_pipeline.agents.runner import RunSettings, run_cell
-from datagouv_eval_pipeline.benchmark.cells import Cell, CellModel, expand_cells
-from datagouv_eval_pipeline.benchmark.config import (
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, CellModel, expand_cells
+from datagouv_eval_pipeline.core.benchmark.config import (
     LocalServerSettings,
     ModelCallSettings,
     ModelsFile,
     ProviderKind,
 )
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.judges.config import JudgeKind, JudgeSpec
-from datagouv_eval_pipeline.judges.factory import build_judge
-from datagouv_eval_pipeline.judges.hybrid import HybridJudge
-from datagouv_eval_pipeline.judges.protocol import CriterionInput, tool_evidence
-from datagouv_eval_pipeline.judges.verdict import outcome
-from datagouv_eval_pipeline.local_models.plumbing import plumbing_gguf
-from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
-from datagouv_eval_pipeline.replay import ReplayConfig, ReplayServer
-from datagouv_eval_pipeline.tasks.spec import Criterion
-from datagouv_eval_pipeline.traces import Trace
-from datagouv_eval_pipeline.twin.server import TwinServer
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.judges.config import JudgeKind, JudgeSpec
+from datagouv_eval_pipeline.core.judges.factory import build_judge
+from datagouv_eval_pipeline.core.judges.hybrid import HybridJudge
+from datagouv_eval_pipeline.core.judges.protocol import CriterionInput, tool_evidence
+from datagouv_eval_pipeline.core.judges.verdict import outcome
+from datagouv_eval_pipeline.core.providers.limits import RateLimit, RateLimiters
+from datagouv_eval_pipeline.core.tasks.spec import Criterion
+from datagouv_eval_pipeline.core.traces import Trace
+from datagouv_eval_pipeline.pipeline.agents.limits import RunBudget
+from datagouv_eval_pipeline.pipeline.agents.runner import RunSettings, run_cell
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.local_models.plumbing import plumbing_gguf
+from datagouv_eval_pipeline.world.replay import ReplayConfig, ReplayServer
 from tests.judges.judges_factories import real_tasks
 
 PROVIDER, NAME = "local", "smollm2-135m"

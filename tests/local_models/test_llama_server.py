@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from datagouv_eval_pipeline.local_models import (
+from datagouv_eval_pipeline.world.local_models import (
     LlamaServer,
     LlamaServerError,
     LlamaServerSpec,
@@ -18,8 +18,8 @@ from datagouv_eval_pipeline.local_models import (
     RuntimeMissingError,
     find_runtime,
 )
-from datagouv_eval_pipeline.local_models import server as server_module
-from datagouv_eval_pipeline.local_models.plumbing import install_from_wheel
+from datagouv_eval_pipeline.world.local_models import server as server_module
+from datagouv_eval_pipeline.world.local_models.plumbing import install_from_wheel
 
 from .conftest import ALIAS
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from datagouv_eval_pipeline.benchmark.config import ModelsFile, ProviderKind
-from datagouv_eval_pipeline.local_models import LlamaServerError, served_model, server_spec
-from datagouv_eval_pipeline.local_models.plumbing import TOOLS_TEMPLATE
+from datagouv_eval_pipeline.core.benchmark.config import ModelsFile, ProviderKind
+from datagouv_eval_pipeline.world.local_models import LlamaServerError, served_model, server_spec
+from datagouv_eval_pipeline.world.local_models.plumbing import TOOLS_TEMPLATE
 
 
 def _models(provider: dict[str, Any], **model: Any) -> dict[str, Any]:

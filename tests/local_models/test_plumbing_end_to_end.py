@@ -22,11 +22,11 @@ import httpx
 import pydantic_ai.models
 import pytest
 
-from datagouv_eval_pipeline.agents.limits import RunBudget, wall_clock_reason
-from datagouv_eval_pipeline.local_models import LocalServers
-from datagouv_eval_pipeline.replay import ReplayConfig, ReplayServer
-from datagouv_eval_pipeline.twin.server import TwinServer
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.pipeline.agents.limits import RunBudget, wall_clock_reason
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.local_models import LocalServers
+from datagouv_eval_pipeline.world.replay import ReplayConfig, ReplayServer
 
 from .conftest import require_llama
 from .plumbing_run import (

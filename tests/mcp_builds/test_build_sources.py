@@ -14,8 +14,8 @@ import psutil  # type: ignore[import-untyped]
 import pytest
 from pydantic_ai.mcp import MCPToolset
 
-from datagouv_eval_pipeline.benchmark.config import McpBuild
-from datagouv_eval_pipeline.mcp_builds import (
+from datagouv_eval_pipeline.core.benchmark.config import McpBuild
+from datagouv_eval_pipeline.world.mcp_builds import (
     BuildError,
     BuildServer,
     build_id,
@@ -23,7 +23,7 @@ from datagouv_eval_pipeline.mcp_builds import (
     reap_orphans,
     server_environment,
 )
-from datagouv_eval_pipeline.mcp_builds.process import PID_FILE_SUFFIX
+from datagouv_eval_pipeline.world.mcp_builds.process import PID_FILE_SUFFIX
 
 PACKAGE = McpBuild(package="iflow-mcp-datagouv-datagouv-mcp==0.2.14")
 PYPROJECT = """\
@@ -184,8 +184,8 @@ import signal, sys, time
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 signal.signal(signal.SIGINT, signal.default_int_handler)
 signal.signal(signal.SIGTERM, signal.SIG_DFL)
-from datagouv_eval_pipeline.benchmark.config import McpBuild
-from datagouv_eval_pipeline.mcp_builds import BuildServers
+from datagouv_eval_pipeline.core.benchmark.config import McpBuild
+from datagouv_eval_pipeline.world.mcp_builds import BuildServers
 with BuildServers(network_env={}) as builds:
     builds.start(McpBuild(package=sys.argv[1]))
     (server,) = builds.servers.values()

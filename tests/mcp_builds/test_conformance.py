@@ -32,15 +32,15 @@ import pytest
 from mcp import Client
 from mcp_types import CallToolResult, TextContent
 
-from datagouv_eval_pipeline.benchmark.config import McpBuild
-from datagouv_eval_pipeline.mcp_builds import BuildServers
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.tasks.spec import SourceType
-from datagouv_eval_pipeline.twin import catalogue_export
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.mcp.server import mcp_url
-from datagouv_eval_pipeline.twin.mcp.versions import VersionSpec, get_version
-from datagouv_eval_pipeline.twin.server import TwinServer
+from datagouv_eval_pipeline.core.benchmark.config import McpBuild
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.core.tasks.spec import SourceType
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.catalogue import catalogue_export
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+from datagouv_eval_pipeline.world.mcp.server import mcp_url
+from datagouv_eval_pipeline.world.mcp.versions import VersionSpec, get_version
+from datagouv_eval_pipeline.world.mcp_builds import BuildServers
 
 MIN_CALLS = 300
 UNKNOWN_DATASET = "000000000000000000000000"

@@ -18,15 +18,15 @@ from typing import Any
 import psutil  # type: ignore[import-untyped]
 import pytest
 
-from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.experiment import stages
-from datagouv_eval_pipeline.experiment.cache import AgentRunCache
-from datagouv_eval_pipeline.judges.deterministic import DeterministicJudge
-from datagouv_eval_pipeline.mcp_builds import BuildServers
-from datagouv_eval_pipeline.tasks import TASK_SPECS_DIR, TaskSpec, load_task_specs
-from datagouv_eval_pipeline.twin.server import TwinServer
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, expand_cells
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.judges.deterministic import DeterministicJudge
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, TaskSpec, load_task_specs
+from datagouv_eval_pipeline.pipeline.experiment import stages
+from datagouv_eval_pipeline.pipeline.experiment.cache import AgentRunCache
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.mcp_builds import BuildServers
 
 THOROUGH_BUILD = "offline~baseline-thorough__mcp@0.2.14~build__data_gouv_context"
 THOROUGH_EMULATION = "offline~baseline-thorough__mcp@0.2.19__data_gouv_context"

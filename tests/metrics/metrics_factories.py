@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from datagouv_eval_pipeline.semantic.instances import ActionInstance, CallCategory
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.traces import Trace
+from datagouv_eval_pipeline.core.semantic.instances import ActionInstance, CallCategory
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.core.traces import Trace
 
 
 class Criteria(str):

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from datagouv_eval_pipeline.metrics.catalog import (
+from datagouv_eval_pipeline.core.metrics.catalog import (
     CatalogObject,
     StaticCatalogLookup,
     resolve_slug_arguments,
     with_catalog_slugs,
 )
-from datagouv_eval_pipeline.metrics.checks import value_check
-from datagouv_eval_pipeline.metrics.references import with_references
-from datagouv_eval_pipeline.metrics.scorer import score_trace
-from datagouv_eval_pipeline.tasks.references import Reference
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.core.metrics.checks import value_check
+from datagouv_eval_pipeline.core.metrics.references import with_references
+from datagouv_eval_pipeline.core.metrics.scorer import score_trace
+from datagouv_eval_pipeline.core.tasks.references import Reference
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
 from tests.metrics.metrics_factories import inst, make_task, make_trace, req
 
 DS = "53699ebba3a729239d205f4f"

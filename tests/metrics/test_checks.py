@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from datagouv_eval_pipeline.metrics.catalog import CatalogObject, StaticCatalogLookup
-from datagouv_eval_pipeline.metrics.checks import (
+from datagouv_eval_pipeline.core.metrics.catalog import CatalogObject, StaticCatalogLookup
+from datagouv_eval_pipeline.core.metrics.checks import (
     behaviour_check,
     citation_check,
     detect_decline,
@@ -15,8 +15,8 @@ from datagouv_eval_pipeline.metrics.checks import (
     tools_check,
     value_check,
 )
-from datagouv_eval_pipeline.semantic.instances import CallCategory
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.core.semantic.instances import CallCategory
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
 from tests.metrics.metrics_factories import inst, make_task, make_trace, req
 
 DS = "5d13a8b6634f41070a43dff3"

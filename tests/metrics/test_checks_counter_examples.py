@@ -12,15 +12,15 @@ from functools import cache
 
 import pytest
 
-from datagouv_eval_pipeline.metrics.checks import (
+from datagouv_eval_pipeline.base.text import fold
+from datagouv_eval_pipeline.core.metrics.checks import (
     citation_check,
     grounded_ids_check,
     value_check,
     value_entities,
 )
-from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.text import fold
+from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
 from tests.metrics.metrics_factories import make_trace
 
 ES = "53699ebba3a729239d205f4f"  # the sports facilities dataset (task_0004's expected source)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from datagouv_eval_pipeline.metrics.efficiency import efficiency_score
+from datagouv_eval_pipeline.core.metrics.efficiency import efficiency_score
 from tests.metrics.metrics_factories import make_trace
 
 

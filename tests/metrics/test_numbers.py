@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from datagouv_eval_pipeline.metrics.numbers import find_value, read_numbers
+from datagouv_eval_pipeline.core.metrics.numbers import find_value, read_numbers
 
 
 def values(text: str) -> list[tuple[float, ...]]:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from datagouv_eval_pipeline.metrics.passk import pass_at_k, pass_hat_k
+from datagouv_eval_pipeline.core.metrics.passk import pass_at_k, pass_hat_k
 
 
 def test_pass_at_k_worked_by_hand() -> None:

@@ -7,16 +7,16 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from datagouv_eval_pipeline.metrics.trajectory import trajectory_adherence
-from datagouv_eval_pipeline.metrics.usage import (
+from datagouv_eval_pipeline.core.metrics.trajectory import trajectory_adherence
+from datagouv_eval_pipeline.core.metrics.usage import (
     action_instance_score,
     action_type_score,
     arguments_match,
 )
-from datagouv_eval_pipeline.metrics.values import MetricValue
-from datagouv_eval_pipeline.semantic.instances import ActionInstance
-from datagouv_eval_pipeline.tasks.chain import Action, ChainNode, Parallel, Sequence
-from datagouv_eval_pipeline.tasks.spec import RequiredAction
+from datagouv_eval_pipeline.core.metrics.values import MetricValue
+from datagouv_eval_pipeline.core.semantic.instances import ActionInstance
+from datagouv_eval_pipeline.core.tasks.chain import Action, ChainNode, Parallel, Sequence
+from datagouv_eval_pipeline.core.tasks.spec import RequiredAction
 from tests.metrics.metrics_factories import inst
 
 ACTIONS = ["search.datasets", "get.dataset.info", "get.data", "get.resource.info"]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.metrics import provenance
-from datagouv_eval_pipeline.metrics.provenance import CODE_VERSION_ENV
+from datagouv_eval_pipeline.core.metrics import provenance
+from datagouv_eval_pipeline.core.metrics.provenance import CODE_VERSION_ENV
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ import typing
 
 import pytest
 
-from datagouv_eval_pipeline.metrics import registry
-from datagouv_eval_pipeline.metrics import statistics as st
-from datagouv_eval_pipeline.metrics.score_record import TierRecord
-from datagouv_eval_pipeline.metrics.values import MetricValue
+from datagouv_eval_pipeline.core.metrics import registry
+from datagouv_eval_pipeline.core.metrics import statistics as st
+from datagouv_eval_pipeline.core.metrics.score_record import TierRecord
+from datagouv_eval_pipeline.core.metrics.values import MetricValue
 
 
 def test_names_are_unique_snake_case_and_each_entry_is_documented() -> None:

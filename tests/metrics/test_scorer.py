@@ -5,13 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.metrics.catalog import CatalogObject, StaticCatalogLookup
-from datagouv_eval_pipeline.metrics.scorer import TIER_METRICS, score_trace
-from datagouv_eval_pipeline.metrics.values import MetricValue
-from datagouv_eval_pipeline.semantic.mapper import map_trace
-from datagouv_eval_pipeline.tasks.loader import load_task_specs
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.traces import Trace, load_trace
+from datagouv_eval_pipeline.core.metrics.catalog import CatalogObject, StaticCatalogLookup
+from datagouv_eval_pipeline.core.metrics.scorer import TIER_METRICS, score_trace
+from datagouv_eval_pipeline.core.metrics.values import MetricValue
+from datagouv_eval_pipeline.core.semantic.mapper import map_trace
+from datagouv_eval_pipeline.core.tasks.loader import load_task_specs
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.core.traces import Trace, load_trace
 from tests.metrics.metrics_factories import inst, make_task, make_trace, req
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from datagouv_eval_pipeline.metrics.statements import (
+from datagouv_eval_pipeline.core.metrics.statements import (
     MANY_CANDIDATES,
     Entity,
     Outcome,

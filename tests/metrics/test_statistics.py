@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats  # type: ignore[import-untyped]
 
-from datagouv_eval_pipeline.metrics.statistics import (
+from datagouv_eval_pipeline.core.metrics.statistics import (
     BETTER,
     NO_DIFFERENCE,
     WORSE,

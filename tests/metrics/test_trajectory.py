@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from datagouv_eval_pipeline.metrics.trajectory import trajectory_adherence
-from datagouv_eval_pipeline.semantic.instances import ActionInstance
-from datagouv_eval_pipeline.tasks.chain import parse_chain
+from datagouv_eval_pipeline.core.metrics.trajectory import trajectory_adherence
+from datagouv_eval_pipeline.core.semantic.instances import ActionInstance
+from datagouv_eval_pipeline.core.tasks.chain import parse_chain
 from tests.metrics.metrics_factories import inst
 
 

@@ -2,15 +2,15 @@ from __future__ import annotations
 
 import pytest
 
-from datagouv_eval_pipeline.metrics.usage import (
+from datagouv_eval_pipeline.core.metrics.usage import (
     action_instance_score,
     action_type_score,
     arguments_match,
     normalise_value,
 )
-from datagouv_eval_pipeline.metrics.values import MetricValue, f1
-from datagouv_eval_pipeline.tasks.spec import RequiredAction
-from datagouv_eval_pipeline.traces import ToolCall
+from datagouv_eval_pipeline.core.metrics.values import MetricValue, f1
+from datagouv_eval_pipeline.core.tasks.spec import RequiredAction
+from datagouv_eval_pipeline.core.traces import ToolCall
 from tests.metrics.metrics_factories import Criteria, inst, make_task, req
 
 DS = "5d13a8b6634f41070a43dff3"

@@ -121,7 +121,7 @@ class SearchThenAnswer:
         self.delay_s = delay_s
 
     def __call__(self, body: dict[str, Any]) -> Reply:
-        from datagouv_eval_pipeline.replay import tool_call_completion
+        from datagouv_eval_pipeline.world.replay import tool_call_completion
 
         if self.delay_s:
             time.sleep(self.delay_s)

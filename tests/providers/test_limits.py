@@ -8,9 +8,9 @@ from email.utils import format_datetime
 
 import pytest
 
-from datagouv_eval_pipeline.agents.limits import RunBudget
-from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiter, RateLimiters
-from datagouv_eval_pipeline.providers.retry import RetryPolicy, retry_after_seconds
+from datagouv_eval_pipeline.core.providers.limits import RateLimit, RateLimiter, RateLimiters
+from datagouv_eval_pipeline.core.providers.retry import RetryPolicy, retry_after_seconds
+from datagouv_eval_pipeline.pipeline.agents.limits import RunBudget
 from tests.providers.fake_clock import Clock
 
 

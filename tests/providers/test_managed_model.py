@@ -11,9 +11,9 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiter
-from datagouv_eval_pipeline.providers.managed import Answered, ManagedModel, counting_requests
-from datagouv_eval_pipeline.providers.retry import RetryWait
+from datagouv_eval_pipeline.core.providers.limits import RateLimit, RateLimiter
+from datagouv_eval_pipeline.core.providers.managed import Answered, ManagedModel, counting_requests
+from datagouv_eval_pipeline.core.providers.retry import RetryWait
 from tests.providers.fake_clock import Clock
 
 

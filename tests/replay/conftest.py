@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from datagouv_eval_pipeline.replay import ReplayConfig, ReplayServer
+from datagouv_eval_pipeline.world.replay import ReplayConfig, ReplayServer
 
 from .scripts import UPSTREAM_KEY, PoolsScript
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from datagouv_eval_pipeline.replay import (
+from datagouv_eval_pipeline.world.replay import (
     ProviderSimulation,
     ReplayConfig,
     ReplayServer,

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from datagouv_eval_pipeline.cli import main
-from datagouv_eval_pipeline.replay import (
+from datagouv_eval_pipeline.world.replay import (
     Cassette,
     CassetteError,
     Interaction,
@@ -23,7 +23,7 @@ from datagouv_eval_pipeline.replay import (
     scrub_json,
     text_completion,
 )
-from datagouv_eval_pipeline.replay.cassette import (
+from datagouv_eval_pipeline.world.replay.cassette import (
     RecordedRequest,
     RecordedResponse,
     audit_cassette,

@@ -7,8 +7,8 @@ import hashlib
 import json
 from typing import Any
 
-from datagouv_eval_pipeline.replay import canonical_request, describe_request, request_key
-from datagouv_eval_pipeline.replay.matching import first_difference
+from datagouv_eval_pipeline.world.replay import canonical_request, describe_request, request_key
+from datagouv_eval_pipeline.world.replay.matching import first_difference
 
 TOOL = {
     "type": "function",

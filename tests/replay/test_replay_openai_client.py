@@ -11,7 +11,7 @@ import httpx
 import openai
 import pytest
 
-from datagouv_eval_pipeline.replay import (
+from datagouv_eval_pipeline.world.replay import (
     CassetteMissError,
     ReplayConfig,
     ReplayServer,

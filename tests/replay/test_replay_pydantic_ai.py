@@ -13,7 +13,7 @@ from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 
-from datagouv_eval_pipeline.replay import ReplayConfig, ReplayServer, load_cassette
+from datagouv_eval_pipeline.world.replay import ReplayConfig, ReplayServer, load_cassette
 
 from .scripts import UPSTREAM_KEY, PoolsScript
 

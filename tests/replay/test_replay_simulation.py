@@ -12,13 +12,13 @@ from pydantic_ai.exceptions import UnexpectedModelBehavior
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 
-from datagouv_eval_pipeline.replay import (
+from datagouv_eval_pipeline.world.replay import (
     ProviderSimulation,
     apply_mistral_quirks,
     text_completion,
     tool_call_completion,
 )
-from datagouv_eval_pipeline.replay.simulate import SlidingWindowLimiter
+from datagouv_eval_pipeline.world.replay.simulate import SlidingWindowLimiter
 
 from .scripts import PoolsScript, scripted_server
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.benchmark.cells import expand_cells
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.report import BuiltReport, build_report, read_sources
+from datagouv_eval_pipeline.core.benchmark.cells import expand_cells
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.pipeline.report import BuiltReport, build_report, read_sources
 from tests.report.report_helpers import FixtureWarehouse, build_fixture_warehouse
 from tests.warehouse.warehouse_factories import specs
 

@@ -23,15 +23,15 @@ from typing import Any
 import duckdb
 import websockets
 
-from datagouv_eval_pipeline.experiment.documents import AgentRunsDocument
-from datagouv_eval_pipeline.experiment.quarantine import DOCUMENT_KEY
-from datagouv_eval_pipeline.experiment.quarantine import STAGE as VALIDATION_STAGE
-from datagouv_eval_pipeline.experiment.stages import AGENT_RUNS, JUDGE_SCORES
-from datagouv_eval_pipeline.experiment.store import RunStore
-from datagouv_eval_pipeline.traces import ModelTurn, RequestUsage, Trace
-from datagouv_eval_pipeline.warehouse import CellLoad, load_experiment
-from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
-from datagouv_eval_pipeline.warehouse.gate import evaluate_gate, write_gate_results
+from datagouv_eval_pipeline.core.traces import ModelTurn, RequestUsage, Trace
+from datagouv_eval_pipeline.pipeline.experiment.documents import AgentRunsDocument
+from datagouv_eval_pipeline.pipeline.experiment.quarantine import DOCUMENT_KEY
+from datagouv_eval_pipeline.pipeline.experiment.quarantine import STAGE as VALIDATION_STAGE
+from datagouv_eval_pipeline.pipeline.experiment.stages import AGENT_RUNS, JUDGE_SCORES
+from datagouv_eval_pipeline.pipeline.experiment.store import RunStore
+from datagouv_eval_pipeline.pipeline.warehouse import CellLoad, load_experiment
+from datagouv_eval_pipeline.pipeline.warehouse.error_bars import compute_statistics
+from datagouv_eval_pipeline.pipeline.warehouse.gate import evaluate_gate, write_gate_results
 from tests.dbt.dbt_helpers import DUCKDB_ENV, PROJECT
 from tests.warehouse.warehouse_factories import (
     CODE,

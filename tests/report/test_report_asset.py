@@ -11,7 +11,7 @@ import pytest
 
 from datagouv_eval_pipeline.defs.report import REPORT_DEPS, experiment_report_asset
 from datagouv_eval_pipeline.defs.resources import RunStoreResource, WarehouseResource
-from datagouv_eval_pipeline.report_site import REPORT_URL_ENV
+from datagouv_eval_pipeline.pipeline.report_site import REPORT_URL_ENV
 from tests.report.report_helpers import QUARANTINED, FixtureWarehouse
 
 

@@ -15,7 +15,7 @@ from datagouv_eval_pipeline.defs.resources import (
     RunStoreResource,
     WarehouseResource,
 )
-from datagouv_eval_pipeline.report import build_report
+from datagouv_eval_pipeline.pipeline.report import build_report
 from tests.report.report_helpers import FixtureWarehouse
 
 

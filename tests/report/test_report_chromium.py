@@ -17,8 +17,8 @@ from urllib.parse import quote
 
 import pytest
 
-from datagouv_eval_pipeline.report import BuiltReport
-from datagouv_eval_pipeline.report.render import slug
+from datagouv_eval_pipeline.pipeline.report import BuiltReport
+from datagouv_eval_pipeline.pipeline.report.render import slug
 from tests.report.report_helpers import (
     CHROMIUM,
     HOSTILE,

@@ -20,11 +20,15 @@ from typing import Any
 
 import pytest
 
-from datagouv_eval_pipeline.report.data import ReportData
-from datagouv_eval_pipeline.report.markdown import render_markdown
-from datagouv_eval_pipeline.report.render import render_site
-from datagouv_eval_pipeline.report.views import NOT_EXERCISED, build_view, feature_comparisons
-from datagouv_eval_pipeline.warehouse.schema import TABLES_BY_NAME
+from datagouv_eval_pipeline.pipeline.report.data import ReportData
+from datagouv_eval_pipeline.pipeline.report.markdown import render_markdown
+from datagouv_eval_pipeline.pipeline.report.render import render_site
+from datagouv_eval_pipeline.pipeline.report.views import (
+    NOT_EXERCISED,
+    build_view,
+    feature_comparisons,
+)
+from datagouv_eval_pipeline.pipeline.warehouse.schema import TABLES_BY_NAME
 from tests.report.report_helpers import CHROMIUM, Tab, chromium, with_tab
 
 

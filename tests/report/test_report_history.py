@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.report import BuiltReport, build_report
+from datagouv_eval_pipeline.pipeline.report import BuiltReport, build_report
 from tests.report.report_helpers import build_history_warehouse
 
 A, B, C = (f"hand~model-{m}__none__p" for m in "abc")
@@ -87,8 +87,8 @@ def test_a_warehouse_without_history_says_so(built_report: BuiltReport) -> None:
 
 
 def test_one_recorded_run_says_the_trend_starts_with_the_next(tmp_path: Path) -> None:
-    from datagouv_eval_pipeline.warehouse import connect, load_experiment
-    from datagouv_eval_pipeline.warehouse.gate import evaluate_gate, write_gate_results
+    from datagouv_eval_pipeline.pipeline.warehouse import connect, load_experiment
+    from datagouv_eval_pipeline.pipeline.warehouse.gate import evaluate_gate, write_gate_results
     from tests.report.report_helpers import dbt_run
     from tests.warehouse.test_warehouse_statistics import GOOD, experiment, graded_cell
 

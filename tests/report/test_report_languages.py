@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from datagouv_eval_pipeline.report.data import ReportData
-from datagouv_eval_pipeline.report.markdown import render_markdown
-from datagouv_eval_pipeline.report.render import render_site
-from datagouv_eval_pipeline.report.views import build_view, language_rows
-from datagouv_eval_pipeline.warehouse.schema import TABLES_BY_NAME
+from datagouv_eval_pipeline.pipeline.report.data import ReportData
+from datagouv_eval_pipeline.pipeline.report.markdown import render_markdown
+from datagouv_eval_pipeline.pipeline.report.render import render_site
+from datagouv_eval_pipeline.pipeline.report.views import build_view, language_rows
+from datagouv_eval_pipeline.pipeline.warehouse.schema import TABLES_BY_NAME
 
 
 def _row(table: str, **values: Any) -> dict[str, Any]:

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from markupsafe import escape
 
 from datagouv_eval_pipeline.cli import main
-from datagouv_eval_pipeline.report import BuiltReport
-from datagouv_eval_pipeline.report.render import slug
+from datagouv_eval_pipeline.pipeline.report import BuiltReport
+from datagouv_eval_pipeline.pipeline.report.render import slug
 from tests.report.report_helpers import (
     HOSTILE,
     LONG_RESULT,

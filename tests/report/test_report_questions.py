@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datagouv_eval_pipeline.report import BuiltReport
+from datagouv_eval_pipeline.pipeline.report import BuiltReport
 from tests.warehouse.warehouse_factories import CODE, MCP_19, MCP_26
 
 SETTING = "model offline/baseline-oneshot, skills none, prompt data_gouv_context"

@@ -9,15 +9,15 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from datagouv_eval_pipeline.report import BuiltReport, build_report
-from datagouv_eval_pipeline.report.figures import CostPoint, pareto_front
-from datagouv_eval_pipeline.report.markdown import (
+from datagouv_eval_pipeline.pipeline.report import BuiltReport, build_report
+from datagouv_eval_pipeline.pipeline.report.figures import CostPoint, pareto_front
+from datagouv_eval_pipeline.pipeline.report.markdown import (
     power_sentence,
     render_markdown,
     tasks_needed,
     version_power_lines,
 )
-from datagouv_eval_pipeline.report.views import (
+from datagouv_eval_pipeline.pipeline.report.views import (
     LATENCY_AXIS,
     NO_VERSION,
     Comparison,
@@ -316,9 +316,9 @@ def test_problems_count_unscored_ok_runs_and_undecided_criteria(built_report: Bu
 def test_the_version_plot_uses_the_paired_runs_and_agrees_with_the_paired_test(
     fixture_warehouse: FixtureWarehouse, tmp_path: Path
 ) -> None:
-    from datagouv_eval_pipeline.report.data import load_report_data
-    from datagouv_eval_pipeline.report.views import build_view
-    from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
+    from datagouv_eval_pipeline.pipeline.report.data import load_report_data
+    from datagouv_eval_pipeline.pipeline.report.views import build_view
+    from datagouv_eval_pipeline.pipeline.warehouse.error_bars import compute_statistics
 
     db = tmp_path / "warehouse.duckdb"
     shutil.copy(fixture_warehouse.db, db)

@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from datagouv_eval_pipeline.sandbox.base import SandboxLimits
-from datagouv_eval_pipeline.sandbox.local import LocalSandbox, LocalSession, probe_bwrap
+from datagouv_eval_pipeline.world.sandbox.base import SandboxLimits
+from datagouv_eval_pipeline.world.sandbox.local import LocalSandbox, LocalSession, probe_bwrap
 
 T = TypeVar("T")
 

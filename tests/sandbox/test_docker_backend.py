@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from datagouv_eval_pipeline.sandbox.base import SandboxLimits, SandboxUnavailableError
-from datagouv_eval_pipeline.sandbox.docker_backend import (
+from datagouv_eval_pipeline.world.sandbox.base import SandboxLimits, SandboxUnavailableError
+from datagouv_eval_pipeline.world.sandbox.docker_backend import (
     CONTAINER_UID,
     DOCKERFILE,
     DockerSandbox,

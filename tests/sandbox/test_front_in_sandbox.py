@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.agents.capabilities import (
+from datagouv_eval_pipeline.pipeline.agents.capabilities import (
     CatalogTarget,
     default_sandbox,
     runner_program,
 )
-from datagouv_eval_pipeline.front import ServedHosts
-from datagouv_eval_pipeline.sandbox.local import LocalSandbox, LocalSession, probe_bwrap
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.front import served_by
-from datagouv_eval_pipeline.twin.server import TwinServer
+from datagouv_eval_pipeline.world.api.front import served_by
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+from datagouv_eval_pipeline.world.front import ServedHosts
+from datagouv_eval_pipeline.world.sandbox.local import LocalSandbox, LocalSession, probe_bwrap
 
 from .conftest import run
 

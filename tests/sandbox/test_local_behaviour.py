@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.sandbox.base import ExecResult, SandboxLimits
-from datagouv_eval_pipeline.sandbox.local import LocalSandbox, LocalSession
+from datagouv_eval_pipeline.world.sandbox.base import ExecResult, SandboxLimits
+from datagouv_eval_pipeline.world.sandbox.local import LocalSandbox, LocalSession
 
 from .conftest import Server, in_session
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.agents.capabilities import CLI_MODULE, default_sandbox
-from datagouv_eval_pipeline.sandbox.base import ExecResult, SandboxLimits
-from datagouv_eval_pipeline.sandbox.library import LIBRARY_DIR_ENV, sandbox_library
-from datagouv_eval_pipeline.sandbox.local import (
+from datagouv_eval_pipeline.pipeline.agents.capabilities import CLI_MODULE, default_sandbox
+from datagouv_eval_pipeline.world.sandbox.base import ExecResult, SandboxLimits
+from datagouv_eval_pipeline.world.sandbox.library import LIBRARY_DIR_ENV, sandbox_library
+from datagouv_eval_pipeline.world.sandbox.local import (
     SANDBOX_DIR_PREFIX,
     LocalSandbox,
     LocalSession,
@@ -72,7 +72,10 @@ PROBE = textwrap.dedent(
     """
     import importlib, json, os, pkgutil
     seen = {}
-    hidden = ["twin", "tasks", "twin.build_snapshot", "agents", "agents.baselines"]
+    hidden = [
+        "world.api", "core.tasks", "world.snapshot_builder.build", "pipeline.agents",
+        "pipeline.agents.baselines",
+    ]
     for name in ["datagouv_eval_pipeline." + short for short in hidden]:
         try:
             importlib.import_module(name)
@@ -81,7 +84,7 @@ PROBE = textwrap.dedent(
             seen[name] = type(exc).__name__
     import datagouv_eval_pipeline as top
     seen["top"] = sorted(m.name for m in pkgutil.iter_modules(top.__path__))
-    cli = importlib.import_module("datagouv_eval_pipeline.datagouv_cli")
+    cli = importlib.import_module("datagouv_eval_pipeline.world.datagouv_cli")
     seen["cli"] = callable(cli.main)
     print(json.dumps(seen))
     """
@@ -114,12 +117,12 @@ def test_agent_code_can_import_the_cli_and_nothing_else_of_the_project(
     probe, cli = in_session(sandbox, body)
     assert probe.ok, probe.stderr
     seen = json.loads(probe.stdout)
-    assert seen["datagouv_eval_pipeline.twin"] == "ModuleNotFoundError"
-    assert seen["datagouv_eval_pipeline.tasks"] == "ModuleNotFoundError"
-    assert seen["datagouv_eval_pipeline.twin.build_snapshot"] == "ModuleNotFoundError"
-    assert seen["datagouv_eval_pipeline.agents"] == "ModuleNotFoundError"
-    assert seen["datagouv_eval_pipeline.agents.baselines"] == "ModuleNotFoundError"
-    assert seen["top"] == ["datagouv_cli"]
+    assert seen["datagouv_eval_pipeline.world.api"] == "ModuleNotFoundError"
+    assert seen["datagouv_eval_pipeline.core.tasks"] == "ModuleNotFoundError"
+    assert seen["datagouv_eval_pipeline.world.snapshot_builder.build"] == "ModuleNotFoundError"
+    assert seen["datagouv_eval_pipeline.pipeline.agents"] == "ModuleNotFoundError"
+    assert seen["datagouv_eval_pipeline.pipeline.agents.baselines"] == "ModuleNotFoundError"
+    assert seen["top"] == ["world"]
     assert seen["cli"] is True
     # The command still works from its copy.
     assert cli.ok, cli.stderr
@@ -133,15 +136,19 @@ def test_the_library_copy_is_content_addressed_and_holds_sources_only(
     again = sandbox_library([CLI_MODULE])
     assert first == again
     files = sorted(p.relative_to(first).as_posix() for p in first.rglob("*") if p.is_file())
-    assert "__init__.py" in files and "datagouv_cli/__init__.py" in files
-    assert all(f.startswith("datagouv_cli/") for f in files if f.count("/") > 0)
+    assert "__init__.py" in files and "world/datagouv_cli/__init__.py" in files
+    assert all(
+        f.startswith(("world/__init__.py", "world/datagouv_cli/"))
+        for f in files
+        if f.count("/") > 0
+    )
     assert not any("__pycache__" in f or not f.endswith(".py") for f in files)
     # The parents are empty packages, not the project's.
     assert "import" not in (first / "__init__.py").read_text()
     with pytest.raises(ValueError, match="share one top-level"):
         sandbox_library([CLI_MODULE, "json.decoder"])
     with pytest.raises(ValueError, match="not an importable package"):
-        sandbox_library(["datagouv_eval_pipeline.filelock"])
+        sandbox_library(["datagouv_eval_pipeline.base.filelock"])
 
 
 def test_a_call_past_the_disk_quota_is_ended_and_its_files_removed() -> None:
@@ -197,7 +204,7 @@ def test_directories_of_a_killed_run_are_removed_at_the_next_start() -> None:
         f"""
         import asyncio, os, sys, time
         from pathlib import Path
-        from datagouv_eval_pipeline.sandbox.local import LocalSandbox
+        from datagouv_eval_pipeline.world.sandbox.local import LocalSandbox
         async def main():
             sandbox = LocalSandbox(mode="rlimit", temp_root=Path({str(tmp_path)!r}))
             session = await sandbox.open_session(allowed_hosts=[])

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from datagouv_eval_pipeline.sandbox.base import ExecResult, SandboxLimits
-from datagouv_eval_pipeline.sandbox.local import LocalSandbox, LocalSession, probe_bwrap
+from datagouv_eval_pipeline.world.sandbox.base import ExecResult, SandboxLimits
+from datagouv_eval_pipeline.world.sandbox.local import LocalSandbox, LocalSession, probe_bwrap
 
 from .conftest import in_session
 

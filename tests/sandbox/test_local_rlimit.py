@@ -14,12 +14,12 @@ import uuid
 
 import pytest
 
-from datagouv_eval_pipeline.sandbox.base import (
+from datagouv_eval_pipeline.world.sandbox.base import (
     ExecResult,
     SandboxLimits,
     SandboxUnavailableError,
 )
-from datagouv_eval_pipeline.sandbox.local import LocalSandbox, LocalSession
+from datagouv_eval_pipeline.world.sandbox.local import LocalSandbox, LocalSession
 
 from .conftest import Server, in_session, processes_with
 

@@ -12,9 +12,9 @@ import json
 import uuid
 from pathlib import Path
 
-from datagouv_eval_pipeline.sandbox._zygote import SESSIONS_ROOT, SESSIONS_RW
-from datagouv_eval_pipeline.sandbox.base import ExecResult
-from datagouv_eval_pipeline.sandbox.local import LocalSandbox, LocalSession
+from datagouv_eval_pipeline.world.sandbox._zygote import SESSIONS_ROOT, SESSIONS_RW
+from datagouv_eval_pipeline.world.sandbox.base import ExecResult
+from datagouv_eval_pipeline.world.sandbox.local import LocalSandbox, LocalSession
 
 from .conftest import Server, in_session, processes_with
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.front import AllowList, Front
-from datagouv_eval_pipeline.sandbox._common import session_proxy
+from datagouv_eval_pipeline.world.front import AllowList, Front
+from datagouv_eval_pipeline.world.sandbox._common import session_proxy
 
 from .conftest import Server
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from datagouv_eval_pipeline.semantic import (
+from datagouv_eval_pipeline.core.semantic import (
     CallCategory,
     MappingStatus,
     detect_error,
     load_registry,
     map_trace,
 )
-from datagouv_eval_pipeline.semantic.mapper import UsageError, usage_errors
-from datagouv_eval_pipeline.traces import ToolCall, Trace
+from datagouv_eval_pipeline.core.semantic.mapper import UsageError, usage_errors
+from datagouv_eval_pipeline.core.traces import ToolCall, Trace
 
 DS = "536c47d9a3a72933d8d1b3b2"
 

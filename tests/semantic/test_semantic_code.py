@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from datagouv_eval_pipeline.semantic import CallCategory, MappingStatus, TraceMapping, map_trace
-from datagouv_eval_pipeline.semantic.code_calls import SENTINEL, HttpRequest, analyze_python
-from datagouv_eval_pipeline.traces import Trace
+from datagouv_eval_pipeline.core.semantic import (
+    CallCategory,
+    MappingStatus,
+    TraceMapping,
+    map_trace,
+)
+from datagouv_eval_pipeline.core.semantic.code_calls import SENTINEL, HttpRequest, analyze_python
+from datagouv_eval_pipeline.core.traces import Trace
 
 DS = "5d13a8b6634f41070a43dff3"
 RID = "f868cca6-8da1-4369-a78d-47463f19a9a3"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from datagouv_eval_pipeline.semantic import detect_error, map_trace
-from datagouv_eval_pipeline.traces import ToolCall, Trace
+from datagouv_eval_pipeline.core.semantic import detect_error, map_trace
+from datagouv_eval_pipeline.core.traces import ToolCall, Trace
 
 
 def _call(result: str, error: bool = False) -> ToolCall:

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from datagouv_eval_pipeline.semantic import (
+from datagouv_eval_pipeline.core.semantic import (
     CallCategory,
     MappingStatus,
     UnknownVersionError,
     map_trace,
 )
-from datagouv_eval_pipeline.traces import Trace
+from datagouv_eval_pipeline.core.traces import Trace
 
 
 def _trace(calls: list[dict[str, Any]], mcp_version: str | None = "0.2.26") -> Trace:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from datagouv_eval_pipeline.semantic.registry import (
+from datagouv_eval_pipeline.core.semantic.registry import (
     SEMANTIC_ARGUMENTS,
     ActionRegistry,
     RegistryError,
@@ -23,7 +23,7 @@ from datagouv_eval_pipeline.semantic.registry import (
 REAL_TOOLS = json.loads(
     (Path(__file__).parent / "fixtures" / "real_mcp_tools.json").read_text(encoding="utf-8")
 )
-PACKAGED = Path(__file__).resolve().parents[2] / "datagouv_eval_pipeline/semantic/actions.yml"
+PACKAGED = Path(__file__).resolve().parents[2] / "datagouv_eval_pipeline/core/semantic/actions.yml"
 
 ELEVEN = {
     "search.datasets",

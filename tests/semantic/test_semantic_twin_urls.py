@@ -5,10 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from datagouv_eval_pipeline.semantic import CallCategory, MappingStatus, TraceMapping, map_trace
-from datagouv_eval_pipeline.semantic.aliases import UrlAliases
-from datagouv_eval_pipeline.traces import Trace, load_trace
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.core.semantic import (
+    CallCategory,
+    MappingStatus,
+    TraceMapping,
+    map_trace,
+)
+from datagouv_eval_pipeline.core.semantic.aliases import UrlAliases
+from datagouv_eval_pipeline.core.traces import Trace, load_trace
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
 
 DS = "536c47d9a3a72933d8d1b3b2"
 RID = "98f3161f-79ff-4f16-8f6a-6d571a80fea2"

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from datagouv_eval_pipeline import vocabulary
-from datagouv_eval_pipeline.semantic.registry import (
+from datagouv_eval_pipeline.core import vocabulary
+from datagouv_eval_pipeline.core.semantic.registry import (
     SEMANTIC_ARGUMENTS,
     default_action_names,
     load_registry,
 )
-from datagouv_eval_pipeline.tasks.spec import RowFilter
+from datagouv_eval_pipeline.core.tasks.spec import RowFilter
 
 
 def test_the_registry_defines_exactly_the_vocabulary_actions() -> None:

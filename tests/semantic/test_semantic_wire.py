@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from datagouv_eval_pipeline.semantic import map_trace
-from datagouv_eval_pipeline.traces import Trace
+from datagouv_eval_pipeline.core.semantic import map_trace
+from datagouv_eval_pipeline.core.traces import Trace
 
 DS = "536c47d9a3a72933d8d1b3b2"
 RID = "98f3161f-79ff-4f16-8f6a-6d571a80fea2"

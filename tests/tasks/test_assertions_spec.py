@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
-from datagouv_eval_pipeline import vocabulary
-from datagouv_eval_pipeline.tasks.errors import SpecError, TaskSpecErrors
-from datagouv_eval_pipeline.tasks.loader import load_task_specs
-from datagouv_eval_pipeline.tasks.spec import ContainsWords, TaskSpec
+from datagouv_eval_pipeline.core import vocabulary
+from datagouv_eval_pipeline.core.tasks.errors import SpecError, TaskSpecErrors
+from datagouv_eval_pipeline.core.tasks.loader import load_task_specs
+from datagouv_eval_pipeline.core.tasks.spec import ContainsWords, TaskSpec
 
 VALID: dict[str, Any] = {
     "task_id": "task_0001",

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from datagouv_eval_pipeline.tasks.errors import TaskSpecErrors
-from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.tasks.spec import TaskStatus
+from datagouv_eval_pipeline.core.tasks.errors import TaskSpecErrors
+from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.core.tasks.spec import TaskStatus
 
 
 def test_the_real_task_specs_load() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from datagouv_eval_pipeline.tasks.errors import SpecError, TaskSpecErrors, field_path
-from datagouv_eval_pipeline.tasks.yaml_source import read_yaml
+from datagouv_eval_pipeline.core.tasks.errors import SpecError, TaskSpecErrors, field_path
+from datagouv_eval_pipeline.core.tasks.yaml_source import read_yaml
 
 
 def test_field_path_renders_keys_and_indexes() -> None:

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from datagouv_eval_pipeline import vocabulary
-from datagouv_eval_pipeline.tasks.errors import SpecError, TaskSpecErrors
-from datagouv_eval_pipeline.tasks.loader import (
+from datagouv_eval_pipeline.core import vocabulary
+from datagouv_eval_pipeline.core.tasks.errors import SpecError, TaskSpecErrors
+from datagouv_eval_pipeline.core.tasks.loader import (
     default_action_names,
     default_arg_names,
     load_task_specs,

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.tasks.spec import TaskSpec, TaskStatus
+from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec, TaskStatus
 
 # Tasks from task_0015 on were written with meta.exercises, meta.difficulty and
 # meta.paraphrases; the first fourteen predate those fields.

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from datagouv_eval_pipeline.cli import main
 from datagouv_eval_pipeline.cli import schema as schema_cli
-from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR
-from datagouv_eval_pipeline.tasks.schema import (
+from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR
+from datagouv_eval_pipeline.core.tasks.schema import (
     TASK_SPEC_SCHEMA_PATH,
     render_schema,
     task_spec_json_schema,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from datagouv_eval_pipeline.benchmark.loader import BENCHMARK_CONFIG_DIR
 from datagouv_eval_pipeline.cli import main
+from datagouv_eval_pipeline.core.benchmark.loader import BENCHMARK_CONFIG_DIR
 
 GOOD = """\
 task_id: task_0001

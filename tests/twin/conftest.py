@@ -7,10 +7,10 @@ from collections.abc import Iterator
 import pytest
 from starlette.testclient import TestClient
 
-from datagouv_eval_pipeline.twin.app import TwinConfig, create_app
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.server import TwinServer
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.world.api.app import TwinConfig, create_app
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ import asyncio
 import importlib.util
 from pathlib import Path
 
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_search.py"
 

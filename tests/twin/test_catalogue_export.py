@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import itertools
 
-from datagouv_eval_pipeline.twin import catalogue_export, tabular
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
+from datagouv_eval_pipeline.world.catalogue import catalogue_export, tabular
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
 
 EXPORT = "f868cca6-8da1-4369-a78d-47463f19a9a3"
 

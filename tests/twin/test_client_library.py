@@ -16,8 +16,8 @@ from __future__ import annotations
 import pytest
 from datagouv import Client, Resource  # type: ignore[import-untyped]
 
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
 
 SPORTS = "53699ebba3a729239d205f4f"
 SPORTS_TABLE = "ea4f5879-af40-4e3e-949d-812d6eeb5e02"

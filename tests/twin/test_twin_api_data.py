@@ -7,8 +7,8 @@ from urllib.parse import quote
 
 from starlette.testclient import TestClient
 
-from datagouv_eval_pipeline.twin.app import TwinConfig, create_app
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
+from datagouv_eval_pipeline.world.api.app import TwinConfig, create_app
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
 
 TAB = "/tabular/api/resources"
 TABULAR_BASE = "http://testserver/tabular/api/resources"

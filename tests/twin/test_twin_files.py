@@ -8,7 +8,7 @@ import zipfile
 
 from starlette.testclient import TestClient
 
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
 
 CATALOGUE_CSV = "f868cca6-8da1-4369-a78d-47463f19a9a3"
 PALISSY = "3e8ed2dd-4052-4f93-ad19-ef71016ab7b4"

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
 
 CATALOGUE = "5d13a8b6634f41070a43dff3"  # daily, lov2, country coverage of France
 HAMSTER = "6969c228770f993ed4817ef7"  # catalogue facts: no frequency, lov2, granularity other

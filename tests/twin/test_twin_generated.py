@@ -7,11 +7,11 @@ from typing import Any
 import httpx
 from starlette.testclient import TestClient
 
-from datagouv_eval_pipeline.twin import catalogue_export, generated
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.mcp.client import call_tools_sync, result_text
-from datagouv_eval_pipeline.twin.mcp.server import mcp_url
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.world.catalogue import catalogue_export, generated
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.mcp.client import call_tools_sync, result_text
+from datagouv_eval_pipeline.world.mcp.server import mcp_url
 
 # A dataset of the real catalogue, outside the hand-written records: its export row says
 # 6 resources, 2 of them main, in the format "esri shapefile (shp)"; quality score 0.56.

@@ -11,9 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.twin.catalog import CatalogStore, SnapshotError, default_snapshots_dir
-from datagouv_eval_pipeline.twin.overlay import DriftOverlay
-from datagouv_eval_pipeline.twin.tabular import Column, LazyTables, Table
+from datagouv_eval_pipeline.world.catalogue.catalog import (
+    CatalogStore,
+    SnapshotError,
+    default_snapshots_dir,
+)
+from datagouv_eval_pipeline.world.catalogue.overlay import DriftOverlay
+from datagouv_eval_pipeline.world.catalogue.tabular import Column, LazyTables, Table
 
 CSV = "commune;population\nAuch;22000\nCondom;6700\n"
 COLUMNS = [Column("commune", "string"), Column("population", "int")]

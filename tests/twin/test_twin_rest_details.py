@@ -14,10 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
-from datagouv_eval_pipeline.twin.app import TwinConfig
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.server import TwinServer
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.world.api.app import TwinConfig
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
 
 # "Dictionnaire des variables" of the building permits: variable;libelle;type;modalites
 DICTIONARY = "c863c9e3-070c-49e2-91de-92c8d58cc807"

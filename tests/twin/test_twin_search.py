@@ -14,9 +14,9 @@ import math
 import numpy as np
 import pytest
 
-from datagouv_eval_pipeline.text import fold
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.search import (
+from datagouv_eval_pipeline.base.text import fold
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+from datagouv_eval_pipeline.world.catalogue.search import (
     DATASET_MODEL,
     FieldIndex,
     Segment,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
 
 V2 = "/api/2/datasets/search/"
 V1 = "/api/1/datasets/"

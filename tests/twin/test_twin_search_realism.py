@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
 
 V2_CASES = [
     # query, wanted dataset, worst accepted rank

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from datagouv_eval_pipeline.cli import main
-from datagouv_eval_pipeline.twin.server import TwinServer
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
 
 
 def test_urls_for_a_port_and_live() -> None:

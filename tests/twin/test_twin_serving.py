@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from datagouv_eval_pipeline.serving import (
+from datagouv_eval_pipeline.base.serving import (
     BackgroundUvicorn,
     LoopbackApp,
     answers_ok,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.testclient import TestClient
 
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
 
 INSEE = "534fff81a3a7292c64a77e5c"
 PERMISSIONS = {"edit": False, "delete": False, "members": False, "harvest": False, "private": False}

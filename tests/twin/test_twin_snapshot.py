@@ -11,8 +11,12 @@ from typing import Any
 
 import pytest
 
-from datagouv_eval_pipeline.twin.build_snapshot import write_snapshot
-from datagouv_eval_pipeline.twin.catalog import CatalogStore, SnapshotError, default_snapshots_dir
+from datagouv_eval_pipeline.world.catalogue.catalog import (
+    CatalogStore,
+    SnapshotError,
+    default_snapshots_dir,
+)
+from datagouv_eval_pipeline.world.snapshot_builder.build import write_snapshot
 
 SNAPSHOTS = default_snapshots_dir()
 

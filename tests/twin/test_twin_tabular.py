@@ -6,8 +6,8 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from datagouv_eval_pipeline.twin import tabular
-from datagouv_eval_pipeline.twin.tabular import Column, QueryError, Table
+from datagouv_eval_pipeline.world.catalogue import tabular
+from datagouv_eval_pipeline.world.catalogue.tabular import Column, QueryError, Table
 
 CSV = """commune;dep;population;created;ouvert
 Auch;32;22000;2012-06-27T10:00:00;true

@@ -10,10 +10,10 @@ import json
 
 import httpx
 
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.overlay import DriftOverlay
-from datagouv_eval_pipeline.twin.server import TwinServer
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+from datagouv_eval_pipeline.world.catalogue.overlay import DriftOverlay
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
 
 EXPORT = "f868cca6-8da1-4369-a78d-47463f19a9a3"  # ;-separated on disk
 SPORTS = "ea4f5879-af40-4e3e-949d-812d6eeb5e02"

@@ -14,8 +14,9 @@ from urllib.parse import urlencode
 import pytest
 from starlette.testclient import TestClient
 
-from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.tasks.spec import (
+from datagouv_eval_pipeline.base.text import fold
+from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.core.tasks.spec import (
     TIERS,
     CheckFn,
     ExpectedValue,
@@ -23,8 +24,7 @@ from datagouv_eval_pipeline.tasks.spec import (
     TaskSpec,
     TaskStatus,
 )
-from datagouv_eval_pipeline.text import fold
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
 
 
 def active_specs() -> list[TaskSpec]:

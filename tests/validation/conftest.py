@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.server import TwinServer
-from datagouv_eval_pipeline.twin.urls import TwinUrls
-from datagouv_eval_pipeline.validation import ValidationReport, plan_refresh, validate
+from datagouv_eval_pipeline.pipeline.preflight import ValidationReport, plan_refresh, validate
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
 
 from .factories import DRIFT, TASKS, config
 

@@ -6,10 +6,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.twin.overlay import DriftOverlay
-from datagouv_eval_pipeline.twin.urls import TwinUrls
-from datagouv_eval_pipeline.validation import ValidatorConfig
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.pipeline.preflight import ValidatorConfig
+from datagouv_eval_pipeline.world.catalogue.overlay import DriftOverlay
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
 
 SPORTS = "53699ebba3a729239d205f4f"
 SPORTS_TABLE = "ea4f5879-af40-4e3e-949d-812d6eeb5e02"

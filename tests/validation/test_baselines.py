@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.tasks.spec import SourceType
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.urls import TwinUrls
-from datagouv_eval_pipeline.validation import (
+from datagouv_eval_pipeline.core.tasks.spec import SourceType
+from datagouv_eval_pipeline.pipeline.preflight import (
     BaselineStore,
     DiffEntry,
     plan_refresh,
     validate,
 )
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
 
 from .factories import DIAG, DIAG_TABLE, TASKS, TRANSPORTS_TABLE, config
 

@@ -9,14 +9,14 @@ import socket
 from datetime import datetime
 from pathlib import Path
 
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.urls import TwinUrls
-from datagouv_eval_pipeline.validation import (
+from datagouv_eval_pipeline.pipeline.preflight import (
     DiffEntry,
     PreflightCheckResult,
     ValidationReport,
     validate,
 )
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
 
 from .factories import (
     CULTURE_API,

@@ -11,8 +11,8 @@ from typing import ClassVar
 import httpx
 import pytest
 
-from datagouv_eval_pipeline.providers.retry import RetryPolicy
-from datagouv_eval_pipeline.validation.http import TRANSIENT_STATUSES, Fetched, Fetcher
+from datagouv_eval_pipeline.core.providers.retry import RetryPolicy
+from datagouv_eval_pipeline.pipeline.preflight.http import TRANSIENT_STATUSES, Fetched, Fetcher
 
 FAST = RetryPolicy(
     retries=2,

@@ -7,9 +7,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.overlay import DriftOverlay, OverlayError
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+from datagouv_eval_pipeline.world.catalogue.overlay import DriftOverlay, OverlayError
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
 
 from .factories import (
     DIAG,

@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.overlay import DriftOverlay
-from datagouv_eval_pipeline.twin.server import TwinServer
-from datagouv_eval_pipeline.twin.urls import TwinUrls
-from datagouv_eval_pipeline.validation import (
+from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.pipeline.preflight import (
     DiffEntry,
     ValidationReport,
     default_baselines_dir,
     validate,
 )
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+from datagouv_eval_pipeline.world.catalogue.overlay import DriftOverlay
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
 
 from .factories import (
     DRIFTED,

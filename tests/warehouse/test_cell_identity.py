@@ -1,7 +1,7 @@
 """The cell's identity is declared once (``CellRecord``); ``eval.cells`` holds every field of it."""
 
-from datagouv_eval_pipeline.benchmark.cells import CellRecord
-from datagouv_eval_pipeline.warehouse.schema import CELLS
+from datagouv_eval_pipeline.core.benchmark.cells import CellRecord
+from datagouv_eval_pipeline.pipeline.warehouse.schema import CELLS
 
 
 def test_every_field_of_the_cell_identity_is_a_column_of_eval_cells() -> None:

@@ -14,11 +14,11 @@ from typing import Any
 
 import duckdb
 
-from datagouv_eval_pipeline.report.changes import history_view
-from datagouv_eval_pipeline.report.data import ReportData
-from datagouv_eval_pipeline.traces import Trace
-from datagouv_eval_pipeline.warehouse import CellLoad, connect, load_experiment
-from datagouv_eval_pipeline.warehouse.gate import (
+from datagouv_eval_pipeline.core.traces import Trace
+from datagouv_eval_pipeline.pipeline.report.changes import history_view
+from datagouv_eval_pipeline.pipeline.report.data import ReportData
+from datagouv_eval_pipeline.pipeline.warehouse import CellLoad, connect, load_experiment
+from datagouv_eval_pipeline.pipeline.warehouse.gate import (
     NOT_COMPARABLE,
     PASSED,
     WORLD_CHANGED,

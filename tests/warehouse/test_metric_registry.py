@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from datagouv_eval_pipeline.judges.judgement_record import JudgementRecord, TierJudgementRecord
-from datagouv_eval_pipeline.metrics import registry
-from datagouv_eval_pipeline.metrics.score_record import ScoreRecord
-from datagouv_eval_pipeline.metrics.values import MetricValue
-from datagouv_eval_pipeline.warehouse import connect, load_experiment
-from datagouv_eval_pipeline.warehouse.dbt_docs import column_doc, docs_files
-from datagouv_eval_pipeline.warehouse.metric_docs import (
+from datagouv_eval_pipeline.core.judges.judgement_record import JudgementRecord, TierJudgementRecord
+from datagouv_eval_pipeline.core.metrics import registry
+from datagouv_eval_pipeline.core.metrics.score_record import ScoreRecord
+from datagouv_eval_pipeline.core.metrics.values import MetricValue
+from datagouv_eval_pipeline.pipeline.warehouse import connect, load_experiment
+from datagouv_eval_pipeline.pipeline.warehouse.dbt_docs import column_doc, docs_files
+from datagouv_eval_pipeline.pipeline.warehouse.metric_docs import (
     WAREHOUSE_DOCS,
     MarkersMissingError,
     metric_table,

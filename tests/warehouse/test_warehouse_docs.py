@@ -4,8 +4,8 @@ from pathlib import Path
 
 import yaml
 
-from datagouv_eval_pipeline.warehouse import ALL_TABLES, SCHEMA
-from datagouv_eval_pipeline.warehouse.schema import HISTORY_TABLES
+from datagouv_eval_pipeline.pipeline.warehouse import ALL_TABLES, SCHEMA
+from datagouv_eval_pipeline.pipeline.warehouse.schema import HISTORY_TABLES
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -21,9 +21,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.warehouse import CellLoad, connect, load_experiment, load_tasks
-from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.pipeline.warehouse import CellLoad, connect, load_experiment, load_tasks
+from datagouv_eval_pipeline.pipeline.warehouse.error_bars import compute_statistics
 from tests.warehouse.warehouse_factories import (
     hand_judgement,
     hand_record,

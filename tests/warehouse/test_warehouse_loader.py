@@ -5,9 +5,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from datagouv_eval_pipeline.benchmark.keys import run_id
-from datagouv_eval_pipeline.traces import Provenance
-from datagouv_eval_pipeline.warehouse import (
+from datagouv_eval_pipeline.core.benchmark.keys import run_id
+from datagouv_eval_pipeline.core.traces import Provenance
+from datagouv_eval_pipeline.pipeline.warehouse import (
     ALL_TABLES,
     DDL,
     CellLoad,
@@ -19,7 +19,7 @@ from datagouv_eval_pipeline.warehouse import (
     load_cell,
     load_experiment,
 )
-from datagouv_eval_pipeline.warehouse.queries import (
+from datagouv_eval_pipeline.pipeline.warehouse.queries import (
     cell_coverage,
     duplicate_runs,
     experiment_summary,

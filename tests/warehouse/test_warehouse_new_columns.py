@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from datagouv_eval_pipeline.warehouse import connect, create_schema
+from datagouv_eval_pipeline.pipeline.warehouse import connect, create_schema
 
 
 def test_a_file_without_the_mcp_source_columns_gets_them_and_keeps_its_rows(

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from datagouv_eval_pipeline.warehouse import connect, load_experiment
-from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
+from datagouv_eval_pipeline.pipeline.warehouse import connect, load_experiment
+from datagouv_eval_pipeline.pipeline.warehouse.error_bars import compute_statistics
 from tests.warehouse.warehouse_factories import cell_load, cells, trace_for
 
 NONE = "offline~baseline-oneshot__none__data_gouv_context"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.warehouse import CellLoad, connect, load_cell
+from datagouv_eval_pipeline.pipeline.warehouse import CellLoad, connect, load_cell
 from tests.warehouse.warehouse_factories import hand_judgement, hand_record, hand_score, hand_trace
 
 

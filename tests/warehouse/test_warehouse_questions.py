@@ -9,16 +9,16 @@ from typing import Any
 import duckdb
 import pytest
 
-from datagouv_eval_pipeline.benchmark.config import EvaluationType, Factor
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.metrics.statistics import NO_DIFFERENCE, WORSE
-from datagouv_eval_pipeline.warehouse import CellLoad, connect, load_experiment
-from datagouv_eval_pipeline.warehouse.error_bars import (
+from datagouv_eval_pipeline.core.benchmark.config import EvaluationType, Factor
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.metrics.statistics import NO_DIFFERENCE, WORSE
+from datagouv_eval_pipeline.pipeline.warehouse import CellLoad, connect, load_experiment
+from datagouv_eval_pipeline.pipeline.warehouse.error_bars import (
     _Value,
     compute_statistics,
     question_comparison_rows,
 )
-from datagouv_eval_pipeline.warehouse.questions import QuestionCell, questions_of
+from datagouv_eval_pipeline.pipeline.warehouse.questions import QuestionCell, questions_of
 from tests.warehouse.warehouse_factories import (
     CODE,
     MCP_19,

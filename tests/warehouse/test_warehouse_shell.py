@@ -9,8 +9,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from datagouv_eval_pipeline.warehouse import connect
-from datagouv_eval_pipeline.warehouse.storage import STORAGE_VERSION, storage_version
+from datagouv_eval_pipeline.pipeline.warehouse import connect
+from datagouv_eval_pipeline.pipeline.warehouse.storage import STORAGE_VERSION, storage_version
 
 SHELL = Path(sys.executable).parent / "duckdb"
 

@@ -11,10 +11,10 @@ import duckdb
 import pytest
 from scipy import stats as scipy_stats  # type: ignore[import-untyped]
 
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.warehouse import CellLoad, connect, load_experiment
-from datagouv_eval_pipeline.warehouse.error_bars import compute_statistics
-from datagouv_eval_pipeline.warehouse.gate import (
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.pipeline.warehouse import CellLoad, connect, load_experiment
+from datagouv_eval_pipeline.pipeline.warehouse.error_bars import compute_statistics
+from datagouv_eval_pipeline.pipeline.warehouse.gate import (
     NOT_COMPARABLE,
     SCORED,
     WORSE,
@@ -25,7 +25,7 @@ from datagouv_eval_pipeline.warehouse.gate import (
     summary_lines,
     write_gate_results,
 )
-from datagouv_eval_pipeline.warehouse.history import (
+from datagouv_eval_pipeline.pipeline.warehouse.history import (
     ExperimentRecord,
     config_hash,
     previous_runs_of_cells,

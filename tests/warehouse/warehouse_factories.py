@@ -6,15 +6,15 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.judges import DeterministicJudge, judge_trace_sync
-from datagouv_eval_pipeline.metrics import score_trace
-from datagouv_eval_pipeline.semantic.mapper import map_trace
-from datagouv_eval_pipeline.tasks.loader import load_task_specs
-from datagouv_eval_pipeline.tasks.spec import TIERS, TaskSpec
-from datagouv_eval_pipeline.traces import Provenance, Trace, TraceStatus, load_trace
-from datagouv_eval_pipeline.warehouse import CellLoad
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, expand_cells
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.judges import DeterministicJudge, judge_trace_sync
+from datagouv_eval_pipeline.core.metrics import score_trace
+from datagouv_eval_pipeline.core.semantic.mapper import map_trace
+from datagouv_eval_pipeline.core.tasks.loader import load_task_specs
+from datagouv_eval_pipeline.core.tasks.spec import TIERS, TaskSpec
+from datagouv_eval_pipeline.core.traces import Provenance, Trace, TraceStatus, load_trace
+from datagouv_eval_pipeline.pipeline.warehouse import CellLoad
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "docs" / "examples" / "traces"

@@ -15,16 +15,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from datagouv_eval_pipeline.agents.runner import run_cell
-from datagouv_eval_pipeline.benchmark.cells import Cell, CellModel, expand_cells
-from datagouv_eval_pipeline.benchmark.config import ProviderKind
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
-from datagouv_eval_pipeline.replay import ReplayConfig, ReplayServer, tool_call_completion
-from datagouv_eval_pipeline.tasks.loader import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.traces import Trace
-from datagouv_eval_pipeline.twin.server import TwinServer
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, CellModel, expand_cells
+from datagouv_eval_pipeline.core.benchmark.config import ProviderKind
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.providers.limits import RateLimit, RateLimiters
+from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
+from datagouv_eval_pipeline.core.traces import Trace
+from datagouv_eval_pipeline.pipeline.agents.runner import run_cell
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.replay import ReplayConfig, ReplayServer, tool_call_completion
 
 KEY_ENV = "DGEVAL_TEST_PROVIDER_KEY"
 TASK = "task_0003"

@@ -9,8 +9,8 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from datagouv_eval_pipeline.agents.output import FinalAnswer
-from datagouv_eval_pipeline.benchmark.cells import Cell, CellModel
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, CellModel
+from datagouv_eval_pipeline.pipeline.agents.output import FinalAnswer
 
 ScriptStep = tuple[str, dict[str, Any]] | FinalAnswer
 

@@ -15,13 +15,13 @@ from collections import defaultdict
 
 import pytest
 
-from datagouv_eval_pipeline.agents.runner import run_cell
-from datagouv_eval_pipeline.benchmark.cells import Cell
-from datagouv_eval_pipeline.semantic.mapper import map_trace
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.text import fold
-from datagouv_eval_pipeline.traces import Trace
-from datagouv_eval_pipeline.twin.server import TwinServer
+from datagouv_eval_pipeline.base.text import fold
+from datagouv_eval_pipeline.core.benchmark.cells import Cell
+from datagouv_eval_pipeline.core.semantic.mapper import map_trace
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.core.traces import Trace
+from datagouv_eval_pipeline.pipeline.agents.runner import run_cell
+from datagouv_eval_pipeline.world.api.server import TwinServer
 
 from .helpers import key_of
 

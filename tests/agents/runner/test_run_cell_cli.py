@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from datagouv_eval_pipeline.cli import main
-from datagouv_eval_pipeline.traces import load_trace
+from datagouv_eval_pipeline.core.traces import load_trace
 
 from .helpers import key_of
 

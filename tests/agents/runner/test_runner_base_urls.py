@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from datagouv_eval_pipeline.agents.capabilities import CatalogTarget
-from datagouv_eval_pipeline.semantic.aliases import sandbox_environ
+from datagouv_eval_pipeline.core.semantic.aliases import sandbox_environ
+from datagouv_eval_pipeline.pipeline.agents.capabilities import CatalogTarget
 
 
 def test_the_mapper_knows_the_base_url_variables_the_sandbox_sets() -> None:

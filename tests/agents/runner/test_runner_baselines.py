@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from datagouv_eval_pipeline.agents.runner import execute_cell, run_cell
-from datagouv_eval_pipeline.benchmark.cells import Cell
-from datagouv_eval_pipeline.metrics import score_trace
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.traces import Trace
-from datagouv_eval_pipeline.twin.server import TwinServer
+from datagouv_eval_pipeline.core.benchmark.cells import Cell
+from datagouv_eval_pipeline.core.metrics import score_trace
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.core.traces import Trace
+from datagouv_eval_pipeline.pipeline.agents.runner import execute_cell, run_cell
+from datagouv_eval_pipeline.world.api.server import TwinServer
 
 from .helpers import key_of, variant
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from datagouv_eval_pipeline.agents.capabilities import default_sandbox
-from datagouv_eval_pipeline.agents.output import FinalAnswer
-from datagouv_eval_pipeline.agents.runner import run_cell
-from datagouv_eval_pipeline.benchmark.cells import Cell
-from datagouv_eval_pipeline.sandbox.base import SandboxUnavailableError
-from datagouv_eval_pipeline.sandbox.local import LocalSandbox
-from datagouv_eval_pipeline.semantic import CallCategory, map_trace
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.traces import Trace
-from datagouv_eval_pipeline.twin.server import TwinServer
+from datagouv_eval_pipeline.core.benchmark.cells import Cell
+from datagouv_eval_pipeline.core.semantic import CallCategory, map_trace
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.core.traces import Trace
+from datagouv_eval_pipeline.pipeline.agents.capabilities import default_sandbox
+from datagouv_eval_pipeline.pipeline.agents.output import FinalAnswer
+from datagouv_eval_pipeline.pipeline.agents.runner import run_cell
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.sandbox.base import SandboxUnavailableError
+from datagouv_eval_pipeline.world.sandbox.local import LocalSandbox
 
 from .helpers import factory, key_of, scripted, variant
 

@@ -13,15 +13,15 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from datagouv_eval_pipeline.agents.limits import RunBudget
-from datagouv_eval_pipeline.agents.output import FinalAnswer
-from datagouv_eval_pipeline.agents.runner import RunSettings, run_cell
-from datagouv_eval_pipeline.benchmark.cells import Cell
-from datagouv_eval_pipeline.metrics import efficiency_score
-from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.traces import ModelTurn
-from datagouv_eval_pipeline.twin.server import TwinServer
+from datagouv_eval_pipeline.core.benchmark.cells import Cell
+from datagouv_eval_pipeline.core.metrics import efficiency_score
+from datagouv_eval_pipeline.core.providers.limits import RateLimit, RateLimiters
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.core.traces import ModelTurn
+from datagouv_eval_pipeline.pipeline.agents.limits import RunBudget
+from datagouv_eval_pipeline.pipeline.agents.output import FinalAnswer
+from datagouv_eval_pipeline.pipeline.agents.runner import RunSettings, run_cell
+from datagouv_eval_pipeline.world.api.server import TwinServer
 
 from .helpers import FakeClock, factory, key_of, last_returns, responses, scripted, variant
 

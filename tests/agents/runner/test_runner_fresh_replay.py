@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.replay import ReplayConfig, ReplayServer
-from datagouv_eval_pipeline.twin.server import TwinServer
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.replay import ReplayConfig, ReplayServer
 
 from .fresh_replay import KEY_ENV, Script, run_cells, summary
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from datagouv_eval_pipeline.agents.runner import run_cell
-from datagouv_eval_pipeline.benchmark.cells import Cell
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.twin.server import TwinServer
+from datagouv_eval_pipeline.core.benchmark.cells import Cell
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.pipeline.agents.runner import run_cell
+from datagouv_eval_pipeline.world.api.server import TwinServer
 
 from .helpers import factory, key_of, responses
 

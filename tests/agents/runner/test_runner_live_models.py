@@ -10,19 +10,19 @@ from typing import Any
 
 import pytest
 
-from datagouv_eval_pipeline.agents.runner import RunSettings, run_cell
-from datagouv_eval_pipeline.benchmark.cells import Cell, CellModel
-from datagouv_eval_pipeline.benchmark.config import ProviderKind
-from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
-from datagouv_eval_pipeline.providers.retry import RetryPolicy
-from datagouv_eval_pipeline.replay import (
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, CellModel
+from datagouv_eval_pipeline.core.benchmark.config import ProviderKind
+from datagouv_eval_pipeline.core.providers.limits import RateLimit, RateLimiters
+from datagouv_eval_pipeline.core.providers.retry import RetryPolicy
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.pipeline.agents.runner import RunSettings, run_cell
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.replay import (
     ProviderSimulation,
     ReplayConfig,
     ReplayServer,
     tool_call_completion,
 )
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.twin.server import TwinServer
 from tests.providers.scripted_server import ScriptedServer, always
 
 from .helpers import key_of, variant

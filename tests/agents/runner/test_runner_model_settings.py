@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.agents.runner import run_cell
-from datagouv_eval_pipeline.benchmark.cells import Cell, expand_cells
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.twin.server import TwinServer
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, expand_cells
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.providers.limits import RateLimit, RateLimiters
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.pipeline.agents.runner import run_cell
+from datagouv_eval_pipeline.world.api.server import TwinServer
 from tests.benchmark.benchmark_fixtures import write_config
 from tests.providers.scripted_server import ScriptedServer, SearchThenAnswer
 
@@ -181,9 +181,9 @@ def test_a_request_that_cannot_fit_is_not_sent(
 
 @pytest.mark.parametrize("host", ["api.openai.com"])
 def test_openai_itself_gets_max_completion_tokens(host: str) -> None:
-    from datagouv_eval_pipeline.agents.models import live_model
-    from datagouv_eval_pipeline.benchmark.cells import CellModel
-    from datagouv_eval_pipeline.benchmark.config import ModelCallSettings, ProviderKind
+    from datagouv_eval_pipeline.core.benchmark.cells import CellModel
+    from datagouv_eval_pipeline.core.benchmark.config import ModelCallSettings, ProviderKind
+    from datagouv_eval_pipeline.pipeline.agents.models import live_model
 
     model = CellModel(
         "openai",

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import dataclasses
 
-from datagouv_eval_pipeline.agents.runner import cell_rate_limiters, rate_limit_of, run_cell
-from datagouv_eval_pipeline.benchmark.cells import Cell
-from datagouv_eval_pipeline.benchmark.config import ModelRateLimit
-from datagouv_eval_pipeline.providers.limits import DEFAULT_RATE_LIMITS, RateLimit, RateLimiters
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.twin.server import TwinServer
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.core.benchmark.cells import Cell
+from datagouv_eval_pipeline.core.benchmark.config import ModelRateLimit
+from datagouv_eval_pipeline.core.providers.limits import (
+    DEFAULT_RATE_LIMITS,
+    RateLimit,
+    RateLimiters,
+)
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.pipeline.agents.runner import (
+    cell_rate_limiters,
+    rate_limit_of,
+    run_cell,
+)
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
 
 from .helpers import FakeClock, key_of, variant
 

@@ -15,16 +15,16 @@ from typing import Any
 import pydantic_ai.models
 import pytest
 
-from datagouv_eval_pipeline.agents.runner import run_cell
-from datagouv_eval_pipeline.benchmark.cells import expand_cells
-from datagouv_eval_pipeline.benchmark.loader import load_benchmark_config
-from datagouv_eval_pipeline.judges.config import resolve_model
-from datagouv_eval_pipeline.judges.llm import LLMJudge
-from datagouv_eval_pipeline.judges.protocol import CriterionInput, tool_evidence
-from datagouv_eval_pipeline.judges.verdict import outcome
-from datagouv_eval_pipeline.providers.limits import RateLimit, RateLimiters
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.twin.server import TwinServer
+from datagouv_eval_pipeline.core.benchmark.cells import expand_cells
+from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.judges.config import resolve_model
+from datagouv_eval_pipeline.core.judges.llm import LLMJudge
+from datagouv_eval_pipeline.core.judges.protocol import CriterionInput, tool_evidence
+from datagouv_eval_pipeline.core.judges.verdict import outcome
+from datagouv_eval_pipeline.core.providers.limits import RateLimit, RateLimiters
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.pipeline.agents.runner import run_cell
+from datagouv_eval_pipeline.world.api.server import TwinServer
 from tests.benchmark.benchmark_fixtures import write_config
 from tests.judges.judge_server import COMPLETION_TOKENS, PROMPT_TOKENS, grading
 from tests.providers.scripted_server import Reply, ScriptedServer, SearchThenAnswer

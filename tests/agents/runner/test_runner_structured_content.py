@@ -23,12 +23,12 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
 
-from datagouv_eval_pipeline.agents.baselines.policy import observations_of
-from datagouv_eval_pipeline.agents.runner import run_cell
-from datagouv_eval_pipeline.benchmark.cells import Cell
-from datagouv_eval_pipeline.serving import BackgroundUvicorn
-from datagouv_eval_pipeline.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.twin.server import TwinServer
+from datagouv_eval_pipeline.base.serving import BackgroundUvicorn
+from datagouv_eval_pipeline.core.benchmark.cells import Cell
+from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.pipeline.agents.baselines.policy import observations_of
+from datagouv_eval_pipeline.pipeline.agents.runner import run_cell
+from datagouv_eval_pipeline.world.api.server import TwinServer
 
 from .helpers import factory, key_of, responses
 

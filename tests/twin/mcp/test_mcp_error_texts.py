@@ -1,6 +1,6 @@
 """Every failure the twin's MCP releases report is an errored call for the action mapper.
 
-Issue 25: a failure missed by :func:`~datagouv_eval_pipeline.semantic.detect_error` counts as a
+Issue 25: a failure missed by :func:`~datagouv_eval_pipeline.core.semantic.detect_error` counts as a
 performed action, and its message (which echoes the arguments) as evidence. Each release is
 asked, through a real MCP client, for objects that do not exist or cannot be read.
 """
@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from datagouv_eval_pipeline.semantic import detect_error
-from datagouv_eval_pipeline.traces import ToolCall
-from datagouv_eval_pipeline.twin.mcp.client import call_tools_sync, result_text
-from datagouv_eval_pipeline.twin.mcp.server import mcp_url
-from datagouv_eval_pipeline.twin.mcp.versions import VERSIONS
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.core.semantic import detect_error
+from datagouv_eval_pipeline.core.traces import ToolCall
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.mcp.client import call_tools_sync, result_text
+from datagouv_eval_pipeline.world.mcp.server import mcp_url
+from datagouv_eval_pipeline.world.mcp.versions import VERSIONS
 
 INVENTED = "aaaaaaaaaaaaaaaaaaaaaaab"
 INVENTED_RESOURCE = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"

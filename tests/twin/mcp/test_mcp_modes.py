@@ -12,14 +12,14 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from datagouv_eval_pipeline.twin.app import create_app
-from datagouv_eval_pipeline.twin.catalog import CatalogStore
-from datagouv_eval_pipeline.twin.front import twin_front
-from datagouv_eval_pipeline.twin.mcp.client import call_tools_sync, result_text
-from datagouv_eval_pipeline.twin.mcp.server import mcp_url, mcp_urls, mount_mcp
-from datagouv_eval_pipeline.twin.mcp.upstream import Upstream
-from datagouv_eval_pipeline.twin.server import TwinServer
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.world.api.app import create_app
+from datagouv_eval_pipeline.world.api.front import twin_front
+from datagouv_eval_pipeline.world.api.server import TwinServer
+from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.mcp.client import call_tools_sync, result_text
+from datagouv_eval_pipeline.world.mcp.server import mcp_url, mcp_urls, mount_mcp
+from datagouv_eval_pipeline.world.mcp.upstream import Upstream
 
 TRANSPORTS = "55e4129788ee386899a46ec1"
 
@@ -102,7 +102,7 @@ def test_twin_server_lists_its_mcp_urls(store: CatalogStore) -> None:
 
 
 def test_upstream_cache_replays_answers_and_keeps_its_budget() -> None:
-    from datagouv_eval_pipeline.twin.mcp.upstream import _TwinTransport
+    from datagouv_eval_pipeline.world.mcp.upstream import _TwinTransport
 
     hits: list[str] = []
 

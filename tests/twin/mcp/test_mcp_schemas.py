@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from datagouv_eval_pipeline.twin.mcp.server import mcp_url
-from datagouv_eval_pipeline.twin.mcp.versions import (
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.mcp.server import mcp_url
+from datagouv_eval_pipeline.world.mcp.versions import (
     REQUIRED,
     VERSIONS,
     get_version,
 )
-from datagouv_eval_pipeline.twin.urls import TwinUrls
 
 SERVED = ("0.2.5", "0.2.14", "0.2.19", "0.2.26")
 

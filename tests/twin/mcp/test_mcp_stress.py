@@ -16,9 +16,9 @@ from urllib.parse import urlsplit
 from mcp import Client
 from mcp_types import CallToolResult
 
-from datagouv_eval_pipeline.twin.mcp.client import call_tools_sync, result_text
-from datagouv_eval_pipeline.twin.mcp.server import mcp_url
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.mcp.client import call_tools_sync, result_text
+from datagouv_eval_pipeline.world.mcp.server import mcp_url
 
 QUERIES = ("transport", "education", "sante", "energie", "elections")
 REQUESTS = 100

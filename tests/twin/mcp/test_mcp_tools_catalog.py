@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from mcp_types import CallToolResult
 
-from datagouv_eval_pipeline.twin.mcp.client import call_tools_sync, result_text
-from datagouv_eval_pipeline.twin.mcp.server import mcp_url
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.mcp.client import call_tools_sync, result_text
+from datagouv_eval_pipeline.world.mcp.server import mcp_url
 
 # Tool outputs carry production links: the twin answers for them behind the front.
 LIVE = TwinUrls.live()

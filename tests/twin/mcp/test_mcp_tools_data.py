@@ -6,9 +6,9 @@ from typing import Any
 
 from mcp_types import CallToolResult
 
-from datagouv_eval_pipeline.twin.mcp.client import call_tools_sync, result_text
-from datagouv_eval_pipeline.twin.mcp.server import mcp_url
-from datagouv_eval_pipeline.twin.urls import TwinUrls
+from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.mcp.client import call_tools_sync, result_text
+from datagouv_eval_pipeline.world.mcp.server import mcp_url
 
 DATA_ES = "ea4f5879-af40-4e3e-949d-812d6eeb5e02"
 DATA_ES_HEADER = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datagouv_eval_pipeline.twin.mcp.wirecheck import compare_streaming, compare_wire
+from datagouv_eval_pipeline.world.api.wirecheck import compare_streaming, compare_wire
 
 
 def test_fast_path_and_sdk_path_give_identical_raw_answers() -> None:

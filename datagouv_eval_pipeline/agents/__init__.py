@@ -1,1 +1,0 @@
-"""Agent runs: capability toolsets, models (live, offline baselines, replay), the code sandbox."""

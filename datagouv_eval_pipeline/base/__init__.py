@@ -1,0 +1,1 @@
+"""Foundations every layer may use: project files, caches, locks, loopback serving, text."""

@@ -1,0 +1,1 @@
+"""The evaluation's pure core: task specs, semantic layer, metrics, judges, benchmark."""

@@ -1,5 +1,0 @@
-"""``python -m datagouv_eval_pipeline.datagouv_cli`` runs the emulated ``datagouv`` CLI."""
-
-from datagouv_eval_pipeline.datagouv_cli.app import main
-
-main()

@@ -1,0 +1,1 @@
+"""The experiment pipeline: agent runs, pre-flight, warehouse, report (no Dagster)."""

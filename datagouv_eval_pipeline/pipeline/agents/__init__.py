@@ -1,0 +1,1 @@
+"""Agent runs: capability toolsets, models (live, offline baselines, replay), skills, web tools."""

@@ -1,0 +1,1 @@
+"""The simulated world an agent acts in: the data.gouv.fr twin, MCP, front, sandbox."""

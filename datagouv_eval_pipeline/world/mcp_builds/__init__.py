@@ -1,0 +1,41 @@
+"""Real builds of the data.gouv.fr MCP server as toolset versions.
+
+An entry of ``mcp_versions.yml`` with a ``build`` (``package``, ``git`` or ``path``) is installed
+into an environment of its own (:mod:`.install`, cached per build), started as a subprocess on
+127.0.0.1 for the run (:mod:`.process`) with the hostname front's variables offline, so the
+server keeps its production hostnames and reads the twin, and stopped with the run
+(:mod:`.servers`). Its own ``tools/list`` is the cell's tool list. See ``docs/mcp-builds.md``.
+"""
+
+from datagouv_eval_pipeline.world.mcp_builds.install import (
+    BUILDS_ENV,
+    BuildError,
+    InstalledBuild,
+    build_id,
+    code_digest,
+    current_code_digest,
+    default_builds_dir,
+    install_build,
+)
+from datagouv_eval_pipeline.world.mcp_builds.process import (
+    BuildServer,
+    reap_orphans,
+    server_environment,
+)
+from datagouv_eval_pipeline.world.mcp_builds.servers import BuildEndpoint, BuildServers
+
+__all__ = [
+    "BUILDS_ENV",
+    "BuildEndpoint",
+    "BuildError",
+    "BuildServer",
+    "BuildServers",
+    "InstalledBuild",
+    "build_id",
+    "code_digest",
+    "current_code_digest",
+    "default_builds_dir",
+    "install_build",
+    "reap_orphans",
+    "server_environment",
+]
