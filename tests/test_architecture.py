@@ -85,3 +85,47 @@ def test_the_import_contracts_hold() -> None:
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "0 broken" in done.stdout
+
+
+def test_the_architecture_page_is_current() -> None:
+    """docs/architecture.md is what `datagouv-eval architecture` writes from the contracts."""
+    from datagouv_eval_pipeline.cli.architecture import ARCHITECTURE_PAGE, render_architecture
+
+    assert ARCHITECTURE_PAGE.read_text(encoding="utf-8") == render_architecture(), (
+        "docs/architecture.md is stale: run `datagouv-eval architecture`"
+    )
+
+
+def test_the_page_lists_layers_top_down_with_docstrings(tmp_path: Path) -> None:
+    from datagouv_eval_pipeline.cli.architecture import render_architecture
+
+    package = tmp_path / "pkg"
+    (package / "top").mkdir(parents=True)
+    (package / "top" / "__init__.py").write_text('"""The top.\n\nMore."""\n', encoding="utf-8")
+    (package / "low.py").write_text('"""A | low module."""\n', encoding="utf-8")
+    (package / "side.py").write_text("x = 1\n", encoding="utf-8")
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(
+        '[[tool.importlinter.contracts]]\nname = "Two layers"\ntype = "layers"\n'
+        'containers = ["pkg"]\nlayers = ["top", "low | side"]\n'
+        '[[tool.importlinter.contracts]]\nname = "No web"\ntype = "forbidden"\n'
+        'source_modules = ["pkg.low"]\nforbidden_modules = ["httpx"]\n',
+        encoding="utf-8",
+    )
+    page = render_architecture(pyproject, package)
+    assert page.endswith(
+        "## Two layers\n\n| Layer | Module | What it is |\n| --- | --- | --- |\n"
+        "| 1 | `top` | The top. |\n| 2 | `low` | A \\| low module. |\n| 2 | `side` |  |\n\n"
+        "## No web\n\nThese modules:\n\n- `pkg.low`\n\nimport none of:\n\n- `httpx`\n"
+    )
+
+
+def test_a_pyproject_without_contracts_is_a_clear_error(tmp_path: Path) -> None:
+    import click
+
+    from datagouv_eval_pipeline.cli.architecture import render_architecture
+
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text("[tool.ruff]\n", encoding="utf-8")
+    with pytest.raises(click.ClickException, match=r"pyproject.toml: no \[\[tool.importlinter"):
+        render_architecture(pyproject, tmp_path)

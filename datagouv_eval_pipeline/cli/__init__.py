@@ -36,6 +36,10 @@ _COMMANDS: dict[str, _Entry] = {
         "schema",
         "Regenerate the JSON schemas of the task specs, the benchmark configuration and traces.",
     ),
+    "architecture": _Entry(
+        "architecture",
+        "Write docs/architecture.md from the import-linter contracts and package docstrings.",
+    ),
     "validate": _Entry(
         "validate",
         "Validate task specs (files or directories; default task_specs/) and the benchmark config.",
