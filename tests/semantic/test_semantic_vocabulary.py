@@ -5,7 +5,7 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from datagouv_eval_pipeline.core import vocabulary
+from datagouv_eval_pipeline.base import vocabulary
 from datagouv_eval_pipeline.core.semantic.registry import (
     SEMANTIC_ARGUMENTS,
     default_action_names,

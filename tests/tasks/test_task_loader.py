@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from datagouv_eval_pipeline.core import vocabulary
+from datagouv_eval_pipeline.base import vocabulary
 from datagouv_eval_pipeline.core.tasks.errors import SpecError, TaskSpecErrors
 from datagouv_eval_pipeline.core.tasks.loader import (
     default_action_names,

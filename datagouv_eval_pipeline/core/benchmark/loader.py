@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from datagouv_eval_pipeline.base.vocabulary import TWIN_MCP_RELEASES
 from datagouv_eval_pipeline.core.benchmark.config import (
     Capability,
     EvaluationType,
@@ -219,12 +220,10 @@ def _twin_release_errors(mcp: McpVersionsFile, document: YamlDocument) -> list[S
     """
     from packaging.version import Version
 
-    from datagouv_eval_pipeline.world.mcp.versions import VERSIONS
-
-    served = sorted(VERSIONS, key=Version)
+    served = sorted(TWIN_MCP_RELEASES, key=Version)
     errors: list[SpecError] = []
     for index, entry in enumerate(mcp.mcp_versions):
-        if entry.origin != McpSource.TWIN or entry.version in VERSIONS:
+        if entry.origin != McpSource.TWIN or entry.version in TWIN_MCP_RELEASES:
             continue
         message = (
             f"MCP version {entry.version!r} is not emulated by the twin (it serves "

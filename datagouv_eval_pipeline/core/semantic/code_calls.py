@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 from urllib.parse import urlencode, urljoin
 
-from datagouv_eval_pipeline.core.vocabulary import TABULAR_OPERATORS
+from datagouv_eval_pipeline.base.vocabulary import TABULAR_OPERATORS
 
 SENTINEL = "\uffff"
 """Marks a part of a string whose value is unknown statically (never occurs in real URLs)."""

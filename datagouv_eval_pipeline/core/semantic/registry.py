@@ -25,7 +25,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from datagouv_eval_pipeline.core import vocabulary
+from datagouv_eval_pipeline.base import vocabulary
 from datagouv_eval_pipeline.core.semantic.code_calls import SENTINEL, ClientSpec
 
 SEMANTIC_ARGUMENTS: tuple[str, ...] = vocabulary.ARGUMENT_NAMES

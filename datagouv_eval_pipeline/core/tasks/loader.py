@@ -18,8 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from datagouv_eval_pipeline.base import project_files
-from datagouv_eval_pipeline.core import vocabulary
+from datagouv_eval_pipeline.base import project_files, vocabulary
 from datagouv_eval_pipeline.core.tasks.chain import ChainSyntaxError, iter_actions, parse_chain
 from datagouv_eval_pipeline.core.tasks.check_params import ParamsError, parse_params
 from datagouv_eval_pipeline.core.tasks.errors import (

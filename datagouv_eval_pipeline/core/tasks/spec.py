@@ -22,8 +22,8 @@ from pydantic import (
     model_validator,
 )
 
+from datagouv_eval_pipeline.base.vocabulary import ValueOperator
 from datagouv_eval_pipeline.core.tasks.chain import ChainNode, parse_chain
-from datagouv_eval_pipeline.core.vocabulary import ValueOperator
 
 
 class _Strict(BaseModel):

@@ -17,8 +17,8 @@ WAREHOUSE_DOCS = PACKAGE_DIR.parent / "docs" / "warehouse.md"
 """The page holding the generated table (absent from an installed wheel)."""
 
 BEGIN = (
-    "<!-- generated from datagouv_eval_pipeline/core/metrics/registry.py by `datagouv-eval schema`: "
-    "do not edit -->"
+    "<!-- generated from datagouv_eval_pipeline/core/metrics/registry.py"
+    " by `datagouv-eval schema`: do not edit -->"
 )
 END = "<!-- end of the generated metric names -->"
 

@@ -47,7 +47,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from datagouv_eval_pipeline.base.production import SERVICE_HOSTS
-from datagouv_eval_pipeline.core.vocabulary import VALUE_OPERATORS
+from datagouv_eval_pipeline.base.vocabulary import VALUE_OPERATORS
 from datagouv_eval_pipeline.world.api import mask, query_args, render
 from datagouv_eval_pipeline.world.api.hosts import PUBLIC_PATH_KEY, HostRouting, served_hosts
 from datagouv_eval_pipeline.world.catalogue import full_objects, generated, tabular

@@ -23,7 +23,7 @@ from datetime import UTC, date, datetime
 from typing import Any, Literal
 from urllib.parse import unquote_plus
 
-from datagouv_eval_pipeline.core.vocabulary import TABULAR_OPERATORS
+from datagouv_eval_pipeline.base.vocabulary import TABULAR_OPERATORS
 
 ColumnType = Literal["string", "int", "float", "date", "datetime", "bool"]
 COLUMN_TYPES: tuple[ColumnType, ...] = ("string", "int", "float", "date", "datetime", "bool")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from datagouv_eval_pipeline.core.vocabulary import MCP_FILTER_OPERATORS
+from datagouv_eval_pipeline.base.vocabulary import MCP_FILTER_OPERATORS
 
 # search_* stop words (reference §1.4): whole tokens, compared case-insensitively. The real
 # list also holds two-word entries, which can never match a single token, so they are omitted.

@@ -68,3 +68,10 @@ TABULAR_OPERATORS: tuple[str, ...] = (
 
 MCP_FILTER_OPERATORS: tuple[str, ...] = TABULAR_OPERATORS[:6]
 """The operators the MCP server's ``query_resource_data`` accepts as ``filter_operator``."""
+
+TWIN_MCP_RELEASES: tuple[str, ...] = ("0.2.5", "0.2.14", "0.2.19", "0.2.26")
+"""The datagouv-mcp releases the embedded twin emulates (``world/mcp/versions.py`` serves each).
+
+Named here so that the benchmark configuration can refuse a release the twin cannot serve
+without importing the simulated world (a test holds this list to the world's ``VERSIONS``).
+"""
