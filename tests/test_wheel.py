@@ -138,7 +138,7 @@ def test_the_installed_package_finds_its_files_in_site_packages(installed: Insta
     script = """
 import json
 import datagouv_eval_pipeline
-from datagouv_eval_pipeline import project_files as pf
+from datagouv_eval_pipeline.base import project_files as pf
 from datagouv_eval_pipeline.defs.dbt_project import DBT_PROJECT_DIR, prepare_manifest
 from datagouv_eval_pipeline.core.metrics.provenance import code_version, working_tree_dirty
 from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore

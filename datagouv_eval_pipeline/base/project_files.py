@@ -58,7 +58,7 @@ def packaged_root(package_dir: Path = PACKAGE_DIR) -> Path | None:
             dbt, DuckDB or Docker as paths.
     """
     if package_dir == PACKAGE_DIR:
-        resource = resources.files(__package__ or "datagouv_eval_pipeline") / PACKAGED_DIRNAME
+        resource = resources.files("datagouv_eval_pipeline") / PACKAGED_DIRNAME
         if not isinstance(resource, Path):
             raise RuntimeError(
                 f"datagouv_eval_pipeline is imported from {resource!r}, not a directory: "

@@ -209,10 +209,12 @@ MONDAY = datetime(2026, 11, 30, 3, tzinfo=UTC)
 
 def _weekly_requests() -> list[dg.RunRequest]:
     repo = defs.get_repository_def()
-    with dg.instance_for_test() as instance:
-        context = dg.build_schedule_context(
+    with (
+        dg.instance_for_test() as instance,
+        dg.build_schedule_context(
             instance=instance, repository_def=repo, scheduled_execution_time=MONDAY
-        )
+        ) as context,
+    ):
         result = repo.get_schedule_def("weekly_experiment").evaluate_tick(context)
     return list(result.run_requests or [])
 

@@ -58,10 +58,13 @@ PROXY_VARS = (
 
 def _weekly_requests() -> list[dg.RunRequest]:
     repo = defs.get_repository_def()
-    with dg.instance_for_test() as instance:
-        context = dg.build_schedule_context(
+    # The context is entered: it installs the instance's state storage and must uninstall it.
+    with (
+        dg.instance_for_test() as instance,
+        dg.build_schedule_context(
             instance=instance, repository_def=repo, scheduled_execution_time=MONDAY
-        )
+        ) as context,
+    ):
         result = repo.get_schedule_def("weekly_experiment").evaluate_tick(context)
     return list(result.run_requests or [])
 
@@ -120,10 +123,10 @@ def test_the_weekly_request_is_live_with_the_judge_from_the_environment(
         dg.instance_for_test() as instance,
         pytest.raises(dg.DagsterError, match="evaluation of schedule weekly_experiment") as error,
     ):
-        context = dg.build_schedule_context(
+        with dg.build_schedule_context(
             instance=instance, repository_def=repo, scheduled_execution_time=MONDAY
-        )
-        repo.get_schedule_def("weekly_experiment").evaluate_tick(context)
+        ) as context:
+            repo.get_schedule_def("weekly_experiment").evaluate_tick(context)
     assert "MISTRAL_API_KEY is not set" in str(error.value.__cause__)
 
 
