@@ -121,12 +121,12 @@ def test_the_weekly_request_is_live_with_the_judge_from_the_environment(
     # An LLM judge without its key fails the tick (the UI shows the cause), naming the variable.
     with (
         dg.instance_for_test() as instance,
+        dg.build_schedule_context(
+            instance=instance, repository_def=repo, scheduled_execution_time=MONDAY
+        ) as context,
         pytest.raises(dg.DagsterError, match="evaluation of schedule weekly_experiment") as error,
     ):
-        with dg.build_schedule_context(
-            instance=instance, repository_def=repo, scheduled_execution_time=MONDAY
-        ) as context:
-            repo.get_schedule_def("weekly_experiment").evaluate_tick(context)
+        repo.get_schedule_def("weekly_experiment").evaluate_tick(context)
     assert "MISTRAL_API_KEY is not set" in str(error.value.__cause__)
 
 
