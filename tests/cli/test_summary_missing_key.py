@@ -17,16 +17,10 @@ import pytest
 from datagouv_eval_pipeline.cli.experiment_summary import exit_code, summarise, summary_lines
 from datagouv_eval_pipeline.core.benchmark.cells import Cell, CellModel
 from datagouv_eval_pipeline.core.benchmark.config import ProviderKind
-from datagouv_eval_pipeline.defs.agent_runs import run_agent_cells
 from datagouv_eval_pipeline.defs.partitions import CELLS_BY_KEY
-from datagouv_eval_pipeline.defs.per_cell import StageEvent
-from datagouv_eval_pipeline.defs.resources import (
-    CatalogResource,
-    ExperimentSettings,
-    RunStoreResource,
-)
 from datagouv_eval_pipeline.pipeline.agents.output import FINAL_ANSWER_TOOL
 from datagouv_eval_pipeline.world.replay import tool_call_completion
+from tests.cli.one_cell_run import run_one_cell
 from tests.providers.scripted_server import Reply, ScriptedServer
 
 KEY_ENV = "SUMMARY_TEST_API_KEY"
@@ -35,8 +29,6 @@ KEY_REASON = (
     "(it is read from the environment only, never from a file)"
 )
 BASE = CELLS_BY_KEY["offline~baseline-oneshot__none__data_gouv_context"]
-RANGE_START = "dagster/asset_partition_range_start"
-RANGE_END = "dagster/asset_partition_range_end"
 
 
 def _answers(body: dict[str, Any]) -> Reply:
@@ -61,44 +53,6 @@ def provider() -> Iterator[tuple[ScriptedServer, Cell]]:
         yield server, dataclasses.replace(BASE, key=key, model=model)
 
 
-def _run(
-    cell: Cell, tasks: list[str], store: Path, instance: dg.DagsterInstance
-) -> dg.ExecuteInProcessResult:
-    @dg.asset(
-        name="agent_runs",
-        partitions_def=dg.StaticPartitionsDefinition([cell.key]),
-        backfill_policy=dg.BackfillPolicy.single_run(),
-    )
-    def one_cell(
-        context: dg.AssetExecutionContext,
-        experiment: ExperimentSettings,
-        catalog: CatalogResource,
-        run_store: RunStoreResource,
-    ) -> Iterator[StageEvent]:
-        yield from run_agent_cells(
-            context,
-            experiment,
-            catalog,
-            run_store,
-            cells_by_key={cell.key: cell},
-            slots={"acme": 1},
-        )
-
-    defs = dg.Definitions(
-        assets=[one_cell],
-        jobs=[dg.define_asset_job("cells", selection=[one_cell])],
-        resources={
-            "experiment": ExperimentSettings(task_ids=tasks),
-            "catalog": CatalogResource(),
-            "run_store": RunStoreResource(root=str(store)),
-        },
-        executor=dg.in_process_executor,
-    )
-    return defs.resolve_job_def("cells").execute_in_process(
-        instance=instance, tags={RANGE_START: cell.key, RANGE_END: cell.key}, raise_on_error=False
-    )
-
-
 def test_an_unset_key_is_named_even_when_the_cell_has_an_older_result(
     tmp_path: Path, provider: tuple[ScriptedServer, Cell], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -106,12 +60,12 @@ def test_an_unset_key_is_named_even_when_the_cell_has_an_older_result(
     store = tmp_path / "store"
     with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
         monkeypatch.setenv(KEY_ENV, "sk-local-test-key")
-        first = summarise(_run(cell, ["task_0002"], store, instance))
+        first = summarise(run_one_cell(cell, ["task_0002"], store, instance))
         assert server.requests == 1
         assert first.missing_keys == {} and first.idle_cells == {}
 
         monkeypatch.delenv(KEY_ENV)
-        result = _run(cell, ["task_0002", "task_0003"], store, instance)
+        result = run_one_cell(cell, ["task_0002", "task_0003"], store, instance)
     summary = summarise(result)
     assert server.requests == 1  # task_0002 from the cache, task_0003 not asked
     assert (summary.executed, summary.reused) == (0, 1)
@@ -130,7 +84,7 @@ def test_a_cell_with_no_result_names_its_key_once(
     server, cell = provider
     monkeypatch.delenv(KEY_ENV, raising=False)
     with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
-        result = _run(cell, ["task_0002"], tmp_path / "store", instance)
+        result = run_one_cell(cell, ["task_0002"], tmp_path / "store", instance)
     summary = summarise(result)
     assert server.requests == 0
     assert summary.idle_cells == {KEY_REASON: [cell.key]}

@@ -21,15 +21,8 @@ from datagouv_eval_pipeline.cli.experiment_summary import (
     summarise,
     summary_lines,
 )
-from datagouv_eval_pipeline.core.benchmark.cells import Cell
-from datagouv_eval_pipeline.defs.agent_runs import run_agent_cells
 from datagouv_eval_pipeline.defs.partitions import CELLS_BY_KEY
-from datagouv_eval_pipeline.defs.per_cell import StageEvent
-from datagouv_eval_pipeline.defs.resources import (
-    CatalogResource,
-    ExperimentSettings,
-    RunStoreResource,
-)
+from tests.cli.one_cell_run import run_one_cell
 
 CODE_CELL = CELLS_BY_KEY["offline~baseline-coder__code__data_gouv_context"]
 NO_BWRAP = (
@@ -37,8 +30,6 @@ NO_BWRAP = (
     "Install bubblewrap, or pass mode='rlimit' to accept the weaker isolation described in "
     "docs/sandbox.md."
 )
-RANGE_START = "dagster/asset_partition_range_start"
-RANGE_END = "dagster/asset_partition_range_end"
 
 
 @pytest.fixture
@@ -49,47 +40,11 @@ def no_bwrap(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     yield path
 
 
-def _run(cell: Cell, store: Path, instance: dg.DagsterInstance) -> dg.ExecuteInProcessResult:
-    @dg.asset(
-        name="agent_runs",
-        partitions_def=dg.StaticPartitionsDefinition([cell.key]),
-        backfill_policy=dg.BackfillPolicy.single_run(),
-    )
-    def one_cell(
-        context: dg.AssetExecutionContext,
-        experiment: ExperimentSettings,
-        catalog: CatalogResource,
-        run_store: RunStoreResource,
-    ) -> Iterator[StageEvent]:
-        yield from run_agent_cells(
-            context,
-            experiment,
-            catalog,
-            run_store,
-            cells_by_key={cell.key: cell},
-            slots={cell.model.provider: 1},
-        )
-
-    defs = dg.Definitions(
-        assets=[one_cell],
-        jobs=[dg.define_asset_job("cells", selection=[one_cell])],
-        resources={
-            "experiment": ExperimentSettings(task_ids=["task_0002", "task_0003"]),
-            "catalog": CatalogResource(),
-            "run_store": RunStoreResource(root=str(store)),
-        },
-        executor=dg.in_process_executor,
-    )
-    return defs.resolve_job_def("cells").execute_in_process(
-        instance=instance, tags={RANGE_START: cell.key, RANGE_END: cell.key}, raise_on_error=False
-    )
-
-
 def test_a_code_cell_skipped_for_want_of_bubblewrap_is_unscored(
     tmp_path: Path, no_bwrap: str
 ) -> None:
     with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
-        result = _run(CODE_CELL, tmp_path / "store", instance)
+        result = run_one_cell(CODE_CELL, ["task_0002", "task_0003"], tmp_path / "store", instance)
     assert result.success
     summary = summarise(result)
     assert summary.failed_cells == {}
@@ -110,7 +65,7 @@ def test_a_code_cell_skipped_for_want_of_bubblewrap_is_unscored(
 def test_a_cell_without_code_tools_does_not_need_the_sandbox(tmp_path: Path, no_bwrap: str) -> None:
     cell = CELLS_BY_KEY["offline~baseline-coder__none__data_gouv_context"]
     with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
-        result = _run(cell, tmp_path / "store", instance)
+        result = run_one_cell(cell, ["task_0002", "task_0003"], tmp_path / "store", instance)
     summary = summarise(result)
     assert summary.unscored_for_sandbox == []
     assert NO_BWRAP not in summary.idle_cells
