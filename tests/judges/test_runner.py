@@ -195,8 +195,13 @@ def test_a_run_without_any_tool_gets_not_applicable_trajectory_and_tool_omission
             assert {block.action_precision, block.action_recall, block.action_f1} == {
                 MetricValue(None, reason)
             }
+            # Nothing to gather with, so no early stop (the deterministic rule would have said
+            # present: the chain is incomplete and the agent took no action after it).
+            stop = result.tiers[tier].failure_modes["EARLY_STOP"]
+            assert (stop.status, stop.reason) == (VerdictStatus.NOT_APPLICABLE, reason)
         # The other modes are still the judge's.
         assert result.tiers["minimal"].failure_modes["HALLUCINATION"].status is VerdictStatus.OK
+
     # The LLM judge was never asked about the trajectory.
     assert grader.of("trajectory") == []
     # Round trip through the stored record (the warehouse reads it back).
@@ -204,3 +209,12 @@ def test_a_run_without_any_tool_gets_not_applicable_trajectory_and_tool_omission
     record = JudgementRecord.model_validate_json(judged.model_dump_json())
     assert record == judged
     assert record.tiers["minimal"].trajectory.status is VerdictStatus.NOT_APPLICABLE
+
+
+def test_a_run_without_any_tool_and_without_an_answer_stopped_early() -> None:
+    silent = Trace(task_id="task_0002", answer="  ", capabilities=[])
+    judged = judge_trace_sync(DeterministicJudge(), TASK, silent)
+    for tier in ("minimal", "optimal"):
+        stop = judged.tiers[tier].failure_modes["EARLY_STOP"]
+        assert (stop.status, stop.passed) == (VerdictStatus.OK, False)
+        assert stop.reason == "the run ended without an answer"

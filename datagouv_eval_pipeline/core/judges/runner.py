@@ -290,17 +290,23 @@ async def judge_trace(
     modes = list(await asyncio.gather(*mode_jobs))
     for position, tier in enumerate(tiers):
         why = inapplicable[tier]
-        if why is not None and FailureMode.TOOL_OMISSION in modes[position]:
-            # Whatever the judge said: an action cannot be omitted where none could be taken.
-            modes[position] = {
-                **modes[position],
-                FailureMode.TOOL_OMISSION: not_applicable(
-                    Question.FAILURE_MODE,
-                    why,
-                    judge_id=judge.judge_id,
-                    details={"mode": FailureMode.TOOL_OMISSION.value, "tier": tier},
-                ),
-            }
+        # Whatever the judge said: an action cannot be omitted where none could be taken, and a
+        # run without any tool cannot stop gathering early (it had nothing to gather with); an
+        # empty answer stays the judge's EARLY_STOP.
+        overridden = [FailureMode.TOOL_OMISSION] if why is not None else []
+        if trace.tool_less and trace.answer.strip():
+            overridden.append(FailureMode.EARLY_STOP)
+        for mode in overridden:
+            if mode in modes[position]:
+                modes[position] = {
+                    **modes[position],
+                    mode: not_applicable(
+                        Question.FAILURE_MODE,
+                        why or NO_TOOL,
+                        judge_id=judge.judge_id,
+                        details={"mode": mode.value, "tier": tier},
+                    ),
+                }
     blocks: dict[str, TierJudgementRecord] = {}
     for tier, tier_modes in zip(tiers, modes, strict=True):
         usage = instance_scores[tier]
