@@ -18,6 +18,11 @@ from pathlib import Path
 import click
 import duckdb
 
+from datagouv_eval_pipeline.cli.experiment_summary import EXIT_INTERRUPTED
+from datagouv_eval_pipeline.pipeline.warehouse.connections import (
+    QueryInterrupted,
+    run_interruptibly,
+)
 from datagouv_eval_pipeline.pipeline.warehouse.gate import (
     COVERAGE_TOLERANCE,
     HEADLINE_METRICS,
@@ -108,7 +113,13 @@ def command(
     )
     try:
         with duckdb.connect(str(path), read_only=True) as conn:
-            report = evaluate_gate(conn, experiment_id, against=against, settings=settings)
+            report = run_interruptibly(
+                conn,
+                lambda c: evaluate_gate(c, experiment_id, against=against, settings=settings),
+            )
+    except QueryInterrupted as stopped:
+        click.echo(str(stopped), err=True)
+        sys.exit(EXIT_INTERRUPTED)
     except GateError as error:
         raise click.ClickException(str(error)) from None
     except duckdb.Error as error:

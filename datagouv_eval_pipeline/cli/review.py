@@ -11,6 +11,7 @@ draft task.
 from __future__ import annotations
 
 import hashlib
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -62,7 +63,12 @@ def sample_command(
     """
     import duckdb
 
+    from datagouv_eval_pipeline.cli.experiment_summary import EXIT_INTERRUPTED
     from datagouv_eval_pipeline.cli.judge import _tasks
+    from datagouv_eval_pipeline.pipeline.warehouse.connections import (
+        QueryInterrupted,
+        run_interruptibly,
+    )
     from datagouv_eval_pipeline.pipeline.warehouse.review import (
         ReviewError,
         draw_sample,
@@ -75,7 +81,13 @@ def sample_command(
     tasks = _tasks(None)
     try:
         with duckdb.connect(str(db), read_only=True) as conn:
-            review = draw_sample(conn, tasks, runs=runs, seed=seed, experiment_id=experiment_id)
+            review = run_interruptibly(
+                conn,
+                lambda c: draw_sample(c, tasks, runs=runs, seed=seed, experiment_id=experiment_id),
+            )
+    except QueryInterrupted as stopped:
+        click.echo(str(stopped), err=True)
+        sys.exit(EXIT_INTERRUPTED)
     except duckdb.Error as error:
         raise click.ClickException(f"{db}: cannot read the warehouse: {error}") from error
     except ReviewError as error:
@@ -135,6 +147,7 @@ def import_command(
     """
     import duckdb
 
+    from datagouv_eval_pipeline.cli.experiment_summary import EXIT_INTERRUPTED
     from datagouv_eval_pipeline.cli.judge import _tasks
     from datagouv_eval_pipeline.core.judges.calibration import (
         CALIBRATION_DIR,
@@ -144,6 +157,10 @@ def import_command(
     from datagouv_eval_pipeline.core.tasks.errors import TaskSpecErrors
     from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
     from datagouv_eval_pipeline.pipeline.warehouse.calibration import write_review_labels
+    from datagouv_eval_pipeline.pipeline.warehouse.connections import (
+        QueryInterrupted,
+        run_interruptibly,
+    )
     from datagouv_eval_pipeline.pipeline.warehouse.loader import connect
     from datagouv_eval_pipeline.pipeline.warehouse.review import (
         ReviewError,
@@ -181,7 +198,10 @@ def import_command(
         )
     try:
         with duckdb.connect(str(db), read_only=True) as conn:
-            outcomes = judge_outcomes(conn, review)
+            outcomes = run_interruptibly(conn, lambda c: judge_outcomes(c, review))
+    except QueryInterrupted as stopped:
+        click.echo(str(stopped), err=True)
+        sys.exit(EXIT_INTERRUPTED)
     except duckdb.Error as error:
         raise click.ClickException(f"{db}: cannot read the judge's verdicts: {error}") from error
     digest = hashlib.sha256(review_path.read_bytes()).hexdigest()[:12]

@@ -16,6 +16,11 @@ from typing import TextIO
 import click
 import duckdb
 
+from datagouv_eval_pipeline.cli.experiment_summary import EXIT_INTERRUPTED
+from datagouv_eval_pipeline.pipeline.warehouse.connections import (
+    QueryInterrupted,
+    run_interruptibly,
+)
 from datagouv_eval_pipeline.pipeline.warehouse.location import default_duckdb_path
 from datagouv_eval_pipeline.pipeline.warehouse.schema import SCHEMA
 
@@ -115,12 +120,19 @@ def command(
             f"{path}: no warehouse yet; run `./dev run` (or `datagouv-eval experiment`) first"
         )
     cap = limit if limit is not None else (None if as_csv else _TABLE_LIMIT)
+
+    def fetch(conn: duckdb.DuckDBPyConnection) -> tuple[list[str], list[tuple[object, ...]]]:
+        cursor = conn.execute(sql)
+        names = [d[0] for d in cursor.description or []]
+        return names, cursor.fetchall() if cap is None else cursor.fetchmany(cap)
+
     try:
         # read_only alone still lets COPY … TO, ATTACH or extensions touch other files.
         with duckdb.connect(str(path), read_only=True, config=_NO_FILES) as conn:
-            cursor = conn.execute(sql)
-            names = [d[0] for d in cursor.description or []]
-            rows = cursor.fetchall() if cap is None else cursor.fetchmany(cap)
+            names, rows = run_interruptibly(conn, fetch)
+    except QueryInterrupted as stopped:
+        click.echo(str(stopped), err=True)
+        sys.exit(EXIT_INTERRUPTED)
     except duckdb.Error as error:
         raise click.ClickException(f"{type(error).__name__}: {error}") from None
     text = _csv(names, rows) if as_csv else _table(names, rows, cap)
