@@ -69,6 +69,15 @@ _DATASERVICE_FACETS = (
     "badge",
     "last_update",
 )
+# Dataservice facet -> the filter it leaves out of its own counts (udata_search_service
+# query_dataservices, get_filters_except). ``tag`` has none: udata's ``tag`` is a list filter,
+# which the service files under the filters every facet counts; ``badge`` is not a filter.
+_DATASERVICE_OWN_FILTERS = {
+    "access_type": "access_type",
+    "producer_type": "producer_type",
+    "organization_id_with_name": "organization",
+    "last_update": "last_update_range",
+}
 # Organization badges that are producer types (udata's PRODUCER_BADGE_TYPES).
 PRODUCER_BADGES = frozenset({"public-service", "association", "company", "local-authority"})
 DATASET_FIELDS = ("title", "acronym", "organization", "tags", "description", "resources")
@@ -1119,7 +1128,32 @@ class CatalogStore:
         result = self._page("dataservice", seg, rows, page, page_size)
         if facets:
             found = [records[r] for m in matches for r in m.rows.tolist()]
-            result = replace(result, facets=self._dataservice_facets(found))
+            counted = self._dataservice_facets(found)
+            own = {f: k for f, k in _DATASERVICE_OWN_FILTERS.items() if k in wanted}
+            if own:
+                # The facets whose own filter is set count the query without it: match once
+                # with no filter, then keep per facet what every other filter keeps.
+                indexed = np.array(
+                    [not d.get("deleted_at") and not d.get("archived_at") for d in records],
+                    dtype=bool,
+                )
+                unfiltered, _, _ = _ranked(
+                    segments,
+                    [indexed],
+                    self.dataservices,
+                    query,
+                    api,
+                    None,
+                    model=search.DATASERVICE_MODEL,
+                    id_weight=15 + 7,
+                    sorts=_DATASERVICE_SORTS,
+                )
+                candidates = [records[r] for m in unfiltered for r in m.rows.tolist()]
+                for name, key in own.items():
+                    others = {k: v for k, v in wanted.items() if k != key}
+                    kept = [d for d in candidates if self._dataservice_kept(d, others)]
+                    counted[name] = self._dataservice_facets(kept)[name]
+            result = replace(result, facets=counted)
         return result
 
     def _dataservice_kept(self, record: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
@@ -1140,7 +1174,8 @@ class CatalogStore:
                 if (record.get("access_type") or "open") != value:
                     return False
             elif name == "is_restricted":
-                if bool(record.get("is_restricted")) != value:
+                # The index holds access_type == restricted (DataserviceSearch.serialize).
+                if ((record.get("access_type") or "open") == "restricted") != value:
                     return False
             elif name == "producer_type":
                 if value not in self._producer_types(record):
@@ -1173,7 +1208,9 @@ class CatalogStore:
 
         ``access_type``, ``producer_type``, ``organization_id_with_name``, ``tag``, ``badge``
         then ``last_update`` (on ``metadata_modified_at``). ``badge`` holds only ``all``: the
-        search index's dataservice documents carry no badges.
+        search index's dataservice documents carry no badges. :meth:`search_dataservices`
+        counts a facet whose own filter is set without that filter
+        (``_DATASERVICE_OWN_FILTERS``), as ``query_dataservices``' ``get_filters_except`` does.
         """
         counters: dict[str, Counter[str]] = {name: Counter() for name in _DATASERVICE_FACETS}
         ranges = {k: self.now - v for k, v in LAST_UPDATE_RANGES.items()}
