@@ -200,7 +200,7 @@ class _Chosen:
 
     def relaxed(self) -> _Chosen:
         """These filters without the badge and without every facet's own filter."""
-        cleared = {
+        cleared: dict[str, Any] = {
             field_name: () if isinstance(getattr(NO_FILTERS, field_name), tuple) else None
             for _, field_name in _OWN_FILTER_FIELDS
         }
