@@ -952,8 +952,11 @@ class CatalogStore:
             if also:
                 index = self._value_index(column, values)
                 wanted = [index[v] for v in also if v in index]
-                lifted = np.array([i for i in wanted if counts[i]], dtype=np.int64)
-                present = np.union1d(present, lifted)
+                # A mark rather than np.union1d, whose first call imports numpy.ma (0.4 s).
+                marked = np.zeros(len(values), dtype=bool)
+                marked[present] = True
+                marked[np.array(wanted, dtype=np.int64)] = True
+                present = np.flatnonzero(marked & (counts > 0))
         orgs = self.organizations
         out = []
         for i in present.tolist():
