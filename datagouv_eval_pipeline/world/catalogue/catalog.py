@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +41,7 @@ from datagouv_eval_pipeline.world.catalogue import (
 from datagouv_eval_pipeline.world.catalogue.search import FieldIndex, Segment
 from datagouv_eval_pipeline.world.catalogue.urls import external_key
 
+_T = TypeVar("_T")
 SNAPSHOTS_ENV = "DATAGOUV_EVAL_SNAPSHOTS"
 _STATIC_PREFIX = "static.data.gouv.fr/resources/"
 MANIFEST_NAME = "manifest.json"
@@ -300,8 +301,9 @@ class CatalogStore:
     _facets: dict[tuple[Any, ...], dict[str, list[dict[str, Any]]]] = field(
         default_factory=dict, repr=False
     )
-    _facet_orders: dict[tuple[Any, ...], npt.NDArray[Any]] = field(default_factory=dict, repr=False)
-    _facet_indexes: dict[tuple[Any, ...], dict[str, int]] = field(default_factory=dict, repr=False)
+    _facet_orders: dict[tuple[Any, ...], tuple[tuple[object, ...], Any]] = field(
+        default_factory=dict, repr=False
+    )
 
     # ----------------------------------------------------------------------------- loading
 
@@ -966,33 +968,44 @@ class CatalogStore:
 
     def _name_ranks(self, column: str, values: list[str], suffix: str) -> npt.NDArray[np.int64]:
         """Each value's rank by name (``value + suffix``, as Python orders strings), cached."""
-        key = ("ranks", column, id(values), suffix)
-        found = self._facet_orders.get(key)
-        if found is None:
+
+        def build() -> npt.NDArray[np.int64]:
             order = sorted(range(len(values)), key=lambda i: values[i] + suffix)
-            found = np.empty(len(values), dtype=np.int64)
-            found[np.array(order, dtype=np.int64)] = np.arange(len(values), dtype=np.int64)
-            self._facet_orders[key] = found
-        return found
+            ranks = np.empty(len(values), dtype=np.int64)
+            ranks[np.array(order, dtype=np.int64)] = np.arange(len(values), dtype=np.int64)
+            return ranks
+
+        return self._facet_cached(("ranks", column, suffix), (values,), build)
 
     def _value_index(self, column: str, values: list[str]) -> dict[str, int]:
         """Each value's code in a coded catalogue column, cached."""
-        key = ("index", column, id(values))
-        found = self._facet_indexes.get(key)
-        if found is None:
-            found = {v: i for i, v in enumerate(values)}
-            self._facet_indexes[key] = found
-        return found
+        return self._facet_cached(
+            ("index", column), (values,), lambda: {v: i for i, v in enumerate(values)}
+        )
 
     def _known_organizations(self, values: list[str]) -> npt.NDArray[np.bool_]:
         """Which organization ids of a catalogue column the snapshot knows, cached."""
         orgs = self.organizations
-        key = ("known", id(values), id(orgs), len(orgs))
-        found = self._facet_orders.get(key)
-        if found is None:
-            found = np.array([v in orgs for v in values], dtype=bool)
-            self._facet_orders[key] = found
-        return found
+        return self._facet_cached(
+            ("known", len(orgs)),
+            (values, orgs),
+            lambda: np.array([v in orgs for v in values], dtype=bool),
+        )
+
+    def _facet_cached(
+        self, key: tuple[Any, ...], anchors: tuple[object, ...], build: Callable[[], _T]
+    ) -> _T:
+        """``build()``, cached under ``key`` for as long as ``anchors`` are the same objects.
+
+        The entry keeps its anchors alive, so a new column or organization table (an overlay,
+        a reloaded catalogue) can never be taken for the one the entry was built from.
+        """
+        entry = self._facet_orders.get(key)
+        if entry is None or any(a is not b for a, b in zip(entry[0], anchors, strict=True)):
+            entry = (anchors, build())
+            self._facet_orders[key] = entry
+        value: _T = entry[1]
+        return value
 
     def _page(
         self,
