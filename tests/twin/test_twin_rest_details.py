@@ -232,6 +232,65 @@ def test_v2_dataservice_search_has_udata_search_services_facets(
     assert "facets" not in _get(http, f"{live_twin.datagouv_api}1/dataservices/").json()
 
 
+def _facet(page: dict[str, Any], name: str) -> list[tuple[str, int]]:
+    return [(b["name"], b["count"]) for b in page["facets"][name]]
+
+
+def test_v2_dataservice_facets_leave_their_own_filter_out_as_udata_search_service_does(
+    live_twin: TwinUrls, http: httpx.Client
+) -> None:
+    # udata_search_service query_dataservices: each facet is a filter aggregation of the query
+    # and every filter but its own (get_filters_except); the hits alone are post-filtered.
+    def search(args: str) -> dict[str, Any]:
+        url = f"{live_twin.datagouv_api}2/dataservices/search/?page_size=1&{args}"
+        return dict(_get(http, url).json())
+
+    plain = search("")
+    by_access = search("access_type=open")
+    assert by_access["total"] == 8
+    # The access_type facet still counts every access type; the others count the 8 open ones.
+    assert _facet(by_access, "access_type") == _facet(plain, "access_type")
+    assert _facet(by_access, "access_type")[:2] == [("all", 14), ("open", 8)]
+    assert _facet(by_access, "producer_type") == [("all", 8), ("public-service", 8)]
+    assert _facet(by_access, "last_update") == [
+        ("all", 8),
+        ("last_30_days", 0),
+        ("last_12_months", 5),
+        ("last_3_years", 8),
+    ]
+    # Two facet filters: each facet drops its own and keeps the other. No open dataservice
+    # is an association's; the one association's (Carif-Oref) is open_with_account.
+    both = search("access_type=open&producer_type=association")
+    assert both["total"] == 0
+    assert _facet(both, "access_type") == [("all", 1), ("open_with_account", 1)]
+    assert _facet(both, "producer_type") == [("all", 8), ("public-service", 8)]
+    assert _facet(both, "tag") == [("all", 0)]
+    # organization and last_update_range likewise.
+    dinum = search("organization=5ddbec709a16693d488dfe98")
+    assert dinum["total"] == 3
+    assert _facet(dinum, "organization_id_with_name") == _facet(plain, "organization_id_with_name")
+    assert _facet(dinum, "access_type") == [("all", 3), ("open", 2), ("restricted", 1)]
+    recent = search("last_update_range=last_12_months")
+    assert recent["total"] == 10
+    assert _facet(recent, "last_update") == _facet(plain, "last_update")
+    assert _facet(recent, "access_type")[0] == ("all", 10)
+    # udata's tag is a list filter (action=append), renamed tags; query_dataservices files a
+    # list of tags under the filters every facet counts, the tag facet included.
+    siren = search("tag=siren")
+    assert siren["total"] == 2
+    assert _facet(siren, "tag")[0] == ("all", 2)
+    assert ("siren", 2) in _facet(siren, "tag")
+    # is_restricted is such an "other" filter too: it narrows the access_type facet, which
+    # access_type=restricted leaves whole. The index's is_restricted is access_type ==
+    # restricted (DataserviceSearch.serialize): API Entreprise.
+    restricted = search("is_restricted=true")
+    assert restricted["total"] == 1
+    assert _facet(restricted, "access_type") == [("all", 1), ("restricted", 1)]
+    by_type = search("access_type=restricted")
+    assert by_type["total"] == 1
+    assert _facet(by_type, "access_type") == _facet(plain, "access_type")
+
+
 def test_v2_organization_search_facets_ignore_the_filters(
     live_twin: TwinUrls, http: httpx.Client, store: CatalogStore
 ) -> None:
@@ -251,6 +310,12 @@ def test_v2_organization_search_facets_ignore_the_filters(
         {"name": "association", "count": 1},
         {"name": "company", "count": 1},
     ]
+    # producer_type is post-filtered too: the one association, the facet unchanged.
+    association = _get(
+        http, f"{live_twin.datagouv_api}2/organizations/search/?producer_type=association"
+    ).json()
+    assert association["total"] == 1
+    assert association["facets"] == filtered["facets"]
     assert "facets" not in _get(http, f"{live_twin.datagouv_api}1/organizations/").json()
 
 

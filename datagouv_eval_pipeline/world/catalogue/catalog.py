@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +41,7 @@ from datagouv_eval_pipeline.world.catalogue import (
 from datagouv_eval_pipeline.world.catalogue.search import FieldIndex, Segment
 from datagouv_eval_pipeline.world.catalogue.urls import external_key
 
+_T = TypeVar("_T")
 SNAPSHOTS_ENV = "DATAGOUV_EVAL_SNAPSHOTS"
 _STATIC_PREFIX = "static.data.gouv.fr/resources/"
 MANIFEST_NAME = "manifest.json"
@@ -69,6 +70,15 @@ _DATASERVICE_FACETS = (
     "badge",
     "last_update",
 )
+# Dataservice facet -> the filter it leaves out of its own counts (udata_search_service
+# query_dataservices, get_filters_except). ``tag`` has none: udata's ``tag`` is a list filter,
+# which the service files under the filters every facet counts; ``badge`` is not a filter.
+_DATASERVICE_OWN_FILTERS = {
+    "access_type": "access_type",
+    "producer_type": "producer_type",
+    "organization_id_with_name": "organization",
+    "last_update": "last_update_range",
+}
 # Organization badges that are producer types (udata's PRODUCER_BADGE_TYPES).
 PRODUCER_BADGES = frozenset({"public-service", "association", "company", "local-authority"})
 DATASET_FIELDS = ("title", "acronym", "organization", "tags", "description", "resources")
@@ -172,31 +182,50 @@ class _Chosen:
     def key(self) -> tuple[Any, ...]:
         return (*(getattr(self, f) for f in self.__slots__ if f != "filters"), self.filters.key())
 
-    def without_own(self) -> dict[str, _Chosen]:
-        """Facet name -> these filters without that facet's own (only for facets filtered)."""
-        f = self.filters
+    def own_filters(self) -> dict[str, _Chosen]:
+        """Facet name -> a choice holding only that facet's own filter (for facets filtered)."""
+        blank = _Chosen(None, None, None, (), None, None, NO_FILTERS)
         own: dict[str, _Chosen] = {}
         if self.last_update_range in LAST_UPDATE_RANGES:
-            own["last_update"] = replace(self, last_update_range=None)
+            own["last_update"] = replace(blank, last_update_range=self.last_update_range)
         if self.organization:
-            own["organization_id_with_name"] = replace(self, organization=None)
+            own["organization_id_with_name"] = replace(blank, organization=self.organization)
         if self.format:
-            own["format"] = replace(self, format=None)
-        for name, field_name in (
-            ("license", "license"),
-            ("granularity", "granularity"),
-            ("geozone", "geozone"),
-            ("access_type", "access_type"),
-            ("format_family", "format_family"),
-            ("producer_type", "producer_type"),
-            ("schema", "schema"),
-            ("topics", "topic"),
-        ):
-            value = getattr(f, field_name)
+            own["format"] = replace(blank, format=self.format)
+        for name, field_name in _OWN_FILTER_FIELDS:
+            value = getattr(self.filters, field_name)
             if value:
-                empty: Any = () if isinstance(value, tuple) else None
-                own[name] = replace(self, filters=replace(f, **{field_name: empty}))
+                only = replace(NO_FILTERS, **{field_name: value})
+                own[name] = replace(blank, filters=only)
         return own
+
+    def relaxed(self) -> _Chosen:
+        """These filters without the badge and without every facet's own filter."""
+        cleared: dict[str, Any] = {
+            field_name: () if isinstance(getattr(NO_FILTERS, field_name), tuple) else None
+            for _, field_name in _OWN_FILTER_FIELDS
+        }
+        return replace(
+            self,
+            last_update_range=None,
+            organization=None,
+            format=None,
+            badge=None,
+            filters=replace(self.filters, **cleared),
+        )
+
+
+# Dataset facets whose own filter is one of DatasetFilters' fields (facet, field).
+_OWN_FILTER_FIELDS = (
+    ("license", "license"),
+    ("granularity", "granularity"),
+    ("geozone", "geozone"),
+    ("access_type", "access_type"),
+    ("format_family", "format_family"),
+    ("producer_type", "producer_type"),
+    ("schema", "schema"),
+    ("topics", "topic"),
+)
 
 
 class SnapshotError(Exception):
@@ -270,6 +299,9 @@ class CatalogStore:
     _segments: dict[str, list[Segment]] = field(default_factory=dict, repr=False)
     _profiles: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
     _facets: dict[tuple[Any, ...], dict[str, list[dict[str, Any]]]] = field(
+        default_factory=dict, repr=False
+    )
+    _facet_orders: dict[tuple[Any, ...], tuple[tuple[object, ...], Any]] = field(
         default_factory=dict, repr=False
     )
 
@@ -710,7 +742,7 @@ class CatalogStore:
         segments = self._dataset_segments()
         chosen = _Chosen(last_update_range, organization, tag, tuple(tags), format, badge, filters)
 
-        def find(wanted: _Chosen) -> list[search.Matches]:
+        def masks_of(wanted: _Chosen) -> list[npt.NDArray[np.bool_]]:
             masks = self._dataset_masks(
                 segments,
                 wanted.last_update_range,
@@ -723,6 +755,10 @@ class CatalogStore:
             if wanted.filters != NO_FILTERS:
                 extras = self._filter_masks(wanted.filters)
                 masks = [mask & extra for mask, extra in zip(masks, extras, strict=True)]
+            return masks
+
+        def find(wanted: _Chosen) -> list[search.Matches]:
+            masks = masks_of(wanted)
             if query and query.strip():
                 if api == 1:
                     return search.match_v1(segments, query, masks)
@@ -748,7 +784,7 @@ class CatalogStore:
             key = (query, dataservice, api, chosen.key())
             cached = self._facets.get(key)
             if cached is None:
-                cached = self._own_filter_facets(chosen, matches, find)
+                cached = self._own_filter_facets(chosen, matches, find, masks_of)
                 if len(self._facets) > 256:
                     self._facets.clear()
                 self._facets[key] = cached
@@ -787,6 +823,7 @@ class CatalogStore:
         chosen: _Chosen,
         matches: list[search.Matches],
         find: Callable[[_Chosen], list[search.Matches]],
+        masks_of: Callable[[_Chosen], list[npt.NDArray[np.bool_]]],
     ) -> dict[str, list[dict[str, Any]]]:
         """The v2 ``facets`` as udata_search_service counts them: without their own filter.
 
@@ -799,71 +836,176 @@ class CatalogStore:
         list, so no facet counts it; and ``tag`` reaches the service renamed ``tags``
         (``services.py`` ``DatasetService.filter_renames``), an "other" filter that every
         facet counts, the ``tag`` facet included.
+
+        One text match serves every facet: a row matches the query or not whatever the
+        filters (they only mask rows), so the query is matched once without the badge and the
+        facets' own filters, and each facet keeps the rows of every own filter but its own.
         """
-        base = matches
-        if chosen.badge:
-            base = find(replace(chosen, badge=None))
-            chosen = replace(chosen, badge=None)
-        facets = self._dataset_facets(base)
-        for name, without in chosen.without_own().items():
-            facets[name] = self._dataset_facets(find(without))[name]
+        own = chosen.own_filters()
+        if not own and not chosen.badge:
+            return self._dataset_facets(matches)
+        relaxed = find(chosen.relaxed())
+        parts = {name: masks_of(only) for name, only in own.items()}
+
+        def narrowed(skip: str | None) -> list[search.Matches]:
+            out = []
+            for position, found in enumerate(relaxed):
+                keep = np.ones(found.rows.size, dtype=bool)
+                for name, masks in parts.items():
+                    if name != skip:
+                        keep &= masks[position][found.rows]
+                out.append(search.Matches(found.rows[keep], found.scores[keep]))
+            return out
+
+        facets = self._dataset_facets(narrowed(None))
+        for name in own:
+            facets[name] = self._dataset_facets(narrowed(name), (name,))[name]
         return facets
 
-    def _dataset_facets(self, matches: list[search.Matches]) -> dict[str, list[dict[str, Any]]]:
+    def _dataset_facets(
+        self, matches: list[search.Matches], names: Sequence[str] = _FACETS
+    ) -> dict[str, list[dict[str, Any]]]:
         """Return udata's v2 ``facets`` over ``matches``: per facet, ``all`` then the 50 largest.
 
         Facets the snapshot has no data for (``producer_type``, ``format_family``, ``schema``,
         ``geozone``, ``topics``) hold only ``all``. Which filters each facet counts:
-        :meth:`_own_filter_facets`.
+        :meth:`_own_filter_facets`. ``names`` limits the catalogue's counting to those facets.
         """
         counters: dict[str, Counter[str]] = {name: Counter() for name in _FACETS}
         total = sum(int(m.rows.size) for m in matches)
         now = self.now.timestamp()
         ranges = {k: now - v.total_seconds() for k, v in LAST_UPDATE_RANGES.items()}
+        catalogue_rows = None
         for position, found in enumerate(matches):
             if self.catalogue is not None and position == 0:
-                cat = self.catalogue
-                rows = found.rows
-                orgs = self.organizations
-                for name, column, multi in _CATALOGUE_FACETS:
-                    for value, count in _count_codes(cat, column, multi, rows):
-                        if name == "organization_id_with_name":
-                            org = orgs.get(value)
-                            if org is None:
-                                continue
-                            value = f"{value}|{org['name']}"
-                        counters[name][value] += count
-                counters["access_type"]["open"] += int(rows.size)
-                modified = (
-                    cat.last_modified
-                    if cat.last_modified is not None
-                    else cat.dates("last_modified").astype(np.float64)
+                catalogue_rows = found.rows  # counted last: its cut depends on these counts
+                continue
+            records = list(self.datasets.values())
+            for r in found.rows.tolist():
+                d = records[r]
+                counters["license"][d.get("license") or "notspecified"] += 1
+                granularity = (d.get("spatial") or {}).get("granularity")
+                if granularity:
+                    counters["granularity"][granularity] += 1
+                org = d.get("organization")
+                if org:
+                    counters["organization_id_with_name"][f"{org['id']}|{org['name']}"] += 1
+                counters["tag"].update(d.get("tags", []))
+                counters["format"].update(
+                    {str(x["format"]).lower() for x in d["resources"] if x.get("format")}
                 )
-                updated = modified[found.rows]
+                counters["badge"].update(b["kind"] for b in d.get("badges", []))
+                counters["access_type"][d.get("access_type") or "open"] += 1
+                stamp = _sortable(d["last_update"])
                 for name, since in ranges.items():
-                    counters["last_update"][name] += int((updated >= since).sum())
-            else:
-                records = list(self.datasets.values())
-                for r in found.rows.tolist():
-                    d = records[r]
-                    counters["license"][d.get("license") or "notspecified"] += 1
-                    granularity = (d.get("spatial") or {}).get("granularity")
-                    if granularity:
-                        counters["granularity"][granularity] += 1
-                    org = d.get("organization")
-                    if org:
-                        counters["organization_id_with_name"][f"{org['id']}|{org['name']}"] += 1
-                    counters["tag"].update(d.get("tags", []))
-                    counters["format"].update(
-                        {str(x["format"]).lower() for x in d["resources"] if x.get("format")}
-                    )
-                    counters["badge"].update(b["kind"] for b in d.get("badges", []))
-                    counters["access_type"][d.get("access_type") or "open"] += 1
-                    stamp = _sortable(d["last_update"])
-                    for name, since in ranges.items():
-                        if stamp >= since:
-                            counters["last_update"][name] += 1
-        return _facet_buckets(_FACETS, counters, total)
+                    if stamp >= since:
+                        counters["last_update"][name] += 1
+        if self.catalogue is not None and catalogue_rows is not None:
+            cat = self.catalogue
+            rows = catalogue_rows
+            for name, column, multi in _CATALOGUE_FACETS:
+                if name in names:
+                    # Only the 50 largest are listed: the catalogue's 50 + k largest, k the
+                    # curated records' values, and those values' own catalogue counts, hold
+                    # every value the sums can rank there.
+                    curated = list(counters[name])
+                    if name == "organization_id_with_name":
+                        curated = [label.partition("|")[0] for label in curated]
+                    top = self._top_codes(name, column, multi, rows, 50 + len(curated), curated)
+                    for value, count in top:
+                        counters[name][value] += count
+            counters["access_type"]["open"] += int(rows.size)
+            modified = (
+                cat.last_modified
+                if cat.last_modified is not None
+                else cat.dates("last_modified").astype(np.float64)
+            )
+            updated = modified[rows]
+            for name, since in ranges.items():
+                counters["last_update"][name] += int((updated >= since).sum())
+        return _facet_buckets(names, counters, total)
+
+    def _top_codes(
+        self,
+        name: str,
+        column: str,
+        multi: bool,
+        rows: npt.NDArray[np.int64],
+        need: int,
+        also: Sequence[str],
+    ) -> list[tuple[str, int]]:
+        """The ``need`` values of a catalogue column most held by ``rows``, and ``also``.
+
+        "Most" as udata orders buckets (count, then name), with each value's count among
+        ``rows``; organizations the snapshot does not know are skipped, the others named
+        ``id|name``.
+        """
+        assert self.catalogue is not None
+        values, codes, offsets = self.catalogue.codes(column, multi)
+        counts = _count_codes(codes, offsets, rows, len(values))
+        is_org = name == "organization_id_with_name"
+        if is_org:
+            counts[~self._known_organizations(values)] = 0
+        present = np.flatnonzero(counts)
+        if present.size > need:
+            ranks = self._name_ranks(column, values, suffix="|" if is_org else "")
+            key = ranks[present] - counts[present] * len(values)
+            present = present[np.argpartition(key, need - 1)[:need]]
+            if also:
+                index = self._value_index(column, values)
+                wanted = [index[v] for v in also if v in index]
+                # A mark rather than np.union1d, whose first call imports numpy.ma (0.4 s).
+                marked = np.zeros(len(values), dtype=bool)
+                marked[present] = True
+                marked[np.array(wanted, dtype=np.int64)] = True
+                present = np.flatnonzero(marked & (counts > 0))
+        orgs = self.organizations
+        out = []
+        for i in present.tolist():
+            value = values[i]
+            out.append((f"{value}|{orgs[value]['name']}" if is_org else value, int(counts[i])))
+        return out
+
+    def _name_ranks(self, column: str, values: list[str], suffix: str) -> npt.NDArray[np.int64]:
+        """Each value's rank by name (``value + suffix``, as Python orders strings), cached."""
+
+        def build() -> npt.NDArray[np.int64]:
+            order = sorted(range(len(values)), key=lambda i: values[i] + suffix)
+            ranks = np.empty(len(values), dtype=np.int64)
+            ranks[np.array(order, dtype=np.int64)] = np.arange(len(values), dtype=np.int64)
+            return ranks
+
+        return self._facet_cached(("ranks", column, suffix), (values,), build)
+
+    def _value_index(self, column: str, values: list[str]) -> dict[str, int]:
+        """Each value's code in a coded catalogue column, cached."""
+        return self._facet_cached(
+            ("index", column), (values,), lambda: {v: i for i, v in enumerate(values)}
+        )
+
+    def _known_organizations(self, values: list[str]) -> npt.NDArray[np.bool_]:
+        """Which organization ids of a catalogue column the snapshot knows, cached."""
+        orgs = self.organizations
+        return self._facet_cached(
+            ("known", len(orgs)),
+            (values, orgs),
+            lambda: np.array([v in orgs for v in values], dtype=bool),
+        )
+
+    def _facet_cached(
+        self, key: tuple[Any, ...], anchors: tuple[object, ...], build: Callable[[], _T]
+    ) -> _T:
+        """``build()``, cached under ``key`` for as long as ``anchors`` are the same objects.
+
+        The entry keeps its anchors alive, so a new column or organization table (an overlay,
+        a reloaded catalogue) can never be taken for the one the entry was built from.
+        """
+        entry = self._facet_orders.get(key)
+        if entry is None or any(a is not b for a, b in zip(entry[0], anchors, strict=True)):
+            entry = (anchors, build())
+            self._facet_orders[key] = entry
+        value: _T = entry[1]
+        return value
 
     def _page(
         self,
@@ -1119,7 +1261,32 @@ class CatalogStore:
         result = self._page("dataservice", seg, rows, page, page_size)
         if facets:
             found = [records[r] for m in matches for r in m.rows.tolist()]
-            result = replace(result, facets=self._dataservice_facets(found))
+            counted = self._dataservice_facets(found)
+            own = {f: k for f, k in _DATASERVICE_OWN_FILTERS.items() if k in wanted}
+            if own:
+                # The facets whose own filter is set count the query without it: match once
+                # with no filter, then keep per facet what every other filter keeps.
+                indexed = np.array(
+                    [not d.get("deleted_at") and not d.get("archived_at") for d in records],
+                    dtype=bool,
+                )
+                unfiltered, _, _ = _ranked(
+                    segments,
+                    [indexed],
+                    self.dataservices,
+                    query,
+                    api,
+                    None,
+                    model=search.DATASERVICE_MODEL,
+                    id_weight=15 + 7,
+                    sorts=_DATASERVICE_SORTS,
+                )
+                candidates = [records[r] for m in unfiltered for r in m.rows.tolist()]
+                for name, key in own.items():
+                    others = {k: v for k, v in wanted.items() if k != key}
+                    kept = [d for d in candidates if self._dataservice_kept(d, others)]
+                    counted[name] = self._dataservice_facets(kept)[name]
+            result = replace(result, facets=counted)
         return result
 
     def _dataservice_kept(self, record: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
@@ -1140,7 +1307,8 @@ class CatalogStore:
                 if (record.get("access_type") or "open") != value:
                     return False
             elif name == "is_restricted":
-                if bool(record.get("is_restricted")) != value:
+                # The index holds access_type == restricted (DataserviceSearch.serialize).
+                if ((record.get("access_type") or "open") == "restricted") != value:
                     return False
             elif name == "producer_type":
                 if value not in self._producer_types(record):
@@ -1173,7 +1341,9 @@ class CatalogStore:
 
         ``access_type``, ``producer_type``, ``organization_id_with_name``, ``tag``, ``badge``
         then ``last_update`` (on ``metadata_modified_at``). ``badge`` holds only ``all``: the
-        search index's dataservice documents carry no badges.
+        search index's dataservice documents carry no badges. :meth:`search_dataservices`
+        counts a facet whose own filter is set without that filter
+        (``_DATASERVICE_OWN_FILTERS``), as ``query_dataservices``' ``get_filters_except`` does.
         """
         counters: dict[str, Counter[str]] = {name: Counter() for name in _DATASERVICE_FACETS}
         ranges = {k: self.now - v for k, v in LAST_UPDATE_RANGES.items()}
@@ -1404,24 +1574,27 @@ _CATALOGUE_FACETS = (
 
 
 def _count_codes(
-    catalogue: facts.CatalogueDatasets, column: str, multi: bool, rows: npt.NDArray[np.int64]
-) -> list[tuple[str, int]]:
-    """Return (value, number of ``rows`` holding it) for a catalogue column, vectorised."""
-    values, codes, offsets = catalogue.codes(column, multi)
+    codes: npt.NDArray[np.int64],
+    offsets: npt.NDArray[np.int64],
+    rows: npt.NDArray[np.int64],
+    n_values: int,
+) -> npt.NDArray[np.int64]:
+    """Count, per value of a coded column, how many ``rows`` hold it (a fresh array).
+
+    ``codes`` and ``offsets`` are :meth:`facts.CatalogueDatasets.codes`' CSR form.
+    """
     if not rows.size or not codes.size:
-        return []
+        return np.zeros(n_values, dtype=np.int64)
     starts, ends = offsets[rows], offsets[rows + 1]
     lengths = ends - starts
     keep = lengths > 0
     starts, lengths = starts[keep], lengths[keep]
     if not lengths.size:
-        return []
+        return np.zeros(n_values, dtype=np.int64)
     # Positions of every code of the rows: each row's start, then +1 within the row.
     first = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
     positions = first + np.arange(int(lengths.sum()))
-    counts = np.bincount(codes[positions], minlength=len(values))
-    present = np.flatnonzero(counts)
-    return [(values[i], int(counts[i])) for i in present]
+    return np.bincount(codes[positions], minlength=n_values).astype(np.int64)
 
 
 def _sortable(value: Any) -> float:
