@@ -62,10 +62,10 @@ def test_a_stored_mapping_round_trips_a_real_mapping(name: str) -> None:
 def test_map_actions_keeps_trace_order_and_counts_unmapped(cell: Cell) -> None:
     traces = [_trace("task_0002_mcp.json", 0), _trace("task_0002_code.json", 1)]
     document = map_actions(_agent_document(cell, traces))
-    assert document.runs == [("task_0002", 0), ("task_0002", 1)]
-    assert len(document.mappings) == 2
-    assert [len(m.calls) for m in document.mappings] == [4, 3]
-    unmapped = sum(1 for m in document.mappings for c in m.calls if c.status == "unmapped")
+    assert document.runs() == [("task_0002", 0), ("task_0002", 1)]
+    mappings = [result.mapping for result in document.results]
+    assert [len(m.calls) for m in mappings] == [4, 3]
+    unmapped = sum(1 for m in mappings for c in m.calls if c.status == "unmapped")
     assert document.unmapped_calls == unmapped
 
 
@@ -83,7 +83,7 @@ def test_a_cell_goes_through_mapping_judging_and_loading(
 
     load = cell_load(agent, mappings, judged)
     assert load.cell_record == cell.to_record()
-    assert load.mappings == [m.trace_mapping() for m in mappings.mappings]
+    assert load.mappings == [r.mapping.trace_mapping() for r in mappings.results]
     assert load.scores == judged.scores
     assert load.judgements == judged.judgements
 
@@ -116,7 +116,7 @@ def test_a_stale_later_stage_loads_as_nulls(cell: Cell, tasks: dict[str, TaskSpe
     # Mappings caught up, scores did not: only the scores load as NULL.
     new_mappings = map_actions(new_agent)
     load = cell_load(new_agent, new_mappings, old_scores)
-    assert load.mappings == [m.trace_mapping() for m in new_mappings.mappings]
+    assert load.mappings == [r.mapping.trace_mapping() for r in new_mappings.results]
     assert (load.scores, load.judgements) == (None, None)
 
 
@@ -130,7 +130,7 @@ def test_missing_later_stages_load_as_nulls(cell: Cell) -> None:
 def test_a_later_stage_with_the_wrong_length_loads_as_nulls(cell: Cell) -> None:
     agent = _agent_document(cell, [_trace("task_0002_mcp.json")])
     mappings = map_actions(agent)
-    truncated = mappings.model_copy(update={"mappings": []})
+    truncated = mappings.model_copy(update={"results": []})
     assert cell_load(agent, truncated, None).mappings is None
 
 

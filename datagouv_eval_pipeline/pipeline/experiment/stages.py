@@ -50,6 +50,7 @@ from datagouv_eval_pipeline.pipeline.experiment.documents import (
     AgentRunsDocument,
     JudgeScoresDocument,
     McpBuildRecord,
+    RunMapping,
     RunResult,
     StoredTraceMapping,
 )
@@ -287,34 +288,35 @@ def map_actions(
     traces = agent_document.traces
     mapped = [map_trace(trace, registry) for trace in traces]
     unmapped = sum(1 for m in mapped for call in m.calls if call.status is MappingStatus.UNMAPPED)
-    entries = [StoredTraceMapping.of(mapping) for mapping in mapped]
+    results = [
+        RunMapping(task_id=trace.task_id, repeat=trace.repeat, mapping=StoredTraceMapping.of(m))
+        for trace, m in zip(traces, mapped, strict=True)
+    ]
     common = {
         "cell": agent_document.cell,
         "agent_runs_digest": agent_document.digest(),
-        "runs": agent_document.runs(),
         "unmapped_calls": unmapped,
     }
     if classifier is None:
-        return ActionMappingsDocument(**common, mappings=entries, classifier=None)
+        return ActionMappingsDocument(**common, results=results, classifier=None)
     # Ctrl-C or SIGTERM during the run stops the questions in flight (answers are cached).
     found = asyncio.run(
         until_cancelled(_classify_all(classifier, traces, mapped, registry), current_token())
     )
     verdicts: list[Verdict] = []
-    classified_entries = []
-    for entry, classifications in zip(entries, found, strict=True):
-        classified_entries.append(
-            entry.model_copy(
-                update={
-                    "classifications": list(classifications),
-                    "judge_spend": judge_spend(c.verdict for c in classifications),
-                }
-            )
+    classified = []
+    for result, classifications in zip(results, found, strict=True):
+        mapping = result.mapping.model_copy(
+            update={
+                "classifications": list(classifications),
+                "judge_spend": judge_spend(c.verdict for c in classifications),
+            }
         )
+        classified.append(result.model_copy(update={"mapping": mapping}))
         verdicts.extend(c.verdict for c in classifications)
     return ActionMappingsDocument(
         **common,
-        mappings=classified_entries,
+        results=classified,
         classifier=classifier.judge_id,
         classified_calls=sum(1 for v in verdicts if v.status == "ok"),
         judge_spend=judge_spend(verdicts),
@@ -348,7 +350,7 @@ def classifications_of(
     """The classifications the mapping stage made, per trace; None when it made none."""
     if not mapping_document.classifier:
         return None
-    return [tuple(entry.classifications or ()) for entry in mapping_document.mappings]
+    return [tuple(result.mapping.classifications or ()) for result in mapping_document.results]
 
 
 # ------------------------------------------------------------------------------- judging
@@ -382,7 +384,7 @@ def judge_cell(
             "the action_mappings document was computed from another agent_runs document "
             "(rematerialize action_mappings for this cell)"
         )
-    if mapping_document.runs != runs:
+    if mapping_document.runs() != runs:
         raise StageInputError(
             "the action_mappings document does not match the agent_runs document "
             "(rematerialize action_mappings for this cell)"
@@ -391,7 +393,8 @@ def judge_cell(
     if missing:
         raise StageInputError(f"no task spec for {', '.join(missing)}")
     mappings = [
-        resolve_mapping_slugs(entry.trace_mapping(), catalog) for entry in mapping_document.mappings
+        resolve_mapping_slugs(result.mapping.trace_mapping(), catalog)
+        for result in mapping_document.results
     ]
     # Undecided calls the mapping stage classified are not asked about again.
     classified = classifications_of(mapping_document)
@@ -503,7 +506,7 @@ def cell_documents(
     mappings = None
     if _current(mapping_document, ACTION_MAPPINGS, digest, runs, stale):
         assert mapping_document is not None
-        mappings = [entry.trace_mapping() for entry in mapping_document.mappings]
+        mappings = [result.mapping.trace_mapping() for result in mapping_document.results]
     scores: list[ScoreRecord | None] | None = None
     judgements: list[JudgementRecord | None] | None = None
     if _current(judge_document, JUDGE_SCORES, digest, runs, stale):
@@ -525,16 +528,8 @@ def _current(
     if document.agent_runs_digest != digest:
         stale[stage] = "computed from another agent_runs document"
         return False
-    if isinstance(document, JudgeScoresDocument):
-        # One result per run: the runs alone tell whether it is this cell's.
-        if document.runs() != runs:
-            stale[stage] = "computed for other runs"
-            return False
-        return True
-    if document.runs != runs:
+    # One result per run: the runs alone tell whether it is this cell's.
+    if document.runs() != runs:
         stale[stage] = "computed for other runs"
-        return False
-    if len(document.mappings) != len(runs):
-        stale[stage] = "its lists do not have one entry per run"
         return False
     return True
