@@ -88,7 +88,9 @@ def test_the_digest_is_the_same_for_the_document_read_back(
 def test_all_three_current_load_together(old: dict[str, Any]) -> None:
     documents = cell_documents(old[AGENT_RUNS], old[ACTION_MAPPINGS], old[JUDGE_SCORES])
     assert documents.stale == {}
-    assert documents.load.scores == old[JUDGE_SCORES].scores
+    assert [run.score for run in documents.load.runs] == [
+        result.score for result in old[JUDGE_SCORES].results
+    ]
 
 
 def test_crash_after_new_agent_runs_loads_the_new_answer_without_old_scores(
@@ -96,12 +98,9 @@ def test_crash_after_new_agent_runs_loads_the_new_answer_without_old_scores(
 ) -> None:
     new_agent = _document(cell, answer="Je ne sais pas")
     documents = cell_documents(new_agent, old[ACTION_MAPPINGS], old[JUDGE_SCORES])
-    assert documents.load.traces[0].answer == "Je ne sais pas"  # type: ignore[union-attr]
-    assert (documents.load.mappings, documents.load.scores, documents.load.judgements) == (
-        None,
-        None,
-        None,
-    )
+    (run,) = documents.load.runs
+    assert run.trace.answer == "Je ne sais pas"
+    assert (run.mapping, run.score, run.judgement) == (None, None, None)
     assert set(documents.stale) == {ACTION_MAPPINGS, JUDGE_SCORES}
     # And the judge stage refuses to judge the new runs with the old mapping.
     with pytest.raises(StageInputError, match="another agent_runs document"):
@@ -114,8 +113,10 @@ def test_crash_after_new_mappings_loads_them_without_old_scores(
     new_agent = _document(cell, answer="Je ne sais pas")
     new_mappings = map_actions(new_agent)
     documents = cell_documents(new_agent, new_mappings, old[JUDGE_SCORES])
-    assert documents.load.mappings == [r.mapping.trace_mapping() for r in new_mappings.results]
-    assert (documents.load.scores, documents.load.judgements) == (None, None)
+    (run,) = documents.load.runs
+    (result,) = new_mappings.results
+    assert run.mapping == result.mapping.trace_mapping()
+    assert (run.score, run.judgement) == (None, None)
     assert documents.stale == {JUDGE_SCORES: "computed from another agent_runs document"}
 
 
@@ -127,8 +128,10 @@ def test_after_the_judge_stage_the_new_scores_load(
     new_scores = judge_cell(new_agent, new_mappings, tasks, DeterministicJudge())
     documents = cell_documents(new_agent, new_mappings, new_scores)
     assert documents.stale == {}
-    assert documents.load.judgements == new_scores.judgements
-    assert new_scores.judgements != old[JUDGE_SCORES].judgements  # the answer changed
+    (run,) = documents.load.runs
+    (result,) = new_scores.results
+    assert run.judgement == result.judgement
+    assert result.judgement != old[JUDGE_SCORES].results[0].judgement  # the answer changed
 
 
 def test_a_trace_without_task_id_names_the_file_and_the_field(cell: Cell, tmp_path: Path) -> None:
@@ -236,7 +239,7 @@ def test_a_judge_document_of_parallel_lists_reads_as_results_per_run(
     # It pairs with its agent runs as the new shape does, and is rewritten in the new shape.
     documents = cell_documents(old[AGENT_RUNS], old[ACTION_MAPPINGS], again)
     assert documents.stale == {}
-    assert documents.load.scores == current.scores
+    assert [run.score for run in documents.load.runs] == [r.score for r in current.results]
     assert again.to_json() == current.to_json()
 
 

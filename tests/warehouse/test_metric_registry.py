@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from datagouv_eval_pipeline.core.judges.judgement_record import JudgementRecord, TierJudgementRecord
+from datagouv_eval_pipeline.core.judges.judgement_record import TierJudgementRecord
 from datagouv_eval_pipeline.core.metrics import registry
 from datagouv_eval_pipeline.core.metrics.score_record import ScoreRecord
 from datagouv_eval_pipeline.core.metrics.values import MetricValue
@@ -153,8 +153,8 @@ def test_every_number_of_the_judged_tier_block_is_a_registered_metric() -> None:
 
 def test_each_metric_reads_the_document_of_its_source() -> None:
     # A judge metric reading the score (or the reverse) would get the wrong NULL reason.
-    score = ScoreRecord.model_validate(hand_score("task_0001", 1.0, 3))
-    judged = JudgementRecord.model_validate(hand_judgement("task_0001", [True, None])).tiers
+    score = hand_score("task_0001", 1.0, 3)
+    judged = hand_judgement("task_0001", [True, None]).tiers
     only_score, only_judged = registry.ScoredRun(score, None), registry.ScoredRun(None, judged)
     for entry in registry.METRICS:
         for tier in entry.tiers:

@@ -367,13 +367,3 @@ class JudgeScoresDocument(_Document):
     def runs(self) -> list[tuple[str, int]]:
         """(task, repeat) of each result, in order."""
         return [(result.task_id, result.repeat) for result in self.results]
-
-    @property
-    def judgements(self) -> list[JudgementRecord | None]:
-        """The judgement of each run, in order."""
-        return [result.judgement for result in self.results]
-
-    @property
-    def scores(self) -> list[ScoreRecord | None]:
-        """The scores of each run, in order."""
-        return [result.score for result in self.results]

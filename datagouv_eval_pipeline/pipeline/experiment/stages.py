@@ -10,6 +10,7 @@ functions, and the plain-loop benchmark calls exactly the same code.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +31,6 @@ from datagouv_eval_pipeline.core.metrics.catalog import (
     with_catalog_slugs,
 )
 from datagouv_eval_pipeline.core.metrics.references import with_references
-from datagouv_eval_pipeline.core.metrics.score_record import ScoreRecord
 from datagouv_eval_pipeline.core.semantic.mapper import MappingStatus, TraceMapping, map_trace
 from datagouv_eval_pipeline.core.semantic.registry import ActionRegistry, load_registry
 from datagouv_eval_pipeline.core.tasks.references import Reference, references_by_name
@@ -59,6 +59,7 @@ from datagouv_eval_pipeline.pipeline.experiment.fingerprints import (
     toolset_version,
 )
 from datagouv_eval_pipeline.pipeline.warehouse.loader import CellLoad
+from datagouv_eval_pipeline.pipeline.warehouse.rows import RunLoad
 from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
 from datagouv_eval_pipeline.world.mcp_builds import BuildServers
 
@@ -503,17 +504,20 @@ def cell_documents(
     digest = agent_document.digest()
     runs = agent_document.runs()
     stale: dict[str, str] = {}
-    mappings = None
+    loads = [RunLoad(trace) for trace in agent_document.traces]
     if _current(mapping_document, ACTION_MAPPINGS, digest, runs, stale):
         assert mapping_document is not None
-        mappings = [result.mapping.trace_mapping() for result in mapping_document.results]
-    scores: list[ScoreRecord | None] | None = None
-    judgements: list[JudgementRecord | None] | None = None
+        loads = [
+            dataclasses.replace(load, mapping=result.mapping.trace_mapping())
+            for load, result in zip(loads, mapping_document.results, strict=True)
+        ]
     if _current(judge_document, JUDGE_SCORES, digest, runs, stale):
         assert judge_document is not None
-        scores, judgements = judge_document.scores, judge_document.judgements
-    load = CellLoad(agent_document.cell, agent_document.traces, mappings, scores, judgements)
-    return CellDocuments(load, stale)
+        loads = [
+            dataclasses.replace(load, score=result.score, judgement=result.judgement)
+            for load, result in zip(loads, judge_document.results, strict=True)
+        ]
+    return CellDocuments(CellLoad(agent_document.cell, loads), stale)
 
 
 def _current(
