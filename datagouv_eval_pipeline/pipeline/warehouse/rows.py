@@ -30,7 +30,7 @@ from datagouv_eval_pipeline.core.metrics.passk import pass_at_k, pass_hat_k
 from datagouv_eval_pipeline.core.metrics.score_record import ScoreRecord
 from datagouv_eval_pipeline.core.semantic.instances import ActionInstance, CallCategory
 from datagouv_eval_pipeline.core.semantic.mapper import TraceMapping
-from datagouv_eval_pipeline.core.tasks.spec import TIERS
+from datagouv_eval_pipeline.core.tasks.spec import TIERS, Tier
 from datagouv_eval_pipeline.core.traces import Trace
 from datagouv_eval_pipeline.pipeline.warehouse.schema import CELL_TABLES, TABLES_BY_NAME, Table
 
@@ -455,12 +455,22 @@ class _RunBuilder:
                 self.registered_metric(entry, tier, run)
         for entry in registry.METRICS:
             if not entry.tiered:
-                self.registered_metric(entry, ALL_TIERS, run)
+                self.registered_metric(entry, None, run)
 
-    def registered_metric(self, entry: registry.Metric, tier: str, run: registry.ScoredRun) -> None:
+    def registered_metric(
+        self, entry: registry.Metric, tier: Tier | None, run: registry.ScoredRun
+    ) -> None:
         reading = entry.read(run, tier)
         value, reason = reading if reading is not None else (None, self.null_reason(entry.source))
-        self.metric(tier, entry.name, entry.aggregation, entry.bounded, entry.source, value, reason)
+        self.metric(
+            tier or ALL_TIERS,
+            entry.name,
+            entry.aggregation,
+            entry.bounded,
+            entry.source,
+            value,
+            reason,
+        )
 
     # -- verdicts ------------------------------------------------------------------------------
 
