@@ -201,7 +201,7 @@ class AgentRunsDocument(_Document):
 
 
 class StoredTraceMapping(_Document):
-    """One trace's entry of the ``action_mappings`` document.
+    """The mapping of one trace, as the ``action_mappings`` document holds it (:class:`RunMapping`).
 
     ``TraceMapping.to_dict()``, plus, when the mapping stage had a classifier, the
     classifications of the calls the rules left undecided and what they cost.
