@@ -123,7 +123,7 @@ mark = time.perf_counter()
 from datagouv_eval_pipeline.pipeline.report import build_report
 build_report(Path(db))
 phases["report"] = time.perf_counter() - mark
-print("task runs", sum(len(l.traces) for l in loads))
+print("task runs", sum(len(l.runs) for l in loads))
 print("phases: " + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()))
 """
 

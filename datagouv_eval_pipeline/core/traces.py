@@ -170,8 +170,12 @@ class Trace(_Strict):
     """Wall time of the run, including rate-limit waits."""
     rate_limit_wait_ms: float = Field(default=0.0, ge=0)
     """Time spent waiting on rate limits; subtracted from latency in efficiency metrics."""
+    # The cell's, repeated: a trace read on its own is mapped and scored with them
+    # (docs/trace-format.md says why they stay here).
     model: str = ""
+    """The model id."""
     capabilities: list[str] = Field(default_factory=list)
+    """The capabilities the agent had (``mcp``, ``code``, ...)."""
     mcp_version: str | None = None
     """The MCP server version the agent talked to (None when MCP was not a capability)."""
     ids_used: list[str] | None = None

@@ -73,9 +73,9 @@ def action_mappings(
         if runs is None:
             return "no agent_runs document for this cell"
         document = map_actions(runs, registry, classifier=classifier)
-        calls = sum(len(m.calls) for m in document.mappings)
+        calls = sum(len(result.mapping.calls) for result in document.results)
         return document, {
-            "traces": len(document.mappings),
+            "traces": len(document.results),
             "calls": calls,
             "unmapped_calls": document.unmapped_calls,
             "classified_calls": document.classified_calls or 0,

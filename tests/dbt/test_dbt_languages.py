@@ -13,10 +13,8 @@ from datagouv_eval_pipeline.pipeline.warehouse.error_bars import compute_statist
 from tests.dbt.dbt_helpers import rows, run_dbt, warehouse_env
 from tests.warehouse.warehouse_factories import (
     HAND,
-    hand_judgement,
     hand_record,
-    hand_score,
-    hand_trace,
+    hand_run,
 )
 
 # Tasks 1-4 are French, 5-8 English. One criterion per task: accuracy 1, 0 or unscored (None).
@@ -52,13 +50,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     tmp = tmp_path_factory.mktemp("dbt_languages")
     path = tmp / "warehouse.duckdb"
     tasks = list(ACCURACY)
-    cell = CellLoad(
-        hand_record(HAND),
-        [hand_trace(task) for task in tasks],
-        None,
-        [hand_score(task, 1.0, 1) for task in tasks],
-        [hand_judgement(task, [ACCURACY[task]]) for task in tasks],
-    )
+    cell = CellLoad(hand_record(HAND), [hand_run(task, [ACCURACY[task]]) for task in tasks])
     load_experiment(path, [cell], tasks=[_task(task) for task in tasks])
     conn = connect(path)
     try:

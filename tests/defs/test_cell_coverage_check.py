@@ -7,7 +7,7 @@ import dagster as dg
 from datagouv_eval_pipeline.defs.checks import cell_coverage
 from datagouv_eval_pipeline.defs.partitions import ACTIVE_CELLS
 from datagouv_eval_pipeline.defs.resources import WarehouseResource
-from datagouv_eval_pipeline.pipeline.warehouse import connect, load_cell
+from datagouv_eval_pipeline.pipeline.warehouse import CellLoad, connect, load_cell
 
 
 def test_the_check_lists_the_active_cells_the_warehouse_lacks(tmp_path: Path) -> None:
@@ -15,7 +15,7 @@ def test_the_check_lists_the_active_cells_the_warehouse_lacks(tmp_path: Path) ->
     loaded, *lacking = ACTIVE_CELLS
     db = tmp_path / "w.duckdb"
     with connect(db) as conn:
-        load_cell(conn, loaded.to_record(), [], [], [], [])
+        load_cell(conn, CellLoad(loaded.to_record(), []))
     result = cell_coverage(warehouse=WarehouseResource(path=str(db)))
     assert isinstance(result, dg.AssetCheckResult)
     assert not result.passed and result.severity == dg.AssetCheckSeverity.WARN

@@ -107,7 +107,8 @@ def _materialize(paths: Paths, judge: JudgeResource, stages_: list[Any]) -> None
 def _mapping(paths: Paths) -> dict[str, Any]:
     document = paths.store.read(ACTION_MAPPINGS, CELL)
     assert document is not None
-    (mapping,) = document["mappings"]
+    (result,) = document["results"]
+    mapping = result["mapping"]
     return {"document": document, "mapping": mapping}
 
 

@@ -54,7 +54,7 @@ def test_one_partition_and_its_downstream_reach_the_warehouse_once(tmp_path: Pat
     scores = paths.store.read(JUDGE_SCORES, CELL)
     assert mappings is not None and scores is not None
     runs = [[t["task_id"], t["repeat"]] for t in agent["traces"]]
-    assert mappings["runs"] == runs
+    assert [[r["task_id"], r["repeat"]] for r in mappings["results"]] == runs
     assert [[r["task_id"], r["repeat"]] for r in scores["results"]] == runs
 
     assert materialize_warehouse(paths).success
@@ -106,7 +106,7 @@ def test_a_code_cell_runs_in_the_sandbox_and_its_http_calls_map_to_actions(
     assert trace["status"] == "ok"
     assert trace["tool_calls"] and {c["name"] for c in trace["tool_calls"]} == {"execute_python"}
     # The Python code's requests to the twin's REST API are read back as semantic actions.
-    calls = mappings["mappings"][0]["calls"]
+    calls = mappings["results"][0]["mapping"]["calls"]
     assert {c["category"] for c in calls} == {"datagouv_api_http"}
     actions = [i["action"] for c in calls for i in c["instances"]]
     assert actions and actions[0] == "search.datasets"

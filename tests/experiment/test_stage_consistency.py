@@ -19,6 +19,7 @@ from datagouv_eval_pipeline.core.judges.deterministic import DeterministicJudge
 from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, TaskSpec, load_task_specs
 from datagouv_eval_pipeline.core.traces import load_trace
 from datagouv_eval_pipeline.pipeline.experiment.documents import (
+    ActionMappingsDocument,
     AgentRunsDocument,
     DocumentError,
     JudgeScoresDocument,
@@ -87,7 +88,9 @@ def test_the_digest_is_the_same_for_the_document_read_back(
 def test_all_three_current_load_together(old: dict[str, Any]) -> None:
     documents = cell_documents(old[AGENT_RUNS], old[ACTION_MAPPINGS], old[JUDGE_SCORES])
     assert documents.stale == {}
-    assert documents.load.scores == old[JUDGE_SCORES].scores
+    assert [run.score for run in documents.load.runs] == [
+        result.score for result in old[JUDGE_SCORES].results
+    ]
 
 
 def test_crash_after_new_agent_runs_loads_the_new_answer_without_old_scores(
@@ -95,12 +98,9 @@ def test_crash_after_new_agent_runs_loads_the_new_answer_without_old_scores(
 ) -> None:
     new_agent = _document(cell, answer="Je ne sais pas")
     documents = cell_documents(new_agent, old[ACTION_MAPPINGS], old[JUDGE_SCORES])
-    assert documents.load.traces[0].answer == "Je ne sais pas"  # type: ignore[union-attr]
-    assert (documents.load.mappings, documents.load.scores, documents.load.judgements) == (
-        None,
-        None,
-        None,
-    )
+    (run,) = documents.load.runs
+    assert run.trace.answer == "Je ne sais pas"
+    assert (run.mapping, run.score, run.judgement) == (None, None, None)
     assert set(documents.stale) == {ACTION_MAPPINGS, JUDGE_SCORES}
     # And the judge stage refuses to judge the new runs with the old mapping.
     with pytest.raises(StageInputError, match="another agent_runs document"):
@@ -113,8 +113,10 @@ def test_crash_after_new_mappings_loads_them_without_old_scores(
     new_agent = _document(cell, answer="Je ne sais pas")
     new_mappings = map_actions(new_agent)
     documents = cell_documents(new_agent, new_mappings, old[JUDGE_SCORES])
-    assert documents.load.mappings == [m.trace_mapping() for m in new_mappings.mappings]
-    assert (documents.load.scores, documents.load.judgements) == (None, None)
+    (run,) = documents.load.runs
+    (result,) = new_mappings.results
+    assert run.mapping == result.mapping.trace_mapping()
+    assert (run.score, run.judgement) == (None, None)
     assert documents.stale == {JUDGE_SCORES: "computed from another agent_runs document"}
 
 
@@ -126,8 +128,10 @@ def test_after_the_judge_stage_the_new_scores_load(
     new_scores = judge_cell(new_agent, new_mappings, tasks, DeterministicJudge())
     documents = cell_documents(new_agent, new_mappings, new_scores)
     assert documents.stale == {}
-    assert documents.load.judgements == new_scores.judgements
-    assert new_scores.judgements != old[JUDGE_SCORES].judgements  # the answer changed
+    (run,) = documents.load.runs
+    (result,) = new_scores.results
+    assert run.judgement == result.judgement
+    assert result.judgement != old[JUDGE_SCORES].results[0].judgement  # the answer changed
 
 
 def test_a_trace_without_task_id_names_the_file_and_the_field(cell: Cell, tmp_path: Path) -> None:
@@ -152,7 +156,13 @@ def test_a_trace_without_task_id_names_the_file_and_the_field(cell: Cell, tmp_pa
         ),
         (ACTION_MAPPINGS, "map", "unmapped_calls", "many", "unmapped_calls: Input should be"),
         (ACTION_MAPPINGS, "map", "agent_runs_digest", None, "agent_runs_digest: Input should"),
-        (ACTION_MAPPINGS, "map", "runs", [["task_0002"]], "runs[0][1]: Field required"),
+        (
+            ACTION_MAPPINGS,
+            "map",
+            "results",
+            [{"task_id": "task_0002", "mapping": {}}],
+            "results[0].repeat: Field required",
+        ),
         (
             JUDGE_SCORES,
             "judge",
@@ -229,7 +239,7 @@ def test_a_judge_document_of_parallel_lists_reads_as_results_per_run(
     # It pairs with its agent runs as the new shape does, and is rewritten in the new shape.
     documents = cell_documents(old[AGENT_RUNS], old[ACTION_MAPPINGS], again)
     assert documents.stale == {}
-    assert documents.load.scores == current.scores
+    assert [run.score for run in documents.load.runs] == [r.score for r in current.results]
     assert again.to_json() == current.to_json()
 
 
@@ -244,4 +254,76 @@ def test_a_judge_document_of_parallel_lists_of_different_lengths_is_refused(
         store.read_document(JUDGE_SCORES, "c", JudgeScoresDocument)
     assert str(caught.value).startswith(
         f"{path}: <document>: Value error, runs, judgements and scores differ in length (1, 1, 0)"
+    )
+
+
+def _mapping_lists(document: dict[str, Any]) -> dict[str, Any]:
+    """An ``action_mappings`` document in the shape written before mappings were kept per run."""
+    results = document.pop("results")
+    at = list(document).index("unmapped_calls")
+    items = list(document.items())
+    return dict(
+        [
+            *items[:at],
+            ("runs", [[result["task_id"], result["repeat"]] for result in results]),
+            ("mappings", [result["mapping"] for result in results]),
+            *items[at:],
+        ]
+    )
+
+
+def test_a_mapping_document_of_parallel_lists_reads_as_one_mapping_per_run(
+    cell: Cell, tasks: dict[str, TaskSpec], tmp_path: Path
+) -> None:
+    trace = load_trace(FIXTURES / "task_0002_mcp.json")
+    agent = AgentRunsDocument.of(
+        cell.to_record(), [trace, trace.model_copy(update={"repeat": 1, "answer": "Non"})]
+    )
+    current = map_actions(agent)
+    store = RunStore(tmp_path)
+    stored = _mapping_lists(current.to_json())
+    assert list(stored) == [
+        "cell",
+        "agent_runs_digest",
+        "runs",
+        "mappings",
+        "unmapped_calls",
+        "classifier",
+    ]
+    store.write(ACTION_MAPPINGS, "c", stored)
+    again = store.read_document(ACTION_MAPPINGS, "c", ActionMappingsDocument)
+    assert again == current
+    assert again is not None and again.runs() == [("task_0002", 0), ("task_0002", 1)]
+    assert [r.mapping for r in again.results] == [r.mapping for r in current.results]
+    # The judge stage and the warehouse pair it with its agent runs as the new shape.
+    judged = judge_cell(agent, again, tasks, DeterministicJudge())
+    documents = cell_documents(agent, again, judged)
+    assert documents.stale == {}
+    assert again.to_json() == current.to_json()
+
+
+def test_a_mapping_document_round_trips_in_its_per_run_shape(
+    old: dict[str, Any], tmp_path: Path
+) -> None:
+    current = old[ACTION_MAPPINGS]
+    stored = current.to_json()
+    assert list(stored["results"][0]) == ["task_id", "repeat", "mapping"]
+    assert "runs" not in stored and "mappings" not in stored
+    store = RunStore(tmp_path)
+    store.write(ACTION_MAPPINGS, "c", stored)
+    assert store.read_document(ACTION_MAPPINGS, "c", ActionMappingsDocument) == current
+    assert store.read(ACTION_MAPPINGS, "c") == stored
+
+
+def test_a_mapping_document_of_parallel_lists_of_different_lengths_is_refused(
+    old: dict[str, Any], tmp_path: Path
+) -> None:
+    store = RunStore(tmp_path)
+    stored = _mapping_lists(old[ACTION_MAPPINGS].to_json())
+    stored["runs"].append(["task_0002", 1])
+    path = store.write(ACTION_MAPPINGS, "c", stored)
+    with pytest.raises(RunStoreError) as caught:
+        store.read_document(ACTION_MAPPINGS, "c", ActionMappingsDocument)
+    assert str(caught.value).startswith(
+        f"{path}: <document>: Value error, runs and mappings differ in length (2, 1)"
     )

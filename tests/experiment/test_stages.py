@@ -23,6 +23,7 @@ from datagouv_eval_pipeline.pipeline.experiment.stages import (
     judge_cell,
     map_actions,
 )
+from datagouv_eval_pipeline.pipeline.warehouse import RunLoad
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
 
@@ -62,10 +63,10 @@ def test_a_stored_mapping_round_trips_a_real_mapping(name: str) -> None:
 def test_map_actions_keeps_trace_order_and_counts_unmapped(cell: Cell) -> None:
     traces = [_trace("task_0002_mcp.json", 0), _trace("task_0002_code.json", 1)]
     document = map_actions(_agent_document(cell, traces))
-    assert document.runs == [("task_0002", 0), ("task_0002", 1)]
-    assert len(document.mappings) == 2
-    assert [len(m.calls) for m in document.mappings] == [4, 3]
-    unmapped = sum(1 for m in document.mappings for c in m.calls if c.status == "unmapped")
+    assert document.runs() == [("task_0002", 0), ("task_0002", 1)]
+    mappings = [result.mapping for result in document.results]
+    assert [len(m.calls) for m in mappings] == [4, 3]
+    unmapped = sum(1 for m in mappings for c in m.calls if c.status == "unmapped")
     assert document.unmapped_calls == unmapped
 
 
@@ -78,14 +79,18 @@ def test_a_cell_goes_through_mapping_judging_and_loading(
     judged = judge_cell(agent, mappings, tasks, DeterministicJudge())
     assert judged.runs() == [("task_0002", 0), ("task_0003", 0)]
     # Only ok runs are judged and scored; the error keeps NULLs, never zeros.
-    assert judged.judgements[0] is not None and judged.scores[0] is not None
-    assert judged.judgements[1] is None and judged.scores[1] is None
+    ok, error = judged.results
+    assert ok.judgement is not None and ok.score is not None
+    assert error.judgement is None and error.score is None
 
     load = cell_load(agent, mappings, judged)
-    assert load.cell_record == cell.to_record()
-    assert load.mappings == [m.trace_mapping() for m in mappings.mappings]
-    assert load.scores == judged.scores
-    assert load.judgements == judged.judgements
+    assert load.cell == cell.to_record()
+    assert load.runs == [
+        RunLoad(trace, mapped.mapping.trace_mapping(), result.score, result.judgement)
+        for trace, mapped, result in zip(
+            agent.traces, mappings.results, judged.results, strict=True
+        )
+    ]
 
 
 def test_judging_refuses_mappings_of_other_runs(cell: Cell, tasks: dict[str, TaskSpec]) -> None:
@@ -110,28 +115,28 @@ def test_a_stale_later_stage_loads_as_nulls(cell: Cell, tasks: dict[str, TaskSpe
         cell, [_trace("task_0002_mcp.json", 0), _trace("task_0002_mcp.json", 1)]
     )
     load = cell_load(new_agent, old_mappings, old_scores)
-    assert len(load.traces) == 2
-    assert (load.mappings, load.scores, load.judgements) == (None, None, None)
+    assert load.runs == [RunLoad(trace) for trace in new_agent.traces]
 
     # Mappings caught up, scores did not: only the scores load as NULL.
     new_mappings = map_actions(new_agent)
     load = cell_load(new_agent, new_mappings, old_scores)
-    assert load.mappings == [m.trace_mapping() for m in new_mappings.mappings]
-    assert (load.scores, load.judgements) == (None, None)
+    assert load.runs == [
+        RunLoad(trace, result.mapping.trace_mapping())
+        for trace, result in zip(new_agent.traces, new_mappings.results, strict=True)
+    ]
 
 
 def test_missing_later_stages_load_as_nulls(cell: Cell) -> None:
     agent = _agent_document(cell, [_trace("task_0002_mcp.json")])
     load = cell_load(agent, None, None)
-    assert len(load.traces) == 1
-    assert (load.mappings, load.scores, load.judgements) == (None, None, None)
+    assert load.runs == [RunLoad(trace) for trace in agent.traces]
 
 
 def test_a_later_stage_with_the_wrong_length_loads_as_nulls(cell: Cell) -> None:
     agent = _agent_document(cell, [_trace("task_0002_mcp.json")])
     mappings = map_actions(agent)
-    truncated = mappings.model_copy(update={"mappings": []})
-    assert cell_load(agent, truncated, None).mappings is None
+    truncated = mappings.model_copy(update={"results": []})
+    assert cell_load(agent, truncated, None).runs == [RunLoad(trace) for trace in agent.traces]
 
 
 def test_judging_follows_the_changed_count_and_resolves_slugs(

@@ -140,7 +140,7 @@ def test_its_calls_map_to_actions_at_its_version(
     mappings = stages.map_actions(build_run.document)
     assert mappings.unmapped_calls == 0
     stored = mappings.to_json()
-    by_task = dict(zip([t for t, _ in stored["runs"]], stored["mappings"], strict=True))
+    by_task = {result["task_id"]: result["mapping"] for result in stored["results"]}
     for mapping in by_task.values():
         assert mapping["mcp_version"] == "0.2.14"
     actions = [[i["action"] for i in c["instances"]] for c in by_task["task_0003"]["calls"]]
@@ -151,7 +151,7 @@ def test_its_calls_map_to_actions_at_its_version(
     assert actions[searches : searches + 2] == [["get.dataset.info"], ["get.dataset.resources"]]
     assert actions[searches + 2 :] in ([], [["get.resource.info"]])
     judged = stages.judge_cell(build_run.document, mappings, world.specs, DeterministicJudge())
-    assert all(score is not None for score in judged.scores)
+    assert all(result.score is not None for result in judged.results)
 
 
 def test_a_second_run_is_served_from_the_cache_keyed_by_the_build(

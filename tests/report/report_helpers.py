@@ -23,7 +23,7 @@ from typing import Any
 import duckdb
 import websockets
 
-from datagouv_eval_pipeline.core.traces import ModelTurn, RequestUsage, Trace
+from datagouv_eval_pipeline.core.traces import ModelTurn, RequestUsage
 from datagouv_eval_pipeline.pipeline.experiment.documents import AgentRunsDocument
 from datagouv_eval_pipeline.pipeline.experiment.quarantine import DOCUMENT_KEY
 from datagouv_eval_pipeline.pipeline.experiment.quarantine import STAGE as VALIDATION_STAGE
@@ -96,8 +96,7 @@ def fixture_loads() -> list[CellLoad]:
 def _write_run_store(root: Path, loads: list[CellLoad]) -> None:
     store = RunStore(root)
     for load in loads:
-        traces = [t if isinstance(t, Trace) else Trace.model_validate(t) for t in load.traces]
-        document = AgentRunsDocument.of(load.cell_record, traces)
+        document = AgentRunsDocument.of(load.cell, [run.trace for run in load.runs])
         store.write(AGENT_RUNS, document.cell.key, document)
     cell_key, stage, reason = FAILED_STAGE
     store.record_failure(stage, cell_key, reason)

@@ -14,7 +14,6 @@ from typing import Any
 
 import duckdb
 
-from datagouv_eval_pipeline.core.traces import Trace
 from datagouv_eval_pipeline.pipeline.report.changes import history_view
 from datagouv_eval_pipeline.pipeline.report.data import ReportData
 from datagouv_eval_pipeline.pipeline.warehouse import CellLoad, connect, load_experiment
@@ -48,18 +47,17 @@ def world_cell(
 ) -> CellLoad:
     """A graded cell whose runs met ``snapshot`` and twin/toolset code ``toolsets``."""
     load = graded_cell(model, accuracy)
-    traces = [
-        trace.model_copy(
-            update={
-                "provenance": trace.provenance.model_copy(
-                    update={"snapshot_id": snapshot, "toolset_version": toolsets}
-                )
-            }
+    world = {"snapshot_id": snapshot, "toolset_version": toolsets}
+    runs = [
+        dataclasses.replace(
+            run,
+            trace=run.trace.model_copy(
+                update={"provenance": run.trace.provenance.model_copy(update=world)}
+            ),
         )
-        for trace in load.traces
-        if isinstance(trace, Trace)
+        for run in load.runs
     ]
-    return dataclasses.replace(load, traces=traces)
+    return dataclasses.replace(load, runs=runs)
 
 
 def _runs(

@@ -8,15 +8,17 @@ its name and document a mart column named after it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
 
-from datagouv_eval_pipeline.core.judges.judgement_record import JudgementRecord, TierJudgementRecord
+from datagouv_eval_pipeline.core.judges.judgement_record import TierJudgementRecord
 from datagouv_eval_pipeline.core.metrics import registry
 from datagouv_eval_pipeline.core.metrics.score_record import ScoreRecord
 from datagouv_eval_pipeline.core.metrics.values import MetricValue
+from datagouv_eval_pipeline.core.tasks.spec import TIERS, Tier
 from datagouv_eval_pipeline.pipeline.warehouse import connect, load_experiment
 from datagouv_eval_pipeline.pipeline.warehouse.dbt_docs import column_doc, docs_files
 from datagouv_eval_pipeline.pipeline.warehouse.metric_docs import (
@@ -41,7 +43,7 @@ DBT_PROJECT = ROOT / "dbt_metrics"
 SOURCES = DBT_PROJECT / "models" / "sources.yml"
 
 
-def _value_check(score: ScoreRecord, _tier: str) -> registry.Reading:
+def _value_check(score: ScoreRecord) -> registry.Reading:
     """1 when the answer's value check passed, 0 when it failed; None when it did not apply."""
     check = score.checks.get("value")
     if check is None or check.passed is None:
@@ -153,11 +155,27 @@ def test_every_number_of_the_judged_tier_block_is_a_registered_metric() -> None:
 
 def test_each_metric_reads_the_document_of_its_source() -> None:
     # A judge metric reading the score (or the reverse) would get the wrong NULL reason.
-    score = ScoreRecord.model_validate(hand_score("task_0001", 1.0, 3))
-    judged = JudgementRecord.model_validate(hand_judgement("task_0001", [True, None])).tiers
+    score = hand_score("task_0001", 1.0, 3)
+    judged = hand_judgement("task_0001", [True, None]).tiers
     only_score, only_judged = registry.ScoredRun(score, None), registry.ScoredRun(None, judged)
     for entry in registry.METRICS:
-        for tier in entry.tiers:
+        for tier in TIERS if entry.tiered else (None,):
             has, lacks = (only_score, only_judged)[:: 1 if entry.source == "scorer" else -1]
             assert entry.read(has, tier) is not None, (entry.name, tier)
             assert entry.read(lacks, tier) is None, (entry.name, tier)
+
+
+def test_a_per_tier_efficiency_is_read_by_its_tier() -> None:
+    # Worked by hand: the optimal tier's token efficiency is 0.25, the minimal one's 0.5; a
+    # stored score whose mapping lacks the tier reads as missing.
+    score = hand_score("task_0001", 1.0, 3)
+    per_tier: dict[Tier, MetricValue] = {"minimal": MetricValue(0.5), "optimal": MetricValue(0.25)}
+    efficiency = replace(score.efficiency, token_efficiency=per_tier)
+    run = registry.ScoredRun(score.model_copy(update={"efficiency": efficiency}))
+    entry = registry.metric("token_efficiency")
+    assert [entry.read(run, tier) for tier in TIERS] == [(0.5, None), (0.25, None)]
+    partial = replace(efficiency, token_efficiency={"minimal": MetricValue(0.5)})
+    run = registry.ScoredRun(score.model_copy(update={"efficiency": partial}))
+    assert entry.read(run, "optimal") == (None, "missing")
+    with pytest.raises(ValueError, match="a tiered metric is read in a tier"):
+        entry.read(run, None)

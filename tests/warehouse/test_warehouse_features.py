@@ -25,10 +25,8 @@ from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
 from datagouv_eval_pipeline.pipeline.warehouse import CellLoad, connect, load_experiment, load_tasks
 from datagouv_eval_pipeline.pipeline.warehouse.error_bars import compute_statistics
 from tests.warehouse.warehouse_factories import (
-    hand_judgement,
     hand_record,
-    hand_score,
-    hand_trace,
+    hand_run,
     specs,
 )
 
@@ -59,14 +57,10 @@ def feature_specs() -> list[TaskSpec]:
 
 def version_cell(key: str) -> CellLoad:
     version = key.split("@")[1].split("__")[0]
-    record = hand_record(key) | {"capabilities": ["mcp"], "mcp_version": version}
+    record = hand_record(key, capabilities=["mcp"], mcp_version=version)
     tasks = list(EXERCISES)
     return CellLoad(
-        record,
-        [hand_trace(task) for task in tasks],
-        None,
-        [hand_score(task, 1.0, 1) for task in tasks],
-        [hand_judgement(t, [a == 1]) for t, a in zip(tasks, ACCURACY[key], strict=True)],
+        record, [hand_run(t, [a == 1]) for t, a in zip(tasks, ACCURACY[key], strict=True)]
     )
 
 
@@ -176,12 +170,8 @@ def test_feature_comparisons_compare_toolset_changes_only(tmp_path: Path) -> Non
     accuracy_b = [1, 0, 1, 0, 1, 0]
     tasks = list(EXERCISES)
     cell = CellLoad(
-        hand_record(other_model, model="model-b")
-        | {"capabilities": ["mcp"], "mcp_version": "0.2.19"},
-        [hand_trace(task) for task in tasks],
-        None,
-        [hand_score(task, 1.0, 1) for task in tasks],
-        [hand_judgement(t, [a == 1]) for t, a in zip(tasks, accuracy_b, strict=True)],
+        hand_record(other_model, model="model-b", capabilities=["mcp"], mcp_version="0.2.19"),
+        [hand_run(t, [a == 1]) for t, a in zip(tasks, accuracy_b, strict=True)],
     )
     conn = connect(tmp_path / "w.duckdb")
     load_experiment(conn, [version_cell(OLD), version_cell(NEW), cell], tasks=feature_specs())

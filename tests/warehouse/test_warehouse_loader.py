@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import duckdb
@@ -11,6 +12,7 @@ from datagouv_eval_pipeline.pipeline.warehouse import (
     ALL_TABLES,
     DDL,
     CellLoad,
+    RunLoad,
     SchemaVersionError,
     WarehouseInputError,
     connect,
@@ -33,14 +35,11 @@ from tests.warehouse.warehouse_factories import (
     MCP_26,
     hand_cell,
     hand_cell_b,
+    hand_record,
     hand_score,
     hand_trace,
     realistic_experiment,
 )
-
-
-def _load(conn: duckdb.DuckDBPyConnection, item: CellLoad) -> None:
-    load_cell(conn, item.cell_record, item.traces, item.mappings, item.scores, item.judgements)
 
 
 def _metric(
@@ -92,10 +91,10 @@ def test_reloading_a_cell_is_idempotent(tmp_path: Path) -> None:
     conn = connect(tmp_path / "w.duckdb")
     loads = realistic_experiment()
     for item in loads:
-        _load(conn, item)
+        load_cell(conn, item)
     first = row_counts(conn)
     for item in loads:
-        _load(conn, item)
+        load_cell(conn, item)
     assert row_counts(conn) == first
     assert duplicate_runs(conn) == []
     assert first["runs"] == 8 and first["cells"] == 3
@@ -104,9 +103,9 @@ def test_reloading_a_cell_is_idempotent(tmp_path: Path) -> None:
 
 def test_changed_scores_replace_the_old_rows(tmp_path: Path) -> None:
     conn = connect(tmp_path / "w.duckdb")
-    _load(conn, hand_cell(recall_b=0.5))
+    load_cell(conn, hand_cell(recall_b=0.5))
     assert _metric(conn, HAND, "minimal", "action_recall")["mean"] == pytest.approx(0.75)
-    _load(conn, hand_cell(recall_b=0.0))
+    load_cell(conn, hand_cell(recall_b=0.0))
     # (1.0 + 0.0) / 2 scored runs
     assert _metric(conn, HAND, "minimal", "action_recall")["mean"] == pytest.approx(0.5)
     assert row_counts(conn)["runs"] == 4
@@ -114,24 +113,23 @@ def test_changed_scores_replace_the_old_rows(tmp_path: Path) -> None:
 
 def test_a_failing_load_leaves_the_previous_rows_intact(tmp_path: Path) -> None:
     conn = connect(tmp_path / "w.duckdb")
-    _load(conn, hand_cell())
+    load_cell(conn, hand_cell())
     before = row_counts(conn)
-    bad = hand_cell()
+    good = hand_cell()
     # A bounded metric out of range is refused before anything is written.
-    bad_scores = list(bad.scores or [])
-    bad_scores[0] = hand_score("task_0001", 1.5, 3)
+    first = replace(good.runs[0], score=hand_score("task_0001", 1.5, 3))
     with pytest.raises(WarehouseInputError, match=r"action_recall: 1.5 is outside \[0, 1\]"):
-        load_cell(conn, bad.cell_record, bad.traces, None, bad_scores, bad.judgements)
+        load_cell(conn, replace(good, runs=[first, *good.runs[1:]]))
     # Two runs with the same (task, repeat): refused too.
     with pytest.raises(WarehouseInputError, match="duplicate"):
-        load_cell(conn, bad.cell_record, [hand_trace("task_0001")] * 2)
+        load_cell(conn, CellLoad(good.cell, [RunLoad(hand_trace("task_0001"))] * 2))
     assert row_counts(conn) == before
     assert _metric(conn, HAND, "minimal", "action_recall")["mean"] == pytest.approx(0.75)
 
 
 def test_a_database_error_mid_transaction_rolls_back(tmp_path: Path) -> None:
     conn = connect(tmp_path / "w.duckdb")
-    _load(conn, hand_cell())
+    load_cell(conn, hand_cell())
     before = row_counts(conn)
     # A row of another cell with a colliding key makes the insert fail after the delete ran.
     conn.execute(
@@ -143,14 +141,14 @@ def test_a_database_error_mid_transaction_rolls_back(tmp_path: Path) -> None:
     conn.execute("ALTER TABLE eval.metrics ADD COLUMN extra INTEGER NOT NULL DEFAULT 0")
     conn.execute("ALTER TABLE eval.metrics ALTER COLUMN extra DROP DEFAULT")
     with pytest.raises(duckdb.Error):
-        _load(conn, hand_cell(recall_b=0.0))
+        load_cell(conn, hand_cell(recall_b=0.0))
     assert row_counts(conn) == before
     assert _metric(conn, HAND, "minimal", "action_recall")["mean"] == pytest.approx(0.75)
 
 
 def test_failed_runs_have_null_scores_and_no_verdicts(tmp_path: Path) -> None:
     conn = connect(tmp_path / "w.duckdb")
-    _load(conn, hand_cell())
+    load_cell(conn, hand_cell())
     status, scored, reason = conn.execute(
         "SELECT status, scored, status_reason FROM eval.runs WHERE task_id = 'task_0004'"
     ).fetchone() or (None, None, None)
@@ -168,7 +166,7 @@ def test_failed_runs_have_null_scores_and_no_verdicts(tmp_path: Path) -> None:
 def test_realistic_failed_run_and_provenance(tmp_path: Path) -> None:
     conn = connect(tmp_path / "w.duckdb")
     for item in realistic_experiment():
-        _load(conn, item)
+        load_cell(conn, item)
     row = conn.execute(
         "SELECT status, scored, effective_latency_ms FROM eval.runs "
         "WHERE cell_key = ? AND task_id = 'task_0003'",
@@ -196,7 +194,7 @@ def test_unscored_items_are_excluded_from_averages_and_counted_in_coverage(
     tmp_path: Path,
 ) -> None:
     conn = connect(tmp_path / "w.duckdb")
-    _load(conn, hand_cell())
+    load_cell(conn, hand_cell())
     recall = _metric(conn, HAND, "minimal", "action_recall")
     # values 1.0, 0.5, undefined, failed run -> mean of the two defined, coverage 2/4
     assert recall["mean"] == pytest.approx(0.75)
@@ -226,7 +224,8 @@ def test_unscored_items_are_excluded_from_averages_and_counted_in_coverage(
 
 def test_load_experiment_reports_coverage_and_tolerates_a_bad_cell(tmp_path: Path) -> None:
     db = tmp_path / "w.duckdb"
-    broken = CellLoad({"key": "broken"}, [])
+    twice = RunLoad(hand_trace("task_0001"))
+    broken = CellLoad(hand_record("broken"), [twice, twice])
     results, coverage = load_experiment(
         db, [hand_cell(), broken], expected=[HAND, HAND_B, "broken"]
     )
@@ -234,7 +233,9 @@ def test_load_experiment_reports_coverage_and_tolerates_a_bad_cell(tmp_path: Pat
     assert coverage.present == (HAND,)
     assert coverage.missing == (HAND_B, "broken")
     assert coverage.ratio == pytest.approx(1 / 3)
-    assert "cell_record.evaluation_types" in next(iter(coverage.failed_loads.values()))
+    assert coverage.failed_loads == {
+        "broken": "cell broken, run #1 (task_0001 repeat 0): duplicate (task, repeat) in one cell"
+    }
     _, coverage = load_experiment(db, [hand_cell_b()], expected=[HAND, HAND_B])
     assert coverage.ratio == 1.0 and coverage.failed_loads == {}
     conn = duckdb.connect(str(db))
@@ -245,17 +246,15 @@ def test_load_experiment_reports_coverage_and_tolerates_a_bad_cell(tmp_path: Pat
 def test_inconsistent_inputs_name_the_problem() -> None:
     conn = duckdb.connect(":memory:")
     item = hand_cell()
-    with pytest.raises(WarehouseInputError, match="parallel lists"):
-        load_cell(conn, item.cell_record, item.traces, None, (item.scores or [])[:2])
-    scores = list(item.scores or [])
-    scores[0], scores[1] = scores[1], scores[0]
+    first, second, *rest = item.runs
+    swapped = [replace(first, score=second.score), replace(second, score=first.score), *rest]
     with pytest.raises(WarehouseInputError, match="the score is for task 'task_0002'"):
-        load_cell(conn, item.cell_record, item.traces, None, scores)
+        load_cell(conn, replace(item, runs=swapped))
     other = hand_trace("task_0001").model_copy(
         update={"provenance": Provenance(cell_key="elsewhere")}
     )
     with pytest.raises(WarehouseInputError, match=r"provenance\.cell_key"):
-        load_cell(conn, item.cell_record, [other])
+        load_cell(conn, CellLoad(item.cell, [RunLoad(other)]))
 
 
 def test_a_batch_that_fails_in_the_database_is_retried_cell_by_cell(tmp_path: Path) -> None:
@@ -274,7 +273,7 @@ def test_a_batch_that_fails_in_the_database_is_retried_cell_by_cell(tmp_path: Pa
 def test_cell_coverage_reads_a_read_only_warehouse(tmp_path: Path) -> None:
     db = tmp_path / "w.duckdb"
     with connect(db) as conn:
-        _load(conn, hand_cell())
+        load_cell(conn, hand_cell())
     with connect(db, read_only=True) as conn:
         coverage = cell_coverage(conn, ["absent", HAND])
     assert (coverage.present, coverage.missing, coverage.ratio) == ((HAND,), ("absent",), 0.5)

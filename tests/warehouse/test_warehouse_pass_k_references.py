@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.pipeline.warehouse import CellLoad, connect, load_cell
+from datagouv_eval_pipeline.core.metrics.score_record import ScoreRecord
+from datagouv_eval_pipeline.pipeline.warehouse import CellLoad, RunLoad, connect, load_cell
 from tests.warehouse.warehouse_factories import hand_judgement, hand_record, hand_score, hand_trace
 
 
@@ -20,11 +21,12 @@ def test_pass_k_per_task_from_the_repeats(tmp_path: Path) -> None:
     criteria: list[list[bool | None]] = [[True, True], [True, False], [True, None], [None, None]]
     criteria.append([True])
     traces = [hand_trace("task_0001", repeat=r) for r in range(4)] + [hand_trace("task_0002")]
-    scores = [hand_score(t.task_id, 1.0, 1) for t in traces]
-    judgements = [hand_judgement(t.task_id, c) for t, c in zip(traces, criteria, strict=True)]
+    runs = [
+        RunLoad(t, score=hand_score(t.task_id, 1.0, 1), judgement=hand_judgement(t.task_id, c))
+        for t, c in zip(traces, criteria, strict=True)
+    ]
     conn = connect(tmp_path / "w.duckdb")
-    item = CellLoad(hand_record(), traces, None, scores, judgements)
-    load_cell(conn, item.cell_record, item.traces, item.mappings, item.scores, item.judgements)
+    load_cell(conn, CellLoad(hand_record(), runs))
     rows = conn.execute(
         "SELECT task_id, k, runs, n, c, pass_at_k, pass_hat_k, reason FROM eval.pass_k "
         "WHERE tier = 'minimal' ORDER BY task_id, k"
@@ -37,7 +39,7 @@ def test_pass_k_per_task_from_the_repeats(tmp_path: Path) -> None:
 
 
 def test_references_rows_say_which_number_was_compared(tmp_path: Path) -> None:
-    score = hand_score("task_0001", 1.0, 1)
+    score = hand_score("task_0001", 1.0, 1).model_dump(mode="json")
     score["checks"]["value"]["details"] = {
         "expected": {
             "gers": {
@@ -52,7 +54,8 @@ def test_references_rows_say_which_number_was_compared(tmp_path: Path) -> None:
         "found": {"gers": "1 031", "autre": None},
     }
     conn = connect(tmp_path / "w.duckdb")
-    load_cell(conn, hand_record(), [hand_trace("task_0001")], None, [score], None)
+    run = RunLoad(hand_trace("task_0001"), score=ScoreRecord.model_validate(score))
+    load_cell(conn, CellLoad(hand_record(), [run]))
     rows = conn.execute(
         "SELECT name, value, spec_value, recomputed, changed, found, source "
         "FROM eval.references ORDER BY name"

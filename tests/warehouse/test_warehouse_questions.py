@@ -23,10 +23,8 @@ from tests.warehouse.warehouse_factories import (
     CODE,
     MCP_19,
     MCP_26,
-    hand_judgement,
     hand_record,
-    hand_score,
-    hand_trace,
+    hand_run,
     realistic_experiment,
 )
 
@@ -227,19 +225,17 @@ def graded(
     skills: str | None = None,
     types: Sequence[str] = ("caps",),
 ) -> CellLoad:
-    record: dict[str, Any] = hand_record(key, "m") | {
-        "capabilities": capabilities,
-        "mcp_version": mcp,
-        "skills_version": skills,
-        "evaluation_types": list(types),
-    }
+    record = hand_record(
+        key,
+        "m",
+        capabilities=capabilities,
+        mcp_version=mcp,
+        skills_version=skills,
+        evaluation_types=list(types),
+    )
     tasks = [f"task_{i + 1:04d}" for i in range(len(accuracy))]
     return CellLoad(
-        record,
-        [hand_trace(task) for task in tasks],
-        None,
-        [hand_score(task, 1.0, 1) for task in tasks],
-        [hand_judgement(task, [a == 1]) for task, a in zip(tasks, accuracy, strict=True)],
+        record, [hand_run(task, [a == 1]) for task, a in zip(tasks, accuracy, strict=True)]
     )
 
 

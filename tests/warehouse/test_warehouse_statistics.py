@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import duckdb
 import pytest
 from scipy import stats as scipy_stats  # type: ignore[import-untyped]
 
+from datagouv_eval_pipeline.core.judges.judgement_record import JudgementRecord
 from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
 from datagouv_eval_pipeline.pipeline.warehouse import CellLoad, connect, load_experiment
 from datagouv_eval_pipeline.pipeline.warehouse.error_bars import compute_statistics
@@ -30,12 +32,7 @@ from datagouv_eval_pipeline.pipeline.warehouse.history import (
     config_hash,
     previous_runs_of_cells,
 )
-from tests.warehouse.warehouse_factories import (
-    hand_judgement,
-    hand_record,
-    hand_score,
-    hand_trace,
-)
+from tests.warehouse.warehouse_factories import hand_record, hand_run, hand_trace
 
 T0 = datetime(2026, 11, 30, 10, tzinfo=UTC)
 
@@ -49,12 +46,9 @@ def graded_cell(
     recalls = recall if recall is not None else [1.0] * len(tasks)
     return CellLoad(
         hand_record(key, model),
-        [hand_trace(task) for task in tasks],
-        None,
-        [hand_score(task, r, 1) for task, r in zip(tasks, recalls, strict=True)],
         [
-            hand_judgement(task, [None if a is None else a == 1.0])
-            for task, a in zip(tasks, accuracy, strict=True)
+            hand_run(task, [None if a is None else a == 1.0], recall=r)
+            for task, a, r in zip(tasks, accuracy, recalls, strict=True)
         ],
     )
 
@@ -166,10 +160,7 @@ def criteria_cell(model: str, criteria: Sequence[Sequence[bool | None]]) -> Cell
     tasks = [f"task_{i + 1:04d}" for i in range(len(criteria))]
     return CellLoad(
         hand_record(key, model),
-        [hand_trace(task) for task in tasks],
-        None,
-        [hand_score(task, 1.0, 1) for task in tasks],
-        [hand_judgement(task, list(c)) for task, c in zip(tasks, criteria, strict=True)],
+        [hand_run(task, list(c)) for task, c in zip(tasks, criteria, strict=True)],
     )
 
 
@@ -364,13 +355,8 @@ def test_one_cell_made_worse_fails_the_gate_for_that_cell_only(tmp_path: Path) -
 def test_a_cell_whose_runs_all_fail_now_fails_the_gate_on_runs_scored(tmp_path: Path) -> None:
     conn = _two_runs(tmp_path, GOOD)
     broken = graded_cell("model-a", GOOD)
-    broken = CellLoad(
-        broken.cell_record,
-        [hand_trace(f"task_{i + 1:04d}", status="error") for i in range(10)],
-        None,
-        broken.scores,
-        broken.judgements,
-    )
+    erred = [replace(run, trace=hand_trace(run.trace.task_id, "error")) for run in broken.runs]
+    broken = replace(broken, runs=erred)
     load_experiment(conn, [broken, graded_cell("model-b", GOOD)], experiment=experiment("e3", 9))
     report = evaluate_gate(conn)
     # Failed runs have NULL scores: no accuracy pair is left, but 10 of 10 runs lost their
@@ -473,10 +459,7 @@ def judged_cell(
     tasks = [f"task_{i + 1:04d}" for i in range(len(criteria))]
     return CellLoad(
         hand_record(key, model),
-        [hand_trace(task) for task in tasks],
-        None,
-        [hand_score(task, 1.0, 1) for task in tasks],
-        [hand_judgement(task, list(c), judge) for task, c in zip(tasks, criteria, strict=True)],
+        [hand_run(task, list(c), judge=judge) for task, c in zip(tasks, criteria, strict=True)],
     )
 
 
@@ -580,10 +563,14 @@ def test_a_changed_judge_prompt_is_not_comparable(tmp_path: Path) -> None:
     conn = connect(tmp_path / "w.duckdb")
     load_experiment(conn, [judged_cell("model-a", DECIDED)], experiment=experiment("e1", 0))
     edited = judged_cell("model-a", [[False, False]] * 10)
-    for judgement in edited.judgements or []:
-        assert isinstance(judgement, dict)
+    runs = []
+    for run in edited.runs:
+        assert run.judgement is not None
+        judgement = run.judgement.model_dump(mode="json")
         for criterion in judgement["criteria"]:
             criterion["verdict"]["prompt_hash"] = "ph2"
+        runs.append(replace(run, judgement=JudgementRecord.model_validate(judgement)))
+    edited = replace(edited, runs=runs)
     load_experiment(conn, [edited], experiment=experiment("e2", 5))
     report = evaluate_gate(conn)
     assert report.outcome == NOT_COMPARABLE and report.failed_cells == []

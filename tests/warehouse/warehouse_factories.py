@@ -6,15 +6,17 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from datagouv_eval_pipeline.core.benchmark.cells import Cell, expand_cells
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, CellRecord, expand_cells
 from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
 from datagouv_eval_pipeline.core.judges import DeterministicJudge, judge_trace_sync
+from datagouv_eval_pipeline.core.judges.judgement_record import JudgementRecord
 from datagouv_eval_pipeline.core.metrics import score_trace
+from datagouv_eval_pipeline.core.metrics.score_record import ScoreRecord
 from datagouv_eval_pipeline.core.semantic.mapper import map_trace
 from datagouv_eval_pipeline.core.tasks.loader import load_task_specs
 from datagouv_eval_pipeline.core.tasks.spec import TIERS, TaskSpec
 from datagouv_eval_pipeline.core.traces import Provenance, Trace, TraceStatus, load_trace
-from datagouv_eval_pipeline.pipeline.warehouse import CellLoad
+from datagouv_eval_pipeline.pipeline.warehouse import CellLoad, RunLoad
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "docs" / "examples" / "traces"
@@ -70,26 +72,21 @@ def failed_trace(cell: Cell, task_id: str = "task_0003") -> Trace:
     )
 
 
+def run_load(trace: Trace) -> RunLoad:
+    """Map, judge and score a trace like the pipeline does (a failed run is not scored)."""
+    if trace.status == "error":
+        return RunLoad(trace)
+    spec = specs()[trace.task_id]
+    mapping = map_trace(trace)
+    judgement = judge_trace_sync(DeterministicJudge(), spec, trace, mapping=mapping)
+    accuracy = {tier: judgement.accuracy(tier).mean.value for tier in TIERS}
+    score = score_trace(spec, trace, mapping=mapping, accuracy=accuracy)
+    return RunLoad(trace, mapping, score, judgement)
+
+
 def cell_load(cell: Cell, traces: list[Trace]) -> CellLoad:
-    """Map, judge and score each trace like the pipeline does (failed runs are not scored)."""
-    mappings: list[Any] = []
-    scores: list[Any] = []
-    judgements: list[Any] = []
-    for trace in traces:
-        if trace.status == "error":
-            mappings.append(None)
-            scores.append(None)
-            judgements.append(None)
-            continue
-        spec = specs()[trace.task_id]
-        mapping = map_trace(trace)
-        judgement = judge_trace_sync(DeterministicJudge(), spec, trace, mapping=mapping)
-        accuracy = {tier: judgement.accuracy(tier).mean.value for tier in TIERS}
-        score = score_trace(spec, trace, mapping=mapping, accuracy=accuracy)
-        mappings.append(mapping.to_dict())
-        scores.append(score.model_dump(mode="json"))
-        judgements.append(judgement.model_dump(mode="json"))
-    return CellLoad(cell.to_record(), traces, mappings, scores, judgements)
+    """Each trace of the cell mapped, judged and scored like the pipeline does."""
+    return CellLoad(cell.to_record(), [run_load(trace) for trace in traces])
 
 
 def realistic_experiment() -> list[CellLoad]:
@@ -119,7 +116,12 @@ HAND = "hand~model-a__none__p"
 HAND_B = "hand~model-b__none__p"
 
 
-def hand_record(key: str = HAND, model: str = "model-a") -> dict[str, Any]:
+def hand_record(key: str = HAND, model: str = "model-a", **changes: Any) -> CellRecord:
+    """A hand-made cell record (``changes`` replace its fields)."""
+    return CellRecord.model_validate(_hand_record(key, model) | changes)
+
+
+def _hand_record(key: str, model: str) -> dict[str, Any]:
     return {
         "key": key,
         "evaluation_types": ["hand"],
@@ -170,8 +172,14 @@ _TIER_COUNTS = (
 
 def hand_score(
     task_id: str, recall: float | None, required: int, checks_value: bool | None = True
-) -> dict[str, Any]:
+) -> ScoreRecord:
     """A complete score record whose only defined numbers are the recall and the count."""
+    return ScoreRecord.model_validate(_hand_score(task_id, recall, required, checks_value))
+
+
+def _hand_score(
+    task_id: str, recall: float | None, required: int, checks_value: bool | None
+) -> dict[str, Any]:
     tier: dict[str, Any] = {name: _mv(None, "hand") for name in _TIER_VALUES}
     tier.update(dict.fromkeys(_TIER_COUNTS))
     tier.update(required_action_types=0, chain_actions=0)
@@ -240,8 +248,12 @@ def _verdict(passed: bool | None, judge: str = "hand@1") -> dict[str, Any]:
 
 def hand_judgement(
     task_id: str, criteria: list[bool | None], judge: str = "hand@1"
-) -> dict[str, Any]:
+) -> JudgementRecord:
     """Criteria all in the minimal tier; accuracy = mean over the scored ones."""
+    return JudgementRecord.model_validate(_hand_judgement(task_id, criteria, judge))
+
+
+def _hand_judgement(task_id: str, criteria: list[bool | None], judge: str) -> dict[str, Any]:
     scored = [c for c in criteria if c is not None]
     mean = sum(scored) / len(scored) if scored else None
     accuracy = {
@@ -293,6 +305,23 @@ def hand_trace(task_id: str, status: TraceStatus = "ok", repeat: int = 0) -> Tra
     )
 
 
+def hand_run(
+    task_id: str,
+    criteria: list[bool | None] | None = None,
+    *,
+    recall: float | None = 1.0,
+    judge: str = "hand@1",
+    status: TraceStatus = "ok",
+    repeat: int = 0,
+) -> RunLoad:
+    """One run scored with ``recall`` (one required action) and, given ``criteria``, judged."""
+    return RunLoad(
+        hand_trace(task_id, status=status, repeat=repeat),
+        score=hand_score(task_id, recall, 1),
+        judgement=None if criteria is None else hand_judgement(task_id, criteria, judge),
+    )
+
+
 def hand_cell(recall_b: float = 0.5) -> CellLoad:
     """Four runs of one cell.
 
@@ -301,29 +330,35 @@ def hand_cell(recall_b: float = 0.5) -> CellLoad:
     C: recall undefined (None), 0 required, criteria [unscored, unscored] -> accuracy None
     D: status error (scores given but must be ignored).
     """
-    traces = [
-        hand_trace("task_0001"),
-        hand_trace("task_0002"),
-        hand_trace("task_0003"),
-        hand_trace("task_0004", status="error"),
+    runs = [
+        RunLoad(
+            hand_trace("task_0001"),
+            score=hand_score("task_0001", 1.0, 3),
+            judgement=hand_judgement("task_0001", [True, None]),
+        ),
+        RunLoad(
+            hand_trace("task_0002"),
+            score=hand_score("task_0002", recall_b, 2),
+            judgement=hand_judgement("task_0002", [False, True]),
+        ),
+        RunLoad(
+            hand_trace("task_0003"),
+            score=hand_score("task_0003", None, 0, checks_value=None),
+            judgement=hand_judgement("task_0003", [None, None]),
+        ),
+        RunLoad(
+            hand_trace("task_0004", status="error"),
+            score=hand_score("task_0004", 0.0, 7),
+            judgement=hand_judgement("task_0004", [False]),
+        ),
     ]
-    scores = [
-        hand_score("task_0001", 1.0, 3),
-        hand_score("task_0002", recall_b, 2),
-        hand_score("task_0003", None, 0, checks_value=None),
-        hand_score("task_0004", 0.0, 7),
-    ]
-    judgements = [
-        hand_judgement("task_0001", [True, None]),
-        hand_judgement("task_0002", [False, True]),
-        hand_judgement("task_0003", [None, None]),
-        hand_judgement("task_0004", [False]),
-    ]
-    return CellLoad(hand_record(), traces, None, scores, judgements)
+    return CellLoad(hand_record(), runs)
 
 
 def hand_cell_b() -> CellLoad:
     """Same setup with another model: task_0001 recall 0.0, task_0002 recall 1.0."""
-    traces = [hand_trace("task_0001"), hand_trace("task_0002")]
-    scores = [hand_score("task_0001", 0.0, 3), hand_score("task_0002", 1.0, 2)]
-    return CellLoad(hand_record(HAND_B, "model-b"), traces, None, scores, None)
+    runs = [
+        RunLoad(hand_trace("task_0001"), score=hand_score("task_0001", 0.0, 3)),
+        RunLoad(hand_trace("task_0002"), score=hand_score("task_0002", 1.0, 2)),
+    ]
+    return CellLoad(hand_record(HAND_B, "model-b"), runs)

@@ -86,8 +86,10 @@ class ScoredRun:
     judged: Mapping[str, JudgedTier] | None = None
 
 
-MetricReader = Callable[[ScoredRun, str], Reading | None]
-"""Reads a metric of a run in a tier; None when the document it comes from is absent."""
+MetricReader = Callable[[ScoredRun, Tier | None], Reading | None]
+"""Reads a metric of a run in a tier (None: a metric without tiers); None when the document it
+comes from is absent. Made by :func:`from_score`, :func:`from_score_tier` or
+:func:`from_judged_tier`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,16 +139,26 @@ def value_of(block: MetricValue | None) -> Reading:
     return block.value, block.reason
 
 
-def _in_tier(values: Mapping[Tier, MetricValue], tier: str) -> MetricValue | None:
-    """The value of ``tier`` in a per-tier mapping (None for ``all`` or a missing tier)."""
-    return next((value for key, value in values.items() if key == tier), None)
+def from_score(read: Callable[[ScoreRecord], Reading]) -> MetricReader:
+    """A reader of the score document, for a metric without tiers (None when there is none)."""
+
+    def reader(run: ScoredRun, _tier: Tier | None) -> Reading | None:
+        return None if run.score is None else read(run.score)
+
+    return reader
 
 
-def from_score(read: Callable[[ScoreRecord, str], Reading]) -> MetricReader:
-    """A reader of the score document (None when the run has no score)."""
+def _tier_of(tier: Tier | None) -> Tier:
+    if tier is None:
+        raise ValueError("a tiered metric is read in a tier")
+    return tier
 
-    def reader(run: ScoredRun, tier: str) -> Reading | None:
-        return None if run.score is None else read(run.score, tier)
+
+def from_score_tier(read: Callable[[ScoreRecord, Tier], Reading]) -> MetricReader:
+    """A reader of the score document in a tier (None when the run has no score)."""
+
+    def reader(run: ScoredRun, tier: Tier | None) -> Reading | None:
+        return None if run.score is None else read(run.score, _tier_of(tier))
 
     return reader
 
@@ -154,15 +166,15 @@ def from_score(read: Callable[[ScoreRecord, str], Reading]) -> MetricReader:
 def from_judged_tier(read: Callable[[JudgedTier], Reading]) -> MetricReader:
     """A reader of the judge's block of the tier (None when the run has no such block)."""
 
-    def reader(run: ScoredRun, tier: str) -> Reading | None:
-        block = run.judged.get(tier) if run.judged is not None else None
+    def reader(run: ScoredRun, tier: Tier | None) -> Reading | None:
+        block = run.judged.get(_tier_of(tier)) if run.judged is not None else None
         return None if block is None else read(block)
 
     return reader
 
 
 def _tier_value(name: str) -> MetricReader:
-    return from_score(lambda score, tier: value_of(score.tier(tier).metric(name)))
+    return from_score_tier(lambda score, tier: value_of(score.tier(tier).metric(name)))
 
 
 def _tier_count(name: str) -> MetricReader:
@@ -172,7 +184,7 @@ def _tier_count(name: str) -> MetricReader:
             return None, "the trace could not be mapped"
         return float(count), None
 
-    return from_score(read)
+    return from_score_tier(read)
 
 
 def _judged_value(name: str) -> MetricReader:
@@ -212,7 +224,7 @@ METRICS: tuple[Metric, ...] = (
         "avg",
         False,
         "The tier's accuracy per 1,000 agent tokens.",
-        from_score(lambda score, tier: value_of(_in_tier(score.efficiency.token_efficiency, tier))),
+        from_score_tier(lambda score, tier: value_of(score.efficiency.token_efficiency.get(tier))),
         uses_judge=True,
     ),
     Metric(
@@ -222,7 +234,7 @@ METRICS: tuple[Metric, ...] = (
         "avg",
         False,
         "The tier's accuracy per minute of latency (rate-limit waits excluded).",
-        from_score(lambda score, tier: value_of(_in_tier(score.efficiency.time_efficiency, tier))),
+        from_score_tier(lambda score, tier: value_of(score.efficiency.time_efficiency.get(tier))),
         uses_judge=True,
     ),
     _scorer_count("required_action_types", "Distinct action names the tier requires."),
@@ -307,7 +319,7 @@ METRICS: tuple[Metric, ...] = (
         "avg",
         True,
         "Share of the run's tool calls the mapper decided.",
-        from_score(lambda score, _tier: value_of(score.mapping.mapped_fraction)),
+        from_score(lambda score: value_of(score.mapping.mapped_fraction)),
     ),
     Metric(
         "latency_ms",
@@ -316,7 +328,7 @@ METRICS: tuple[Metric, ...] = (
         "avg",
         False,
         "Wall latency in milliseconds, rate-limit waits excluded.",
-        from_score(lambda score, _tier: value_of(score.efficiency.latency_ms)),
+        from_score(lambda score: value_of(score.efficiency.latency_ms)),
         label="latency",
         lower_is_better=True,
     ),

@@ -201,7 +201,7 @@ class AgentRunsDocument(_Document):
 
 
 class StoredTraceMapping(_Document):
-    """One trace's entry of the ``action_mappings`` document.
+    """The mapping of one trace, as the ``action_mappings`` document holds it (:class:`RunMapping`).
 
     ``TraceMapping.to_dict()``, plus, when the mapping stage had a classifier, the
     classifications of the calls the rules left undecided and what they cost.
@@ -240,14 +240,25 @@ class StoredTraceMapping(_Document):
         return data
 
 
+class RunMapping(_Document):
+    """What the ``action_mappings`` stage made of one run of the cell."""
+
+    task_id: str
+    repeat: int
+    mapping: StoredTraceMapping
+
+
 class ActionMappingsDocument(_Document):
-    """The ``action_mappings`` document of a cell: one mapping per trace, in trace order.
+    """The ``action_mappings`` document of a cell: the mapping of each run, in trace order.
+
+    Documents written before the mappings were kept per run hold two parallel lists (``runs``,
+    ``mappings``); they are read into :attr:`results` (lists of different lengths are an error
+    naming them).
 
     Attributes:
         cell: The cell record.
         agent_runs_digest: The digest of the ``agent_runs`` document it was computed from.
-        runs: ``[task, repeat]`` per mapping.
-        mappings: One entry per trace.
+        results: One entry per trace of the ``agent_runs`` document, in its order.
         unmapped_calls: Calls the rules left undecided.
         classifier: The judge id that classified them (None: the judge stage does).
         classified_calls: Calls the classifier decided (with a classifier only).
@@ -256,12 +267,16 @@ class ActionMappingsDocument(_Document):
 
     cell: CellRecord
     agent_runs_digest: str
-    runs: list[tuple[str, int]]
-    mappings: list[StoredTraceMapping]
+    results: list[RunMapping]
     unmapped_calls: int
     classifier: str | None
     classified_calls: int | None = None
     judge_spend: StoredJudgeSpend | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_parallel_lists(cls, data: Any) -> Any:
+        return _results_from_parallel_lists(data, {"mappings": "mapping"})
 
     @model_serializer(mode="wrap")
     def _without_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -270,6 +285,43 @@ class ActionMappingsDocument(_Document):
             data.pop("classified_calls", None)
             data.pop("judge_spend", None)
         return data
+
+    def runs(self) -> list[tuple[str, int]]:
+        """(task, repeat) of each mapping, in order."""
+        return [(result.task_id, result.repeat) for result in self.results]
+
+
+def _results_from_parallel_lists(data: Any, lists: Mapping[str, str]) -> Any:
+    """A document of an older shape (``runs`` and parallel ``lists``) as one result per run.
+
+    Args:
+        data: The decoded document (returned as it is when it is not of the older shape).
+        lists: The name of each parallel list → the field of a result it fills.
+
+    Raises:
+        ValueError: A part is not a list, or the lists differ in length (naming them).
+    """
+    if not isinstance(data, Mapping) or "results" in data or "runs" not in data:
+        return data
+    old = dict(data)
+    names = ["runs", *lists]
+    parts = [old.pop(name, None) for name in names]
+    named = f"{', '.join(names[:-1])} and {names[-1]}"
+    if not all(isinstance(part, list) for part in parts):
+        raise ValueError(f"{named} must be lists (a document of an older shape)")
+    lengths = [len(part) for part in parts]
+    if len(set(lengths)) != 1:
+        raise ValueError(
+            f"{named} differ in length ({', '.join(map(str, lengths))}): one entry per run expected"
+        )
+    runs, *values = parts
+    old["results"] = [
+        {"task_id": run[0], "repeat": run[1], **dict(zip(lists.values(), entry, strict=True))}
+        if isinstance(run, list | tuple) and len(run) == 2
+        else run  # fails validation, naming the entry
+        for run, *entry in zip(runs, *values, strict=True)
+    ]
+    return old
 
 
 # ------------------------------------------------------------------------------- judging
@@ -310,41 +362,8 @@ class JudgeScoresDocument(_Document):
     @model_validator(mode="before")
     @classmethod
     def _from_parallel_lists(cls, data: Any) -> Any:
-        if not isinstance(data, Mapping) or "results" in data or "runs" not in data:
-            return data
-        old = dict(data)
-        runs, judgements, scores = (
-            old.pop("runs"),
-            old.pop("judgements", None),
-            old.pop("scores", None),
-        )
-        if not all(isinstance(part, list) for part in (runs, judgements, scores)):
-            raise ValueError(
-                "runs, judgements and scores must be lists (a document of an older shape)"
-            )
-        if not len(runs) == len(judgements) == len(scores):
-            raise ValueError(
-                f"runs, judgements and scores differ in length ({len(runs)}, {len(judgements)}, "
-                f"{len(scores)}): one entry per run expected"
-            )
-        old["results"] = [
-            {"task_id": run[0], "repeat": run[1], "judgement": judgement, "score": score}
-            if isinstance(run, list | tuple) and len(run) == 2
-            else run  # fails validation, naming the entry
-            for run, judgement, score in zip(runs, judgements, scores, strict=True)
-        ]
-        return old
+        return _results_from_parallel_lists(data, {"judgements": "judgement", "scores": "score"})
 
     def runs(self) -> list[tuple[str, int]]:
         """(task, repeat) of each result, in order."""
         return [(result.task_id, result.repeat) for result in self.results]
-
-    @property
-    def judgements(self) -> list[JudgementRecord | None]:
-        """The judgement of each run, in order."""
-        return [result.judgement for result in self.results]
-
-    @property
-    def scores(self) -> list[ScoreRecord | None]:
-        """The scores of each run, in order."""
-        return [result.score for result in self.results]

@@ -10,6 +10,7 @@ functions, and the plain-loop benchmark calls exactly the same code.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +31,6 @@ from datagouv_eval_pipeline.core.metrics.catalog import (
     with_catalog_slugs,
 )
 from datagouv_eval_pipeline.core.metrics.references import with_references
-from datagouv_eval_pipeline.core.metrics.score_record import ScoreRecord
 from datagouv_eval_pipeline.core.semantic.mapper import MappingStatus, TraceMapping, map_trace
 from datagouv_eval_pipeline.core.semantic.registry import ActionRegistry, load_registry
 from datagouv_eval_pipeline.core.tasks.references import Reference, references_by_name
@@ -50,6 +50,7 @@ from datagouv_eval_pipeline.pipeline.experiment.documents import (
     AgentRunsDocument,
     JudgeScoresDocument,
     McpBuildRecord,
+    RunMapping,
     RunResult,
     StoredTraceMapping,
 )
@@ -58,6 +59,7 @@ from datagouv_eval_pipeline.pipeline.experiment.fingerprints import (
     toolset_version,
 )
 from datagouv_eval_pipeline.pipeline.warehouse.loader import CellLoad
+from datagouv_eval_pipeline.pipeline.warehouse.rows import RunLoad
 from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
 from datagouv_eval_pipeline.world.mcp_builds import BuildServers
 
@@ -287,34 +289,35 @@ def map_actions(
     traces = agent_document.traces
     mapped = [map_trace(trace, registry) for trace in traces]
     unmapped = sum(1 for m in mapped for call in m.calls if call.status is MappingStatus.UNMAPPED)
-    entries = [StoredTraceMapping.of(mapping) for mapping in mapped]
+    results = [
+        RunMapping(task_id=trace.task_id, repeat=trace.repeat, mapping=StoredTraceMapping.of(m))
+        for trace, m in zip(traces, mapped, strict=True)
+    ]
     common = {
         "cell": agent_document.cell,
         "agent_runs_digest": agent_document.digest(),
-        "runs": agent_document.runs(),
         "unmapped_calls": unmapped,
     }
     if classifier is None:
-        return ActionMappingsDocument(**common, mappings=entries, classifier=None)
+        return ActionMappingsDocument(**common, results=results, classifier=None)
     # Ctrl-C or SIGTERM during the run stops the questions in flight (answers are cached).
     found = asyncio.run(
         until_cancelled(_classify_all(classifier, traces, mapped, registry), current_token())
     )
     verdicts: list[Verdict] = []
-    classified_entries = []
-    for entry, classifications in zip(entries, found, strict=True):
-        classified_entries.append(
-            entry.model_copy(
-                update={
-                    "classifications": list(classifications),
-                    "judge_spend": judge_spend(c.verdict for c in classifications),
-                }
-            )
+    classified = []
+    for result, classifications in zip(results, found, strict=True):
+        mapping = result.mapping.model_copy(
+            update={
+                "classifications": list(classifications),
+                "judge_spend": judge_spend(c.verdict for c in classifications),
+            }
         )
+        classified.append(result.model_copy(update={"mapping": mapping}))
         verdicts.extend(c.verdict for c in classifications)
     return ActionMappingsDocument(
         **common,
-        mappings=classified_entries,
+        results=classified,
         classifier=classifier.judge_id,
         classified_calls=sum(1 for v in verdicts if v.status == "ok"),
         judge_spend=judge_spend(verdicts),
@@ -348,7 +351,7 @@ def classifications_of(
     """The classifications the mapping stage made, per trace; None when it made none."""
     if not mapping_document.classifier:
         return None
-    return [tuple(entry.classifications or ()) for entry in mapping_document.mappings]
+    return [tuple(result.mapping.classifications or ()) for result in mapping_document.results]
 
 
 # ------------------------------------------------------------------------------- judging
@@ -382,7 +385,7 @@ def judge_cell(
             "the action_mappings document was computed from another agent_runs document "
             "(rematerialize action_mappings for this cell)"
         )
-    if mapping_document.runs != runs:
+    if mapping_document.runs() != runs:
         raise StageInputError(
             "the action_mappings document does not match the agent_runs document "
             "(rematerialize action_mappings for this cell)"
@@ -391,7 +394,8 @@ def judge_cell(
     if missing:
         raise StageInputError(f"no task spec for {', '.join(missing)}")
     mappings = [
-        resolve_mapping_slugs(entry.trace_mapping(), catalog) for entry in mapping_document.mappings
+        resolve_mapping_slugs(result.mapping.trace_mapping(), catalog)
+        for result in mapping_document.results
     ]
     # Undecided calls the mapping stage classified are not asked about again.
     classified = classifications_of(mapping_document)
@@ -500,17 +504,20 @@ def cell_documents(
     digest = agent_document.digest()
     runs = agent_document.runs()
     stale: dict[str, str] = {}
-    mappings = None
+    loads = [RunLoad(trace) for trace in agent_document.traces]
     if _current(mapping_document, ACTION_MAPPINGS, digest, runs, stale):
         assert mapping_document is not None
-        mappings = [entry.trace_mapping() for entry in mapping_document.mappings]
-    scores: list[ScoreRecord | None] | None = None
-    judgements: list[JudgementRecord | None] | None = None
+        loads = [
+            dataclasses.replace(load, mapping=result.mapping.trace_mapping())
+            for load, result in zip(loads, mapping_document.results, strict=True)
+        ]
     if _current(judge_document, JUDGE_SCORES, digest, runs, stale):
         assert judge_document is not None
-        scores, judgements = judge_document.scores, judge_document.judgements
-    load = CellLoad(agent_document.cell, agent_document.traces, mappings, scores, judgements)
-    return CellDocuments(load, stale)
+        loads = [
+            dataclasses.replace(load, score=result.score, judgement=result.judgement)
+            for load, result in zip(loads, judge_document.results, strict=True)
+        ]
+    return CellDocuments(CellLoad(agent_document.cell, loads), stale)
 
 
 def _current(
@@ -525,16 +532,8 @@ def _current(
     if document.agent_runs_digest != digest:
         stale[stage] = "computed from another agent_runs document"
         return False
-    if isinstance(document, JudgeScoresDocument):
-        # One result per run: the runs alone tell whether it is this cell's.
-        if document.runs() != runs:
-            stale[stage] = "computed for other runs"
-            return False
-        return True
-    if document.runs != runs:
+    # One result per run: the runs alone tell whether it is this cell's.
+    if document.runs() != runs:
         stale[stage] = "computed for other runs"
-        return False
-    if len(document.mappings) != len(runs):
-        stale[stage] = "its lists do not have one entry per run"
         return False
     return True

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
         load_tasks,
     )
     from datagouv_eval_pipeline.pipeline.warehouse.queries import Coverage, cell_coverage
-    from datagouv_eval_pipeline.pipeline.warehouse.rows import WarehouseInputError
+    from datagouv_eval_pipeline.pipeline.warehouse.rows import RunLoad, WarehouseInputError
     from datagouv_eval_pipeline.pipeline.warehouse.schema import (
         ALL_TABLES,
         DDL,
@@ -55,6 +55,7 @@ _MODULE_OF: dict[str, str] = {
     "ExperimentRecord": "history",
     "SCHEMA": "schema",
     "SCHEMA_VERSION": "schema",
+    "RunLoad": "rows",
     "STATISTICS_TABLES": "schema",
     "SchemaVersionError": "schema",
     "TABLES": "schema",
@@ -96,6 +97,7 @@ __all__ = [
     "Column",
     "Coverage",
     "ExperimentRecord",
+    "RunLoad",
     "SchemaVersionError",
     "Table",
     "WarehouseInputError",

@@ -11,7 +11,7 @@ and close them before dbt runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,21 +20,17 @@ from typing import Any
 
 import duckdb
 import pandas as pd  # type: ignore[import-untyped]
-from pydantic import TypeAdapter, ValidationError
 
-from datagouv_eval_pipeline.core.judges.judgement_record import JudgementRecord
-from datagouv_eval_pipeline.core.metrics.score_record import ScoreRecord
-from datagouv_eval_pipeline.core.semantic.mapper import TraceMapping
-from datagouv_eval_pipeline.core.traces import Trace
+from datagouv_eval_pipeline.core.benchmark.cells import CellRecord
 from datagouv_eval_pipeline.pipeline.warehouse.connections import track
 from datagouv_eval_pipeline.pipeline.warehouse.history import ExperimentRecord, record_experiment
 from datagouv_eval_pipeline.pipeline.warehouse.queries import Coverage, cell_coverage
 from datagouv_eval_pipeline.pipeline.warehouse.rows import (
     CellRows,
     Row,
+    RunLoad,
     WarehouseInputError,
     build_cell_rows,
-    parse_cell_record,
     task_feature_rows,
     task_row,
 )
@@ -80,27 +76,17 @@ def _connection(target: DbTarget) -> Iterator[duckdb.DuckDBPyConnection]:
 
 @dataclass(frozen=True)
 class CellLoad:
-    """Everything stored for one cell: the record and parallel per-run lists.
-
-    The per-run entries are the typed forms (``Trace``, ``TraceMapping``, ``ScoreRecord``,
-    ``JudgementRecord``, what the scorer and the judges return), or their JSON dicts, validated
-    (a wrong field is an input error naming it).
+    """Everything stored for one cell: its record and one entry per run.
 
     Attributes:
-        cell_record: The ``CellRecord``, ``Cell.to_record()``, or the ``Cell``.
-        traces: One trace per run.
-        mappings: The mapping per trace; None entries when absent.
-        scores: The score per trace; None entries when absent.
-        judgements: The judgement per trace; None entries when absent.
+        cell: The cell record (``Cell.to_record()``).
+        runs: One entry per run: its trace, and its mapping, score and judgement when present.
         stale_reason: Why these documents are not from the cell's last attempt (a stage failed
             on it and kept its earlier document); None when they are.
     """
 
-    cell_record: Mapping[str, Any] | Any
-    traces: Sequence[Trace | Mapping[str, Any]]
-    mappings: Sequence[Any] | None = None
-    scores: Sequence[Any] | None = None
-    judgements: Sequence[Any] | None = None
+    cell: CellRecord
+    runs: Sequence[RunLoad]
     stale_reason: str | None = None
 
 
@@ -117,39 +103,6 @@ class CellLoadResult:
     cell_key: str
     rows: dict[str, int]
     deleted: dict[str, int]
-
-
-_MAPPING = TypeAdapter(TraceMapping)
-
-
-def _typed(value: Any, kind: type[Any], validate: Callable[[Any], Any], what: str) -> Any:
-    """``value`` as a ``kind``: itself, its ``to_record()``, or its JSON dict validated."""
-    if value is None or isinstance(value, kind):
-        return value
-    convert = getattr(value, "to_record", None)
-    if convert is not None:
-        return convert()
-    try:
-        return validate(value)
-    except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
-        raise WarehouseInputError(f"{what}{'.' + field if field else ''}: {first['msg']}") from None
-
-
-_KINDS: dict[str, tuple[type[Any], Callable[[Any], Any]]] = {
-    "traces": (Trace, Trace.model_validate),
-    "mappings": (TraceMapping, _MAPPING.validate_python),
-    "scores": (ScoreRecord, ScoreRecord.model_validate),
-    "judgements": (JudgementRecord, JudgementRecord.model_validate),
-}
-
-
-def _parallel(values: Sequence[Any] | None, n: int, what: str) -> list[Any]:
-    if values is None:
-        return [None] * n
-    kind, validate = _KINDS[what]
-    return [_typed(value, kind, validate, f"{what}[{i}]") for i, value in enumerate(values)]
 
 
 def _insert(
@@ -177,25 +130,12 @@ def _insert(
         conn.unregister(view)
 
 
-def load_cell(
-    db: DbTarget,
-    cell_record: Mapping[str, Any] | Any,
-    traces: Sequence[Trace | Mapping[str, Any]],
-    mappings: Sequence[Any] | None = None,
-    scores: Sequence[Any] | None = None,
-    judgements: Sequence[Any] | None = None,
-    *,
-    loaded_at: datetime | None = None,
-) -> CellLoadResult:
+def load_cell(db: DbTarget, load: CellLoad, *, loaded_at: datetime | None = None) -> CellLoadResult:
     """Replace one cell's rows in the warehouse, atomically.
 
     Args:
         db: DuckDB file path or open connection.
-        cell_record: ``Cell.to_record()`` (or the ``Cell``).
-        traces: One trace per run of the cell (a failed run is a trace with status ``error``).
-        mappings: Per trace, the action mapping (object or ``to_dict()``), or None.
-        scores: Per trace, the ``ScoreRecord`` (object or its JSON dict), or None.
-        judgements: Per trace, the ``JudgementRecord`` (object or its JSON dict), or None.
+        load: The cell record and its runs (a failed run is a trace with status ``error``).
         loaded_at: Load timestamp for ``cells.loaded_at`` (now by default).
 
     Returns:
@@ -205,27 +145,17 @@ def load_cell(
         WarehouseInputError: On inconsistent input; nothing is written then.
         duckdb.Error: On a database error; the transaction is rolled back.
     """
-    item = CellLoad(cell_record, traces, mappings, scores, judgements)
-    key, rows = _prepare(item, loaded_at)
+    rows = _prepare(load, loaded_at)
     with _connection(db) as conn:
-        deleted = _replace_cells(conn, [(key, rows)])
-    return CellLoadResult(key, rows.counts(), deleted[key])
+        deleted = _replace_cells(conn, [(load.cell.key, rows)])
+    return CellLoadResult(load.cell.key, rows.counts(), deleted[load.cell.key])
 
 
-def _prepare(item: CellLoad, loaded_at: datetime | None) -> tuple[str, CellRows]:
-    """Validate one cell's input and build its rows (no database access)."""
-    cell = parse_cell_record(item.cell_record)
-    parsed: list[Trace] = _parallel(item.traces, len(item.traces), "traces")
-    rows = build_cell_rows(
-        cell,
-        parsed,
-        _parallel(item.mappings, len(parsed), "mappings"),
-        _parallel(item.scores, len(parsed), "scores"),
-        _parallel(item.judgements, len(parsed), "judgements"),
-        loaded_at=loaded_at,
-        stale_reason=item.stale_reason,
+def _prepare(load: CellLoad, loaded_at: datetime | None) -> CellRows:
+    """Check one cell's input and build its rows (no database access)."""
+    return build_cell_rows(
+        load.cell, load.runs, loaded_at=loaded_at, stale_reason=load.stale_reason
     )
-    return cell.key, rows
 
 
 def _replace_cells(
@@ -350,16 +280,12 @@ def load_experiment(
     failures: dict[str, str] = {}
     given: list[str] = []
     prepared: list[tuple[str, CellRows]] = []
-    for position, item in enumerate(cells):
-        try:
-            key = parse_cell_record(item.cell_record).key
-        except ValueError as error:
-            failures[f"<invalid cell #{position}>"] = str(error)
-            continue
+    for item in cells:
+        key = item.cell.key
         given.append(key)
         try:
-            prepared.append(_prepare(item, loaded_at))
-        except ValueError as error:
+            prepared.append((key, _prepare(item, loaded_at)))
+        except WarehouseInputError as error:
             failures[key] = str(error)
     results: list[CellLoadResult] = []
     with _connection(db) as conn:

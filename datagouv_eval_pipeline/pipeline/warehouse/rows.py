@@ -1,8 +1,8 @@
 """Rows of the warehouse tables, built from what the pipeline stages store.
 
-Inputs are typed: the cell record, and per run the ``Trace``, the ``TraceMapping``, the
-``ScoreRecord`` and the ``JudgementRecord`` (the validated forms of what the stages write,
-see ``experiment.documents``). Nothing here touches DuckDB.
+Inputs are typed: the cell record, and per run (:class:`RunLoad`) the ``Trace``, the
+``TraceMapping``, the ``ScoreRecord`` and the ``JudgementRecord`` (the validated forms of what
+the stages write, see ``experiment.documents``). Nothing here touches DuckDB.
 
 Rules that keep aggregates honest:
 
@@ -16,12 +16,10 @@ Rules that keep aggregates honest:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-
-from pydantic import ValidationError
 
 from datagouv_eval_pipeline.core.benchmark.cells import CellRecord
 from datagouv_eval_pipeline.core.benchmark.keys import run_id
@@ -32,7 +30,7 @@ from datagouv_eval_pipeline.core.metrics.passk import pass_at_k, pass_hat_k
 from datagouv_eval_pipeline.core.metrics.score_record import ScoreRecord
 from datagouv_eval_pipeline.core.semantic.instances import ActionInstance, CallCategory
 from datagouv_eval_pipeline.core.semantic.mapper import TraceMapping
-from datagouv_eval_pipeline.core.tasks.spec import TIERS
+from datagouv_eval_pipeline.core.tasks.spec import TIERS, Tier
 from datagouv_eval_pipeline.core.traces import Trace
 from datagouv_eval_pipeline.pipeline.warehouse.schema import CELL_TABLES, TABLES_BY_NAME, Table
 
@@ -49,21 +47,21 @@ class WarehouseInputError(ValueError):
     """An input of the loader is inconsistent or malformed."""
 
 
-def parse_cell_record(record: Mapping[str, Any] | Any) -> CellRecord:
-    """Validate a cell record (a ``Cell`` gives its own, ``Cell.to_record()``).
+@dataclass(frozen=True)
+class RunLoad:
+    """What the warehouse stores for one run: its trace and what the later stages made of it.
 
-    Raises:
-        WarehouseInputError: Naming each offending field.
+    Attributes:
+        trace: The run's trace (a failed run is a trace with status ``error``).
+        mapping: Its action mapping; None when absent.
+        score: Its deterministic scores; None when absent.
+        judgement: Its judgement; None when absent.
     """
-    data = record.to_record() if hasattr(record, "to_record") else record
-    try:
-        return CellRecord.model_validate(data)
-    except ValidationError as error:
-        lines = ["invalid cell record"]
-        for item in error.errors():
-            loc = ".".join(str(part) for part in item["loc"]) or "<root>"
-            lines.append(f"  cell_record.{loc}: {item['msg']}")
-        raise WarehouseInputError("\n".join(lines)) from error
+
+    trace: Trace
+    mapping: TraceMapping | None = None
+    score: ScoreRecord | None = None
+    judgement: JudgementRecord | None = None
 
 
 @dataclass
@@ -110,10 +108,7 @@ def _check_unit(where: str, value: float | None, bounded: bool) -> None:
 
 def build_cell_rows(
     cell: CellRecord,
-    traces: list[Trace],
-    mappings: list[TraceMapping | None],
-    scores: list[ScoreRecord | None],
-    judgements: list[JudgementRecord | None],
+    runs: Sequence[RunLoad],
     *,
     loaded_at: datetime | None = None,
     stale_reason: str | None = None,
@@ -121,45 +116,35 @@ def build_cell_rows(
     """Build every row of one cell.
 
     Args:
-        cell: The validated cell record.
-        traces: One trace per run of the cell.
-        mappings: The mapping per trace (None when absent).
-        scores: The score record per trace (None when absent).
-        judgements: The judgement record per trace (None when absent).
+        cell: The cell record.
+        runs: One entry per run of the cell.
         loaded_at: Load timestamp (now by default).
         stale_reason: Why the documents are not from the cell's last attempt (a failed stage);
             None when they are.
 
     Raises:
-        WarehouseInputError: On a length mismatch, a trace of another cell, a task id that
-            differs between a trace and its score or judgement, a duplicate (task, repeat), or a
-            bounded value outside [0, 1].
+        WarehouseInputError: On a trace of another cell, a task id that differs between a trace
+            and its score or judgement, a duplicate (task, repeat), or a bounded value outside
+            [0, 1].
     """
-    lengths = {len(traces), len(mappings), len(scores), len(judgements)}
-    if len(lengths) != 1:
-        raise WarehouseInputError(
-            f"cell {cell.key}: traces, mappings, scores and judgements must be parallel lists "
-            f"(lengths {len(traces)}, {len(mappings)}, {len(scores)}, {len(judgements)})"
-        )
     rows = CellRows()
     rows.add("cells", _cell_row(cell, loaded_at or datetime.now(UTC), stale_reason))
     seen: set[tuple[str, int]] = set()
-    for position, (trace, mapping, score, judgement) in enumerate(
-        zip(traces, mappings, scores, judgements, strict=True)
-    ):
+    for position, run in enumerate(runs):
+        trace = run.trace
         where = f"cell {cell.key}, run #{position} ({trace.task_id} repeat {trace.repeat})"
         if trace.provenance.cell_key not in (None, cell.key):
             raise WarehouseInputError(
                 f"{where}: trace.provenance.cell_key is {trace.provenance.cell_key!r}"
             )
-        for label, doc in (("score", score), ("judgement", judgement)):
+        for label, doc in (("score", run.score), ("judgement", run.judgement)):
             if doc is not None and doc.task_id != trace.task_id:
                 raise WarehouseInputError(f"{where}: the {label} is for task {doc.task_id!r}")
         key = (trace.task_id, trace.repeat)
         if key in seen:
             raise WarehouseInputError(f"{where}: duplicate (task, repeat) in one cell")
         seen.add(key)
-        _RunBuilder(cell, trace, mapping, score, judgement, rows, where).build()
+        _RunBuilder(cell, trace, run.mapping, run.score, run.judgement, rows, where).build()
     _pass_k_rows(cell.key, rows)
     return rows
 
@@ -470,12 +455,22 @@ class _RunBuilder:
                 self.registered_metric(entry, tier, run)
         for entry in registry.METRICS:
             if not entry.tiered:
-                self.registered_metric(entry, ALL_TIERS, run)
+                self.registered_metric(entry, None, run)
 
-    def registered_metric(self, entry: registry.Metric, tier: str, run: registry.ScoredRun) -> None:
+    def registered_metric(
+        self, entry: registry.Metric, tier: Tier | None, run: registry.ScoredRun
+    ) -> None:
         reading = entry.read(run, tier)
         value, reason = reading if reading is not None else (None, self.null_reason(entry.source))
-        self.metric(tier, entry.name, entry.aggregation, entry.bounded, entry.source, value, reason)
+        self.metric(
+            tier or ALL_TIERS,
+            entry.name,
+            entry.aggregation,
+            entry.bounded,
+            entry.source,
+            value,
+            reason,
+        )
 
     # -- verdicts ------------------------------------------------------------------------------
 
