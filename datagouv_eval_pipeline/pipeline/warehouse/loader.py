@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pandas as pd  # type: ignore[import-untyped]
 from pydantic import TypeAdapter, ValidationError
 
 from datagouv_eval_pipeline.core.judges.judgement_record import JudgementRecord
@@ -161,6 +160,9 @@ def _insert(
     """Insert rows (plus ``constants``, the same value on every row) in one statement."""
     if not rows:
         return
+    # pandas (about 1 s to import) only where rows are written: the code location imports this.
+    import pandas as pd  # type: ignore[import-untyped]
+
     fixed = dict(constants or {})
     columns = TABLES_BY_NAME[table].column_names
     frame = pd.DataFrame(
