@@ -2,8 +2,9 @@
 
 Usage: python3 -m uv run python bench/bench_code_location.py [ROUNDS]   (default 3)
 
-Three measurements, best and median over ROUNDS fresh interpreters (CPU time of the process,
-user + system, so other work on the machine inflates them less than wall time):
+Three measurements, best and median over ROUNDS fresh interpreters: the CPU time of the process
+(user + system, which other work on the machine inflates less) and its wall time, with the
+1-minute load average before and after:
 
 * ``import dagster``: the floor, what any code location pays;
 * ``import definitions``: importing ``datagouv_eval_pipeline.definitions`` (nothing is built);
@@ -12,9 +13,11 @@ user + system, so other work on the machine inflates them less than wall time):
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
+import time
 
 CASES = {
     "import dagster": "import dagster",
@@ -35,25 +38,32 @@ print(usage.ru_utime + usage.ru_stime)
 """
 
 
-def _cpu(code: str) -> float:
+def _run(code: str) -> tuple[float, float]:
+    """(CPU, wall) seconds of one fresh interpreter running ``code``."""
+    started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", _MEASURE.format(code=code)],
         capture_output=True,
         text=True,
         check=True,
     )
-    return float(done.stdout.strip().splitlines()[-1])
+    wall = time.perf_counter() - started
+    return float(done.stdout.strip().splitlines()[-1]), wall
 
 
 def main() -> None:
-    """Print the best and median CPU time of each case."""
+    """Print the best and median CPU and wall time of each case, and the load around them."""
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    print(f"load average before: {os.getloadavg()[0]:.1f}")
     for label, code in CASES.items():
-        _cpu(code)  # warm-up: bytecode, the dbt manifest
-        times = [_cpu(code) for _ in range(rounds)]
+        _run(code)  # warm-up: bytecode, the dbt manifest
+        runs = [_run(code) for _ in range(rounds)]
+        cpu = [c for c, _ in runs]
+        wall = [w for _, w in runs]
         print(
-            f"{label:20} best {min(times):.2f} s CPU, median {statistics.median(times):.2f} s "
-            f"({rounds} rounds)"
+            f"{label:20} CPU best {min(cpu):.2f} s, median {statistics.median(cpu):.2f} s; "
+            f"wall best {min(wall):.2f} s, median {statistics.median(wall):.2f} s "
+            f"({rounds} rounds, load {os.getloadavg()[0]:.1f})"
         )
 
 

@@ -46,3 +46,38 @@ def test_the_unit_marker_selects_the_unit_modules_only() -> None:
     ).stdout
     assert "tests/test_text.py::" in collected
     assert "tests/test_loopback.py::" not in collected
+
+
+def _collected(markexpr: str, folder: Path) -> str:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-m",
+            markexpr,
+            "-p",
+            "no:cacheprovider",
+            str(folder),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+
+
+def test_the_unit_tier_leaves_out_the_modules_without_unit_tests_and_loses_none() -> None:
+    # tests/warehouse mixes a module marked unit with integration modules by path.
+    fast = _collected("unit", TESTS / "warehouse")
+    # The same selection spelled otherwise: every module is imported, then deselected.
+    everything = _collected("unit or unit", TESTS / "warehouse")
+
+    def ids(output: str) -> list[str]:
+        return sorted(line for line in output.splitlines() if "::" in line)
+
+    assert ids(fast) == ids(everything)
+    assert any(line.startswith("tests/warehouse/test_metric_registry.py::") for line in ids(fast))
+    assert "deselected" in everything
+    assert "deselected" not in fast

@@ -8,7 +8,7 @@ in each provider's pool (``defs/provider_pools.py``, ``pipeline/experiment/lanes
 """
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
@@ -35,7 +35,6 @@ from datagouv_eval_pipeline.defs.resources import (
 from datagouv_eval_pipeline.defs.task_specs import task_specs
 from datagouv_eval_pipeline.defs.versions import cell_setups, task_spec_files
 from datagouv_eval_pipeline.pipeline.agents.cancel import CancelToken, cancel_on_signals
-from datagouv_eval_pipeline.pipeline.agents.runner import RunSettings
 from datagouv_eval_pipeline.pipeline.experiment.documents import AgentRunsDocument
 from datagouv_eval_pipeline.pipeline.experiment.fingerprints import shared_run_code
 from datagouv_eval_pipeline.pipeline.experiment.lanes import (
@@ -48,6 +47,10 @@ from datagouv_eval_pipeline.pipeline.experiment.live import offline_only
 from datagouv_eval_pipeline.pipeline.experiment.plan import select_tasks
 from datagouv_eval_pipeline.pipeline.experiment.quarantine import quarantined_tasks
 from datagouv_eval_pipeline.pipeline.experiment.stages import AGENT_RUNS, run_agents
+
+if TYPE_CHECKING:
+    # The agents' code is imported when the cells run (stages.run_agents), not at load.
+    from datagouv_eval_pipeline.pipeline.agents.runner import RunSettings
 
 
 @cell_stage(
@@ -143,7 +146,7 @@ def run_agent_cells(
             "model_base_url": experiment.model_base_url or None,
         }
 
-    def run_here(cell: Cell, settings: RunSettings, cancel: CancelToken | None) -> Any:
+    def run_here(cell: Cell, settings: "RunSettings", cancel: CancelToken | None) -> Any:
         served: dict[str, Any] = {}
         if cell.model.kind == ProviderKind.LLAMA_CPP:
             # Its llama.cpp server starts with the first of its cells, stops with the run.

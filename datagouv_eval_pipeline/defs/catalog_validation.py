@@ -31,12 +31,6 @@ from datagouv_eval_pipeline.pipeline.experiment.quarantine import (
     read_preflight,
 )
 from datagouv_eval_pipeline.pipeline.experiment.store import RunStore, RunStoreError
-from datagouv_eval_pipeline.pipeline.preflight.validator import (
-    ValidatorConfig,
-    active,
-    probe,
-    validate,
-)
 
 
 def references_for(store: RunStore, snapshot_id: str | None) -> list[Reference]:
@@ -56,6 +50,14 @@ def catalog_validation(
     context: dg.AssetExecutionContext, catalog: CatalogResource, run_store: RunStoreResource
 ) -> dg.MaterializeResult[None]:
     """Run every check of every active task against the catalog (the twin by default)."""
+    # The validator (its HTTP client, retries) is imported when the asset runs, not at load.
+    from datagouv_eval_pipeline.pipeline.preflight.validator import (
+        ValidatorConfig,
+        active,
+        probe,
+        validate,
+    )
+
     stop_if_requested(context)
     specs = active(load_task_specs([TASK_SPECS_DIR]))
     snapshot = catalog.served_snapshot()

@@ -17,7 +17,6 @@ import tempfile
 from pathlib import Path
 
 from dagster_dbt import DbtProject
-from dagster_dbt.dbt_project import using_dagster_dev
 
 from datagouv_eval_pipeline.base import project_files
 
@@ -108,12 +107,13 @@ def prepare_manifest(project: DbtProject = dbt_metrics_project) -> Path:
 
 
 def ensure_manifest(project: DbtProject = dbt_metrics_project) -> Path:
-    """Return the manifest path, parsing first when it is missing or under ``dagster dev``.
+    """Return the manifest path, parsing first when it is missing or stale.
 
     A fresh clone has no manifest (``target/`` is git-ignored), and ``@dbt_assets`` needs one at
     import; parsing once makes ``pytest``, ``dagster definitions validate`` and ``dagster asset
-    materialize`` work without a build step. Under ``dagster dev`` it re-parses on every load,
-    like ``prepare_if_dev``, so edits to the models show up on reload.
+    materialize`` work without a build step. A model, macro, test or project file edited, added
+    or deleted since the parse makes it stale, under ``dagster dev`` too: edits show up on
+    reload, and a load that changed nothing (each run worker's, each reload's) parses nothing.
 
     Args:
         project: The dbt project.
@@ -121,23 +121,31 @@ def ensure_manifest(project: DbtProject = dbt_metrics_project) -> Path:
     Returns:
         The path of the manifest.
     """
-    if (
-        using_dagster_dev()
-        or not project.manifest_path.exists()
-        or _sources_newer_than(project.manifest_path, Path(project.project_dir))
+    if not project.manifest_path.exists() or _sources_newer_than(
+        project.manifest_path, Path(project.project_dir)
     ):
         return prepare_manifest(project)
     return project.manifest_path
 
 
-def _sources_newer_than(manifest: Path, project_dir: Path) -> bool:
-    """Whether a model, macro or project file changed after the manifest was parsed.
+_SOURCE_FOLDERS = ("models", "macros", "tests", "seeds", "snapshots", "analyses")
+"""The project's folders dbt parses (those that exist)."""
+_PROJECT_FILES = ("dbt_project.yml", "profiles.yml", "packages.yml", "dependencies.yml")
 
-    A checkout that gains a model (a pull, a branch switch) would otherwise keep building the
-    old set of models from a stale manifest.
+
+def _sources_newer_than(manifest: Path, project_dir: Path) -> bool:
+    """Whether a model, macro, test or project file changed after the manifest was parsed.
+
+    A checkout that gains or loses a model (a pull, a branch switch) would otherwise keep
+    building the old set of models from a stale manifest. The folders count too: deleting a
+    file changes its folder's time, not any remaining file's.
     """
     built = manifest.stat().st_mtime_ns
-    sources = [project_dir / "dbt_project.yml"]
-    for folder in ("models", "macros", "tests"):
-        sources.extend(p for p in (project_dir / folder).rglob("*") if p.suffix in (".sql", ".yml"))
-    return any(path.is_file() and path.stat().st_mtime_ns > built for path in sources)
+    sources = [project_dir / name for name in _PROJECT_FILES]
+    for name in _SOURCE_FOLDERS:
+        folder = project_dir / name
+        sources.append(folder)
+        sources.extend(
+            p for p in folder.rglob("*") if p.is_dir() or p.suffix in (".sql", ".yml", ".csv")
+        )
+    return any(path.exists() and path.stat().st_mtime_ns > built for path in sources)

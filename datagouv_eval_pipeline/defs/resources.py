@@ -5,8 +5,10 @@ them with environment variables or run config. API keys never pass through here:
 read them from the environment by the *name* the models YAML gives.
 """
 
+from __future__ import annotations
+
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import dagster as dg
 from pydantic import Field, PrivateAttr
@@ -18,20 +20,20 @@ from datagouv_eval_pipeline.core.judges.config import (
     JudgeSpec,
     load_judge_spec,
 )
-from datagouv_eval_pipeline.core.judges.deterministic import DeterministicJudge
-from datagouv_eval_pipeline.core.judges.factory import build_judge
-from datagouv_eval_pipeline.core.judges.protocol import Judge
-from datagouv_eval_pipeline.core.metrics.catalog import CatalogLookup
-from datagouv_eval_pipeline.pipeline.experiment.cache import AgentRunCache
-from datagouv_eval_pipeline.pipeline.experiment.catalog import ApiCatalogLookup, StoreCatalogLookup
 from datagouv_eval_pipeline.pipeline.experiment.store import RunStore, default_run_store
 from datagouv_eval_pipeline.pipeline.warehouse.location import DUCKDB_ENV, default_duckdb_path
-from datagouv_eval_pipeline.world.api.server import TwinServer
-from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
 from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
-from datagouv_eval_pipeline.world.front import Front
-from datagouv_eval_pipeline.world.local_models import LocalServers, served_model
-from datagouv_eval_pipeline.world.mcp_builds import BuildServers
+
+# What the resources start or build (the twin and its HTTP stack, the judges, the MCP builds)
+# is imported where they do it, when a run uses them: a code-location load does not pay for it.
+if TYPE_CHECKING:
+    from datagouv_eval_pipeline.core.judges.protocol import Judge
+    from datagouv_eval_pipeline.core.metrics.catalog import CatalogLookup
+    from datagouv_eval_pipeline.pipeline.experiment.cache import AgentRunCache
+    from datagouv_eval_pipeline.world.api.server import TwinServer
+    from datagouv_eval_pipeline.world.front import Front
+    from datagouv_eval_pipeline.world.local_models import LocalServers
+    from datagouv_eval_pipeline.world.mcp_builds import BuildServers
 
 __all__ = [
     "DUCKDB_ENV",
@@ -88,6 +90,8 @@ class RunStoreResource(dg.ConfigurableResource["RunStoreResource"]):
 
     def agent_cache(self) -> AgentRunCache:
         """The agent-run cache, inside the run store."""
+        from datagouv_eval_pipeline.pipeline.experiment.cache import AgentRunCache
+
         return AgentRunCache(self.store().root / "cache" / "agent_runs")
 
 
@@ -120,6 +124,8 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
         if self.live:
             return None
         if self._urls is None:
+            from datagouv_eval_pipeline.world.api.server import TwinServer
+
             server = TwinServer(snapshot_id=self.snapshot_id)
             self._urls = server.start()
             self._server = server
@@ -164,6 +170,8 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
     def builds(self) -> BuildServers:
         """The run's MCP server builds (nothing starts until a build cell asks for one)."""
         if self._builds is None:
+            from datagouv_eval_pipeline.world.mcp_builds import BuildServers
+
             twin = None
             if not self.live:
                 self.urls()
@@ -174,6 +182,8 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
     def local_models(self) -> LocalServers:
         """The run's llama.cpp servers of ``llama_cpp`` models (each starts on first use)."""
         if self._local_models is None:
+            from datagouv_eval_pipeline.world.local_models import LocalServers
+
             self._local_models = LocalServers()
         return self._local_models
 
@@ -184,6 +194,12 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
         the live main API.
         """
         if self._lookup is None:
+            from datagouv_eval_pipeline.pipeline.experiment.catalog import (
+                ApiCatalogLookup,
+                StoreCatalogLookup,
+            )
+            from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+
             if self.live:
                 self._lookup = ApiCatalogLookup(TwinUrls.live().datagouv_api)
             elif self._server is not None:
@@ -244,6 +260,10 @@ class JudgeResource(dg.ConfigurableResource["JudgeResource"]):
             JudgeSpecError: The configuration is invalid.
             JudgeModelError: The judge model cannot be reached (unknown, offline, no key).
         """
+        from datagouv_eval_pipeline.core.judges.deterministic import DeterministicJudge
+        from datagouv_eval_pipeline.core.judges.factory import build_judge
+        from datagouv_eval_pipeline.world.local_models import LocalServers, served_model
+
         spec = self.spec()
         if spec.kind is JudgeKind.DETERMINISTIC:
             return DeterministicJudge()

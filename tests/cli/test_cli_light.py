@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import csv
 import io
-import subprocess
-import sys
 from pathlib import Path
 
 import click
@@ -18,19 +16,25 @@ import pytest
 from click.testing import CliRunner
 
 from datagouv_eval_pipeline.cli import _COMMANDS, main
+from tests.import_probe import modules_after
 
-HEAVY = ("pandas", "dagster", "pydantic_ai", "matplotlib", "datagouv_eval_pipeline.core.judges")
+HEAVY = (
+    "pandas",
+    "dagster",
+    "dagster_dbt",
+    "dbt",
+    "pydantic_ai",
+    "openai",
+    "mcp",
+    "matplotlib",
+    "scipy",
+    "statsmodels",
+    "datagouv_eval_pipeline.core.judges",
+)
 
 
 def _modules_after(code: str) -> set[str]:
-    report = f"print('loaded:' + ','.join(m for m in {HEAVY!r} if m in sys.modules))"
-    probe = f"import sys\n{code}\n{report}\n"
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
-    )
-    last = done.stdout.strip().splitlines()[-1]
-    assert last.startswith("loaded:"), done.stdout
-    return {name for name in last.removeprefix("loaded:").split(",") if name}
+    return modules_after(code, HEAVY)
 
 
 def test_help_lists_every_command_without_importing_them() -> None:

@@ -51,8 +51,13 @@ def test_every_task_yaml_validates_against_the_committed_schema() -> None:
     import yaml
 
     schema = json.loads(TASK_SPEC_SCHEMA_PATH.read_text(encoding="utf-8"))
+    # One validator for every file: jsonschema.validate checks the schema itself on each call
+    # (3 s of the 66 files' 3.5 s), and libyaml reads them 9x faster than pure-Python YAML.
+    validator_class = jsonschema.validators.validator_for(schema)
+    validator_class.check_schema(schema)
+    validator = validator_class(schema)
     for path in sorted(TASK_SPECS_DIR.glob("*.yml")):
-        jsonschema.validate(yaml.safe_load(path.read_text(encoding="utf-8")), schema)
+        validator.validate(yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader))
 
 
 def test_schema_command_writes_and_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,14 +14,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from pydantic_ai.models import Model
 
 from datagouv_eval_pipeline.core.benchmark.config import ModelsFile, ProviderKind
 from datagouv_eval_pipeline.core.benchmark.keys import model_key
 from datagouv_eval_pipeline.core.providers.limits import RateLimit
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
 
 Role = Literal["criterion", "arguments", "trajectory", "failure_modes", "classification"]
 ROLES: tuple[Role, ...] = (

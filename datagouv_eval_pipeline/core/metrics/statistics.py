@@ -28,9 +28,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from scipy import optimize as scipy_optimize  # type: ignore[import-untyped]
-from scipy import special as scipy_special
-from scipy import stats as scipy_stats
 
 from datagouv_eval_pipeline.core.metrics import registry
 
@@ -60,11 +57,16 @@ MdeMethod = Literal["mcnemar_exact", "wilcoxon_simulation"]
 
 @functools.cache
 def _t_quantile(q: float, df: int) -> float:
+    # scipy is imported where it is used (about 1 s): the code location imports this module.
+    from scipy import stats as scipy_stats  # type: ignore[import-untyped]
+
     return float(scipy_stats.t.ppf(q, df))
 
 
 @functools.cache
 def _z_quantile(q: float) -> float:
+    from scipy import stats as scipy_stats
+
     return float(scipy_stats.norm.ppf(q))
 
 
@@ -305,6 +307,8 @@ def mcnemar_exact(discordant_a: int, discordant_b: int) -> float:
     is the two-sided binomial test of ``discordant_b`` successes in the discordant pairs.
     No discordant pair gives 1.
     """
+    from scipy import stats as scipy_stats
+
     total = discordant_a + discordant_b
     if total == 0:
         return 1.0
@@ -349,6 +353,8 @@ def wilcoxon_signed_rank(differences: Sequence[float]) -> float:
         return 1.0
     if len(d) <= PERMUTATION_MAX_N and (len(nonzero) < len(d) or _has_ties(nonzero)):
         return float(wilcoxon_signed_rank_rows(d[None, :])[0])
+    from scipy import stats as scipy_stats
+
     return float(scipy_stats.wilcoxon(d).pvalue)
 
 
@@ -441,6 +447,8 @@ def wilcoxon_signed_rank_counts(
     if permutation.any():
         p[permutation] = _permutation_p(sizes[permutation], observed[permutation], n)
     if asymptotic.any():
+        from scipy import special as scipy_special
+
         m = count[asymptotic].astype(float)
         mean = m * (m + 1) / 4
         se = np.sqrt((m * (m + 1) * (2 * m + 1) - tie_term[asymptotic] / 2) / 24)
@@ -552,6 +560,9 @@ def mcnemar_mde(
         The difference, or None without discordant pairs or when even ``m`` pairs all one
         way would not reach p < ``alpha`` (``m`` <= 5 at 0.05).
     """
+    from scipy import optimize as scipy_optimize
+    from scipy import stats as scipy_stats
+
     m = discordant
     if m <= 0 or pairs <= 0:
         return None

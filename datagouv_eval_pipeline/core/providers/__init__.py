@@ -9,29 +9,67 @@
   model
   request, agents' and judges': it paces through the limiter, reserves the estimated tokens,
   retries, and settles the real usage.
+
+The public names are imported on first use (PEP 562): a module that needs only the rate limits
+(the judges' configuration, at definition time) does not import pydantic-ai behind the others.
 """
 
-from datagouv_eval_pipeline.core.providers.limits import (
-    DEFAULT_RATE_LIMITS,
-    Clock,
-    RateLimit,
-    RateLimiter,
-    RateLimiters,
-    SystemClock,
-    estimate_tokens,
-    process_rate_limiters,
-)
-from datagouv_eval_pipeline.core.providers.managed import (
-    ManagedModel,
-    RequestObserver,
-    counting_requests,
-)
-from datagouv_eval_pipeline.core.providers.retry import (
-    RetryPolicy,
-    RetryWait,
-    retry_after_seconds,
-    send_with_retries,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from datagouv_eval_pipeline.core.providers.limits import (
+        DEFAULT_RATE_LIMITS,
+        Clock,
+        RateLimit,
+        RateLimiter,
+        RateLimiters,
+        SystemClock,
+        estimate_tokens,
+        process_rate_limiters,
+    )
+    from datagouv_eval_pipeline.core.providers.managed import (
+        ManagedModel,
+        RequestObserver,
+        counting_requests,
+    )
+    from datagouv_eval_pipeline.core.providers.retry import (
+        RetryPolicy,
+        RetryWait,
+        retry_after_seconds,
+        send_with_retries,
+    )
+
+_MODULE_OF: dict[str, str] = {
+    "Clock": "limits",
+    "counting_requests": "managed",
+    "DEFAULT_RATE_LIMITS": "limits",
+    "estimate_tokens": "limits",
+    "ManagedModel": "managed",
+    "process_rate_limiters": "limits",
+    "RateLimit": "limits",
+    "RateLimiter": "limits",
+    "RateLimiters": "limits",
+    "RequestObserver": "managed",
+    "retry_after_seconds": "retry",
+    "RetryPolicy": "retry",
+    "RetryWait": "retry",
+    "send_with_retries": "retry",
+    "SystemClock": "limits",
+}
+"""Each public name, and the module of this package that defines it."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_RATE_LIMITS",

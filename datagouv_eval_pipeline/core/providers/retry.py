@@ -18,7 +18,6 @@ from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 import tenacity
-from pydantic_ai.exceptions import ModelConnectionError, ModelHTTPError
 
 T = TypeVar("T")
 
@@ -105,6 +104,9 @@ class RetryPolicy:
 
     def transient(self, error: BaseException) -> bool:
         """Whether another attempt may succeed."""
+        # Imported on failure only: the pre-flight imports this module at definition time.
+        from pydantic_ai.exceptions import ModelConnectionError, ModelHTTPError
+
         if isinstance(error, ModelHTTPError):
             return error.status_code in self.retry_statuses
         return isinstance(error, ModelConnectionError)
@@ -112,6 +114,8 @@ class RetryPolicy:
 
 def describe_failure(error: BaseException) -> tuple[str, int | None, Mapping[str, str] | None]:
     """``(reason, status, headers)`` of a failed model request (no body, no secrets)."""
+    from pydantic_ai.exceptions import ModelHTTPError
+
     if isinstance(error, ModelHTTPError):
         return f"HTTP {error.status_code}", error.status_code, error.headers
     return f"connection error ({type(error).__name__})", None, None

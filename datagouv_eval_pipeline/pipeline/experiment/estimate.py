@@ -36,7 +36,6 @@ from datagouv_eval_pipeline.core.benchmark.config import Capability
 from datagouv_eval_pipeline.core.benchmark.cost import token_cost
 from datagouv_eval_pipeline.core.tasks.chain import Action, ChainNode, Parallel
 from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.pipeline.agents.runner import model_skip_reason, task_skip_reason
 from datagouv_eval_pipeline.pipeline.experiment.cache import AgentRunCache, run_input_hash
 from datagouv_eval_pipeline.pipeline.experiment.live import offline_only
 from datagouv_eval_pipeline.world.mcp_builds.install import current_code_digest
@@ -182,6 +181,9 @@ def estimate_cells(
     Returns:
         One estimate per cell, in the given order.
     """
+    # The runner (pydantic-ai, openai) when estimating, not when the code location loads.
+    from datagouv_eval_pipeline.pipeline.agents.runner import model_skip_reason, task_skip_reason
+
     out: list[CellEstimate] = []
     for cell in cells:
         note: str | None = None

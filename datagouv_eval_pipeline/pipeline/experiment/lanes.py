@@ -25,14 +25,17 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from datagouv_eval_pipeline.core.benchmark.cells import Cell
 from datagouv_eval_pipeline.core.benchmark.config import ProviderKind
 from datagouv_eval_pipeline.core.benchmark.loader import BenchmarkConfig
 from datagouv_eval_pipeline.pipeline.agents.cancel import CancelToken, RunCancelled
-from datagouv_eval_pipeline.pipeline.agents.runner import RunSettings
-from datagouv_eval_pipeline.pipeline.experiment.stages import AgentStageResult
+
+if TYPE_CHECKING:
+    # Imported where the lanes start: the code location imports this module for the pools.
+    from datagouv_eval_pipeline.pipeline.agents.runner import RunSettings
+    from datagouv_eval_pipeline.pipeline.experiment.stages import AgentStageResult
 
 REMOTE_DEFAULT_SLOTS = 4
 """Slots of a remote provider whose ``models.yml`` entry sets none."""
@@ -43,7 +46,12 @@ OFFLINE_SLOTS_PER_CORE = 8
 POOL_PREFIX = "agent_runs."
 """A provider's slots are the Dagster pool ``agent_runs.<provider>`` (``defs/provider_pools``)."""
 
-_PRELOAD = ["datagouv_eval_pipeline.pipeline.experiment.lanes"]
+# The workers' code: the lanes, and the agents' code they run (lanes imports it lazily).
+_PRELOAD = [
+    "datagouv_eval_pipeline.pipeline.experiment.lanes",
+    "datagouv_eval_pipeline.pipeline.experiment.stages",
+    "datagouv_eval_pipeline.pipeline.agents.runner",
+]
 
 
 @dataclass(frozen=True)
@@ -126,7 +134,7 @@ def plan_lanes(
     return LanePlan(provider, slots, lanes, per_cell, offline)
 
 
-CellWork = Callable[[Cell, RunSettings, CancelToken | None], AgentStageResult]
+CellWork = Callable[[Cell, "RunSettings", CancelToken | None], "AgentStageResult"]
 """Runs one cell's agents in this process (``stages.run_agents`` with the stage's arguments)."""
 
 
@@ -352,6 +360,8 @@ class Lanes:
         local: queue.SimpleQueue[_Job | None] | None,
         remote: bool,
     ) -> None:
+        from datagouv_eval_pipeline.pipeline.agents.runner import RunSettings
+
         settings = RunSettings(max_concurrency=plan.per_cell)
         if remote:
             # Take no cell before a worker is up (its imports take seconds): until then the

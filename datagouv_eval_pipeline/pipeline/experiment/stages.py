@@ -14,7 +14,7 @@ import dataclasses
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from datagouv_eval_pipeline.core.benchmark.cells import Cell
 from datagouv_eval_pipeline.core.judges.judgement_record import JudgementRecord
@@ -42,8 +42,6 @@ from datagouv_eval_pipeline.pipeline.agents.cancel import (
     current_token,
     until_cancelled,
 )
-from datagouv_eval_pipeline.pipeline.agents.models import missing_api_key
-from datagouv_eval_pipeline.pipeline.agents.runner import execute_cell
 from datagouv_eval_pipeline.pipeline.experiment.cache import AgentRunCache, run_input_hash
 from datagouv_eval_pipeline.pipeline.experiment.documents import (
     ActionMappingsDocument,
@@ -61,7 +59,12 @@ from datagouv_eval_pipeline.pipeline.experiment.fingerprints import (
 from datagouv_eval_pipeline.pipeline.warehouse.loader import CellLoad
 from datagouv_eval_pipeline.pipeline.warehouse.rows import RunLoad
 from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
-from datagouv_eval_pipeline.world.mcp_builds import BuildServers
+
+# The agents' code (pydantic-ai, openai, the MCP clients) is imported by run_agents, when a cell
+# runs: the code location imports this module for the stage names and documents.
+if TYPE_CHECKING:
+    from datagouv_eval_pipeline.pipeline.agents.runner import CellRun
+    from datagouv_eval_pipeline.world.mcp_builds import BuildServers
 
 AGENT_RUNS = "agent_runs"
 ACTION_MAPPINGS = "action_mappings"
@@ -99,6 +102,18 @@ class AgentStageResult:
     problem: str | None = None
     missing_key: str | None = None
     missing_sandbox: str | None = None
+
+
+def execute_cell(
+    cell: Cell, tasks: Sequence[TaskSpec], *, twin_urls: TwinUrls | None, **options: Any
+) -> CellRun:
+    """The agent runner's :func:`~datagouv_eval_pipeline.pipeline.agents.runner.execute_cell`.
+
+    Imported on the first call, and the one name :func:`run_agents` calls (tests wrap it here).
+    """
+    from datagouv_eval_pipeline.pipeline.agents import runner
+
+    return runner.execute_cell(cell, tasks, twin_urls=twin_urls, **options)
 
 
 def run_agents(
@@ -148,6 +163,8 @@ def run_agents(
         BuildError: The build cannot be installed or started.
         RunCancelled: ``cancel`` was set during the cell.
     """
+    from datagouv_eval_pipeline.pipeline.agents.models import missing_api_key
+
     endpoint = None
     if cell.mcp_build is not None and "mcp" in cell.capabilities:
         if builds is None:

@@ -13,21 +13,28 @@ import base64
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
-
-matplotlib.use("Agg")  # no display; must precede pyplot
-
-import matplotlib.pyplot as plt
-from matplotlib.figure import Figure
-from matplotlib.typing import RcKeyType
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from matplotlib.typing import RcKeyType
 
 _STYLE: dict[RcKeyType, Any] = {
     "font.size": 9,
     "axes.spines.top": False,
     "axes.spines.right": False,
 }
+
+
+def _agg() -> None:
+    """Select the Agg backend (no display) before the drawing function imports pyplot.
+
+    matplotlib is imported where a plot is drawn (about half a second): the code location and
+    the CLI import this module without drawing.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,8 @@ class Plot:
 
 
 def _plot(figure: Figure) -> Plot:
+    import matplotlib.pyplot as plt
+
     image = io.BytesIO()
     figure.savefig(image, format="png", bbox_inches="tight", dpi=110, metadata={"Software": None})
     plt.close(figure)
@@ -89,6 +98,9 @@ def accuracy_by_version(
     series: Sequence[tuple[str, Sequence[VersionPoint]]], versions: Sequence[str], ylabel: str
 ) -> Plot:
     """Mean per MCP version, one line per (model, capability set), with interval bars."""
+    _agg()
+    import matplotlib.pyplot as plt
+
     with plt.rc_context(_STYLE):
         figure, axes = plt.subplots(figsize=(7.0, 3.4))
         positions = {version: index for index, version in enumerate(versions)}
@@ -140,6 +152,9 @@ def cost_accuracy(points: Sequence[CostPoint], xlabel: str) -> Plot:
     """Scatter of cost against accuracy, the Pareto front drawn as a step line."""
     front = pareto_front(points)
     on_front = {p.label for p in front}
+    _agg()
+    import matplotlib.pyplot as plt
+
     with plt.rc_context(_STYLE):
         figure, axes = plt.subplots(figsize=(7.0, 3.8))
         others = [p for p in points if p.label not in on_front]
@@ -181,6 +196,9 @@ def failure_heatmap(
 ) -> Plot:
     """Share of scored runs showing each failure mode, per cell (hatched: nothing scored)."""
     height = max(2.2, 0.22 * len(cells) + 1.2)
+    _agg()
+    import matplotlib.pyplot as plt
+
     with plt.rc_context(_STYLE):
         figure, axes = plt.subplots(figsize=(7.2, height))
         matrix = [[float("nan") if v is None else v for v in row] for row in shares]
@@ -234,6 +252,9 @@ def trend(
     series: Sequence[tuple[str, Sequence[TrendMean]]], experiments: Sequence[str], ylabel: str
 ) -> Plot:
     """Mean per recorded experiment, one line per cell, with interval bars."""
+    _agg()
+    import matplotlib.pyplot as plt
+
     with plt.rc_context(_STYLE):
         figure, axes = plt.subplots(figsize=(7.0, 3.4))
         offset_step = 0.04

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import duckdb
-import pandas as pd  # type: ignore[import-untyped]
 
 from datagouv_eval_pipeline.core.benchmark.config import EvaluationType
 from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
@@ -613,6 +612,9 @@ def replace_rows(
     conn.execute(f"DELETE FROM {table.qualified} WHERE {where}", list(parameters))
     if not rows:
         return
+    # pandas (about 1 s to import) only where rows are written: the code location imports this.
+    import pandas as pd  # type: ignore[import-untyped]
+
     frame = pd.DataFrame({name: [row[name] for row in rows] for name in table.column_names})
     view = f"_stats_{table.name}"
     conn.register(view, frame)

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pandas as pd  # type: ignore[import-untyped]
 
 from datagouv_eval_pipeline.core.benchmark.cells import CellRecord
 from datagouv_eval_pipeline.pipeline.warehouse.connections import track
@@ -114,6 +113,9 @@ def _insert(
     """Insert rows (plus ``constants``, the same value on every row) in one statement."""
     if not rows:
         return
+    # pandas (about 1 s to import) only where rows are written: the code location imports this.
+    import pandas as pd  # type: ignore[import-untyped]
+
     fixed = dict(constants or {})
     columns = TABLES_BY_NAME[table].column_names
     frame = pd.DataFrame(

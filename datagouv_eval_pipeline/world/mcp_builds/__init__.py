@@ -5,24 +5,60 @@ into an environment of its own (:mod:`.install`, cached per build), started as a
 127.0.0.1 for the run (:mod:`.process`) with the hostname front's variables offline, so the
 server keeps its production hostnames and reads the twin, and stopped with the run
 (:mod:`.servers`). Its own ``tools/list`` is the cell's tool list. See ``docs/mcp-builds.md``.
+
+The public names are imported on first use (PEP 562): the dry run's estimate reads a build's
+code digest without importing the servers (and the twin's HTTP stack behind them).
 """
 
-from datagouv_eval_pipeline.world.mcp_builds.install import (
-    BUILDS_ENV,
-    BuildError,
-    InstalledBuild,
-    build_id,
-    code_digest,
-    current_code_digest,
-    default_builds_dir,
-    install_build,
-)
-from datagouv_eval_pipeline.world.mcp_builds.process import (
-    BuildServer,
-    reap_orphans,
-    server_environment,
-)
-from datagouv_eval_pipeline.world.mcp_builds.servers import BuildEndpoint, BuildServers
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from datagouv_eval_pipeline.world.mcp_builds.install import (
+        BUILDS_ENV,
+        BuildError,
+        InstalledBuild,
+        build_id,
+        code_digest,
+        current_code_digest,
+        default_builds_dir,
+        install_build,
+    )
+    from datagouv_eval_pipeline.world.mcp_builds.process import (
+        BuildServer,
+        reap_orphans,
+        server_environment,
+    )
+    from datagouv_eval_pipeline.world.mcp_builds.servers import BuildEndpoint, BuildServers
+
+_MODULE_OF: dict[str, str] = {
+    "build_id": "install",
+    "BuildEndpoint": "servers",
+    "BuildError": "install",
+    "BUILDS_ENV": "install",
+    "BuildServer": "process",
+    "BuildServers": "servers",
+    "code_digest": "install",
+    "current_code_digest": "install",
+    "default_builds_dir": "install",
+    "install_build": "install",
+    "InstalledBuild": "install",
+    "reap_orphans": "process",
+    "server_environment": "process",
+}
+"""Each public name, and the module of this package that defines it."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BUILDS_ENV",
