@@ -111,9 +111,9 @@ def execute_cell(
 
     Imported on the first call, and the one name :func:`run_agents` calls (tests wrap it here).
     """
-    from datagouv_eval_pipeline.pipeline.agents import runner
+    from datagouv_eval_pipeline.pipeline.agents.runner import execute_cell as run_cell
 
-    return runner.execute_cell(cell, tasks, twin_urls=twin_urls, **options)
+    return run_cell(cell, tasks, twin_urls=twin_urls, **options)
 
 
 def run_agents(
