@@ -47,6 +47,33 @@ TIER_PATHS: tuple[tuple[str, str], ...] = (
 )
 _TESTS = Path(__file__).parent
 
+# The longest modules, longest first: pytest-xdist (`./dev test`: `--dist loadfile
+# --no-loadscope-reorder`) hands out whole modules in collection order, so these start first
+# and the short modules fill both workers at the end, instead of one long module starting last
+# while the other worker idles. Roughly seconds per module in CI (`--durations`), 2026-12-07;
+# only the order matters. A wrong figure costs balance, never a result.
+SLOW_MODULES: dict[str, int] = {
+    "cli/test_experiment_hybrid_judge_failures.py": 160,
+    "mcp_builds/test_conformance.py": 155,  # with the releases built from git (DATAGOUV_MCP_GIT)
+    "agents/runner/test_baseline_paraphrases.py": 145,
+    "cli/test_experiment_interrupts_late.py": 130,
+    "cli/test_experiment_hybrid_judge.py": 125,
+    "cli/test_experiment_recovery.py": 120,
+    "cli/test_experiment_interrupts_early.py": 110,
+    "cli/test_dagster_ui_chromium.py": 90,
+    "cli/test_cli_sweep.py": 90,
+    "cli/test_experiment_interrupts.py": 80,
+    "cli/test_experiment_cells.py": 50,
+    "cli/test_inactive_models.py": 45,
+    "experiment/test_citation_passes.py": 45,
+    "report/test_report_chromium.py": 40,
+    "defs/test_pipeline_judges.py": 35,
+    "defs/test_weekly_live.py": 30,
+    "local_models/test_plumbing_end_to_end.py": 30,
+    "defs/test_pipeline_classification.py": 30,
+    "dbt/test_dbt_build.py": 25,
+}
+
 
 def tier_of(path: Path) -> str:
     """The tier a test module belongs to by its path (see TIER_PATHS)."""
@@ -81,7 +108,15 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {meaning}")
 
 
+def slow_first(path: Path) -> int:
+    """Sort key of a test module: the longest known modules first, the rest as collected."""
+    relative = path.relative_to(_TESTS).as_posix() if path.is_relative_to(_TESTS) else ""
+    return -SLOW_MODULES.get(relative, 0)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if not any(item.get_closest_marker(name) for name in TIERS):
             item.add_marker(getattr(pytest.mark, tier_of(item.path)))
+    # Stable: each module's tests keep their order (and their module fixtures, one build each).
+    items.sort(key=lambda item: slow_first(item.path))

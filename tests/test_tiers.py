@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import TIER_PATHS, TIERS, tier_of
+from tests.conftest import SLOW_MODULES, TIER_PATHS, TIERS, slow_first, tier_of
 
 TESTS = Path(__file__).parent
 
@@ -16,6 +16,14 @@ def test_every_path_of_the_tier_table_exists() -> None:
     missing = [prefix for prefix, _ in TIER_PATHS if not (TESTS / prefix.rstrip("/")).exists()]
     assert missing == []
     assert {tier for _, tier in TIER_PATHS} <= set(TIERS)
+
+
+def test_every_slow_module_exists_and_sorts_before_the_others() -> None:
+    # A renamed module would silently lose its early start under xdist.
+    assert [path for path in SLOW_MODULES if not (TESTS / path).is_file()] == []
+    longest = max(SLOW_MODULES, key=lambda path: SLOW_MODULES[path])
+    quick = TESTS / "metrics" / "test_passk.py"
+    assert sorted([quick, TESTS / longest], key=slow_first) == [TESTS / longest, quick]
 
 
 def test_a_module_takes_the_tier_of_its_first_matching_path() -> None:

@@ -21,7 +21,13 @@ from datagouv_eval_pipeline.core.judges.calibration import (
     calibrate,
     load_calibration,
 )
-from datagouv_eval_pipeline.core.judges.config import JudgeKind, JudgeSpec, load_judge_spec
+from datagouv_eval_pipeline.core.judges.config import (
+    RETRY_DELAY_ENV,
+    JudgeKind,
+    JudgeSpec,
+    JudgeSpecError,
+    load_judge_spec,
+)
 from datagouv_eval_pipeline.core.judges.factory import build_judge
 from datagouv_eval_pipeline.core.judges.llm import LLMJudge
 from datagouv_eval_pipeline.pipeline.experiment.catalog import twin_catalog_lookup
@@ -99,6 +105,27 @@ def test_the_tracked_judge_file_leaves_the_limits_to_the_provider() -> None:
 
     spec = load_judge_spec(BENCHMARK_CONFIG_DIR / JUDGE_FILE)
     assert (spec.concurrency, spec.timeout_s, spec.retries) == (None, None, None)
+
+
+def test_the_retry_delay_comes_from_the_file_or_the_environment(tmp_path: Path) -> None:
+    path = tmp_path / "judge.yml"
+    path.write_text(f"kind: llm\nmodel: {MODEL}\nretry_delay_s: 0.5\n", encoding="utf-8")
+    assert load_judge_spec(path, env={}).retry_delay_s == 0.5
+    spec = load_judge_spec(path, env={RETRY_DELAY_ENV: " 0.05 "})
+    assert spec.retry_delay_s == 0.05
+    # The backoff starts at the delay; the jitter never exceeds it.
+    url = "http://127.0.0.1:9/v1"
+    retry = _llm(build_judge(spec, _models(tmp_path, ""), base_url=url)).retry
+    assert (retry.base_delay_s, retry.min_delay_s, retry.jitter_s) == (0.05, 0.05, 0.05)
+    default = _llm(
+        build_judge(
+            JudgeSpec(kind=JudgeKind.LLM, model=MODEL), _models(tmp_path / "b", ""), base_url=url
+        )
+    ).retry
+    assert (default.base_delay_s, default.min_delay_s, default.jitter_s) == (2.0, 0.5, 1.0)
+    for bad in ("soon", "-1", "nan"):
+        with pytest.raises(JudgeSpecError, match=f"{RETRY_DELAY_ENV}=.*seconds >= 0"):
+            load_judge_spec(path, env={RETRY_DELAY_ENV: bad})
 
 
 def test_a_one_slot_server_judges_the_whole_calibration_set_one_request_at_a_time(

@@ -10,7 +10,7 @@ directly (``FunctionModel``), bypassing the registry.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -44,6 +44,8 @@ DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_RETRIES = 2
 """Retries of a judge request when neither the judge's settings nor the provider's ``retries``
 say."""
+DEFAULT_RETRY_DELAY_S = 2.0
+"""Back-off before a judge request's first retry when the judge's settings do not say."""
 
 
 class _Strict(BaseModel):
@@ -77,8 +79,8 @@ class JudgeConfig(_Strict):
     retries: int | None = Field(default=None, ge=0)
     """Retries of a request that failed for a transient reason (rate limit, 5xx, network);
     None: the provider's ``retries`` in ``models.yml``, else 2."""
-    retry_delay_s: float = Field(default=2.0, ge=0)
-    """First back-off delay, doubled on each retry."""
+    retry_delay_s: float = Field(default=DEFAULT_RETRY_DELAY_S, ge=0)
+    """First back-off delay, doubled on each retry (its jitter never exceeds it)."""
     output_retries: int = Field(default=1, ge=0)
     """Times the model may fix an output that fails validation."""
     cache_dir: Path | None = None
@@ -264,6 +266,10 @@ class JudgeSpec(_Strict):
     retries: int | None = Field(default=None, ge=0)
     """Retries of a request that failed for a transient reason (429, 5xx, network); null: the
     provider's ``retries``, else 2."""
+    retry_delay_s: float | None = Field(default=None, ge=0)
+    """Back-off before the first retry, doubled on each later one (plus a random jitter of up
+    to 1 s, never more than this delay); a ``Retry-After`` header replaces it. Null: 2 s. The
+    environment variable ``DATAGOUV_EVAL_JUDGE_RETRY_DELAY_S`` overrides it."""
     base_url: str | None = Field(default=None, pattern=r"^https?://")
     """Send every judge request to this OpenAI-compatible URL instead of the provider's
     (a record/replay server, a local model); the API key is then optional."""
@@ -316,12 +322,35 @@ def _first_message(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def load_judge_spec(path: Path) -> JudgeSpec:
+RETRY_DELAY_ENV = "DATAGOUV_EVAL_JUDGE_RETRY_DELAY_S"
+"""Overrides ``judge.yml``'s ``retry_delay_s`` (seconds >= 0), e.g. for a short back-off
+against a local server that fails on purpose."""
+
+
+def load_judge_spec(path: Path, env: Mapping[str, str] | None = None) -> JudgeSpec:
     """Read ``judge.yml``; a missing file means the deterministic judge.
 
+    Args:
+        path: The judge file.
+        env: Where ``DATAGOUV_EVAL_JUDGE_RETRY_DELAY_S`` is read (default: the process's).
+
     Raises:
-        JudgeSpecError: Naming the file, the field and what was expected.
+        JudgeSpecError: Naming the file or variable, the field and what was expected.
     """
+    spec = _read_judge_file(path)
+    raw = (os.environ if env is None else env).get(RETRY_DELAY_ENV, "").strip()
+    if not raw:
+        return spec
+    try:
+        delay = float(raw)
+    except ValueError:
+        delay = -1.0
+    if not delay >= 0:  # also refuses nan
+        raise JudgeSpecError(f"{RETRY_DELAY_ENV}={raw!r}: expected a number of seconds >= 0")
+    return spec.model_copy(update={"retry_delay_s": delay})
+
+
+def _read_judge_file(path: Path) -> JudgeSpec:
     import yaml
 
     if not path.exists():

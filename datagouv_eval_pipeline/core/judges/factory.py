@@ -10,6 +10,7 @@ from pathlib import Path
 
 from datagouv_eval_pipeline.core.benchmark.config import ModelsFile
 from datagouv_eval_pipeline.core.judges.config import (
+    DEFAULT_RETRY_DELAY_S,
     JudgeConfig,
     JudgeKind,
     JudgeSpec,
@@ -53,6 +54,7 @@ def build_judge(
         timeout_s=spec.timeout_s,
         retries=spec.retries,
         cache_dir=cache_dir,
+        retry_delay_s=DEFAULT_RETRY_DELAY_S if spec.retry_delay_s is None else spec.retry_delay_s,
     )
     llm = LLMJudge.from_config(config, {"default": role_model})
     return llm if spec.kind is JudgeKind.LLM else HybridJudge(llm)

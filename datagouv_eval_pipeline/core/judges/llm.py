@@ -216,6 +216,8 @@ class LLMJudge:
                 retries=_first(config.retries, default.retries, DEFAULT_RETRIES),
                 base_delay_s=config.retry_delay_s,
                 min_delay_s=min(config.retry_delay_s, RetryPolicy().min_delay_s),
+                # A short back-off stays short: the jitter is at most the first delay.
+                jitter_s=min(config.retry_delay_s, RetryPolicy().jitter_s),
             ),
             output_retries=config.output_retries,
         )
