@@ -18,7 +18,7 @@ import click
 
 
 def _db(db_path: Path | None) -> Path:
-    from datagouv_eval_pipeline.pipeline.warehouse.location import default_duckdb_path
+    from datagouv_eval_pipeline.pipeline.warehouse import default_duckdb_path
 
     return db_path or Path(default_duckdb_path())
 
@@ -63,11 +63,7 @@ def sample_command(
     import duckdb
 
     from datagouv_eval_pipeline.cli.judge import _tasks
-    from datagouv_eval_pipeline.pipeline.warehouse.review import (
-        ReviewError,
-        draw_sample,
-        write_review,
-    )
+    from datagouv_eval_pipeline.pipeline.warehouse import ReviewError, draw_sample, write_review
 
     db = _db(db_path)
     if not db.exists():
@@ -136,26 +132,25 @@ def import_command(
     import duckdb
 
     from datagouv_eval_pipeline.cli.judge import _tasks
-    from datagouv_eval_pipeline.core.judges.calibration import (
+    from datagouv_eval_pipeline.core.judges import (
         CALIBRATION_DIR,
         CalibrationError,
         load_calibration,
     )
-    from datagouv_eval_pipeline.core.tasks.errors import TaskSpecErrors
-    from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
-    from datagouv_eval_pipeline.pipeline.warehouse.calibration import write_review_labels
-    from datagouv_eval_pipeline.pipeline.warehouse.loader import connect
-    from datagouv_eval_pipeline.pipeline.warehouse.review import (
+    from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, TaskSpecErrors, load_task_specs
+    from datagouv_eval_pipeline.pipeline.warehouse import (
         ReviewError,
+        SchemaVersionError,
         calibration_document,
         check_review,
+        connect,
         draft_tasks,
         judge_outcomes,
         label_rows,
         read_review,
         write_calibration_file,
+        write_review_labels,
     )
-    from datagouv_eval_pipeline.pipeline.warehouse.schema import SchemaVersionError
 
     tasks = _tasks(task_dir)
     try:

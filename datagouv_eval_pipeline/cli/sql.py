@@ -16,8 +16,7 @@ from typing import TextIO
 import click
 import duckdb
 
-from datagouv_eval_pipeline.pipeline.warehouse.location import default_duckdb_path
-from datagouv_eval_pipeline.pipeline.warehouse.schema import SCHEMA
+from datagouv_eval_pipeline.pipeline.warehouse import SCHEMA, default_duckdb_path
 
 _NO_FILES: dict[str, str | bool | int | float | list[str]] = {
     "enable_external_access": False,

@@ -11,24 +11,27 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import Field, PrivateAttr
 
-from datagouv_eval_pipeline.core.benchmark.loader import BENCHMARK_CONFIG_DIR, load_benchmark_config
-from datagouv_eval_pipeline.core.judges.config import (
+from datagouv_eval_pipeline.core.benchmark import BENCHMARK_CONFIG_DIR, load_benchmark_config
+from datagouv_eval_pipeline.core.judges import (
     JUDGE_FILE,
+    DeterministicJudge,
+    Judge,
     JudgeKind,
     JudgeSpec,
+    build_judge,
     load_judge_spec,
 )
-from datagouv_eval_pipeline.core.judges.deterministic import DeterministicJudge
-from datagouv_eval_pipeline.core.judges.factory import build_judge
-from datagouv_eval_pipeline.core.judges.protocol import Judge
-from datagouv_eval_pipeline.core.metrics.catalog import CatalogLookup
-from datagouv_eval_pipeline.pipeline.experiment.cache import AgentRunCache
-from datagouv_eval_pipeline.pipeline.experiment.catalog import ApiCatalogLookup, StoreCatalogLookup
-from datagouv_eval_pipeline.pipeline.experiment.store import RunStore, default_run_store
-from datagouv_eval_pipeline.pipeline.warehouse.location import DUCKDB_ENV, default_duckdb_path
-from datagouv_eval_pipeline.world.api.server import TwinServer
-from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
-from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.core.metrics import CatalogLookup
+from datagouv_eval_pipeline.pipeline.experiment import (
+    AgentRunCache,
+    ApiCatalogLookup,
+    RunStore,
+    StoreCatalogLookup,
+    default_run_store,
+)
+from datagouv_eval_pipeline.pipeline.warehouse import DUCKDB_ENV, default_duckdb_path
+from datagouv_eval_pipeline.world.api import TwinServer
+from datagouv_eval_pipeline.world.catalogue import CatalogStore, TwinUrls
 from datagouv_eval_pipeline.world.front import Front
 from datagouv_eval_pipeline.world.local_models import LocalServers, served_model
 from datagouv_eval_pipeline.world.mcp_builds import BuildServers
@@ -137,7 +140,7 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
         if self.live:
             return None
         if self._front is None:
-            from datagouv_eval_pipeline.world.api.front import served_by
+            from datagouv_eval_pipeline.world.api import served_by
 
             self.urls()
             assert self._server is not None

@@ -19,9 +19,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_ai.models import Model
 
-from datagouv_eval_pipeline.core.benchmark.config import ModelsFile, ProviderKind
-from datagouv_eval_pipeline.core.benchmark.keys import model_key
-from datagouv_eval_pipeline.core.providers.limits import RateLimit
+from datagouv_eval_pipeline.core.benchmark import ModelsFile, ProviderKind, model_key
+from datagouv_eval_pipeline.core.providers import RateLimit
 
 Role = Literal["criterion", "arguments", "trajectory", "failure_modes", "classification"]
 ROLES: tuple[Role, ...] = (

@@ -11,30 +11,74 @@
   retries, and settles the real usage.
 """
 
-from datagouv_eval_pipeline.core.providers.limits import (
-    DEFAULT_RATE_LIMITS,
-    Clock,
-    RateLimit,
-    RateLimiter,
-    RateLimiters,
-    SystemClock,
-    estimate_tokens,
-    process_rate_limiters,
-)
-from datagouv_eval_pipeline.core.providers.managed import (
-    ManagedModel,
-    RequestObserver,
-    counting_requests,
-)
-from datagouv_eval_pipeline.core.providers.retry import (
-    RetryPolicy,
-    RetryWait,
-    retry_after_seconds,
-    send_with_retries,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from datagouv_eval_pipeline.core.providers.limits import (
+        DEFAULT_RATE_LIMITS,
+        Clock,
+        RateLimit,
+        RateLimiter,
+        RateLimiters,
+        SystemClock,
+        estimate_tokens,
+        process_rate_limiters,
+    )
+    from datagouv_eval_pipeline.core.providers.managed import (
+        LIMITER_WAIT,
+        Answered,
+        ManagedModel,
+        RequestObserver,
+        counting_requests,
+        message_chars,
+    )
+    from datagouv_eval_pipeline.core.providers.retry import (
+        RetryPolicy,
+        RetryWait,
+        retry_after_seconds,
+        send_with_retries,
+    )
+
+_MODULE_OF: dict[str, str] = {
+    "Answered": ".managed",
+    "Clock": ".limits",
+    "DEFAULT_RATE_LIMITS": ".limits",
+    "LIMITER_WAIT": ".managed",
+    "ManagedModel": ".managed",
+    "RateLimit": ".limits",
+    "RateLimiter": ".limits",
+    "RateLimiters": ".limits",
+    "RequestObserver": ".managed",
+    "RetryPolicy": ".retry",
+    "RetryWait": ".retry",
+    "SystemClock": ".limits",
+    "counting_requests": ".managed",
+    "estimate_tokens": ".limits",
+    "message_chars": ".managed",
+    "process_rate_limiters": ".limits",
+    "retry_after_seconds": ".retry",
+    "send_with_retries": ".retry",
+}
+"""Each public name, and the module that defines it."""
+
+
+def __getattr__(name: str) -> Any:
+    """Import the module defining a public name on first use (PEP 562)."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_RATE_LIMITS",
+    "LIMITER_WAIT",
+    "Answered",
     "Clock",
     "ManagedModel",
     "RateLimit",
@@ -46,6 +90,7 @@ __all__ = [
     "SystemClock",
     "counting_requests",
     "estimate_tokens",
+    "message_chars",
     "process_rate_limiters",
     "retry_after_seconds",
     "send_with_retries",

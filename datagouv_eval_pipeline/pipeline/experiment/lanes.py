@@ -27,11 +27,8 @@ from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from datagouv_eval_pipeline.core.benchmark.cells import Cell
-from datagouv_eval_pipeline.core.benchmark.config import ProviderKind
-from datagouv_eval_pipeline.core.benchmark.loader import BenchmarkConfig
-from datagouv_eval_pipeline.pipeline.agents.cancel import CancelToken, RunCancelled
-from datagouv_eval_pipeline.pipeline.agents.runner import RunSettings
+from datagouv_eval_pipeline.core.benchmark import BenchmarkConfig, Cell, ProviderKind
+from datagouv_eval_pipeline.pipeline.agents import CancelToken, RunCancelled, RunSettings
 from datagouv_eval_pipeline.pipeline.experiment.stages import AgentStageResult
 
 REMOTE_DEFAULT_SLOTS = 4
@@ -93,7 +90,7 @@ def pool_name(provider: str) -> str:
 
 def provider_pool_limits(config: BenchmarkConfig | None = None) -> dict[str, int]:
     """Pool name → slots, for every provider of ``models.yml``."""
-    from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+    from datagouv_eval_pipeline.core.benchmark import load_benchmark_config
 
     slots = provider_slots(config if config is not None else load_benchmark_config())
     return {pool_name(name): count for name, count in slots.items()}

@@ -15,35 +15,41 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from datagouv_eval_pipeline.core.benchmark.cells import Cell
-from datagouv_eval_pipeline.core.judges.judgement_record import JudgementRecord
-from datagouv_eval_pipeline.core.judges.protocol import Judge
-from datagouv_eval_pipeline.core.judges.runner import (
+from datagouv_eval_pipeline.core.benchmark import Cell
+from datagouv_eval_pipeline.core.judges import (
+    CallClassification,
+    Judge,
+    JudgementRecord,
+    Verdict,
     classify_unmapped,
+    judge_spend,
     judge_trace,
 )
-from datagouv_eval_pipeline.core.judges.verdict import CallClassification, Verdict, judge_spend
-from datagouv_eval_pipeline.core.metrics import score_trace
-from datagouv_eval_pipeline.core.metrics.catalog import (
+from datagouv_eval_pipeline.core.metrics import (
     CatalogLookup,
+    ScoreRecord,
     resolve_mapping_slugs,
+    score_trace,
     with_catalog_slugs,
+    with_references,
 )
-from datagouv_eval_pipeline.core.metrics.references import with_references
-from datagouv_eval_pipeline.core.metrics.score_record import ScoreRecord
-from datagouv_eval_pipeline.core.semantic.mapper import MappingStatus, TraceMapping, map_trace
-from datagouv_eval_pipeline.core.semantic.registry import ActionRegistry, load_registry
-from datagouv_eval_pipeline.core.tasks.references import Reference, references_by_name
-from datagouv_eval_pipeline.core.tasks.spec import TIERS, TaskSpec
+from datagouv_eval_pipeline.core.semantic import (
+    ActionRegistry,
+    MappingStatus,
+    TraceMapping,
+    load_registry,
+    map_trace,
+)
+from datagouv_eval_pipeline.core.tasks import TIERS, Reference, TaskSpec, references_by_name
 from datagouv_eval_pipeline.core.traces import SCORED_STATUSES, Trace
-from datagouv_eval_pipeline.pipeline.agents.cancel import (
+from datagouv_eval_pipeline.pipeline.agents import (
     CancelToken,
     RunCancelled,
     current_token,
+    execute_cell,
+    missing_api_key,
     until_cancelled,
 )
-from datagouv_eval_pipeline.pipeline.agents.models import missing_api_key
-from datagouv_eval_pipeline.pipeline.agents.runner import execute_cell
 from datagouv_eval_pipeline.pipeline.experiment.cache import AgentRunCache, run_input_hash
 from datagouv_eval_pipeline.pipeline.experiment.documents import (
     ActionMappingsDocument,
@@ -57,8 +63,8 @@ from datagouv_eval_pipeline.pipeline.experiment.fingerprints import (
     cell_code_fingerprint,
     toolset_version,
 )
-from datagouv_eval_pipeline.pipeline.warehouse.loader import CellLoad
-from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.pipeline.warehouse import CellLoad
+from datagouv_eval_pipeline.world.catalogue import TwinUrls
 from datagouv_eval_pipeline.world.mcp_builds import BuildServers
 
 AGENT_RUNS = "agent_runs"

@@ -4,30 +4,77 @@ Pure Python (no Dagster): the future ``catalog_validation`` asset calls :func:`v
 stores the JSON of the returned :class:`ValidationReport`. See docs/preflight.md.
 """
 
-from datagouv_eval_pipeline.pipeline.preflight.baselines import (
-    Baseline,
-    BaselineError,
-    BaselineStore,
-    default_baselines_dir,
-)
-from datagouv_eval_pipeline.pipeline.preflight.models import (
-    DiffEntry,
-    PreflightCheckResult,
-    TaskReport,
-    ValidationReport,
-)
-from datagouv_eval_pipeline.pipeline.preflight.validator import (
-    BaselineChange,
-    RefreshPlan,
-    ValidatorConfig,
-    aplan_refresh,
-    avalidate,
-    plan,
-    plan_refresh,
-    validate,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from datagouv_eval_pipeline.pipeline.preflight.baselines import (
+        Baseline,
+        BaselineError,
+        BaselineStore,
+        default_baselines_dir,
+    )
+    from datagouv_eval_pipeline.pipeline.preflight.http import USER_AGENT
+    from datagouv_eval_pipeline.pipeline.preflight.models import (
+        DiffEntry,
+        PreflightCheckResult,
+        TaskReport,
+        ValidationReport,
+    )
+    from datagouv_eval_pipeline.pipeline.preflight.text import render_refresh, render_report
+    from datagouv_eval_pipeline.pipeline.preflight.validator import (
+        BaselineChange,
+        RefreshPlan,
+        ValidatorConfig,
+        active,
+        aplan_refresh,
+        avalidate,
+        plan,
+        plan_refresh,
+        probe,
+        validate,
+    )
+
+_MODULE_OF: dict[str, str] = {
+    "Baseline": ".baselines",
+    "BaselineChange": ".validator",
+    "BaselineError": ".baselines",
+    "BaselineStore": ".baselines",
+    "DiffEntry": ".models",
+    "PreflightCheckResult": ".models",
+    "RefreshPlan": ".validator",
+    "TaskReport": ".models",
+    "USER_AGENT": ".http",
+    "ValidationReport": ".models",
+    "ValidatorConfig": ".validator",
+    "active": ".validator",
+    "aplan_refresh": ".validator",
+    "avalidate": ".validator",
+    "default_baselines_dir": ".baselines",
+    "plan": ".validator",
+    "plan_refresh": ".validator",
+    "probe": ".validator",
+    "render_refresh": ".text",
+    "render_report": ".text",
+    "validate": ".validator",
+}
+"""Each public name, and the module that defines it."""
+
+
+def __getattr__(name: str) -> Any:
+    """Import the module defining a public name on first use (PEP 562)."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
+    "USER_AGENT",
     "Baseline",
     "BaselineChange",
     "BaselineError",
@@ -38,10 +85,14 @@ __all__ = [
     "TaskReport",
     "ValidationReport",
     "ValidatorConfig",
+    "active",
     "aplan_refresh",
     "avalidate",
     "default_baselines_dir",
     "plan",
     "plan_refresh",
+    "probe",
+    "render_refresh",
+    "render_report",
     "validate",
 ]

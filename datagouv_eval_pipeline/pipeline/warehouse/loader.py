@@ -22,9 +22,9 @@ import duckdb
 import pandas as pd  # type: ignore[import-untyped]
 from pydantic import TypeAdapter, ValidationError
 
-from datagouv_eval_pipeline.core.judges.judgement_record import JudgementRecord
-from datagouv_eval_pipeline.core.metrics.score_record import ScoreRecord
-from datagouv_eval_pipeline.core.semantic.mapper import TraceMapping
+from datagouv_eval_pipeline.core.judges import JudgementRecord
+from datagouv_eval_pipeline.core.metrics import ScoreRecord
+from datagouv_eval_pipeline.core.semantic import TraceMapping
 from datagouv_eval_pipeline.core.traces import Trace
 from datagouv_eval_pipeline.pipeline.warehouse.connections import track
 from datagouv_eval_pipeline.pipeline.warehouse.history import ExperimentRecord, record_experiment

@@ -23,16 +23,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from datagouv_eval_pipeline.core.benchmark.cells import CellRecord
-from datagouv_eval_pipeline.core.benchmark.keys import run_id
-from datagouv_eval_pipeline.core.judges.judgement_record import JudgementRecord
-from datagouv_eval_pipeline.core.judges.verdict import Verdict
-from datagouv_eval_pipeline.core.metrics import registry
-from datagouv_eval_pipeline.core.metrics.passk import pass_at_k, pass_hat_k
-from datagouv_eval_pipeline.core.metrics.score_record import ScoreRecord
-from datagouv_eval_pipeline.core.semantic.instances import ActionInstance, CallCategory
-from datagouv_eval_pipeline.core.semantic.mapper import TraceMapping
-from datagouv_eval_pipeline.core.tasks.spec import TIERS
+from datagouv_eval_pipeline.core.benchmark import CellRecord, run_id
+from datagouv_eval_pipeline.core.judges import JudgementRecord, Verdict
+from datagouv_eval_pipeline.core.metrics import ScoreRecord, pass_at_k, pass_hat_k, registry
+from datagouv_eval_pipeline.core.semantic import ActionInstance, CallCategory, TraceMapping
+from datagouv_eval_pipeline.core.tasks import TIERS
 from datagouv_eval_pipeline.core.traces import Trace
 from datagouv_eval_pipeline.pipeline.warehouse.schema import CELL_TABLES, TABLES_BY_NAME, Table
 

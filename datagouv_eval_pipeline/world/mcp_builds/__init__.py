@@ -7,22 +7,56 @@ server keeps its production hostnames and reads the twin, and stopped with the r
 (:mod:`.servers`). Its own ``tools/list`` is the cell's tool list. See ``docs/mcp-builds.md``.
 """
 
-from datagouv_eval_pipeline.world.mcp_builds.install import (
-    BUILDS_ENV,
-    BuildError,
-    InstalledBuild,
-    build_id,
-    code_digest,
-    current_code_digest,
-    default_builds_dir,
-    install_build,
-)
-from datagouv_eval_pipeline.world.mcp_builds.process import (
-    BuildServer,
-    reap_orphans,
-    server_environment,
-)
-from datagouv_eval_pipeline.world.mcp_builds.servers import BuildEndpoint, BuildServers
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from datagouv_eval_pipeline.world.mcp_builds.install import (
+        BUILDS_ENV,
+        BuildError,
+        InstalledBuild,
+        build_id,
+        code_digest,
+        current_code_digest,
+        default_builds_dir,
+        install_build,
+    )
+    from datagouv_eval_pipeline.world.mcp_builds.process import (
+        BuildServer,
+        reap_orphans,
+        server_environment,
+    )
+    from datagouv_eval_pipeline.world.mcp_builds.servers import BuildEndpoint, BuildServers
+
+_MODULE_OF: dict[str, str] = {
+    "BUILDS_ENV": ".install",
+    "BuildEndpoint": ".servers",
+    "BuildError": ".install",
+    "BuildServer": ".process",
+    "BuildServers": ".servers",
+    "InstalledBuild": ".install",
+    "build_id": ".install",
+    "code_digest": ".install",
+    "current_code_digest": ".install",
+    "default_builds_dir": ".install",
+    "install_build": ".install",
+    "reap_orphans": ".process",
+    "server_environment": ".process",
+}
+"""Each public name, and the module that defines it."""
+
+
+def __getattr__(name: str) -> Any:
+    """Import the module defining a public name on first use (PEP 562)."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BUILDS_ENV",
