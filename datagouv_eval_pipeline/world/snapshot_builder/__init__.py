@@ -17,15 +17,16 @@ _MODULE_OF: dict[str, str] = {
 }
 """Each public name, and the module that defines it."""
 
+if not TYPE_CHECKING:  # hidden from mypy, which then checks each name imported from the face
 
-def __getattr__(name: str) -> Any:
-    """Import the module defining a public name on first use (PEP 562)."""
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+    def __getattr__(name: str) -> Any:
+        """Import the module defining a public name on first use (PEP 562)."""
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
 
 
 __all__ = [
