@@ -1,8 +1,10 @@
 """``datagouv-eval architecture``: write (or check) docs/architecture.md from the import contracts.
 
-The page is made from two sources the code already keeps true: the import-linter contracts in
-``pyproject.toml`` (which ``lint-imports`` enforces) and the first line of each package's or
-module's docstring. Editing either and forgetting the page makes ``--check`` (and a test) fail.
+The page is made from sources the code already keeps true: the import-linter contracts in
+``pyproject.toml`` (which ``lint-imports`` enforces), the first line of each package's or
+module's docstring, and each package's public face (the ``__all__`` of its ``__init__.py``,
+which ``tests/test_faces.py`` holds to what other packages import). Editing any of them and
+forgetting the page makes ``--check`` (and a test) fail.
 """
 
 from __future__ import annotations
@@ -17,6 +19,38 @@ import click
 from datagouv_eval_pipeline.base.project_files import PACKAGE_DIR
 
 ROOT = PACKAGE_DIR.parent
+LAYERS = ("base", "core", "world", "pipeline")
+"""The layer packages whose children (sub-packages and modules) other packages import by face."""
+
+NAMESPACES: dict[str, str] = {
+    "core.metrics.registry": (
+        "`registry.METRICS` is read when used: a new metric extends the registry and every "
+        "reader sees it (a test adds one with monkeypatch)"
+    ),
+    "core.metrics.statistics": (
+        "`st.estimate`, `st.verdict`, `st.ALPHA`: the qualifier says these are statistics; "
+        "bare, the names clash with the readers' own variables"
+    ),
+    "pipeline.warehouse.queries": (
+        "the asset checks of `defs/checks.py` carry the names of the queries they run "
+        "(`cell_coverage` runs `queries.cell_coverage`)"
+    ),
+    "world.catalogue.tabular": (
+        "the twin's APIs read the catalogue's parts as namespaces (`tabular.Table`, "
+        "`tabular.parse_query`): the qualifier says which API's object it is"
+    ),
+    "world.catalogue.full_objects": "the twin's APIs call `full_objects.dataset(...)`, as above",
+    "world.catalogue.generated": "the twin's APIs call `generated.mark(...)`, as above",
+    "world.catalogue.facts": "the snapshot builder reads `facts.COLUMNS`, as above",
+    "world.catalogue.catalogue_export": (
+        "the snapshot builder reads `catalogue_export.GENERATOR`, as above"
+    ),
+    "world.mcp.stateless": (
+        "the wire check sets `stateless.PING_SECONDS` for one comparison and restores it: "
+        "module state, which only the module's attribute changes"
+    ),
+}
+"""Submodules other packages may import past their package's face, as namespaces, and why."""
 PYPROJECT = ROOT / "pyproject.toml"
 ARCHITECTURE_PAGE = ROOT / "docs" / "architecture.md"
 
@@ -81,6 +115,55 @@ def _forbidden_section(contract: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def public_names(package: Path) -> list[str] | None:
+    """Return the ``__all__`` of a package's ``__init__.py``, read without importing it.
+
+    Args:
+        package: The package's folder.
+
+    Returns:
+        The names, or ``None`` when the package declares no ``__all__``.
+    """
+    tree = ast.parse((package / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            assert isinstance(node, ast.Assign)
+            return [str(name) for name in ast.literal_eval(node.value)]
+    return None
+
+
+def _faces_section(package_dir: Path) -> list[str]:
+    lines = [
+        "## Public faces",
+        "",
+        "A module outside a package imports it through its face, the package's `__init__.py`:",
+        "`from datagouv_eval_pipeline.core.metrics import score_trace`, never",
+        "`from datagouv_eval_pipeline.core.metrics.scorer import score_trace`. A face imports its",
+        "modules on first use (PEP 562), so importing it costs nothing; its `__all__` lists the",
+        "package's public names. A module directly in a layer (`base/text.py`) is its own face.",
+        "`tests/test_faces.py` holds this.",
+        "",
+        "| Package | Public names |",
+        "| --- | --- |",
+    ]
+    for layer in LAYERS:
+        for child in sorted((package_dir / layer).iterdir()):
+            if child.is_dir() and (child / "__init__.py").is_file():
+                names = public_names(child) or []
+                shown = ", ".join(f"`{name}`" for name in sorted(names, key=str.lower))
+                lines.append(f"| `{layer}.{child.name}` | {shown or '(none)'} |")
+            elif child.suffix == ".py" and child.name != "__init__.py":
+                lines.append(f"| `{layer}.{child.stem}` | (a module: its own face) |")
+    lines += [
+        "",
+        "These modules are imported past their package's face, as namespaces, on purpose:",
+        "",
+    ]
+    lines += [f"- `{module}`: {why}." for module, why in NAMESPACES.items()]
+    return [*lines, ""]
+
+
 def render_architecture(pyproject: Path = PYPROJECT, package_dir: Path = PACKAGE_DIR) -> str:
     """Render docs/architecture.md from the import-linter contracts of ``pyproject``.
 
@@ -106,6 +189,8 @@ def render_architecture(pyproject: Path = PYPROJECT, package_dir: Path = PACKAGE
             lines += _layers_section(contract, package_dir)
         elif contract.get("type") == "forbidden":
             lines += _forbidden_section(contract)
+    if all((package_dir / layer).is_dir() for layer in LAYERS):
+        lines += _faces_section(package_dir)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -8,14 +8,16 @@ from pathlib import Path
 import click
 
 from datagouv_eval_pipeline.cli.validate import format_error
-from datagouv_eval_pipeline.core.benchmark.cells import Cell, UnknownEvaluationTypeError
-from datagouv_eval_pipeline.core.benchmark.keys import mcp_entry_key
-from datagouv_eval_pipeline.core.benchmark.loader import (
+from datagouv_eval_pipeline.core.benchmark import (
     BENCHMARK_CONFIG_DIR,
     BenchmarkConfigErrors,
+    Cell,
+    SelectionError,
+    UnknownEvaluationTypeError,
     load_benchmark_config,
+    mcp_entry_key,
+    select_cells,
 )
-from datagouv_eval_pipeline.core.benchmark.selection import SelectionError, select_cells
 
 _COLUMNS = ("key", "evaluation types", "model", "capabilities", "mcp", "skills", "prompt")
 

@@ -125,8 +125,8 @@ def pools_to_apply(path: Path) -> dict[str, int]:
     Raises:
         PoolsFileError: ``path`` is missing or malformed.
     """
-    from datagouv_eval_pipeline.core.benchmark.loader import BenchmarkConfigErrors
-    from datagouv_eval_pipeline.pipeline.experiment.lanes import provider_pool_limits
+    from datagouv_eval_pipeline.core.benchmark import BenchmarkConfigErrors
+    from datagouv_eval_pipeline.pipeline.experiment import provider_pool_limits
 
     try:
         providers = provider_pool_limits()
@@ -403,8 +403,8 @@ def report_command(directory: Path, port: int) -> list[str]:
 
 
 def _report_dir() -> Path:
-    from datagouv_eval_pipeline.pipeline.report.build import default_report_dir
-    from datagouv_eval_pipeline.pipeline.warehouse.location import default_duckdb_path
+    from datagouv_eval_pipeline.pipeline.report import default_report_dir
+    from datagouv_eval_pipeline.pipeline.warehouse import default_duckdb_path
 
     return default_report_dir(Path(default_duckdb_path()))
 

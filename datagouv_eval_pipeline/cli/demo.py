@@ -15,8 +15,7 @@ import click
 
 from datagouv_eval_pipeline.base import project_files
 from datagouv_eval_pipeline.base.writable import writable_dir_problem
-from datagouv_eval_pipeline.core.benchmark.cells import expand_cells
-from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.benchmark import expand_cells, load_benchmark_config
 from datagouv_eval_pipeline.core.metrics import MetricValue, score_trace
 from datagouv_eval_pipeline.core.tasks import (
     TASK_SPECS_DIR,

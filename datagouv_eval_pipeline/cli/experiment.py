@@ -42,16 +42,15 @@ from datagouv_eval_pipeline.cli.preconditions import (
     sandbox_notice,
 )
 from datagouv_eval_pipeline.cli.urls import HTTP_URL
-from datagouv_eval_pipeline.core.tasks.errors import SpecErrors
-from datagouv_eval_pipeline.pipeline.agents.cancel import CancelToken, last_interrupt
-from datagouv_eval_pipeline.pipeline.agents.capabilities import SANDBOX_CAPABILITIES
-from datagouv_eval_pipeline.pipeline.experiment.plan import (
+from datagouv_eval_pipeline.core.tasks import SpecErrors
+from datagouv_eval_pipeline.pipeline.agents import SANDBOX_CAPABILITIES, CancelToken, last_interrupt
+from datagouv_eval_pipeline.pipeline.experiment import (
     ExperimentPlan,
     SelectionError,
+    default_run_store,
     plan_experiment,
 )
-from datagouv_eval_pipeline.pipeline.experiment.store import default_run_store
-from datagouv_eval_pipeline.pipeline.warehouse.location import default_duckdb_path
+from datagouv_eval_pipeline.pipeline.warehouse import default_duckdb_path
 
 EXAMPLE_QUERIES = (
     # The headline ranking: mean, 95 % interval and n; cells scored on fewer than half their
@@ -86,10 +85,13 @@ def stale_lines(plan: ExperimentPlan, store_root: Path) -> list[str]:
     Dagster 1.13 shows a partition's staleness only on that partition's page; this lists them
     all, from the run store, as the ``cells_current`` check does.
     """
-    from datagouv_eval_pipeline.pipeline.experiment.documents import AgentRunsDocument
-    from datagouv_eval_pipeline.pipeline.experiment.stages import AGENT_RUNS
-    from datagouv_eval_pipeline.pipeline.experiment.staleness import stale_cells
-    from datagouv_eval_pipeline.pipeline.experiment.store import RunStore, RunStoreError
+    from datagouv_eval_pipeline.pipeline.experiment import (
+        AGENT_RUNS,
+        AgentRunsDocument,
+        RunStore,
+        RunStoreError,
+        stale_cells,
+    )
 
     store = RunStore(store_root)
     documents = []
@@ -109,8 +111,7 @@ def stale_lines(plan: ExperimentPlan, store_root: Path) -> list[str]:
 
 
 def _print_plan(plan: ExperimentPlan, *, live: bool, rerun: bool) -> None:
-    from datagouv_eval_pipeline.pipeline.experiment.cache import default_agent_cache
-    from datagouv_eval_pipeline.pipeline.experiment.estimate import current_snapshot_id
+    from datagouv_eval_pipeline.pipeline.experiment import current_snapshot_id, default_agent_cache
 
     snapshot = None if live else current_snapshot_id()
     estimates = plan.estimate(
@@ -296,8 +297,11 @@ def command(
         click.echo(f"note: {notice}")
     if result.success and not interrupted:
         click.echo(f"warehouse (DuckDB): {db_path}")
-        from datagouv_eval_pipeline.pipeline.report.build import default_report_dir
-        from datagouv_eval_pipeline.pipeline.report.render import BROWSER_DIR, REPORT_PAGE
+        from datagouv_eval_pipeline.pipeline.report import (
+            BROWSER_DIR,
+            REPORT_PAGE,
+            default_report_dir,
+        )
 
         pages = default_report_dir(db_path)
         click.echo(f"report: {pages / REPORT_PAGE} (Markdown for the Dagster UI: {report})")
@@ -337,18 +341,18 @@ def _kept(result: Any, summary: Summary) -> str:
 
 def _judge_config(choice: str | None, base_url: str | None) -> dict[str, str]:
     """The ``judge`` resource's run config, checked now so a bad option fails before the run."""
-    from datagouv_eval_pipeline.core.benchmark.loader import (
+    from datagouv_eval_pipeline.core.benchmark import (
         BENCHMARK_CONFIG_DIR,
         BenchmarkConfigErrors,
         load_benchmark_config,
     )
-    from datagouv_eval_pipeline.core.judges.config import (
+    from datagouv_eval_pipeline.core.judges import (
         JUDGE_FILE,
         JudgeModelError,
         JudgeSpecError,
+        build_judge,
         load_judge_spec,
     )
-    from datagouv_eval_pipeline.core.judges.factory import build_judge
     from datagouv_eval_pipeline.world.local_models import CHECK_ONLY_URL, served_model
 
     try:

@@ -19,21 +19,19 @@ import click
 import duckdb
 
 from datagouv_eval_pipeline.cli.experiment_summary import EXIT_INTERRUPTED
-from datagouv_eval_pipeline.pipeline.warehouse.connections import (
-    QueryInterrupted,
-    run_interruptibly,
-)
-from datagouv_eval_pipeline.pipeline.warehouse.gate import (
+from datagouv_eval_pipeline.pipeline.warehouse import (
     COVERAGE_TOLERANCE,
     HEADLINE_METRICS,
     NOT_COMPARABLE,
     WORSE,
     GateError,
     GateSettings,
+    QueryInterrupted,
+    default_duckdb_path,
     evaluate_gate,
+    run_interruptibly,
     summary_lines,
 )
-from datagouv_eval_pipeline.pipeline.warehouse.location import default_duckdb_path
 
 EXIT_CODES = {WORSE: 1, NOT_COMPARABLE: 3}
 """Exit status per gate outcome; 0 when it passed (2 stays click's usage error)."""

@@ -30,12 +30,8 @@ from types import FrameType
 from typing import Generic, NoReturn, TypeVar
 
 from datagouv_eval_pipeline.cli.experiment_summary import EXIT_INTERRUPTED
-from datagouv_eval_pipeline.pipeline.agents.cancel import (
-    CancelToken,
-    record_interrupt,
-    run_token_set,
-)
-from datagouv_eval_pipeline.pipeline.warehouse.connections import interrupt_queries
+from datagouv_eval_pipeline.pipeline.agents import CancelToken, record_interrupt, run_token_set
+from datagouv_eval_pipeline.pipeline.warehouse import interrupt_queries
 
 GRACE_SECONDS = 9.0
 """How long a stage may take to stop after the first signal before the process stops at once."""

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from datagouv_eval_pipeline.cli.urls import HTTP_URL
-from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.core.tasks import TaskSpec
 
 
 @click.group()
@@ -24,8 +24,7 @@ def command() -> None:
 
 def _tasks(task_dir: Path | None) -> dict[str, TaskSpec]:
     """The task specs of ``task_dir`` (default: task_specs/) by id; load errors exit cleanly."""
-    from datagouv_eval_pipeline.core.tasks.errors import TaskSpecErrors
-    from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
+    from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, TaskSpecErrors, load_task_specs
 
     try:
         return {task.task_id: task for task in load_task_specs([task_dir or TASK_SPECS_DIR])}
@@ -55,8 +54,7 @@ _LOCAL_SERVERS = _Servers()
 def _build_judge(
     judge: str, config_path: Path | None, cache_dir: Path | None, base_url: str | None
 ) -> Any:
-    from datagouv_eval_pipeline.core.judges.deterministic import DeterministicJudge
-    from datagouv_eval_pipeline.core.judges.hybrid import HybridJudge
+    from datagouv_eval_pipeline.core.judges import DeterministicJudge, HybridJudge
 
     if judge == "deterministic":
         return DeterministicJudge()
@@ -68,19 +66,16 @@ def _build_judge(
     import yaml
     from pydantic import ValidationError
 
-    from datagouv_eval_pipeline.core.benchmark.loader import (
-        BenchmarkConfigErrors,
-        load_benchmark_config,
-    )
-    from datagouv_eval_pipeline.core.judges.config import (
+    from datagouv_eval_pipeline.core.benchmark import BenchmarkConfigErrors, load_benchmark_config
+    from datagouv_eval_pipeline.core.judges import (
         ROLES,
         JudgeConfig,
         JudgeModelError,
+        LLMJudge,
         RoleModel,
         RoleSettings,
         resolve_model,
     )
-    from datagouv_eval_pipeline.core.judges.llm import LLMJudge
 
     try:
         if config_path is not None:
@@ -212,7 +207,7 @@ def calibrate_command(
     """
     import duckdb
 
-    from datagouv_eval_pipeline.core.judges.calibration import (
+    from datagouv_eval_pipeline.core.judges import (
         CALIBRATION_DIR,
         CalibrationError,
         calibrate,
@@ -221,13 +216,13 @@ def calibrate_command(
         select_labels,
         set_sha,
     )
-    from datagouv_eval_pipeline.pipeline.warehouse.calibration import (
+    from datagouv_eval_pipeline.pipeline.warehouse import (
+        SchemaVersionError,
         calibration_rows,
+        connect,
+        default_duckdb_path,
         write_calibration,
     )
-    from datagouv_eval_pipeline.pipeline.warehouse.loader import connect
-    from datagouv_eval_pipeline.pipeline.warehouse.location import default_duckdb_path
-    from datagouv_eval_pipeline.pipeline.warehouse.schema import SchemaVersionError
 
     tasks = _tasks(task_dir)
     paths = list(set_paths) or [CALIBRATION_DIR]
@@ -235,7 +230,7 @@ def calibrate_command(
         items = select_labels(load_calibration(paths, tasks), label_set)
     except CalibrationError as error:
         raise click.ClickException(str(error)) from error
-    from datagouv_eval_pipeline.pipeline.experiment.catalog import twin_catalog_lookup
+    from datagouv_eval_pipeline.pipeline.experiment import twin_catalog_lookup
 
     judge = _build_judge(judge_name, config_path, cache_dir, base_url)
     report = asyncio.run(
@@ -277,7 +272,7 @@ def trace_command(
     base_url: str | None,
 ) -> None:
     """Judge one trace file and print every verdict as JSON."""
-    from datagouv_eval_pipeline.core.judges.runner import judge_trace
+    from datagouv_eval_pipeline.core.judges import judge_trace
     from datagouv_eval_pipeline.core.traces import load_trace
 
     tasks = _tasks(task_dir)

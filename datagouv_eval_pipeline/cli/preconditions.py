@@ -18,7 +18,7 @@ import duckdb
 
 from datagouv_eval_pipeline.base.filelock import LockHeldError, exclusive_lock
 from datagouv_eval_pipeline.base.writable import writable_dir_problem
-from datagouv_eval_pipeline.pipeline.warehouse.storage import describe_open_error
+from datagouv_eval_pipeline.pipeline.warehouse import describe_open_error
 
 
 def require_instance_dir(home: Path) -> None:
@@ -77,7 +77,7 @@ def require_code_cell_dirs() -> None:
     """
     from datagouv_eval_pipeline.base.cache_home import CacheDirError, require_writable_dir
     from datagouv_eval_pipeline.world.front import TwinHomeError, require_twin_home
-    from datagouv_eval_pipeline.world.sandbox.library import LIBRARY_DIR_ENV, library_root
+    from datagouv_eval_pipeline.world.sandbox import LIBRARY_DIR_ENV, library_root
 
     try:
         require_twin_home()

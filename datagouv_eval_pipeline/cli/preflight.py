@@ -18,16 +18,15 @@ from pathlib import Path
 import click
 
 from datagouv_eval_pipeline.cli.validate import display_path, format_error
-from datagouv_eval_pipeline.core.tasks.check_params import parse_when
-from datagouv_eval_pipeline.core.tasks.errors import TaskSpecErrors
-from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.pipeline.preflight.validator import (
-    ValidatorConfig,
-    plan_refresh,
-    validate,
+from datagouv_eval_pipeline.core.tasks import (
+    TASK_SPECS_DIR,
+    TaskSpec,
+    TaskSpecErrors,
+    load_task_specs,
+    parse_when,
 )
-from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.pipeline.preflight import ValidatorConfig, plan_refresh, validate
+from datagouv_eval_pipeline.world.catalogue import TwinUrls
 
 USAGE_ERROR = 2
 
@@ -85,10 +84,13 @@ def _catalog(
         urls = parse_api_base(api_base)
         yield urls, urls.datagouv_api, None, {}
         return
-    from datagouv_eval_pipeline.world.api.front import twin_front
-    from datagouv_eval_pipeline.world.api.server import TwinServer
-    from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore, SnapshotError
-    from datagouv_eval_pipeline.world.catalogue.overlay import DriftOverlay, OverlayError
+    from datagouv_eval_pipeline.world.api import TwinServer, twin_front
+    from datagouv_eval_pipeline.world.catalogue import (
+        CatalogStore,
+        DriftOverlay,
+        OverlayError,
+        SnapshotError,
+    )
 
     try:
         store = CatalogStore.load()
@@ -188,7 +190,7 @@ def command(
 
     Exits 1 when a task is quarantined, 0 when every task may run.
     """
-    from datagouv_eval_pipeline.pipeline.preflight.text import render_refresh, render_report
+    from datagouv_eval_pipeline.pipeline.preflight import render_refresh, render_report
 
     specs = _load(task_paths)
     clock = _when(now)

@@ -136,7 +136,7 @@ def serve(
 @click.argument("cassettes_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
 def check(cassettes_dir: Path) -> None:
     """Validate every cassette in CASSETTES_DIR and look for leaked credentials (exit 1 if any)."""
-    from datagouv_eval_pipeline.world.replay.cassette import (
+    from datagouv_eval_pipeline.world.replay import (
         audit_cassette,
         cassette_path,
         list_cassettes,

@@ -13,10 +13,9 @@ import click
 import duckdb
 
 from datagouv_eval_pipeline.cli.ports import require_free_port
-from datagouv_eval_pipeline.pipeline.experiment.store import default_run_store
+from datagouv_eval_pipeline.pipeline.experiment import default_run_store
 from datagouv_eval_pipeline.pipeline.report_site import DEFAULT_REPORT_PORT, report_server
-from datagouv_eval_pipeline.pipeline.warehouse.location import default_duckdb_path
-from datagouv_eval_pipeline.pipeline.warehouse.storage import describe_open_error
+from datagouv_eval_pipeline.pipeline.warehouse import default_duckdb_path, describe_open_error
 
 _DB = click.option(
     "--db",
@@ -42,8 +41,7 @@ _STORE = click.option(
 
 
 def _build(db_path: Path | None, out_dir: Path | None, store_root: Path | None) -> Path:
-    from datagouv_eval_pipeline.core.benchmark.cells import expand_cells
-    from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+    from datagouv_eval_pipeline.core.benchmark import expand_cells, load_benchmark_config
     from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, load_task_specs
     from datagouv_eval_pipeline.pipeline.report import ReportInputError, build_report, read_sources
 

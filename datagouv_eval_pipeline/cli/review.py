@@ -19,7 +19,7 @@ import click
 
 
 def _db(db_path: Path | None) -> Path:
-    from datagouv_eval_pipeline.pipeline.warehouse.location import default_duckdb_path
+    from datagouv_eval_pipeline.pipeline.warehouse import default_duckdb_path
 
     return db_path or Path(default_duckdb_path())
 
@@ -65,13 +65,11 @@ def sample_command(
 
     from datagouv_eval_pipeline.cli.experiment_summary import EXIT_INTERRUPTED
     from datagouv_eval_pipeline.cli.judge import _tasks
-    from datagouv_eval_pipeline.pipeline.warehouse.connections import (
+    from datagouv_eval_pipeline.pipeline.warehouse import (
         QueryInterrupted,
-        run_interruptibly,
-    )
-    from datagouv_eval_pipeline.pipeline.warehouse.review import (
         ReviewError,
         draw_sample,
+        run_interruptibly,
         write_review,
     )
 
@@ -149,30 +147,27 @@ def import_command(
 
     from datagouv_eval_pipeline.cli.experiment_summary import EXIT_INTERRUPTED
     from datagouv_eval_pipeline.cli.judge import _tasks
-    from datagouv_eval_pipeline.core.judges.calibration import (
+    from datagouv_eval_pipeline.core.judges import (
         CALIBRATION_DIR,
         CalibrationError,
         load_calibration,
     )
-    from datagouv_eval_pipeline.core.tasks.errors import TaskSpecErrors
-    from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
-    from datagouv_eval_pipeline.pipeline.warehouse.calibration import write_review_labels
-    from datagouv_eval_pipeline.pipeline.warehouse.connections import (
+    from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, TaskSpecErrors, load_task_specs
+    from datagouv_eval_pipeline.pipeline.warehouse import (
         QueryInterrupted,
-        run_interruptibly,
-    )
-    from datagouv_eval_pipeline.pipeline.warehouse.loader import connect
-    from datagouv_eval_pipeline.pipeline.warehouse.review import (
         ReviewError,
+        SchemaVersionError,
         calibration_document,
         check_review,
+        connect,
         draft_tasks,
         judge_outcomes,
         label_rows,
         read_review,
+        run_interruptibly,
         write_calibration_file,
+        write_review_labels,
     )
-    from datagouv_eval_pipeline.pipeline.warehouse.schema import SchemaVersionError
 
     tasks = _tasks(task_dir)
     try:

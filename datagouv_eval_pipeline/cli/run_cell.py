@@ -12,17 +12,23 @@ import click
 from datagouv_eval_pipeline.base.writable import writable_dir_problem
 from datagouv_eval_pipeline.cli.urls import HTTP_URL
 from datagouv_eval_pipeline.cli.validate import format_error
-from datagouv_eval_pipeline.core.benchmark.cells import Cell, expand_cells
-from datagouv_eval_pipeline.core.benchmark.keys import UnknownCellKeyError, decode_cell_key
-from datagouv_eval_pipeline.core.benchmark.loader import (
+from datagouv_eval_pipeline.core.benchmark import (
     BENCHMARK_CONFIG_DIR,
     BenchmarkConfigErrors,
+    Cell,
+    UnknownCellKeyError,
+    decode_cell_key,
+    expand_cells,
     load_benchmark_config,
+    model_names,
 )
-from datagouv_eval_pipeline.core.benchmark.selection import model_names
-from datagouv_eval_pipeline.core.tasks.errors import TaskSpecErrors
-from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.core.tasks.spec import TaskSpec, TaskStatus
+from datagouv_eval_pipeline.core.tasks import (
+    TASK_SPECS_DIR,
+    TaskSpec,
+    TaskSpecErrors,
+    TaskStatus,
+    load_task_specs,
+)
 
 if TYPE_CHECKING:
     from datagouv_eval_pipeline.world.mcp_builds import BuildServers
@@ -136,12 +142,15 @@ def command(
     OUT/mcp-tools-<version>.json.
     """
     from datagouv_eval_pipeline.cli.preconditions import require_code_cell_dirs
-    from datagouv_eval_pipeline.core.benchmark.config import ProviderKind
-    from datagouv_eval_pipeline.pipeline.agents.capabilities import SANDBOX_CAPABILITIES
-    from datagouv_eval_pipeline.pipeline.agents.limits import RunBudget
-    from datagouv_eval_pipeline.pipeline.agents.runner import RunSettings, execute_cell
-    from datagouv_eval_pipeline.world.api.server import TwinServer
-    from datagouv_eval_pipeline.world.catalogue.catalog import SnapshotError
+    from datagouv_eval_pipeline.core.benchmark import ProviderKind
+    from datagouv_eval_pipeline.pipeline.agents import (
+        SANDBOX_CAPABILITIES,
+        RunBudget,
+        RunSettings,
+        execute_cell,
+    )
+    from datagouv_eval_pipeline.world.api import TwinServer
+    from datagouv_eval_pipeline.world.catalogue import SnapshotError
     from datagouv_eval_pipeline.world.local_models import LlamaServerError, LocalServers
     from datagouv_eval_pipeline.world.mcp_builds import BuildError, BuildServers
 

@@ -13,11 +13,8 @@ import click
 
 from datagouv_eval_pipeline.base.project_files import DBT_PROJECT, PACKAGE_DIR
 from datagouv_eval_pipeline.cli.validate import display_path
-from datagouv_eval_pipeline.core.benchmark.schema import (
-    BENCHMARK_SCHEMA_PATH,
-    benchmark_json_schema,
-)
-from datagouv_eval_pipeline.core.tasks.schema import (
+from datagouv_eval_pipeline.core.benchmark import BENCHMARK_SCHEMA_PATH, benchmark_json_schema
+from datagouv_eval_pipeline.core.tasks import (
     TASK_SPEC_SCHEMA_PATH,
     render_schema,
     task_spec_json_schema,
@@ -51,7 +48,7 @@ def stale_schemas() -> list[Path]:
 
 def _metric_docs() -> tuple[Path, str, str] | None:
     """``docs/warehouse.md``, as committed and with its metric table regenerated (None: absent)."""
-    from datagouv_eval_pipeline.pipeline.warehouse.metric_docs import (
+    from datagouv_eval_pipeline.pipeline.warehouse import (
         WAREHOUSE_DOCS,
         MarkersMissingError,
         with_metric_table,
@@ -71,8 +68,11 @@ def _dbt_docs(warehouse: Path | None = None) -> list[Any]:
         return []  # an installed wheel: the project is packaged elsewhere, read-only
     import duckdb
 
-    from datagouv_eval_pipeline.pipeline.warehouse.dbt_docs import built_columns, docs_files
-    from datagouv_eval_pipeline.pipeline.warehouse.storage import describe_open_error
+    from datagouv_eval_pipeline.pipeline.warehouse import (
+        built_columns,
+        describe_open_error,
+        docs_files,
+    )
 
     try:
         built = built_columns(warehouse) if warehouse else None

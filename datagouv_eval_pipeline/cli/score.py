@@ -7,9 +7,7 @@ from pathlib import Path
 
 import click
 
-from datagouv_eval_pipeline.core.tasks.errors import TaskSpecErrors
-from datagouv_eval_pipeline.core.tasks.loader import load_task_specs
-from datagouv_eval_pipeline.core.tasks.spec import TaskSpec, Tier
+from datagouv_eval_pipeline.core.tasks import TaskSpec, TaskSpecErrors, Tier, load_task_specs
 from datagouv_eval_pipeline.core.traces import SCORED_STATUSES, load_trace
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -63,12 +61,9 @@ def command(
     mapped action instances and provenance as JSON. Metrics that are undefined are null with a
     reason; see docs/metrics.md.
     """
-    from datagouv_eval_pipeline.core.metrics.scorer import score_trace
-    from datagouv_eval_pipeline.pipeline.experiment.catalog import (
-        ApiCatalogLookup,
-        twin_catalog_lookup,
-    )
-    from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+    from datagouv_eval_pipeline.core.metrics import score_trace
+    from datagouv_eval_pipeline.pipeline.experiment import ApiCatalogLookup, twin_catalog_lookup
+    from datagouv_eval_pipeline.world.catalogue import TwinUrls
 
     task = _load_task(task_path)
     try:

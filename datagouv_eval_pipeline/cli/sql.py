@@ -17,12 +17,12 @@ import click
 import duckdb
 
 from datagouv_eval_pipeline.cli.experiment_summary import EXIT_INTERRUPTED
-from datagouv_eval_pipeline.pipeline.warehouse.connections import (
+from datagouv_eval_pipeline.pipeline.warehouse import (
+    SCHEMA,
     QueryInterrupted,
+    default_duckdb_path,
     run_interruptibly,
 )
-from datagouv_eval_pipeline.pipeline.warehouse.location import default_duckdb_path
-from datagouv_eval_pipeline.pipeline.warehouse.schema import SCHEMA
 
 _NO_FILES: dict[str, str | bool | int | float | list[str]] = {
     "enable_external_access": False,

@@ -9,7 +9,7 @@ import click
 
 from datagouv_eval_pipeline.base.writable import writable_dir_problem
 from datagouv_eval_pipeline.cli.ports import PORT, require_free_port
-from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.catalogue import TwinUrls
 
 
 @click.group(name="twin")
@@ -65,11 +65,15 @@ def serve(
     Metrics and crawler hosts) through the front: run `eval "$(datagouv-eval twin env)"` in
     another shell.
     """
-    from datagouv_eval_pipeline.world.api.app import TwinConfig
-    from datagouv_eval_pipeline.world.api.front import forget_running, record_running, served_by
-    from datagouv_eval_pipeline.world.api.hosts import served_hosts
-    from datagouv_eval_pipeline.world.api.server import serve_forever
-    from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore, SnapshotError
+    from datagouv_eval_pipeline.world.api import (
+        TwinConfig,
+        forget_running,
+        record_running,
+        serve_forever,
+        served_by,
+        served_hosts,
+    )
+    from datagouv_eval_pipeline.world.catalogue import CatalogStore, SnapshotError
     from datagouv_eval_pipeline.world.front import Front, TwinHomeError, require_twin_home
 
     require_free_port(port)
@@ -129,7 +133,7 @@ def env(home: Path | None) -> None:
     then curl, httpx, requests, urllib and the datagouv client reach the twin at the
     production URLs, unmodified.
     """
-    from datagouv_eval_pipeline.world.api.front import FrontNotRunningError, running_env
+    from datagouv_eval_pipeline.world.api import FrontNotRunningError, running_env
     from datagouv_eval_pipeline.world.front import export_lines
 
     try:
@@ -160,7 +164,7 @@ def env(home: Path | None) -> None:
 def build_snapshot(snapshots_dir: Path | None, catalogue_export: Path | None) -> None:
     """Regenerate the snapshot deterministically from its source files, catalogue and generators."""
     from datagouv_eval_pipeline.base import project_files
-    from datagouv_eval_pipeline.world.snapshot_builder.build import SourceError, write_snapshot
+    from datagouv_eval_pipeline.world.snapshot_builder import SourceError, write_snapshot
 
     target = snapshots_dir or project_files.snapshots_dir()
     # Checked before the build: it takes minutes, then writes.

@@ -7,23 +7,28 @@ from pathlib import Path
 
 import click
 
-from datagouv_eval_pipeline.core.benchmark.cells import expand_cells
-from datagouv_eval_pipeline.core.benchmark.config import ModelsFile
-from datagouv_eval_pipeline.core.benchmark.loader import (
+from datagouv_eval_pipeline.core.benchmark import (
     BENCHMARK_CONFIG_DIR,
     BenchmarkConfigErrors,
+    ModelsFile,
+    expand_cells,
     load_benchmark_config,
 )
-from datagouv_eval_pipeline.core.judges.config import (
+from datagouv_eval_pipeline.core.judges import (
     JUDGE_FILE,
     JudgeModelError,
     JudgeSpecError,
+    build_judge,
     load_judge_spec,
 )
-from datagouv_eval_pipeline.core.judges.factory import build_judge
-from datagouv_eval_pipeline.core.tasks.errors import SpecError, TaskSpecErrors
-from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.core.tasks.spec import TaskSpec, TaskStatus
+from datagouv_eval_pipeline.core.tasks import (
+    TASK_SPECS_DIR,
+    SpecError,
+    TaskSpec,
+    TaskSpecErrors,
+    TaskStatus,
+    load_task_specs,
+)
 
 
 def display_path(path: Path) -> Path:

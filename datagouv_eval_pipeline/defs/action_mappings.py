@@ -5,13 +5,8 @@ from typing import Any
 
 import dagster as dg
 
-from datagouv_eval_pipeline.core.judges.config import (
-    JudgeKind,
-    JudgeModelError,
-    JudgeSpecError,
-)
-from datagouv_eval_pipeline.core.judges.protocol import Judge
-from datagouv_eval_pipeline.core.semantic.registry import load_registry
+from datagouv_eval_pipeline.core.judges import Judge, JudgeKind, JudgeModelError, JudgeSpecError
+from datagouv_eval_pipeline.core.semantic import load_registry
 from datagouv_eval_pipeline.defs.agent_runs import agent_runs
 from datagouv_eval_pipeline.defs.interrupts import stop_if_requested
 from datagouv_eval_pipeline.defs.per_cell import (
@@ -27,15 +22,13 @@ from datagouv_eval_pipeline.defs.resources import (
     JudgeResource,
     RunStoreResource,
 )
-from datagouv_eval_pipeline.pipeline.experiment.documents import (
-    ActionMappingsDocument,
-    AgentRunsDocument,
-)
-from datagouv_eval_pipeline.pipeline.experiment.fingerprints import stage_code_version
-from datagouv_eval_pipeline.pipeline.experiment.stages import (
+from datagouv_eval_pipeline.pipeline.experiment import (
     ACTION_MAPPINGS,
     AGENT_RUNS,
+    ActionMappingsDocument,
+    AgentRunsDocument,
     map_actions,
+    stage_code_version,
 )
 
 

@@ -12,9 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from datagouv_eval_pipeline.core.benchmark.cells import Cell
-from datagouv_eval_pipeline.core.benchmark.config import ProviderKind
-from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.benchmark import Cell, ProviderKind, load_benchmark_config
 from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.defs.catalog_validation import catalog_validation
 from datagouv_eval_pipeline.defs.interrupts import stop_if_requested
@@ -34,23 +32,24 @@ from datagouv_eval_pipeline.defs.resources import (
 )
 from datagouv_eval_pipeline.defs.task_specs import task_specs
 from datagouv_eval_pipeline.defs.versions import cell_setups, task_spec_files
-from datagouv_eval_pipeline.pipeline.agents.cancel import CancelToken, cancel_on_signals
-from datagouv_eval_pipeline.pipeline.experiment.documents import AgentRunsDocument
-from datagouv_eval_pipeline.pipeline.experiment.fingerprints import shared_run_code
-from datagouv_eval_pipeline.pipeline.experiment.lanes import (
+from datagouv_eval_pipeline.pipeline.agents import CancelToken, cancel_on_signals
+from datagouv_eval_pipeline.pipeline.experiment import (
+    AGENT_RUNS,
+    AgentRunsDocument,
+    offline_only,
     plan_lanes,
     pool_name,
     provider_slots,
+    quarantined_tasks,
+    run_agents,
     running_lanes,
+    select_tasks,
+    shared_run_code,
 )
-from datagouv_eval_pipeline.pipeline.experiment.live import offline_only
-from datagouv_eval_pipeline.pipeline.experiment.plan import select_tasks
-from datagouv_eval_pipeline.pipeline.experiment.quarantine import quarantined_tasks
-from datagouv_eval_pipeline.pipeline.experiment.stages import AGENT_RUNS, run_agents
 
 if TYPE_CHECKING:
     # The agents' code is imported when the cells run (stages.run_agents), not at load.
-    from datagouv_eval_pipeline.pipeline.agents.runner import RunSettings
+    from datagouv_eval_pipeline.pipeline.agents import RunSettings
 
 
 @cell_stage(

@@ -23,8 +23,7 @@ from typing import Any
 
 import dagster as dg
 
-from datagouv_eval_pipeline.core.benchmark.cells import expand_cells
-from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.benchmark import expand_cells, load_benchmark_config
 from datagouv_eval_pipeline.defs import partitions
 from datagouv_eval_pipeline.defs.partitions import (
     ACTIVE_CELLS,
@@ -41,10 +40,12 @@ from datagouv_eval_pipeline.defs.resources import (
     ExperimentSettings,
     RunStoreResource,
 )
-from datagouv_eval_pipeline.pipeline.experiment.builds import changed_builds
-from datagouv_eval_pipeline.pipeline.experiment.estimate import current_snapshot_id
-from datagouv_eval_pipeline.pipeline.experiment.live import live_config
-from datagouv_eval_pipeline.pipeline.experiment.plan import plan_experiment
+from datagouv_eval_pipeline.pipeline.experiment import (
+    changed_builds,
+    current_snapshot_id,
+    live_config,
+    plan_experiment,
+)
 
 WEEKLY_CRON = "0 3 * * 1"
 PROVIDER_TAG = "datagouv-eval/provider"

@@ -10,8 +10,7 @@ from typing import Any
 
 import dagster as dg
 
-from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.core.tasks.references import Reference
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, Reference, load_task_specs
 from datagouv_eval_pipeline.defs.interrupts import stop_if_requested
 from datagouv_eval_pipeline.defs.resources import (
     CatalogResource,
@@ -19,18 +18,17 @@ from datagouv_eval_pipeline.defs.resources import (
     RunStoreResource,
 )
 from datagouv_eval_pipeline.defs.task_specs import task_specs
-from datagouv_eval_pipeline.pipeline.experiment.documents import (
-    CatalogValidationDocument,
-    PreflightProbe,
-)
-from datagouv_eval_pipeline.pipeline.experiment.live import preflight_problem
-from datagouv_eval_pipeline.pipeline.experiment.quarantine import (
+from datagouv_eval_pipeline.pipeline.experiment import (
     DOCUMENT_KEY,
     STAGE,
+    CatalogValidationDocument,
+    PreflightProbe,
+    RunStore,
+    RunStoreError,
+    preflight_problem,
     quarantined_tasks,
     read_preflight,
 )
-from datagouv_eval_pipeline.pipeline.experiment.store import RunStore, RunStoreError
 
 
 def references_for(store: RunStore, snapshot_id: str | None) -> list[Reference]:
@@ -51,12 +49,7 @@ def catalog_validation(
 ) -> dg.MaterializeResult[None]:
     """Run every check of every active task against the catalog (the twin by default)."""
     # The validator (its HTTP client, retries) is imported when the asset runs, not at load.
-    from datagouv_eval_pipeline.pipeline.preflight.validator import (
-        ValidatorConfig,
-        active,
-        probe,
-        validate,
-    )
+    from datagouv_eval_pipeline.pipeline.preflight import ValidatorConfig, active, probe, validate
 
     stop_if_requested(context)
     specs = active(load_task_specs([TASK_SPECS_DIR]))

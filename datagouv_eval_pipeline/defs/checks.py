@@ -18,14 +18,15 @@ from datagouv_eval_pipeline.defs.resources import (
     WarehouseResource,
 )
 from datagouv_eval_pipeline.defs.warehouse import WAREHOUSE_KEYS
-from datagouv_eval_pipeline.pipeline.experiment.documents import AgentRunsDocument
-from datagouv_eval_pipeline.pipeline.experiment.plan import select_tasks
-from datagouv_eval_pipeline.pipeline.experiment.quarantine import quarantined_tasks
-from datagouv_eval_pipeline.pipeline.experiment.stages import AGENT_RUNS
-from datagouv_eval_pipeline.pipeline.experiment.store import RunStore, RunStoreError
-from datagouv_eval_pipeline.pipeline.warehouse import queries
-from datagouv_eval_pipeline.pipeline.warehouse.loader import connect
-from datagouv_eval_pipeline.pipeline.warehouse.schema import SCHEMA
+from datagouv_eval_pipeline.pipeline.experiment import (
+    AGENT_RUNS,
+    AgentRunsDocument,
+    RunStore,
+    RunStoreError,
+    quarantined_tasks,
+    select_tasks,
+)
+from datagouv_eval_pipeline.pipeline.warehouse import SCHEMA, connect, queries
 
 JUDGE_COVERAGE_THRESHOLD = 0.8
 """Below this share of scored verdicts the coverage check warns."""

@@ -53,8 +53,8 @@ from datagouv_eval_pipeline.defs.interrupts import (
 )
 from datagouv_eval_pipeline.defs.resources import DUCKDB_ENV, WarehouseResource
 from datagouv_eval_pipeline.defs.result_tables import MODEL_PREVIEWS, preview_metadata, row_count
-from datagouv_eval_pipeline.pipeline.agents.cancel import current_token
-from datagouv_eval_pipeline.pipeline.warehouse.loader import connect
+from datagouv_eval_pipeline.pipeline.agents import current_token
+from datagouv_eval_pipeline.pipeline.warehouse import connect
 
 DUCKDB_POOL = "duckdb_writer"
 """The concurrency pool of every DuckDB writer (the warehouse asset and dbt)."""

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import dagster as dg
 import duckdb
 
-from datagouv_eval_pipeline.pipeline.agents.cancel import current_token
+from datagouv_eval_pipeline.pipeline.agents import current_token
 
 
 def raise_stopped(context: dg.AssetExecutionContext | dg.OpExecutionContext, why: str) -> NoReturn:

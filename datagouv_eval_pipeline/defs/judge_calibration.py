@@ -18,10 +18,12 @@ from typing import Any
 
 import dagster as dg
 
-from datagouv_eval_pipeline.core.judges.calibration import (
+from datagouv_eval_pipeline.core.judges import (
     CALIBRATION_DIR,
     KAPPA_REQUIRED,
     CalibrationError,
+    JudgeModelError,
+    JudgeSpecError,
     calibrate,
     calibration_files,
     load_calibration,
@@ -29,7 +31,6 @@ from datagouv_eval_pipeline.core.judges.calibration import (
     select_labels,
     set_sha,
 )
-from datagouv_eval_pipeline.core.judges.config import JudgeModelError, JudgeSpecError
 from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.defs.interrupts import raise_stopped, stop_if_requested
 from datagouv_eval_pipeline.defs.resources import (
@@ -40,18 +41,16 @@ from datagouv_eval_pipeline.defs.resources import (
 )
 from datagouv_eval_pipeline.defs.task_specs import task_specs
 from datagouv_eval_pipeline.defs.warehouse import _column_schema
-from datagouv_eval_pipeline.pipeline.agents.cancel import (
-    RunCancelled,
-    current_token,
-    until_cancelled,
-)
-from datagouv_eval_pipeline.pipeline.experiment.fingerprints import stage_code_version
-from datagouv_eval_pipeline.pipeline.warehouse.calibration import (
+from datagouv_eval_pipeline.pipeline.agents import RunCancelled, current_token, until_cancelled
+from datagouv_eval_pipeline.pipeline.experiment import stage_code_version
+from datagouv_eval_pipeline.pipeline.warehouse import (
+    EXPERIMENTS,
+    JUDGE_CALIBRATION,
+    SCHEMA,
     calibration_rows,
+    connect,
     write_calibration,
 )
-from datagouv_eval_pipeline.pipeline.warehouse.loader import connect
-from datagouv_eval_pipeline.pipeline.warehouse.schema import EXPERIMENTS, JUDGE_CALIBRATION, SCHEMA
 
 EXPERIMENTS_KEY = dg.AssetKey([SCHEMA, EXPERIMENTS.name])
 """A key of the ``warehouse`` multi-asset: this asset runs after the load."""

@@ -5,7 +5,7 @@ from typing import Any
 
 import dagster as dg
 
-from datagouv_eval_pipeline.core.judges.config import JudgeModelError, JudgeSpecError
+from datagouv_eval_pipeline.core.judges import JudgeModelError, JudgeSpecError
 from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, load_task_specs
 from datagouv_eval_pipeline.defs.action_mappings import action_mappings
 from datagouv_eval_pipeline.defs.catalog_validation import catalog_validation, references_for
@@ -25,17 +25,15 @@ from datagouv_eval_pipeline.defs.resources import (
     JudgeResource,
     RunStoreResource,
 )
-from datagouv_eval_pipeline.pipeline.experiment.documents import (
-    ActionMappingsDocument,
-    AgentRunsDocument,
-    JudgeScoresDocument,
-)
-from datagouv_eval_pipeline.pipeline.experiment.fingerprints import stage_code_version
-from datagouv_eval_pipeline.pipeline.experiment.stages import (
+from datagouv_eval_pipeline.pipeline.experiment import (
     ACTION_MAPPINGS,
     AGENT_RUNS,
     JUDGE_SCORES,
+    ActionMappingsDocument,
+    AgentRunsDocument,
+    JudgeScoresDocument,
     judge_cell,
+    stage_code_version,
 )
 
 

@@ -27,9 +27,13 @@ from collections.abc import Collection, Iterable, Sequence
 
 import dagster as dg
 
-from datagouv_eval_pipeline.core.benchmark.cells import Cell, expand_cells
-from datagouv_eval_pipeline.core.benchmark.loader import BenchmarkConfig, load_benchmark_config
-from datagouv_eval_pipeline.core.benchmark.selection import model_names
+from datagouv_eval_pipeline.core.benchmark import (
+    BenchmarkConfig,
+    Cell,
+    expand_cells,
+    load_benchmark_config,
+    model_names,
+)
 
 
 def _by_provider(cells: list[Cell], order: list[str]) -> list[Cell]:

@@ -29,11 +29,11 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 )
 from pydantic import BaseModel
 
-from datagouv_eval_pipeline.core.benchmark.cells import Cell
+from datagouv_eval_pipeline.core.benchmark import Cell
 from datagouv_eval_pipeline.defs.interrupts import raise_stopped
 from datagouv_eval_pipeline.defs.partitions import CELLS_BY_KEY, cell_partitions
-from datagouv_eval_pipeline.pipeline.agents.cancel import CancelToken, RunCancelled, current_token
-from datagouv_eval_pipeline.pipeline.experiment.store import RunStore, content_digest
+from datagouv_eval_pipeline.pipeline.agents import CancelToken, RunCancelled, current_token
+from datagouv_eval_pipeline.pipeline.experiment import RunStore, content_digest
 
 CELL_CHECK = "cell_ok"
 """The per-partition check each cell stage evaluates in its own step."""

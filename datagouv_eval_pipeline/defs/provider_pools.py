@@ -21,8 +21,8 @@ from contextlib import contextmanager
 
 import dagster as dg
 
-from datagouv_eval_pipeline.pipeline.agents.cancel import CancelToken, RunCancelled
-from datagouv_eval_pipeline.pipeline.experiment.lanes import pool_name, provider_pool_limits
+from datagouv_eval_pipeline.pipeline.agents import CancelToken, RunCancelled
+from datagouv_eval_pipeline.pipeline.experiment import pool_name, provider_pool_limits
 
 POLL_SECONDS = 1.0
 """How often a step waiting for its first slot asks again."""

@@ -27,16 +27,20 @@ from datagouv_eval_pipeline.defs.interrupts import (
 from datagouv_eval_pipeline.defs.partitions import CELLS
 from datagouv_eval_pipeline.defs.resources import RunStoreResource, WarehouseResource
 from datagouv_eval_pipeline.defs.result_tables import RANKING, preview_metadata
-from datagouv_eval_pipeline.pipeline.agents.cancel import RunCancelled, current_token
-from datagouv_eval_pipeline.pipeline.report import build_report, default_report_dir, read_sources
-from datagouv_eval_pipeline.pipeline.report.build import BuiltReport
+from datagouv_eval_pipeline.pipeline.agents import RunCancelled, current_token
+from datagouv_eval_pipeline.pipeline.report import (
+    BuiltReport,
+    build_report,
+    default_report_dir,
+    read_sources,
+)
 from datagouv_eval_pipeline.pipeline.report_site import report_base_url
-from datagouv_eval_pipeline.pipeline.warehouse.loader import connect
-from datagouv_eval_pipeline.pipeline.warehouse.schema import (
+from datagouv_eval_pipeline.pipeline.warehouse import (
     JUDGE_CALIBRATION,
     SCHEMA,
     STATISTICS_TABLES,
     TASK_FEATURES,
+    connect,
 )
 
 SUMMARY_MODEL = "experiment_summary"

@@ -13,24 +13,19 @@ from typing import TYPE_CHECKING, Any, Literal
 import dagster as dg
 from pydantic import Field, PrivateAttr
 
-from datagouv_eval_pipeline.core.benchmark.loader import BENCHMARK_CONFIG_DIR, load_benchmark_config
-from datagouv_eval_pipeline.core.judges.config import (
-    JUDGE_FILE,
-    JudgeKind,
-    JudgeSpec,
-    load_judge_spec,
-)
-from datagouv_eval_pipeline.pipeline.experiment.store import RunStore, default_run_store
-from datagouv_eval_pipeline.pipeline.warehouse.location import DUCKDB_ENV, default_duckdb_path
-from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.core.benchmark import BENCHMARK_CONFIG_DIR, load_benchmark_config
+from datagouv_eval_pipeline.core.judges import JUDGE_FILE, JudgeKind, JudgeSpec, load_judge_spec
+from datagouv_eval_pipeline.pipeline.experiment import RunStore, default_run_store
+from datagouv_eval_pipeline.pipeline.warehouse import DUCKDB_ENV, default_duckdb_path
+from datagouv_eval_pipeline.world.catalogue import TwinUrls
 
 # What the resources start or build (the twin and its HTTP stack, the judges, the MCP builds)
 # is imported where they do it, when a run uses them: a code-location load does not pay for it.
 if TYPE_CHECKING:
-    from datagouv_eval_pipeline.core.judges.protocol import Judge
-    from datagouv_eval_pipeline.core.metrics.catalog import CatalogLookup
-    from datagouv_eval_pipeline.pipeline.experiment.cache import AgentRunCache
-    from datagouv_eval_pipeline.world.api.server import TwinServer
+    from datagouv_eval_pipeline.core.judges import Judge
+    from datagouv_eval_pipeline.core.metrics import CatalogLookup
+    from datagouv_eval_pipeline.pipeline.experiment import AgentRunCache
+    from datagouv_eval_pipeline.world.api import TwinServer
     from datagouv_eval_pipeline.world.front import Front
     from datagouv_eval_pipeline.world.local_models import LocalServers
     from datagouv_eval_pipeline.world.mcp_builds import BuildServers
@@ -90,7 +85,7 @@ class RunStoreResource(dg.ConfigurableResource["RunStoreResource"]):
 
     def agent_cache(self) -> AgentRunCache:
         """The agent-run cache, inside the run store."""
-        from datagouv_eval_pipeline.pipeline.experiment.cache import AgentRunCache
+        from datagouv_eval_pipeline.pipeline.experiment import AgentRunCache
 
         return AgentRunCache(self.store().root / "cache" / "agent_runs")
 
@@ -124,7 +119,7 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
         if self.live:
             return None
         if self._urls is None:
-            from datagouv_eval_pipeline.world.api.server import TwinServer
+            from datagouv_eval_pipeline.world.api import TwinServer
 
             server = TwinServer(snapshot_id=self.snapshot_id)
             self._urls = server.start()
@@ -143,7 +138,7 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
         if self.live:
             return None
         if self._front is None:
-            from datagouv_eval_pipeline.world.api.front import served_by
+            from datagouv_eval_pipeline.world.api import served_by
 
             self.urls()
             assert self._server is not None
@@ -194,11 +189,11 @@ class CatalogResource(dg.ConfigurableResource["CatalogResource"]):
         the live main API.
         """
         if self._lookup is None:
-            from datagouv_eval_pipeline.pipeline.experiment.catalog import (
+            from datagouv_eval_pipeline.pipeline.experiment import (
                 ApiCatalogLookup,
                 StoreCatalogLookup,
             )
-            from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+            from datagouv_eval_pipeline.world.catalogue import CatalogStore
 
             if self.live:
                 self._lookup = ApiCatalogLookup(TwinUrls.live().datagouv_api)
@@ -260,8 +255,7 @@ class JudgeResource(dg.ConfigurableResource["JudgeResource"]):
             JudgeSpecError: The configuration is invalid.
             JudgeModelError: The judge model cannot be reached (unknown, offline, no key).
         """
-        from datagouv_eval_pipeline.core.judges.deterministic import DeterministicJudge
-        from datagouv_eval_pipeline.core.judges.factory import build_judge
+        from datagouv_eval_pipeline.core.judges import DeterministicJudge, build_judge
         from datagouv_eval_pipeline.world.local_models import LocalServers, served_model
 
         spec = self.spec()

@@ -21,7 +21,7 @@ from typing import Any
 import dagster as dg
 import duckdb
 
-from datagouv_eval_pipeline.pipeline.warehouse.schema import SCHEMA
+from datagouv_eval_pipeline.pipeline.warehouse import SCHEMA
 
 MAX_ROWS = 60
 """Rows per preview: enough for every cell of the default run's headline tier."""

@@ -20,29 +20,27 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.benchmark import load_benchmark_config
 from datagouv_eval_pipeline.defs.resources import WarehouseResource
-from datagouv_eval_pipeline.pipeline.warehouse.error_bars import compute_statistics
-from datagouv_eval_pipeline.pipeline.warehouse.gate import (
-    COVERAGE_TOLERANCE,
-    HEADLINE_METRICS,
-    GateError,
-    GateSettings,
-    evaluate_gate,
-    read_gate_results,
-    summary_lines,
-    write_gate_results,
-)
-from datagouv_eval_pipeline.pipeline.warehouse.loader import connect
-from datagouv_eval_pipeline.pipeline.warehouse.schema import (
+from datagouv_eval_pipeline.pipeline.warehouse import (
     COMPARISONS,
+    COVERAGE_TOLERANCE,
     FEATURE_COMPARISONS,
     FEATURE_ESTIMATES,
     GATE_RESULTS,
+    HEADLINE_METRICS,
     METRIC_ESTIMATES,
     QUESTION_COMPARISONS,
     QUESTIONS,
     SCHEMA,
+    GateError,
+    GateSettings,
+    compute_statistics,
+    connect,
+    evaluate_gate,
+    read_gate_results,
+    summary_lines,
+    write_gate_results,
 )
 
 GATE_KEY = dg.AssetKey([SCHEMA, GATE_RESULTS.name])

@@ -6,8 +6,7 @@ Invalid specs do not crash the asset: it records every problem, and the blocking
 
 import dagster as dg
 
-from datagouv_eval_pipeline.core.benchmark.cells import expand_cells
-from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.benchmark import expand_cells, load_benchmark_config
 from datagouv_eval_pipeline.core.tasks import (
     TASK_SPECS_DIR,
     SpecErrors,
@@ -16,8 +15,11 @@ from datagouv_eval_pipeline.core.tasks import (
 )
 from datagouv_eval_pipeline.defs.interrupts import stop_if_requested
 from datagouv_eval_pipeline.defs.resources import RunStoreResource
-from datagouv_eval_pipeline.pipeline.experiment.documents import TaskSpecsDocument
-from datagouv_eval_pipeline.pipeline.experiment.store import RunStoreError, content_digest
+from datagouv_eval_pipeline.pipeline.experiment import (
+    RunStoreError,
+    TaskSpecsDocument,
+    content_digest,
+)
 
 STAGE = "task_specs"
 DOCUMENT_KEY = "all"

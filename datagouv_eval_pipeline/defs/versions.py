@@ -28,16 +28,23 @@ from typing import Any
 import dagster as dg
 import yaml
 
-from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, SpecErrors, load_task_specs
-from datagouv_eval_pipeline.core.tasks.loader import spec_files
+from datagouv_eval_pipeline.core.tasks import (
+    TASK_SPECS_DIR,
+    SpecErrors,
+    load_task_specs,
+    spec_files,
+)
 from datagouv_eval_pipeline.defs.partitions import CELLS, cell_partitions, register_cells
 from datagouv_eval_pipeline.defs.resources import RunStoreResource
-from datagouv_eval_pipeline.pipeline.experiment.cache import NOT_AN_INPUT
-from datagouv_eval_pipeline.pipeline.experiment.documents import AgentRunsDocument
-from datagouv_eval_pipeline.pipeline.experiment.fingerprints import cell_code_fingerprint
-from datagouv_eval_pipeline.pipeline.experiment.stages import AGENT_RUNS
-from datagouv_eval_pipeline.pipeline.experiment.staleness import stale_cells
-from datagouv_eval_pipeline.pipeline.experiment.store import RunStore, RunStoreError
+from datagouv_eval_pipeline.pipeline.experiment import (
+    AGENT_RUNS,
+    NOT_AN_INPUT,
+    AgentRunsDocument,
+    RunStore,
+    RunStoreError,
+    cell_code_fingerprint,
+    stale_cells,
+)
 
 # libyaml's loader when PyYAML was built with it: the partitions need every spec's task id when
 # the code location loads, and the pure-Python loader took about 1.4 s for the 66 files.

@@ -23,22 +23,29 @@ from datagouv_eval_pipeline.defs.partitions import ACTIVE_KEYS, CELLS
 from datagouv_eval_pipeline.defs.resources import RunStoreResource, WarehouseResource
 from datagouv_eval_pipeline.defs.result_tables import WAREHOUSE_PREVIEWS, preview_metadata
 from datagouv_eval_pipeline.defs.statistics import GateConfig, run_statistics
-from datagouv_eval_pipeline.pipeline.experiment.documents import (
-    ActionMappingsDocument,
-    AgentRunsDocument,
-    JudgeScoresDocument,
-)
-from datagouv_eval_pipeline.pipeline.experiment.stages import (
+from datagouv_eval_pipeline.pipeline.experiment import (
     ACTION_MAPPINGS,
     AGENT_RUNS,
     JUDGE_SCORES,
+    ActionMappingsDocument,
+    AgentRunsDocument,
+    JudgeScoresDocument,
+    RunStore,
+    RunStoreError,
     StageInputError,
     cell_documents,
 )
-from datagouv_eval_pipeline.pipeline.experiment.store import RunStore, RunStoreError
-from datagouv_eval_pipeline.pipeline.warehouse import config_hash, new_experiment, queries
-from datagouv_eval_pipeline.pipeline.warehouse.loader import connect, delete_cell, load_experiment
-from datagouv_eval_pipeline.pipeline.warehouse.schema import PIPELINE_TABLES, SCHEMA, Table
+from datagouv_eval_pipeline.pipeline.warehouse import (
+    PIPELINE_TABLES,
+    SCHEMA,
+    Table,
+    config_hash,
+    connect,
+    delete_cell,
+    load_experiment,
+    new_experiment,
+    queries,
+)
 
 # Fire once every partition upstream is done, even when some are missing or failed: the plain
 # eager condition waits for all of them forever (``any_deps_missing``).

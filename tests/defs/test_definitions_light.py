@@ -8,10 +8,6 @@ that only builds the definitions. Speed itself is in bench/ (``bench_code_locati
 
 from __future__ import annotations
 
-import importlib
-
-import pytest
-
 from tests.import_probe import modules_after
 
 RUN_TIME_ONLY = (
@@ -33,14 +29,6 @@ RUN_TIME_ONLY = (
     "datagouv_eval_pipeline.core.judges.llm",
 )
 
-LAZY_FACES = (
-    "datagouv_eval_pipeline.core.judges",
-    "datagouv_eval_pipeline.core.providers",
-    "datagouv_eval_pipeline.pipeline.preflight",
-    "datagouv_eval_pipeline.pipeline.warehouse",
-    "datagouv_eval_pipeline.world.mcp_builds",
-)
-
 
 def test_building_the_definitions_imports_no_run_time_library() -> None:
     loaded = modules_after(
@@ -50,18 +38,3 @@ def test_building_the_definitions_imports_no_run_time_library() -> None:
         RUN_TIME_ONLY,
     )
     assert loaded == set()
-
-
-@pytest.mark.parametrize("package", LAZY_FACES)
-def test_a_lazy_package_face_resolves_every_public_name(package: str) -> None:
-    # The faces import their names on first use (PEP 562): a name missing from the table, or
-    # pointing at the wrong module, would only fail where a stage first uses it.
-    module = importlib.import_module(package)
-    table: dict[str, str] = module._MODULE_OF
-    assert sorted(table) == sorted(module.__all__)
-    for name in module.__all__:
-        value = getattr(module, name)
-        home = importlib.import_module(f"{package}.{table[name]}")
-        assert value is getattr(home, name), name
-    with pytest.raises(AttributeError, match="no_such_name"):
-        _ = module.no_such_name

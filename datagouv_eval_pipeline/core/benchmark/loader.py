@@ -28,15 +28,16 @@ from datagouv_eval_pipeline.core.benchmark.config import (
     SystemPromptsFile,
     select,
 )
-from datagouv_eval_pipeline.core.tasks.errors import (
+from datagouv_eval_pipeline.core.tasks import (
+    TASK_SPECS_DIR,
     Loc,
     SpecError,
     SpecErrors,
+    YamlDocument,
     field_path,
+    read_yaml,
     validation_errors,
 )
-from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR
-from datagouv_eval_pipeline.core.tasks.yaml_source import YamlDocument, read_yaml
 
 BENCHMARK_CONFIG_DIR = TASK_SPECS_DIR / "benchmark"
 """The default benchmark configuration directory."""
@@ -201,7 +202,7 @@ def load_benchmark_config(directory: Path = BENCHMARK_CONFIG_DIR) -> BenchmarkCo
 def _mcp_coverage_errors(mcp: McpVersionsFile, document: YamlDocument) -> list[SpecError]:
     """Every pinned MCP version must be one the action registry explicitly covers."""
     # The registry builds on the task vocabulary this package also loads: imported late.
-    from datagouv_eval_pipeline.core.semantic.registry import UnknownVersionError, load_registry
+    from datagouv_eval_pipeline.core.semantic import UnknownVersionError, load_registry
 
     registry = load_registry()
     errors: list[SpecError] = []

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic.json_schema import models_json_schema
 
 from datagouv_eval_pipeline.core.benchmark.loader import BENCHMARK_CONFIG_DIR, CONFIG_FILES
-from datagouv_eval_pipeline.core.tasks.schema import JSON_SCHEMA_DIALECT
+from datagouv_eval_pipeline.core.tasks import JSON_SCHEMA_DIALECT
 
 BENCHMARK_SCHEMA_PATH = BENCHMARK_CONFIG_DIR / "benchmark.schema.json"
 """Where the generated benchmark configuration schema is committed."""

@@ -30,9 +30,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from datagouv_eval_pipeline.base.text import fold_spaced
-from datagouv_eval_pipeline.core.metrics.checks import citation_check, detect_decline, extract_urls
-from datagouv_eval_pipeline.core.metrics.numbers import NumberReading, iter_numbers
-from datagouv_eval_pipeline.core.tasks.spec import (
+from datagouv_eval_pipeline.core.metrics import (
+    NumberReading,
+    citation_check,
+    detect_decline,
+    extract_urls,
+    iter_numbers,
+)
+from datagouv_eval_pipeline.core.tasks import (
     Assertion,
     CitesAssertion,
     ContainsWords,

@@ -76,10 +76,9 @@ from datagouv_eval_pipeline.core.judges.verdict import (
     judge_spend,
     outcome,
 )
-from datagouv_eval_pipeline.core.metrics.catalog import CatalogLookup, with_catalog_slugs
-from datagouv_eval_pipeline.core.metrics.values import MetricValue
-from datagouv_eval_pipeline.core.semantic.instances import ActionInstance, CallCategory
-from datagouv_eval_pipeline.core.tasks.spec import Criterion, RequiredAction, TaskSpec, Tier
+from datagouv_eval_pipeline.core.metrics import CatalogLookup, MetricValue, with_catalog_slugs
+from datagouv_eval_pipeline.core.semantic import ActionInstance, CallCategory
+from datagouv_eval_pipeline.core.tasks import Criterion, RequiredAction, TaskSpec, Tier
 
 _SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

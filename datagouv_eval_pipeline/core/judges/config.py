@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from datagouv_eval_pipeline.core.benchmark.config import ModelsFile, ProviderKind
-from datagouv_eval_pipeline.core.benchmark.keys import model_key
-from datagouv_eval_pipeline.core.providers.limits import RateLimit
+from datagouv_eval_pipeline.core.benchmark import ModelsFile, ProviderKind, model_key
+from datagouv_eval_pipeline.core.providers import RateLimit
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model

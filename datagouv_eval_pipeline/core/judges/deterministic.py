@@ -81,23 +81,27 @@ from datagouv_eval_pipeline.core.judges.verdict import (
     not_applicable,
     unscored,
 )
-from datagouv_eval_pipeline.core.metrics.checks import citation_check, grounded_ids_check
-from datagouv_eval_pipeline.core.metrics.numbers import NumberReading, find_value, read_numbers
-from datagouv_eval_pipeline.core.metrics.trajectory import trajectory_adherence
-from datagouv_eval_pipeline.core.metrics.usage import (
+from datagouv_eval_pipeline.core.metrics import (
+    NumberReading,
     action_type_score,
     arguments_match,
+    citation_check,
+    find_value,
+    grounded_ids_check,
     normalise_value,
+    read_numbers,
+    trajectory_adherence,
 )
-from datagouv_eval_pipeline.core.semantic.instances import ActionInstance
-from datagouv_eval_pipeline.core.tasks.chain import ChainSyntaxError, parse_chain
-from datagouv_eval_pipeline.core.tasks.spec import (
+from datagouv_eval_pipeline.core.semantic import ActionInstance
+from datagouv_eval_pipeline.core.tasks import (
     Assertion,
+    ChainSyntaxError,
     Criterion,
     ExpectedBehaviour,
     ExpectedValue,
     RequiredAction,
     TaskSpec,
+    parse_chain,
 )
 from datagouv_eval_pipeline.core.traces import ToolCall, Trace
 

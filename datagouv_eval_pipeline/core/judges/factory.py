@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from datagouv_eval_pipeline.core.benchmark.config import ModelsFile
+from datagouv_eval_pipeline.core.benchmark import ModelsFile
 from datagouv_eval_pipeline.core.judges.config import (
     DEFAULT_RETRY_DELAY_S,
     JudgeConfig,

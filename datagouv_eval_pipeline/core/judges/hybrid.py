@@ -29,8 +29,8 @@ from datagouv_eval_pipeline.core.judges.verdict import (
     Verdict,
     VerdictStatus,
 )
-from datagouv_eval_pipeline.core.semantic.instances import ActionInstance
-from datagouv_eval_pipeline.core.tasks.spec import RequiredAction
+from datagouv_eval_pipeline.core.semantic import ActionInstance
+from datagouv_eval_pipeline.core.tasks import RequiredAction
 from datagouv_eval_pipeline.core.traces import ToolCall
 
 

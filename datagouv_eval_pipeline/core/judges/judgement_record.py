@@ -23,8 +23,8 @@ from datagouv_eval_pipeline.core.judges.verdict import (
     JudgeSpend,
     Verdict,
 )
-from datagouv_eval_pipeline.core.metrics.values import MetricValue
-from datagouv_eval_pipeline.core.tasks.spec import Tier
+from datagouv_eval_pipeline.core.metrics import MetricValue
+from datagouv_eval_pipeline.core.tasks import Tier
 
 
 def classification_to_json(classification: CallClassification) -> dict[str, Any]:

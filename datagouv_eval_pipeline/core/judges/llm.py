@@ -81,17 +81,18 @@ from datagouv_eval_pipeline.core.judges.verdict import (
     outcome,
     unscored,
 )
-from datagouv_eval_pipeline.core.providers.limits import (
+from datagouv_eval_pipeline.core.providers import (
+    ManagedModel,
     RateLimit,
     RateLimiter,
     RateLimiters,
+    RetryPolicy,
+    RetryWait,
+    counting_requests,
     process_rate_limiters,
 )
-from datagouv_eval_pipeline.core.providers.managed import ManagedModel, counting_requests
-from datagouv_eval_pipeline.core.providers.retry import RetryPolicy, RetryWait
-from datagouv_eval_pipeline.core.semantic.instances import ActionInstance
-from datagouv_eval_pipeline.core.tasks.loader import default_arg_names
-from datagouv_eval_pipeline.core.tasks.spec import RequiredAction
+from datagouv_eval_pipeline.core.semantic import ActionInstance
+from datagouv_eval_pipeline.core.tasks import RequiredAction, default_arg_names
 from datagouv_eval_pipeline.core.traces import ToolCall
 
 OutT = TypeVar("OutT", bound=BaseModel)

@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from datagouv_eval_pipeline.core.judges.verdict import CallClassification, FailureMode, Verdict
-from datagouv_eval_pipeline.core.semantic.instances import ActionInstance
-from datagouv_eval_pipeline.core.semantic.mapper import detect_error
-from datagouv_eval_pipeline.core.tasks.spec import Criterion, RequiredAction, TaskSpec, Tier
+from datagouv_eval_pipeline.core.semantic import ActionInstance, detect_error
+from datagouv_eval_pipeline.core.tasks import Criterion, RequiredAction, TaskSpec, Tier
 from datagouv_eval_pipeline.core.traces import ToolCall, Trace, WireExchange
 
 

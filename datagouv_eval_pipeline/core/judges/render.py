@@ -15,8 +15,8 @@ from typing import Any
 
 from datagouv_eval_pipeline.core.judges.prompts import neutralise
 from datagouv_eval_pipeline.core.judges.protocol import ToolEvidence
-from datagouv_eval_pipeline.core.semantic.instances import ActionInstance
-from datagouv_eval_pipeline.core.tasks.spec import RequiredAction
+from datagouv_eval_pipeline.core.semantic import ActionInstance
+from datagouv_eval_pipeline.core.tasks import RequiredAction
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,17 +49,21 @@ from datagouv_eval_pipeline.core.judges.verdict import (
     not_applicable,
     outcome,
 )
-from datagouv_eval_pipeline.core.metrics.usage import (
+from datagouv_eval_pipeline.core.metrics import (
+    NO_TOOL,
     ActionInstanceScore,
     PairCache,
     action_instance_score,
 )
-from datagouv_eval_pipeline.core.metrics.values import NO_TOOL
-from datagouv_eval_pipeline.core.metrics.values import not_applicable as metric_not_applicable
-from datagouv_eval_pipeline.core.semantic.instances import ActionInstance
-from datagouv_eval_pipeline.core.semantic.mapper import TraceMapping, map_trace
-from datagouv_eval_pipeline.core.semantic.registry import ActionRegistry, load_registry
-from datagouv_eval_pipeline.core.tasks.spec import TIERS, RequiredAction, TaskSpec, Tier
+from datagouv_eval_pipeline.core.metrics import not_applicable as metric_not_applicable
+from datagouv_eval_pipeline.core.semantic import (
+    ActionInstance,
+    ActionRegistry,
+    TraceMapping,
+    load_registry,
+    map_trace,
+)
+from datagouv_eval_pipeline.core.tasks import TIERS, RequiredAction, TaskSpec, Tier
 from datagouv_eval_pipeline.core.traces import Trace
 
 CONFIDENCE_JUDGE = 0.7

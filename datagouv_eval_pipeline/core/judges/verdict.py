@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from datagouv_eval_pipeline.core.metrics.values import NOT_APPLICABLE, MetricValue
+from datagouv_eval_pipeline.core.metrics import NOT_APPLICABLE, MetricValue
 
 NEEDS_LLM = "needs an LLM judge"
 """The error of every verdict the deterministic judge leaves to an LLM judge."""

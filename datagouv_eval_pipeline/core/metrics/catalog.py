@@ -13,9 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from datagouv_eval_pipeline.core.semantic.instances import ActionInstance
-from datagouv_eval_pipeline.core.semantic.mapper import TraceMapping
-from datagouv_eval_pipeline.core.tasks.spec import ExpectedSource, SourceType, TaskSpec
+from datagouv_eval_pipeline.core.semantic import ActionInstance, TraceMapping
+from datagouv_eval_pipeline.core.tasks import ExpectedSource, SourceType, TaskSpec
 
 ObjectKind = Literal["dataset", "dataservice", "organization"]
 """Catalog object types that have a slug (resources have none)."""

@@ -16,14 +16,17 @@ from datagouv_eval_pipeline.base.text import fold_fast
 from datagouv_eval_pipeline.core.metrics.catalog import CatalogLookup, ObjectKind
 from datagouv_eval_pipeline.core.metrics.places import DEPARTEMENTS
 from datagouv_eval_pipeline.core.metrics.statements import Entity, find_statement
-from datagouv_eval_pipeline.core.semantic.aliases import UrlAliases
-from datagouv_eval_pipeline.core.semantic.instances import ActionInstance, CallCategory
-from datagouv_eval_pipeline.core.semantic.mapper import detect_error
-from datagouv_eval_pipeline.core.tasks.references import Reference
-from datagouv_eval_pipeline.core.tasks.spec import (
+from datagouv_eval_pipeline.core.semantic import (
+    ActionInstance,
+    CallCategory,
+    UrlAliases,
+    detect_error,
+)
+from datagouv_eval_pipeline.core.tasks import (
     ExpectedBehaviour,
     ExpectedSource,
     ExpectedValue,
+    Reference,
     SourceType,
     TaskSpec,
 )

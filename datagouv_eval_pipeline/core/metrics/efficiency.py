@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from datagouv_eval_pipeline.core.metrics.values import MetricValue, undefined
-from datagouv_eval_pipeline.core.tasks.spec import TIERS, Tier
+from datagouv_eval_pipeline.core.tasks import TIERS, Tier
 from datagouv_eval_pipeline.core.traces import Trace
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from datagouv_eval_pipeline.core.metrics.numbers import find_value
-from datagouv_eval_pipeline.core.tasks.references import Reference
-from datagouv_eval_pipeline.core.tasks.spec import (
+from datagouv_eval_pipeline.core.tasks import (
     Criterion,
     EvaluationCriteria,
     ExpectedValue,
+    Reference,
     TaskSpec,
 )
 

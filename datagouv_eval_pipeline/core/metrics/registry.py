@@ -24,7 +24,7 @@ from typing import Literal, Protocol
 
 from datagouv_eval_pipeline.core.metrics.score_record import ScoreRecord
 from datagouv_eval_pipeline.core.metrics.values import MetricValue
-from datagouv_eval_pipeline.core.tasks.spec import TIERS, Tier
+from datagouv_eval_pipeline.core.tasks import TIERS, Tier
 
 Aggregation = Literal["avg", "sum"]
 """``avg``: the mean of per-run values; ``sum``: a count summed over runs."""

@@ -20,7 +20,7 @@ from datagouv_eval_pipeline.core.metrics.checks import CheckResult
 from datagouv_eval_pipeline.core.metrics.efficiency import EfficiencyScore
 from datagouv_eval_pipeline.core.metrics.provenance import CodeVersion
 from datagouv_eval_pipeline.core.metrics.values import MetricValue
-from datagouv_eval_pipeline.core.semantic.instances import ActionInstance
+from datagouv_eval_pipeline.core.semantic import ActionInstance
 
 
 class _Record(BaseModel):

@@ -47,16 +47,25 @@ from datagouv_eval_pipeline.core.metrics.values import (
     not_applicable,
     undefined,
 )
-from datagouv_eval_pipeline.core.semantic.instances import ActionInstance, CallCategory
-from datagouv_eval_pipeline.core.semantic.mapper import TraceMapping, map_trace
-from datagouv_eval_pipeline.core.semantic.registry import (
+from datagouv_eval_pipeline.core.semantic import (
+    ActionInstance,
     ActionRegistry,
+    CallCategory,
+    TraceMapping,
     UnknownVersionError,
     load_registry,
+    map_trace,
 )
-from datagouv_eval_pipeline.core.tasks.chain import ChainNode, action_names
-from datagouv_eval_pipeline.core.tasks.references import Reference, references_by_name
-from datagouv_eval_pipeline.core.tasks.spec import TIERS, RequiredAction, TaskSpec, Tier
+from datagouv_eval_pipeline.core.tasks import (
+    TIERS,
+    ChainNode,
+    Reference,
+    RequiredAction,
+    TaskSpec,
+    Tier,
+    action_names,
+    references_by_name,
+)
 from datagouv_eval_pipeline.core.traces import Trace
 
 SCORER_VERSION = "3"

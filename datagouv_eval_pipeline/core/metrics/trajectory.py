@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from datagouv_eval_pipeline.core.metrics.values import NOT_APPLICABLE, MetricValue, ratio
-from datagouv_eval_pipeline.core.semantic.instances import ActionInstance
-from datagouv_eval_pipeline.core.tasks.chain import Action, ChainNode
-from datagouv_eval_pipeline.core.tasks.chain import Sequence as ChainSequence
+from datagouv_eval_pipeline.core.semantic import ActionInstance
+from datagouv_eval_pipeline.core.tasks import Action, ChainNode
+from datagouv_eval_pipeline.core.tasks import Sequence as ChainSequence
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from datagouv_eval_pipeline.core.metrics.values import NOT_APPLICABLE, MetricValue, f1, ratio
-from datagouv_eval_pipeline.core.semantic.instances import ActionInstance
-from datagouv_eval_pipeline.core.tasks.spec import RequiredAction
+from datagouv_eval_pipeline.core.semantic import ActionInstance
+from datagouv_eval_pipeline.core.tasks import RequiredAction
 
 NO_ACTION_REQUIRED = f"{NOT_APPLICABLE}: the tier requires no actions"
 """Why recall (and so F1) is NULL for a tier that expects no action."""

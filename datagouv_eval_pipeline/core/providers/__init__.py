@@ -31,9 +31,12 @@ if TYPE_CHECKING:
         process_rate_limiters,
     )
     from datagouv_eval_pipeline.core.providers.managed import (
+        LIMITER_WAIT,
+        Answered,
         ManagedModel,
         RequestObserver,
         counting_requests,
+        message_chars,
     )
     from datagouv_eval_pipeline.core.providers.retry import (
         RetryPolicy,
@@ -43,36 +46,43 @@ if TYPE_CHECKING:
     )
 
 _MODULE_OF: dict[str, str] = {
-    "Clock": "limits",
-    "counting_requests": "managed",
-    "DEFAULT_RATE_LIMITS": "limits",
-    "estimate_tokens": "limits",
-    "ManagedModel": "managed",
-    "process_rate_limiters": "limits",
-    "RateLimit": "limits",
-    "RateLimiter": "limits",
-    "RateLimiters": "limits",
-    "RequestObserver": "managed",
-    "retry_after_seconds": "retry",
-    "RetryPolicy": "retry",
-    "RetryWait": "retry",
-    "send_with_retries": "retry",
-    "SystemClock": "limits",
+    "Answered": ".managed",
+    "Clock": ".limits",
+    "DEFAULT_RATE_LIMITS": ".limits",
+    "LIMITER_WAIT": ".managed",
+    "ManagedModel": ".managed",
+    "RateLimit": ".limits",
+    "RateLimiter": ".limits",
+    "RateLimiters": ".limits",
+    "RequestObserver": ".managed",
+    "RetryPolicy": ".retry",
+    "RetryWait": ".retry",
+    "SystemClock": ".limits",
+    "counting_requests": ".managed",
+    "estimate_tokens": ".limits",
+    "message_chars": ".managed",
+    "process_rate_limiters": ".limits",
+    "retry_after_seconds": ".retry",
+    "send_with_retries": ".retry",
 }
-"""Each public name, and the module of this package that defines it."""
+"""Each public name, and the module that defines it."""
 
+if not TYPE_CHECKING:  # hidden from mypy, which then checks each name imported from the face
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+    def __getattr__(name: str) -> Any:
+        """Import the module defining a public name on first use (PEP 562)."""
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
 
 
 __all__ = [
     "DEFAULT_RATE_LIMITS",
+    "LIMITER_WAIT",
+    "Answered",
     "Clock",
     "ManagedModel",
     "RateLimit",
@@ -84,6 +94,7 @@ __all__ = [
     "SystemClock",
     "counting_requests",
     "estimate_tokens",
+    "message_chars",
     "process_rate_limiters",
     "retry_after_seconds",
     "send_with_retries",

@@ -1,28 +1,72 @@
 """Semantic layer: the versioned action registry and the deterministic action mapper."""
 
-from datagouv_eval_pipeline.core.semantic.instances import ActionInstance, CallCategory
-from datagouv_eval_pipeline.core.semantic.mapper import (
-    CallMapping,
-    MappingStatus,
-    TraceMapping,
-    detect_error,
-    instance_to_dict,
-    map_trace,
-)
-from datagouv_eval_pipeline.core.semantic.registry import (
-    SEMANTIC_ARGUMENTS,
-    ActionRegistry,
-    CliMatch,
-    McpResolution,
-    RegistryError,
-    UnknownVersionError,
-    UnmappedTool,
-    UrlAction,
-    UrlMatch,
-    default_action_names,
-    load_registry,
-    parse_version,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from datagouv_eval_pipeline.core.semantic.aliases import UrlAliases
+    from datagouv_eval_pipeline.core.semantic.instances import ActionInstance, CallCategory
+    from datagouv_eval_pipeline.core.semantic.mapper import (
+        CallMapping,
+        MappingStatus,
+        TraceMapping,
+        detect_error,
+        instance_to_dict,
+        map_trace,
+    )
+    from datagouv_eval_pipeline.core.semantic.registry import (
+        SEMANTIC_ARGUMENTS,
+        ActionRegistry,
+        CliMatch,
+        McpResolution,
+        RegistryError,
+        UnknownVersionError,
+        UnmappedTool,
+        UrlAction,
+        UrlMatch,
+        default_action_names,
+        load_registry,
+        parse_version,
+    )
+
+_MODULE_OF: dict[str, str] = {
+    "ActionInstance": ".instances",
+    "ActionRegistry": ".registry",
+    "CallCategory": ".instances",
+    "CallMapping": ".mapper",
+    "CliMatch": ".registry",
+    "MappingStatus": ".mapper",
+    "McpResolution": ".registry",
+    "RegistryError": ".registry",
+    "SEMANTIC_ARGUMENTS": ".registry",
+    "TraceMapping": ".mapper",
+    "UnknownVersionError": ".registry",
+    "UnmappedTool": ".registry",
+    "UrlAction": ".registry",
+    "UrlAliases": ".aliases",
+    "UrlMatch": ".registry",
+    "default_action_names": ".registry",
+    "detect_error": ".mapper",
+    "instance_to_dict": ".mapper",
+    "load_registry": ".registry",
+    "map_trace": ".mapper",
+    "parse_version": ".registry",
+}
+"""Each public name, and the module that defines it."""
+
+if not TYPE_CHECKING:  # hidden from mypy, which then checks each name imported from the face
+
+    def __getattr__(name: str) -> Any:
+        """Import the module defining a public name on first use (PEP 562)."""
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+
 
 __all__ = [
     "SEMANTIC_ARGUMENTS",
@@ -38,6 +82,7 @@ __all__ = [
     "UnknownVersionError",
     "UnmappedTool",
     "UrlAction",
+    "UrlAliases",
     "UrlMatch",
     "default_action_names",
     "detect_error",

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
-from datagouv_eval_pipeline.core.benchmark.cells import Cell
+from datagouv_eval_pipeline.core.benchmark import Cell
 from datagouv_eval_pipeline.pipeline.agents.recording import (
     DEFAULT_MODEL_RESULT_CHARS,
     RecordingToolset,
@@ -48,9 +48,9 @@ from datagouv_eval_pipeline.pipeline.agents.web import (
     TwinCatalogSearch,
     format_hits,
 )
-from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.catalogue import TwinUrls
 from datagouv_eval_pipeline.world.front import ServedHosts
-from datagouv_eval_pipeline.world.sandbox.base import (
+from datagouv_eval_pipeline.world.sandbox import (
     ExecResult,
     SandboxBackend,
     SandboxLimits,
@@ -114,7 +114,7 @@ class CatalogTarget:
     @classmethod
     def twin(cls, urls: TwinUrls, served: ServedHosts | None = None) -> CatalogTarget:
         """The twin at ``urls`` (its loopback URLs); ``served`` is asked from it if omitted."""
-        from datagouv_eval_pipeline.world.api.front import served_by
+        from datagouv_eval_pipeline.world.api import served_by
 
         return cls(
             urls=TwinUrls.live(),
@@ -165,8 +165,7 @@ class CatalogTarget:
 
 def default_sandbox() -> SandboxBackend:
     """The local sandbox backend with the emulated ``datagouv`` command on its PATH."""
-    from datagouv_eval_pipeline.world.sandbox.library import sandbox_library
-    from datagouv_eval_pipeline.world.sandbox.local import LocalSandbox
+    from datagouv_eval_pipeline.world.sandbox import LocalSandbox, sandbox_library
 
     # Only the emulated CLI: the rest of the package (the twin, its snapshot generator, the
     # task loaders) would show agent code the expected answers.

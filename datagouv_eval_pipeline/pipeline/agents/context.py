@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from datagouv_eval_pipeline.core.benchmark.config import ModelCallSettings
+from datagouv_eval_pipeline.core.benchmark import ModelCallSettings
 
 CHARS_PER_TOKEN = 3
 """Characters of a tool result counted as one token when fitting it (cautious)."""

@@ -34,9 +34,9 @@ from pydantic_ai.profiles.openai import OpenAIModelProfile
 from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 from pydantic_ai.settings import ModelSettings
 
-from datagouv_eval_pipeline.core.benchmark.cells import CellModel
-from datagouv_eval_pipeline.core.benchmark.config import (
+from datagouv_eval_pipeline.core.benchmark import (
     DEFAULT_TIMEOUT_S,
+    CellModel,
     ModelCallSettings,
     ProviderKind,
 )

@@ -25,9 +25,15 @@ from pydantic_ai.messages import ModelMessage, ToolReturn
 from pydantic_ai.toolsets import WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from datagouv_eval_pipeline.core.providers.limits import Clock, SystemClock, estimate_tokens
-from datagouv_eval_pipeline.core.providers.managed import LIMITER_WAIT, Answered, message_chars
-from datagouv_eval_pipeline.core.providers.retry import RetryWait
+from datagouv_eval_pipeline.core.providers import (
+    LIMITER_WAIT,
+    Answered,
+    Clock,
+    RetryWait,
+    SystemClock,
+    estimate_tokens,
+    message_chars,
+)
 from datagouv_eval_pipeline.core.traces import WireExchange
 from datagouv_eval_pipeline.pipeline.agents.context import ContextWindow, cut_to_fit
 from datagouv_eval_pipeline.world.front import WireRequest

@@ -49,20 +49,18 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import Model
 from pydantic_ai.models.openai import OpenAIChatModel
 
-from datagouv_eval_pipeline.core.benchmark.cells import Cell, CellModel
-from datagouv_eval_pipeline.core.benchmark.config import ProviderKind
-from datagouv_eval_pipeline.core.benchmark.cost import token_cost
-from datagouv_eval_pipeline.core.metrics.provenance import code_version, working_tree_dirty
-from datagouv_eval_pipeline.core.providers.limits import (
+from datagouv_eval_pipeline.core.benchmark import Cell, CellModel, ProviderKind, token_cost
+from datagouv_eval_pipeline.core.metrics import code_version, working_tree_dirty
+from datagouv_eval_pipeline.core.providers import (
     Clock,
+    ManagedModel,
     RateLimit,
     RateLimiters,
+    RetryPolicy,
     SystemClock,
     process_rate_limiters,
 )
-from datagouv_eval_pipeline.core.providers.managed import ManagedModel
-from datagouv_eval_pipeline.core.providers.retry import RetryPolicy
-from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.core.tasks import TaskSpec
 from datagouv_eval_pipeline.core.traces import (
     ModelTurn,
     Provenance,
@@ -101,8 +99,8 @@ from datagouv_eval_pipeline.pipeline.agents.recording import (
 )
 from datagouv_eval_pipeline.pipeline.agents.skills import skills_strategy
 from datagouv_eval_pipeline.pipeline.agents.web import CapabilityUnavailableError
-from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
-from datagouv_eval_pipeline.world.sandbox.base import (
+from datagouv_eval_pipeline.world.catalogue import TwinUrls
+from datagouv_eval_pipeline.world.sandbox import (
     SandboxBackend,
     SandboxLimits,
     SandboxUnavailableError,

@@ -25,7 +25,7 @@ from urllib.parse import SplitResult, urljoin, urlsplit
 
 import httpx
 
-from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.catalogue import TwinUrls
 
 
 class CapabilityUnavailableError(RuntimeError):

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from datagouv_eval_pipeline.core.benchmark.cells import Cell
+from datagouv_eval_pipeline.core.benchmark import Cell
 from datagouv_eval_pipeline.pipeline.experiment.documents import AgentRunsDocument
 from datagouv_eval_pipeline.pipeline.experiment.stages import AGENT_RUNS
 from datagouv_eval_pipeline.pipeline.experiment.store import RunStore, RunStoreError
-from datagouv_eval_pipeline.world.mcp_builds.install import current_code_digest
+from datagouv_eval_pipeline.world.mcp_builds import current_code_digest
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from datagouv_eval_pipeline.core.benchmark.cells import Cell
-from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.core.benchmark import Cell
+from datagouv_eval_pipeline.core.tasks import TaskSpec
 from datagouv_eval_pipeline.core.traces import Trace
 from datagouv_eval_pipeline.pipeline.experiment.fingerprints import cell_code_fingerprint
 from datagouv_eval_pipeline.pipeline.experiment.store import write_json_atomic

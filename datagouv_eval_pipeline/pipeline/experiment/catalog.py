@@ -14,8 +14,8 @@ from urllib.parse import quote
 
 import httpx
 
-from datagouv_eval_pipeline.core.metrics.catalog import CatalogObject, ObjectKind
-from datagouv_eval_pipeline.pipeline.preflight.http import USER_AGENT
+from datagouv_eval_pipeline.core.metrics import CatalogObject, ObjectKind
+from datagouv_eval_pipeline.pipeline.preflight import USER_AGENT
 
 
 class CatalogRecords(Protocol):
@@ -104,6 +104,6 @@ class ApiCatalogLookup:
 
 def twin_catalog_lookup(snapshot_id: str | None = None) -> StoreCatalogLookup:
     """A lookup in a twin snapshot (default: the manifest's current one), loaded once."""
-    from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+    from datagouv_eval_pipeline.world.catalogue import CatalogStore
 
     return StoreCatalogLookup(CatalogStore.load(None, snapshot_id))

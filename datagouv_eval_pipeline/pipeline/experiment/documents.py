@@ -29,21 +29,21 @@ from pydantic import (
     model_validator,
 )
 
-from datagouv_eval_pipeline.core.benchmark.cells import CellRecord
-from datagouv_eval_pipeline.core.judges.judgement_record import (
+from datagouv_eval_pipeline.core.benchmark import CellRecord
+from datagouv_eval_pipeline.core.judges import (
     JudgementRecord,
     StoredClassification,
     StoredJudgeSpend,
 )
-from datagouv_eval_pipeline.core.metrics.score_record import ScoreRecord
-from datagouv_eval_pipeline.core.semantic.mapper import CallMapping, TraceMapping
-from datagouv_eval_pipeline.core.tasks.references import Reference
+from datagouv_eval_pipeline.core.metrics import ScoreRecord
+from datagouv_eval_pipeline.core.semantic import CallMapping, TraceMapping
+from datagouv_eval_pipeline.core.tasks import Reference
 from datagouv_eval_pipeline.core.traces import Trace
 from datagouv_eval_pipeline.pipeline.experiment.store import (
     content_digest,
     describe_validation_error,
 )
-from datagouv_eval_pipeline.pipeline.preflight.models import ValidationReport
+from datagouv_eval_pipeline.pipeline.preflight import ValidationReport
 
 
 class DocumentError(ValueError):

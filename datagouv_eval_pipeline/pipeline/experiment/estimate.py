@@ -31,14 +31,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from datagouv_eval_pipeline.core.benchmark.cells import Cell
-from datagouv_eval_pipeline.core.benchmark.config import Capability
-from datagouv_eval_pipeline.core.benchmark.cost import token_cost
-from datagouv_eval_pipeline.core.tasks.chain import Action, ChainNode, Parallel
-from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
+from datagouv_eval_pipeline.core.benchmark import Capability, Cell, token_cost
+from datagouv_eval_pipeline.core.tasks import Action, ChainNode, Parallel, TaskSpec
 from datagouv_eval_pipeline.pipeline.experiment.cache import AgentRunCache, run_input_hash
 from datagouv_eval_pipeline.pipeline.experiment.live import offline_only
-from datagouv_eval_pipeline.world.mcp_builds.install import current_code_digest
+from datagouv_eval_pipeline.world.mcp_builds import current_code_digest
 
 CHARS_PER_TOKEN = 4
 """Characters per token for prompts and documents (a common rule of thumb for these models)."""
@@ -144,7 +141,7 @@ class CellEstimate:
 
 def current_snapshot_id(snapshots_dir: Path | None = None) -> str | None:
     """The snapshot the twin serves by default (the manifest's ``current``), or None."""
-    from datagouv_eval_pipeline.world.catalogue.catalog import MANIFEST_NAME, default_snapshots_dir
+    from datagouv_eval_pipeline.world.catalogue import MANIFEST_NAME, default_snapshots_dir
 
     path = (snapshots_dir or default_snapshots_dir()) / MANIFEST_NAME
     try:
@@ -182,7 +179,7 @@ def estimate_cells(
         One estimate per cell, in the given order.
     """
     # The runner (pydantic-ai, openai) when estimating, not when the code location loads.
-    from datagouv_eval_pipeline.pipeline.agents.runner import model_skip_reason, task_skip_reason
+    from datagouv_eval_pipeline.pipeline.agents import model_skip_reason, task_skip_reason
 
     out: list[CellEstimate] = []
     for cell in cells:

@@ -37,7 +37,7 @@ from typing import Literal
 import grimp
 
 from datagouv_eval_pipeline.base import project_files
-from datagouv_eval_pipeline.core.benchmark.cells import Cell
+from datagouv_eval_pipeline.core.benchmark import Cell
 
 _PACKAGE = project_files.PACKAGE_DIR
 _NAME = _PACKAGE.name
@@ -145,9 +145,8 @@ def shared_run_code() -> str:
 def _stage_files(stage: Stage) -> list[Path]:
     """The project files (not code) that steer a stage, those that exist, in a fixed order."""
     # Imported here: the judges' modules are only needed by the stages after the agent runs.
-    from datagouv_eval_pipeline.core.benchmark.loader import BENCHMARK_CONFIG_DIR
-    from datagouv_eval_pipeline.core.judges.calibration import CALIBRATION_DIR, calibration_files
-    from datagouv_eval_pipeline.core.judges.config import JUDGE_FILE
+    from datagouv_eval_pipeline.core.benchmark import BENCHMARK_CONFIG_DIR
+    from datagouv_eval_pipeline.core.judges import CALIBRATION_DIR, JUDGE_FILE, calibration_files
 
     if stage == "judge_calibration":
         files = calibration_files([CALIBRATION_DIR]) if CALIBRATION_DIR.is_dir() else []
@@ -179,8 +178,7 @@ def mcp_emulation_fingerprint(version: str) -> str:
     for it: an edit to one release's row changes only that release's fingerprint.
     """
     # Imported here: the version table is the twin's, and only cells on the twin need it.
-    from datagouv_eval_pipeline.world.mcp.descriptions import describe
-    from datagouv_eval_pipeline.world.mcp.versions import VERSIONS
+    from datagouv_eval_pipeline.world.mcp import VERSIONS, describe
 
     digest = hashlib.sha256(closure_fingerprint(_MCP, _MCP_PER_VERSION).encode())
     spec = VERSIONS.get(version)

@@ -27,14 +27,12 @@ from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from datagouv_eval_pipeline.core.benchmark.cells import Cell
-from datagouv_eval_pipeline.core.benchmark.config import ProviderKind
-from datagouv_eval_pipeline.core.benchmark.loader import BenchmarkConfig
-from datagouv_eval_pipeline.pipeline.agents.cancel import CancelToken, RunCancelled
+from datagouv_eval_pipeline.core.benchmark import BenchmarkConfig, Cell, ProviderKind
+from datagouv_eval_pipeline.pipeline.agents import CancelToken, RunCancelled
 
 if TYPE_CHECKING:
     # Imported where the lanes start: the code location imports this module for the pools.
-    from datagouv_eval_pipeline.pipeline.agents.runner import RunSettings
+    from datagouv_eval_pipeline.pipeline.agents import RunSettings
     from datagouv_eval_pipeline.pipeline.experiment.stages import AgentStageResult
 
 REMOTE_DEFAULT_SLOTS = 4
@@ -101,7 +99,7 @@ def pool_name(provider: str) -> str:
 
 def provider_pool_limits(config: BenchmarkConfig | None = None) -> dict[str, int]:
     """Pool name → slots, for every provider of ``models.yml``."""
-    from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+    from datagouv_eval_pipeline.core.benchmark import load_benchmark_config
 
     slots = provider_slots(config if config is not None else load_benchmark_config())
     return {pool_name(name): count for name, count in slots.items()}
@@ -360,7 +358,7 @@ class Lanes:
         local: queue.SimpleQueue[_Job | None] | None,
         remote: bool,
     ) -> None:
-        from datagouv_eval_pipeline.pipeline.agents.runner import RunSettings
+        from datagouv_eval_pipeline.pipeline.agents import RunSettings
 
         settings = RunSettings(max_concurrency=plan.per_cell)
         if remote:

@@ -26,10 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from datagouv_eval_pipeline.core.benchmark.cells import Cell
-from datagouv_eval_pipeline.core.benchmark.config import McpSource
-from datagouv_eval_pipeline.core.benchmark.loader import BENCHMARK_CONFIG_DIR, load_benchmark_config
-from datagouv_eval_pipeline.core.judges.config import (
+from datagouv_eval_pipeline.core.benchmark import (
+    BENCHMARK_CONFIG_DIR,
+    Cell,
+    McpSource,
+    load_benchmark_config,
+)
+from datagouv_eval_pipeline.core.judges import (
     JUDGE_FILE,
     JudgeKind,
     JudgeSpecError,

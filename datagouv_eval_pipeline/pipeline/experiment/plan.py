@@ -6,11 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from datagouv_eval_pipeline.core.benchmark.cells import Cell
-from datagouv_eval_pipeline.core.benchmark.loader import BENCHMARK_CONFIG_DIR, load_benchmark_config
-from datagouv_eval_pipeline.core.benchmark.selection import SelectionError, select_cells
-from datagouv_eval_pipeline.core.tasks.loader import TASK_SPECS_DIR, load_task_specs
-from datagouv_eval_pipeline.core.tasks.spec import TaskSpec, TaskStatus
+from datagouv_eval_pipeline.core.benchmark import (
+    BENCHMARK_CONFIG_DIR,
+    Cell,
+    SelectionError,
+    load_benchmark_config,
+    select_cells,
+)
+from datagouv_eval_pipeline.core.tasks import TASK_SPECS_DIR, TaskSpec, TaskStatus, load_task_specs
 from datagouv_eval_pipeline.pipeline.experiment.cache import AgentRunCache
 from datagouv_eval_pipeline.pipeline.experiment.estimate import CellEstimate, estimate_cells
 

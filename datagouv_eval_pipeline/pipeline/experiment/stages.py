@@ -16,27 +16,33 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from datagouv_eval_pipeline.core.benchmark.cells import Cell
-from datagouv_eval_pipeline.core.judges.judgement_record import JudgementRecord
-from datagouv_eval_pipeline.core.judges.protocol import Judge
-from datagouv_eval_pipeline.core.judges.runner import (
+from datagouv_eval_pipeline.core.benchmark import Cell
+from datagouv_eval_pipeline.core.judges import (
+    CallClassification,
+    Judge,
+    JudgementRecord,
+    Verdict,
     classify_unmapped,
+    judge_spend,
     judge_trace,
 )
-from datagouv_eval_pipeline.core.judges.verdict import CallClassification, Verdict, judge_spend
-from datagouv_eval_pipeline.core.metrics import score_trace
-from datagouv_eval_pipeline.core.metrics.catalog import (
+from datagouv_eval_pipeline.core.metrics import (
     CatalogLookup,
     resolve_mapping_slugs,
+    score_trace,
     with_catalog_slugs,
+    with_references,
 )
-from datagouv_eval_pipeline.core.metrics.references import with_references
-from datagouv_eval_pipeline.core.semantic.mapper import MappingStatus, TraceMapping, map_trace
-from datagouv_eval_pipeline.core.semantic.registry import ActionRegistry, load_registry
-from datagouv_eval_pipeline.core.tasks.references import Reference, references_by_name
-from datagouv_eval_pipeline.core.tasks.spec import TIERS, TaskSpec
+from datagouv_eval_pipeline.core.semantic import (
+    ActionRegistry,
+    MappingStatus,
+    TraceMapping,
+    load_registry,
+    map_trace,
+)
+from datagouv_eval_pipeline.core.tasks import TIERS, Reference, TaskSpec, references_by_name
 from datagouv_eval_pipeline.core.traces import SCORED_STATUSES, Trace
-from datagouv_eval_pipeline.pipeline.agents.cancel import (
+from datagouv_eval_pipeline.pipeline.agents import (
     CancelToken,
     RunCancelled,
     current_token,
@@ -56,14 +62,13 @@ from datagouv_eval_pipeline.pipeline.experiment.fingerprints import (
     cell_code_fingerprint,
     toolset_version,
 )
-from datagouv_eval_pipeline.pipeline.warehouse.loader import CellLoad
-from datagouv_eval_pipeline.pipeline.warehouse.rows import RunLoad
-from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.pipeline.warehouse import CellLoad, RunLoad
+from datagouv_eval_pipeline.world.catalogue import TwinUrls
 
 # The agents' code (pydantic-ai, openai, the MCP clients) is imported by run_agents, when a cell
 # runs: the code location imports this module for the stage names and documents.
 if TYPE_CHECKING:
-    from datagouv_eval_pipeline.pipeline.agents.runner import CellRun
+    from datagouv_eval_pipeline.pipeline.agents import CellRun
     from datagouv_eval_pipeline.world.mcp_builds import BuildServers
 
 AGENT_RUNS = "agent_runs"
@@ -111,7 +116,7 @@ def execute_cell(
 
     Imported on the first call, and the one name :func:`run_agents` calls (tests wrap it here).
     """
-    from datagouv_eval_pipeline.pipeline.agents.runner import execute_cell as run_cell
+    from datagouv_eval_pipeline.pipeline.agents import execute_cell as run_cell
 
     return run_cell(cell, tasks, twin_urls=twin_urls, **options)
 
@@ -163,7 +168,7 @@ def run_agents(
         BuildError: The build cannot be installed or started.
         RunCancelled: ``cancel`` was set during the cell.
     """
-    from datagouv_eval_pipeline.pipeline.agents.models import missing_api_key
+    from datagouv_eval_pipeline.pipeline.agents import missing_api_key
 
     endpoint = None
     if cell.mcp_build is not None and "mcp" in cell.capabilities:

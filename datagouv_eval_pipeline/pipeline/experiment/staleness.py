@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from datagouv_eval_pipeline.core.benchmark.cells import Cell
+from datagouv_eval_pipeline.core.benchmark import Cell
 from datagouv_eval_pipeline.pipeline.experiment.cache import NOT_AN_INPUT
 from datagouv_eval_pipeline.pipeline.experiment.documents import AgentRunsDocument
 from datagouv_eval_pipeline.pipeline.experiment.fingerprints import cell_code_fingerprint

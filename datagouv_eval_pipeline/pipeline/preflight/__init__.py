@@ -19,54 +19,66 @@ if TYPE_CHECKING:
         BaselineStore,
         default_baselines_dir,
     )
+    from datagouv_eval_pipeline.pipeline.preflight.http import USER_AGENT
     from datagouv_eval_pipeline.pipeline.preflight.models import (
         DiffEntry,
         PreflightCheckResult,
         TaskReport,
         ValidationReport,
     )
+    from datagouv_eval_pipeline.pipeline.preflight.text import render_refresh, render_report
     from datagouv_eval_pipeline.pipeline.preflight.validator import (
         BaselineChange,
         RefreshPlan,
         ValidatorConfig,
+        active,
         aplan_refresh,
         avalidate,
         plan,
         plan_refresh,
+        probe,
         validate,
     )
 
 _MODULE_OF: dict[str, str] = {
-    "aplan_refresh": "validator",
-    "avalidate": "validator",
-    "Baseline": "baselines",
-    "BaselineChange": "validator",
-    "BaselineError": "baselines",
-    "BaselineStore": "baselines",
-    "default_baselines_dir": "baselines",
-    "DiffEntry": "models",
-    "plan": "validator",
-    "plan_refresh": "validator",
-    "PreflightCheckResult": "models",
-    "RefreshPlan": "validator",
-    "TaskReport": "models",
-    "validate": "validator",
-    "ValidationReport": "models",
-    "ValidatorConfig": "validator",
+    "Baseline": ".baselines",
+    "BaselineChange": ".validator",
+    "BaselineError": ".baselines",
+    "BaselineStore": ".baselines",
+    "DiffEntry": ".models",
+    "PreflightCheckResult": ".models",
+    "RefreshPlan": ".validator",
+    "TaskReport": ".models",
+    "USER_AGENT": ".http",
+    "ValidationReport": ".models",
+    "ValidatorConfig": ".validator",
+    "active": ".validator",
+    "aplan_refresh": ".validator",
+    "avalidate": ".validator",
+    "default_baselines_dir": ".baselines",
+    "plan": ".validator",
+    "plan_refresh": ".validator",
+    "probe": ".validator",
+    "render_refresh": ".text",
+    "render_report": ".text",
+    "validate": ".validator",
 }
-"""Each public name, and the module of this package that defines it."""
+"""Each public name, and the module that defines it."""
 
+if not TYPE_CHECKING:  # hidden from mypy, which then checks each name imported from the face
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+    def __getattr__(name: str) -> Any:
+        """Import the module defining a public name on first use (PEP 562)."""
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
 
 
 __all__ = [
+    "USER_AGENT",
     "Baseline",
     "BaselineChange",
     "BaselineError",
@@ -77,10 +89,14 @@ __all__ = [
     "TaskReport",
     "ValidationReport",
     "ValidatorConfig",
+    "active",
     "aplan_refresh",
     "avalidate",
     "default_baselines_dir",
     "plan",
     "plan_refresh",
+    "probe",
+    "render_refresh",
+    "render_report",
     "validate",
 ]

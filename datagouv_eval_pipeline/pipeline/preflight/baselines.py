@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from datagouv_eval_pipeline.core.tasks.spec import SourceType
+from datagouv_eval_pipeline.core.tasks import SourceType
 from datagouv_eval_pipeline.pipeline.preflight.models import DiffEntry
-from datagouv_eval_pipeline.world.catalogue.catalog import default_snapshots_dir
+from datagouv_eval_pipeline.world.catalogue import default_snapshots_dir
 
 BASELINES_DIRNAME = "baselines"
 REFRESH_HINT = "run `datagouv-eval preflight --refresh` after reviewing the catalog"

@@ -17,20 +17,18 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from datagouv_eval_pipeline.core.tasks.check_params import (
-    ExpectedValuesParams,
-    RowCountParams,
-    SchemaParams,
-    UpdateDateParams,
-    parse_when,
-)
-from datagouv_eval_pipeline.core.tasks.references import Reference
-from datagouv_eval_pipeline.core.tasks.spec import (
+from datagouv_eval_pipeline.core.tasks import (
     CheckFn,
     ExpectedValue,
+    ExpectedValuesParams,
     Recompute,
+    Reference,
+    RowCountParams,
+    SchemaParams,
     SourceType,
     TaskSpec,
+    UpdateDateParams,
+    parse_when,
 )
 from datagouv_eval_pipeline.pipeline.preflight.baselines import (
     REFRESH_HINT,
@@ -45,7 +43,7 @@ from datagouv_eval_pipeline.pipeline.preflight.http import (
     with_query,
 )
 from datagouv_eval_pipeline.pipeline.preflight.models import DiffEntry, Outcome
-from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.catalogue import TwinUrls
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 import httpx
 import tenacity
 
-from datagouv_eval_pipeline.core.providers.retry import RetryPolicy
+from datagouv_eval_pipeline.core.providers import RetryPolicy
 
 USER_AGENT = "datagouv-eval-preflight"
 TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})

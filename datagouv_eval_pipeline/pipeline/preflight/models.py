@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
-from datagouv_eval_pipeline.core.tasks.references import Reference
+from datagouv_eval_pipeline.core.tasks import Reference
 
 Outcome = Literal["passed", "failed", "error"]
 """``failed``: the catalog drifted; ``error``: the check could not run (network, bad parameters,

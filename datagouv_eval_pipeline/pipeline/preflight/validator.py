@@ -22,9 +22,15 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from datagouv_eval_pipeline.core.providers.retry import RetryPolicy
-from datagouv_eval_pipeline.core.tasks.check_params import ParamsError, parse_params
-from datagouv_eval_pipeline.core.tasks.spec import CheckFn, SourceType, TaskSpec, TaskStatus
+from datagouv_eval_pipeline.core.providers import RetryPolicy
+from datagouv_eval_pipeline.core.tasks import (
+    CheckFn,
+    ParamsError,
+    SourceType,
+    TaskSpec,
+    TaskStatus,
+    parse_params,
+)
 from datagouv_eval_pipeline.pipeline.preflight.baselines import (
     Baseline,
     BaselineError,
@@ -53,7 +59,7 @@ from datagouv_eval_pipeline.pipeline.preflight.models import (
     TaskReport,
     ValidationReport,
 )
-from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.catalogue import TwinUrls
 
 DEFAULT_TWIN_PORT = 8765
 """Where ``datagouv-eval twin serve`` listens by default: the validator's default catalog."""

@@ -5,15 +5,48 @@ through :func:`read_sources`) and writes a self-contained HTML page with its plo
 report as Markdown, and static pages of every cell, task and run.
 """
 
-from datagouv_eval_pipeline.pipeline.report.build import (
-    BuiltReport,
-    build_report,
-    default_report_dir,
-)
-from datagouv_eval_pipeline.pipeline.report.data import ReportInputError, ReportSources
-from datagouv_eval_pipeline.pipeline.report.sources import read_sources
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from datagouv_eval_pipeline.pipeline.report.build import (
+        BuiltReport,
+        build_report,
+        default_report_dir,
+    )
+    from datagouv_eval_pipeline.pipeline.report.data import ReportInputError, ReportSources
+    from datagouv_eval_pipeline.pipeline.report.render import BROWSER_DIR, REPORT_PAGE
+    from datagouv_eval_pipeline.pipeline.report.sources import read_sources
+
+_MODULE_OF: dict[str, str] = {
+    "BROWSER_DIR": ".render",
+    "BuiltReport": ".build",
+    "REPORT_PAGE": ".render",
+    "ReportInputError": ".data",
+    "ReportSources": ".data",
+    "build_report": ".build",
+    "default_report_dir": ".build",
+    "read_sources": ".sources",
+}
+"""Each public name, and the module that defines it."""
+
+if not TYPE_CHECKING:  # hidden from mypy, which then checks each name imported from the face
+
+    def __getattr__(name: str) -> Any:
+        """Import the module defining a public name on first use (PEP 562)."""
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+
 
 __all__ = [
+    "BROWSER_DIR",
+    "REPORT_PAGE",
     "BuiltReport",
     "ReportInputError",
     "ReportSources",

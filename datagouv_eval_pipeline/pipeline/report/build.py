@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from datagouv_eval_pipeline.pipeline.agents.cancel import CancelToken, RunCancelled
+from datagouv_eval_pipeline.pipeline.agents import CancelToken, RunCancelled
 from datagouv_eval_pipeline.pipeline.report.data import ReportSources, load_report_data
 from datagouv_eval_pipeline.pipeline.report.markdown import render_markdown
 from datagouv_eval_pipeline.pipeline.report.render import (

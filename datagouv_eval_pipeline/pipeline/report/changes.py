@@ -20,13 +20,13 @@ from datagouv_eval_pipeline.pipeline.report.data import (
     ReportData,
     Row,
 )
-from datagouv_eval_pipeline.pipeline.warehouse.gate import (
+from datagouv_eval_pipeline.pipeline.warehouse import (
     SCORED,
     GateComparison,
     GateReport,
+    TrendPoint,
     summary_lines,
 )
-from datagouv_eval_pipeline.pipeline.warehouse.trends import TrendPoint
 
 METRIC_NAMES = {
     **{entry.name: entry.title for entry in registry.METRICS},

@@ -16,11 +16,7 @@ from typing import Any
 
 import duckdb
 
-from datagouv_eval_pipeline.pipeline.warehouse.calibration import latest_calibration
-from datagouv_eval_pipeline.pipeline.warehouse.connections import track
-from datagouv_eval_pipeline.pipeline.warehouse.gate import read_gate_results
-from datagouv_eval_pipeline.pipeline.warehouse.history import latest_experiment
-from datagouv_eval_pipeline.pipeline.warehouse.schema import (
+from datagouv_eval_pipeline.pipeline.warehouse import (
     EXPERIMENTS,
     FEATURE_COMPARISONS,
     GATE_RESULTS,
@@ -30,8 +26,13 @@ from datagouv_eval_pipeline.pipeline.warehouse.schema import (
     QUESTIONS,
     SCHEMA,
     TASK_FEATURES,
+    TrendPoint,
+    cell_trends,
+    latest_calibration,
+    latest_experiment,
+    read_gate_results,
+    track,
 )
-from datagouv_eval_pipeline.pipeline.warehouse.trends import TrendPoint, cell_trends
 
 Row = dict[str, Any]
 """One row of a query, by column name."""

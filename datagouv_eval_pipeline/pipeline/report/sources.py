@@ -10,17 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from datagouv_eval_pipeline.core.benchmark.cells import Cell
-from datagouv_eval_pipeline.core.benchmark.keys import run_id
-from datagouv_eval_pipeline.core.tasks.spec import TaskSpec
-from datagouv_eval_pipeline.pipeline.experiment.documents import AgentRunsDocument
-from datagouv_eval_pipeline.pipeline.experiment.quarantine import quarantined_tasks
-from datagouv_eval_pipeline.pipeline.experiment.stages import (
+from datagouv_eval_pipeline.core.benchmark import Cell, run_id
+from datagouv_eval_pipeline.core.tasks import TaskSpec
+from datagouv_eval_pipeline.pipeline.experiment import (
     ACTION_MAPPINGS,
     AGENT_RUNS,
     JUDGE_SCORES,
+    AgentRunsDocument,
+    RunStore,
+    RunStoreError,
+    quarantined_tasks,
 )
-from datagouv_eval_pipeline.pipeline.experiment.store import RunStore, RunStoreError
 from datagouv_eval_pipeline.pipeline.report.data import CellFailure, ReportSources, TraceDetail
 
 _STAGES = (AGENT_RUNS, ACTION_MAPPINGS, JUDGE_SCORES)

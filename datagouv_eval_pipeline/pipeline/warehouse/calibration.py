@@ -14,14 +14,14 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from datagouv_eval_pipeline.core.judges.calibration import (
+from datagouv_eval_pipeline.core.judges import (
     KAPPA_REQUIRED,
     CalibrationReport,
     KindAgreement,
     kappa_interval,
     refused_kappa,
 )
-from datagouv_eval_pipeline.core.metrics.values import MetricValue
+from datagouv_eval_pipeline.core.metrics import MetricValue
 from datagouv_eval_pipeline.pipeline.warehouse.schema import (
     JUDGE_CALIBRATION,
     REVIEW_LABELS,

@@ -30,8 +30,7 @@ from typing import Any, NamedTuple
 
 import duckdb
 
-from datagouv_eval_pipeline.core.benchmark.config import EvaluationType
-from datagouv_eval_pipeline.core.benchmark.loader import load_benchmark_config
+from datagouv_eval_pipeline.core.benchmark import EvaluationType, load_benchmark_config
 from datagouv_eval_pipeline.core.metrics import statistics as st
 from datagouv_eval_pipeline.pipeline.warehouse.questions import (
     Question,

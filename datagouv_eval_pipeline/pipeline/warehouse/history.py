@@ -19,7 +19,7 @@ from typing import Any
 
 import duckdb
 
-from datagouv_eval_pipeline.core.metrics.provenance import code_version, working_tree_dirty
+from datagouv_eval_pipeline.core.metrics import code_version, working_tree_dirty
 from datagouv_eval_pipeline.pipeline.warehouse.schema import EXPERIMENTS, RUNS_HISTORY, SCHEMA
 
 

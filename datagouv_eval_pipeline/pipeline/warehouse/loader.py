@@ -20,7 +20,7 @@ from typing import Any
 
 import duckdb
 
-from datagouv_eval_pipeline.core.benchmark.cells import CellRecord
+from datagouv_eval_pipeline.core.benchmark import CellRecord
 from datagouv_eval_pipeline.pipeline.warehouse.connections import track
 from datagouv_eval_pipeline.pipeline.warehouse.history import ExperimentRecord, record_experiment
 from datagouv_eval_pipeline.pipeline.warehouse.queries import Coverage, cell_coverage

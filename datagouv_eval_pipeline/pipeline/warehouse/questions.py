@@ -22,7 +22,7 @@ from typing import Any
 import duckdb
 from packaging.version import InvalidVersion, Version
 
-from datagouv_eval_pipeline.core.benchmark.config import Capability, EvaluationType, Factor
+from datagouv_eval_pipeline.core.benchmark import Capability, EvaluationType, Factor
 from datagouv_eval_pipeline.pipeline.warehouse.schema import SCHEMA
 
 NONE = "none"

@@ -52,22 +52,22 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from datagouv_eval_pipeline.core.judges.calibration import (
+from datagouv_eval_pipeline.core.judges import (
     TRAJECTORY_PASS_SCORE,
     CalibrationError,
     CalibrationFile,
     CalibrationItem,
     EvidenceItem,
+    FailureMode,
     InstanceItem,
     LabelProvenance,
     Sample,
     VerdictKind,
+    clip,
     criterion_sha,
     target_sha,
 )
-from datagouv_eval_pipeline.core.judges.render import clip
-from datagouv_eval_pipeline.core.judges.verdict import FailureMode
-from datagouv_eval_pipeline.core.tasks.spec import TaskSpec, Tier
+from datagouv_eval_pipeline.core.tasks import TaskSpec, Tier
 from datagouv_eval_pipeline.pipeline.warehouse.schema import SCHEMA
 
 if TYPE_CHECKING:

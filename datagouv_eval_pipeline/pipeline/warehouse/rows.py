@@ -21,16 +21,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from datagouv_eval_pipeline.core.benchmark.cells import CellRecord
-from datagouv_eval_pipeline.core.benchmark.keys import run_id
-from datagouv_eval_pipeline.core.judges.judgement_record import JudgementRecord
-from datagouv_eval_pipeline.core.judges.verdict import Verdict
-from datagouv_eval_pipeline.core.metrics import registry
-from datagouv_eval_pipeline.core.metrics.passk import pass_at_k, pass_hat_k
-from datagouv_eval_pipeline.core.metrics.score_record import ScoreRecord
-from datagouv_eval_pipeline.core.semantic.instances import ActionInstance, CallCategory
-from datagouv_eval_pipeline.core.semantic.mapper import TraceMapping
-from datagouv_eval_pipeline.core.tasks.spec import TIERS, Tier
+from datagouv_eval_pipeline.core.benchmark import CellRecord, run_id
+from datagouv_eval_pipeline.core.judges import JudgementRecord, Verdict
+from datagouv_eval_pipeline.core.metrics import ScoreRecord, pass_at_k, pass_hat_k, registry
+from datagouv_eval_pipeline.core.semantic import ActionInstance, CallCategory, TraceMapping
+from datagouv_eval_pipeline.core.tasks import TIERS, Tier
 from datagouv_eval_pipeline.core.traces import Trace
 from datagouv_eval_pipeline.pipeline.warehouse.schema import CELL_TABLES, TABLES_BY_NAME, Table
 

@@ -3,3 +3,60 @@
 ``app.create_app`` serves a catalogue; ``server.TwinServer`` runs it on 127.0.0.1;
 ``front.twin_front`` puts it behind the hostname front under production host names.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from datagouv_eval_pipeline.world.api.app import TwinConfig
+    from datagouv_eval_pipeline.world.api.front import (
+        FrontNotRunningError,
+        forget_running,
+        record_running,
+        running_env,
+        served_by,
+        twin_front,
+    )
+    from datagouv_eval_pipeline.world.api.hosts import served_hosts
+    from datagouv_eval_pipeline.world.api.server import TwinServer, serve_forever
+
+_MODULE_OF: dict[str, str] = {
+    "FrontNotRunningError": ".front",
+    "TwinConfig": ".app",
+    "TwinServer": ".server",
+    "forget_running": ".front",
+    "record_running": ".front",
+    "running_env": ".front",
+    "serve_forever": ".server",
+    "served_by": ".front",
+    "served_hosts": ".hosts",
+    "twin_front": ".front",
+}
+"""Each public name, and the module that defines it."""
+
+if not TYPE_CHECKING:  # hidden from mypy, which then checks each name imported from the face
+
+    def __getattr__(name: str) -> Any:
+        """Import the module defining a public name on first use (PEP 562)."""
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+
+
+__all__ = [
+    "FrontNotRunningError",
+    "TwinConfig",
+    "TwinServer",
+    "forget_running",
+    "record_running",
+    "running_env",
+    "serve_forever",
+    "served_by",
+    "served_hosts",
+    "twin_front",
+]

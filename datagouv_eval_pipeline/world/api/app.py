@@ -50,10 +50,16 @@ from datagouv_eval_pipeline.base.production import SERVICE_HOSTS
 from datagouv_eval_pipeline.base.vocabulary import VALUE_OPERATORS
 from datagouv_eval_pipeline.world.api import mask, query_args, render
 from datagouv_eval_pipeline.world.api.hosts import PUBLIC_PATH_KEY, HostRouting, served_hosts
-from datagouv_eval_pipeline.world.catalogue import full_objects, generated, tabular
-from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore, DatasetFilters, SearchPage
-from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
-from datagouv_eval_pipeline.world.mcp.server import mount_mcp
+from datagouv_eval_pipeline.world.catalogue import (
+    CatalogStore,
+    DatasetFilters,
+    SearchPage,
+    TwinUrls,
+    full_objects,
+    generated,
+    tabular,
+)
+from datagouv_eval_pipeline.world.mcp import mount_mcp
 
 NOT_FOUND_MESSAGE = (
     "The requested URL was not found on the server. If you entered the URL manually please "

@@ -23,15 +23,15 @@ from urllib.parse import urlsplit
 from datagouv_eval_pipeline.base.cache_home import project_cache_dir
 from datagouv_eval_pipeline.world.api.hosts import served_hosts
 from datagouv_eval_pipeline.world.api.server import HEALTH_PATH, TwinServer
-from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.catalogue import TwinUrls
 from datagouv_eval_pipeline.world.front import (
+    TWIN_HOME_ENV,
     AllowList,
     CertificateAuthority,
     Front,
     ServedHosts,
     twin_home,
 )
-from datagouv_eval_pipeline.world.front.home import TWIN_HOME_ENV
 
 __all__ = [
     "FrontNotRunningError",

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from datagouv_eval_pipeline.base.production import SERVICE_HOSTS, SITE_HOST
-from datagouv_eval_pipeline.world.catalogue.urls import EXTERNAL_PREFIX
+from datagouv_eval_pipeline.world.catalogue import EXTERNAL_PREFIX
 
 if TYPE_CHECKING:
-    from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
+    from datagouv_eval_pipeline.world.catalogue import CatalogStore
 
 _PREFIXES = ("", "/tabular", "/metrics", "/crawler")
 SERVICE_PREFIXES: dict[str, str] = dict(zip(SERVICE_HOSTS, _PREFIXES, strict=True))

@@ -13,8 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from datagouv_eval_pipeline.world.api import mask
-from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
-from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.catalogue import CatalogStore, TwinUrls
 
 _REAL_API = "https://www.data.gouv.fr/api/"
 _REAL_SITE = "https://www.data.gouv.fr/"

@@ -24,10 +24,8 @@ from datagouv_eval_pipeline.base.serving import (
     serve_in_foreground,
 )
 from datagouv_eval_pipeline.world.api.app import TwinConfig, create_app
-from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
-from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
-from datagouv_eval_pipeline.world.mcp.server import mcp_urls
-from datagouv_eval_pipeline.world.mcp.versions import DEFAULT_VERSIONS
+from datagouv_eval_pipeline.world.catalogue import CatalogStore, TwinUrls
+from datagouv_eval_pipeline.world.mcp import DEFAULT_VERSIONS, mcp_urls
 
 __all__ = ["HEALTH_PATH", "LOOPBACK_HOSTS", "TwinServer", "serve_forever", "uvicorn_config"]
 

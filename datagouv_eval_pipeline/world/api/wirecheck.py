@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from datagouv_eval_pipeline.world.api.hosts import served_hosts
-from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
-from datagouv_eval_pipeline.world.mcp.versions import DEFAULT_VERSIONS
+from datagouv_eval_pipeline.world.catalogue import CatalogStore
+from datagouv_eval_pipeline.world.mcp import DEFAULT_VERSIONS
 
 # Links in answers follow the Host header, so both servers are sent the same one.
 HOST = "localhost:8000"
@@ -311,7 +311,7 @@ def compare_wire(
 ) -> list[Mismatch]:
     """Send every case to a twin with and without ``StatelessPost``; return the differences."""
     from datagouv_eval_pipeline.world.api.app import create_app
-    from datagouv_eval_pipeline.world.mcp.server import mount_mcp
+    from datagouv_eval_pipeline.world.mcp import mount_mcp
 
     store = store or CatalogStore.load()
     rest = create_app(store, mcp_versions=())

@@ -3,3 +3,64 @@
 ``catalog.CatalogStore`` loads a snapshot from ``snapshots/``; ``urls.TwinUrls`` tells
 clients where the twin answers. Nothing here serves HTTP.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from datagouv_eval_pipeline.world.catalogue.catalog import (
+        MANIFEST_NAME,
+        CatalogStore,
+        DatasetFilters,
+        SearchPage,
+        SnapshotError,
+        default_snapshots_dir,
+    )
+    from datagouv_eval_pipeline.world.catalogue.overlay import DriftOverlay, OverlayError
+    from datagouv_eval_pipeline.world.catalogue.tabular import Column, ColumnType
+    from datagouv_eval_pipeline.world.catalogue.urls import EXTERNAL_PREFIX, TwinUrls
+
+_MODULE_OF: dict[str, str] = {
+    "CatalogStore": ".catalog",
+    "Column": ".tabular",
+    "ColumnType": ".tabular",
+    "DatasetFilters": ".catalog",
+    "DriftOverlay": ".overlay",
+    "EXTERNAL_PREFIX": ".urls",
+    "MANIFEST_NAME": ".catalog",
+    "OverlayError": ".overlay",
+    "SearchPage": ".catalog",
+    "SnapshotError": ".catalog",
+    "TwinUrls": ".urls",
+    "default_snapshots_dir": ".catalog",
+}
+"""Each public name, and the module that defines it."""
+
+if not TYPE_CHECKING:  # hidden from mypy, which then checks each name imported from the face
+
+    def __getattr__(name: str) -> Any:
+        """Import the module defining a public name on first use (PEP 562)."""
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+
+
+__all__ = [
+    "EXTERNAL_PREFIX",
+    "MANIFEST_NAME",
+    "CatalogStore",
+    "Column",
+    "ColumnType",
+    "DatasetFilters",
+    "DriftOverlay",
+    "OverlayError",
+    "SearchPage",
+    "SnapshotError",
+    "TwinUrls",
+    "default_snapshots_dir",
+]

@@ -9,13 +9,42 @@ Run it as ``datagouv …`` (console script) or
 ``python -m datagouv_eval_pipeline.world.datagouv_cli``.
 """
 
-from datagouv_eval_pipeline.world.datagouv_cli.app import app, main, version_text
-from datagouv_eval_pipeline.world.datagouv_cli.config import (
-    BASE_URL_ENV,
-    CLI_VERSION,
-    RETRY_WAIT_ENV,
-    user_agent,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from datagouv_eval_pipeline.world.datagouv_cli.app import app, main, version_text
+    from datagouv_eval_pipeline.world.datagouv_cli.config import (
+        BASE_URL_ENV,
+        CLI_VERSION,
+        RETRY_WAIT_ENV,
+        user_agent,
+    )
+
+_MODULE_OF: dict[str, str] = {
+    "BASE_URL_ENV": ".config",
+    "CLI_VERSION": ".config",
+    "RETRY_WAIT_ENV": ".config",
+    "app": ".app",
+    "main": ".app",
+    "user_agent": ".config",
+    "version_text": ".app",
+}
+"""Each public name, and the module that defines it."""
+
+if not TYPE_CHECKING:  # hidden from mypy, which then checks each name imported from the face
+
+    def __getattr__(name: str) -> Any:
+        """Import the module defining a public name on first use (PEP 562)."""
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+
 
 __all__ = [
     "BASE_URL_ENV",

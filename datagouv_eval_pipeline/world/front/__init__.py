@@ -8,21 +8,54 @@ of the twin home (:func:`~.home.twin_home`), :class:`~.allow.AllowList` what a p
 to the real network.
 """
 
-from datagouv_eval_pipeline.world.front.allow import AllowList
-from datagouv_eval_pipeline.world.front.authority import CertificateAuthority
-from datagouv_eval_pipeline.world.front.home import (
-    TWIN_HOME_ENV,
-    TwinHomeError,
-    require_twin_home,
-    twin_home,
-)
-from datagouv_eval_pipeline.world.front.proxy import (
-    CA_BUNDLE_VARS,
-    Front,
-    ServedHosts,
-    WireRequest,
-    export_lines,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from datagouv_eval_pipeline.world.front.allow import AllowList
+    from datagouv_eval_pipeline.world.front.authority import CertificateAuthority
+    from datagouv_eval_pipeline.world.front.home import (
+        TWIN_HOME_ENV,
+        TwinHomeError,
+        require_twin_home,
+        twin_home,
+    )
+    from datagouv_eval_pipeline.world.front.proxy import (
+        CA_BUNDLE_VARS,
+        Front,
+        ServedHosts,
+        WireRequest,
+        export_lines,
+    )
+
+_MODULE_OF: dict[str, str] = {
+    "AllowList": ".allow",
+    "CA_BUNDLE_VARS": ".proxy",
+    "CertificateAuthority": ".authority",
+    "Front": ".proxy",
+    "ServedHosts": ".proxy",
+    "TWIN_HOME_ENV": ".home",
+    "TwinHomeError": ".home",
+    "WireRequest": ".proxy",
+    "export_lines": ".proxy",
+    "require_twin_home": ".home",
+    "twin_home": ".home",
+}
+"""Each public name, and the module that defines it."""
+
+if not TYPE_CHECKING:  # hidden from mypy, which then checks each name imported from the face
+
+    def __getattr__(name: str) -> Any:
+        """Import the module defining a public name on first use (PEP 562)."""
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+
 
 __all__ = [
     "CA_BUNDLE_VARS",

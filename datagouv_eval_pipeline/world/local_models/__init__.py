@@ -5,20 +5,52 @@ endpoint and stops it; :func:`find_runtime` says which runtime starts it (a ``ll
 executable, else the ``xllamacpp`` wheel of the ``local-llm`` extra) or what is missing.
 """
 
-from datagouv_eval_pipeline.world.local_models.server import (
-    LlamaServer,
-    LlamaServerError,
-    LlamaServerSpec,
-    Runtime,
-    RuntimeMissingError,
-    find_runtime,
-)
-from datagouv_eval_pipeline.world.local_models.servers import (
-    CHECK_ONLY_URL,
-    LocalServers,
-    served_model,
-    server_spec,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from datagouv_eval_pipeline.world.local_models.server import (
+        LlamaServer,
+        LlamaServerError,
+        LlamaServerSpec,
+        Runtime,
+        RuntimeMissingError,
+        find_runtime,
+    )
+    from datagouv_eval_pipeline.world.local_models.servers import (
+        CHECK_ONLY_URL,
+        LocalServers,
+        served_model,
+        server_spec,
+    )
+
+_MODULE_OF: dict[str, str] = {
+    "CHECK_ONLY_URL": ".servers",
+    "LlamaServer": ".server",
+    "LlamaServerError": ".server",
+    "LlamaServerSpec": ".server",
+    "LocalServers": ".servers",
+    "Runtime": ".server",
+    "RuntimeMissingError": ".server",
+    "find_runtime": ".server",
+    "served_model": ".servers",
+    "server_spec": ".servers",
+}
+"""Each public name, and the module that defines it."""
+
+if not TYPE_CHECKING:  # hidden from mypy, which then checks each name imported from the face
+
+    def __getattr__(name: str) -> Any:
+        """Import the module defining a public name on first use (PEP 562)."""
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+
 
 __all__ = [
     "CHECK_ONLY_URL",

@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 
 from datagouv_eval_pipeline.base.server_process import ServerPool
-from datagouv_eval_pipeline.core.benchmark.cells import CellModel
-from datagouv_eval_pipeline.core.benchmark.config import (
+from datagouv_eval_pipeline.core.benchmark import (
+    CellModel,
     LocalServerSettings,
     ModelsFile,
     ProviderKind,

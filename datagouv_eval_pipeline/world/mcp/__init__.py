@@ -9,3 +9,42 @@ the environment every tool shares; ``release_sdk`` answers the handshake and arg
 each release's mcp 1.x and pydantic did; ``server`` builds one MCP server per release and mounts
 them side by side at ``/mcp/v{version}/mcp``.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from datagouv_eval_pipeline.world.mcp.descriptions import describe
+    from datagouv_eval_pipeline.world.mcp.server import mcp_urls, mount_mcp
+    from datagouv_eval_pipeline.world.mcp.versions import DEFAULT_VERSIONS, VERSIONS
+
+_MODULE_OF: dict[str, str] = {
+    "DEFAULT_VERSIONS": ".versions",
+    "VERSIONS": ".versions",
+    "describe": ".descriptions",
+    "mcp_urls": ".server",
+    "mount_mcp": ".server",
+}
+"""Each public name, and the module that defines it."""
+
+if not TYPE_CHECKING:  # hidden from mypy, which then checks each name imported from the face
+
+    def __getattr__(name: str) -> Any:
+        """Import the module defining a public name on first use (PEP 562)."""
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+
+
+__all__ = [
+    "DEFAULT_VERSIONS",
+    "VERSIONS",
+    "describe",
+    "mcp_urls",
+    "mount_mcp",
+]

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 from starlette.types import ASGIApp
 
-from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.world.catalogue import TwinUrls
 
 CRAWLER_CACHE_SECONDS = 3600.0
 # Bytes of upstream answers kept per twin app (one answer at most 1/16 of it).

@@ -34,30 +34,32 @@ if TYPE_CHECKING:
     from datagouv_eval_pipeline.world.mcp_builds.servers import BuildEndpoint, BuildServers
 
 _MODULE_OF: dict[str, str] = {
-    "build_id": "install",
-    "BuildEndpoint": "servers",
-    "BuildError": "install",
-    "BUILDS_ENV": "install",
-    "BuildServer": "process",
-    "BuildServers": "servers",
-    "code_digest": "install",
-    "current_code_digest": "install",
-    "default_builds_dir": "install",
-    "install_build": "install",
-    "InstalledBuild": "install",
-    "reap_orphans": "process",
-    "server_environment": "process",
+    "BUILDS_ENV": ".install",
+    "BuildEndpoint": ".servers",
+    "BuildError": ".install",
+    "BuildServer": ".process",
+    "BuildServers": ".servers",
+    "InstalledBuild": ".install",
+    "build_id": ".install",
+    "code_digest": ".install",
+    "current_code_digest": ".install",
+    "default_builds_dir": ".install",
+    "install_build": ".install",
+    "reap_orphans": ".process",
+    "server_environment": ".process",
 }
-"""Each public name, and the module of this package that defines it."""
+"""Each public name, and the module that defines it."""
 
+if not TYPE_CHECKING:  # hidden from mypy, which then checks each name imported from the face
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+    def __getattr__(name: str) -> Any:
+        """Import the module defining a public name on first use (PEP 562)."""
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
 
 
 __all__ = [

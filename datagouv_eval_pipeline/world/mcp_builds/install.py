@@ -37,7 +37,7 @@ from typing import Any
 
 from datagouv_eval_pipeline.base import project_files
 from datagouv_eval_pipeline.base.filelock import exclusive_lock
-from datagouv_eval_pipeline.core.benchmark.config import McpBuild
+from datagouv_eval_pipeline.core.benchmark import McpBuild
 
 BUILDS_ENV = "DATAGOUV_EVAL_MCP_BUILDS"
 """Environment variable overriding the builds cache directory."""

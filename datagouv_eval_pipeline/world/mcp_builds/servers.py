@@ -12,11 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from datagouv_eval_pipeline.base.server_process import ServerPool
-from datagouv_eval_pipeline.core.benchmark.cells import Cell
-from datagouv_eval_pipeline.core.benchmark.config import McpBuild
-from datagouv_eval_pipeline.world.api.front import twin_front
-from datagouv_eval_pipeline.world.api.server import TwinServer
-from datagouv_eval_pipeline.world.catalogue.urls import TwinUrls
+from datagouv_eval_pipeline.core.benchmark import Cell, McpBuild
+from datagouv_eval_pipeline.world.api import TwinServer, twin_front
+from datagouv_eval_pipeline.world.catalogue import TwinUrls
 from datagouv_eval_pipeline.world.front import CA_BUNDLE_VARS
 from datagouv_eval_pipeline.world.mcp_builds.install import install_build
 from datagouv_eval_pipeline.world.mcp_builds.process import BuildServer

@@ -5,18 +5,59 @@
 guarantees and limits are described in ``docs/sandbox.md``.
 """
 
-from datagouv_eval_pipeline.world.front import AllowList, ServedHosts, WireRequest
-from datagouv_eval_pipeline.world.sandbox.base import (
-    ExecResult,
-    SandboxBackend,
-    SandboxLimits,
-    SandboxSession,
-    SandboxUnavailableError,
-)
-from datagouv_eval_pipeline.world.sandbox.docker_backend import DockerSandbox
-from datagouv_eval_pipeline.world.sandbox.local import LocalSandbox
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from datagouv_eval_pipeline.world.front import AllowList, ServedHosts, WireRequest
+    from datagouv_eval_pipeline.world.sandbox.base import (
+        ExecResult,
+        SandboxBackend,
+        SandboxLimits,
+        SandboxSession,
+        SandboxUnavailableError,
+    )
+    from datagouv_eval_pipeline.world.sandbox.docker_backend import DockerSandbox
+    from datagouv_eval_pipeline.world.sandbox.library import (
+        LIBRARY_DIR_ENV,
+        library_root,
+        sandbox_library,
+    )
+    from datagouv_eval_pipeline.world.sandbox.local import LocalSandbox
+
+_MODULE_OF: dict[str, str] = {
+    "AllowList": "datagouv_eval_pipeline.world.front",
+    "DockerSandbox": ".docker_backend",
+    "ExecResult": ".base",
+    "LIBRARY_DIR_ENV": ".library",
+    "LocalSandbox": ".local",
+    "SandboxBackend": ".base",
+    "SandboxLimits": ".base",
+    "SandboxSession": ".base",
+    "SandboxUnavailableError": ".base",
+    "ServedHosts": "datagouv_eval_pipeline.world.front",
+    "WireRequest": "datagouv_eval_pipeline.world.front",
+    "library_root": ".library",
+    "sandbox_library": ".library",
+}
+"""Each public name, and the module that defines it."""
+
+if not TYPE_CHECKING:  # hidden from mypy, which then checks each name imported from the face
+
+    def __getattr__(name: str) -> Any:
+        """Import the module defining a public name on first use (PEP 562)."""
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+
 
 __all__ = [
+    "LIBRARY_DIR_ENV",
     "AllowList",
     "DockerSandbox",
     "ExecResult",
@@ -27,4 +68,6 @@ __all__ = [
     "SandboxUnavailableError",
     "ServedHosts",
     "WireRequest",
+    "library_root",
+    "sandbox_library",
 ]

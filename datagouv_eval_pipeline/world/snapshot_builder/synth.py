@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from datagouv_eval_pipeline.world.catalogue.tabular import Column, ColumnType
+from datagouv_eval_pipeline.world.catalogue import Column, ColumnType
 
 # Facts the task specs state; the snapshot tests recompute them.
 GERS_EQUIPMENTS = 1023
