@@ -7,8 +7,9 @@ offline. See ``docs/replay.md``.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from datagouv_eval_pipeline.base.faces import lazy_attributes
 
 if TYPE_CHECKING:
     from datagouv_eval_pipeline.world.replay.app import (
@@ -88,15 +89,7 @@ _MODULE_OF: dict[str, str] = {
 """Each public name, and the module that defines it."""
 
 if not TYPE_CHECKING:  # hidden from mypy, which then checks each name imported from the face
-
-    def __getattr__(name: str) -> Any:
-        """Import the module defining a public name on first use (PEP 562)."""
-        module = _MODULE_OF.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module, __name__), name)
-        globals()[name] = value
-        return value
+    __getattr__ = lazy_attributes(__name__, _MODULE_OF)
 
 
 __all__ = [
