@@ -11,9 +11,8 @@ Run it as ``datagouv …`` (console script) or
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from datagouv_eval_pipeline.base.faces import lazy_attributes
+import importlib
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from datagouv_eval_pipeline.world.datagouv_cli.app import app, main, version_text
@@ -35,8 +34,19 @@ _MODULE_OF: dict[str, str] = {
 }
 """Each public name, and the module that defines it."""
 
+
+# Not ``base.faces.lazy_attributes``, unlike the other faces: this package is mounted alone in
+# the agents' sandbox (``capabilities.default_sandbox``), where nothing else of the project may be
+# importable; an import-linter contract keeps it self-contained.
 if not TYPE_CHECKING:  # hidden from mypy, which then checks each name imported from the face
-    __getattr__ = lazy_attributes(__name__, _MODULE_OF)
+
+    def __getattr__(name: str) -> Any:
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
 
 
 __all__ = [
