@@ -29,6 +29,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from datagouv_eval_pipeline.base import project_files
+from datagouv_eval_pipeline.base.yaml_loading import safe_load
 from datagouv_eval_pipeline.cli.ports import require_free_port
 from datagouv_eval_pipeline.pipeline.report_site import (
     DEFAULT_REPORT_PORT,
@@ -100,7 +101,7 @@ def load_pools(path: Path) -> dict[str, int]:
         PoolsFileError: the file is missing, not YAML, or not ``{pools: {name: int >= 0}}``.
     """
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = safe_load(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise PoolsFileError(f"{path}: cannot read: {error.strerror}") from error
     except yaml.YAMLError as error:

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from datagouv_eval_pipeline.base.yaml_loading import safe_load
 from datagouv_eval_pipeline.cli.urls import HTTP_URL
 from datagouv_eval_pipeline.core.tasks import TaskSpec
 
@@ -79,7 +80,7 @@ def _build_judge(
 
     try:
         if config_path is not None:
-            data = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
+            data = safe_load(config_path.read_text(encoding="utf-8")) or {}
             data.setdefault("default", {"model": judge})
             config = JudgeConfig.model_validate(data)
         else:

@@ -28,6 +28,7 @@ from typing import Any
 import dagster as dg
 import yaml
 
+from datagouv_eval_pipeline.base.yaml_loading import safe_load
 from datagouv_eval_pipeline.core.tasks import (
     TASK_SPECS_DIR,
     SpecErrors,
@@ -46,15 +47,11 @@ from datagouv_eval_pipeline.pipeline.experiment import (
     stale_cells,
 )
 
-# libyaml's loader when PyYAML was built with it: the partitions need every spec's task id when
-# the code location loads, and the pure-Python loader took about 1.4 s for the 66 files.
-_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
 
 def _task_id(path: Path) -> str:
     """The task id a spec file declares (its file name when it cannot be read)."""
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
+        data = safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
         return path.stem
     task_id = data.get("task_id") if isinstance(data, dict) else None

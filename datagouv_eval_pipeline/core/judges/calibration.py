@@ -59,6 +59,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from datagouv_eval_pipeline.base import project_files
+from datagouv_eval_pipeline.base.yaml_loading import safe_load
 from datagouv_eval_pipeline.core.judges.protocol import (
     CriterionInput,
     CriterionJudgement,
@@ -79,8 +80,6 @@ from datagouv_eval_pipeline.core.judges.verdict import (
 from datagouv_eval_pipeline.core.metrics import CatalogLookup, MetricValue, with_catalog_slugs
 from datagouv_eval_pipeline.core.semantic import ActionInstance, CallCategory
 from datagouv_eval_pipeline.core.tasks import Criterion, RequiredAction, TaskSpec, Tier
-
-_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 CALIBRATION_DIR = project_files.task_specs_dir() / "calibration"
 """Where the calibration files live."""
@@ -426,7 +425,7 @@ def load_calibration(paths: Sequence[Path], tasks: Mapping[str, TaskSpec]) -> li
         try:
             # libyaml's loader: the version-2 files are large (tool results), the pure-Python
             # loader takes seconds on them.
-            data = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
+            data = safe_load(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as error:
             # Not UTF-8, nested past the parser's depth, unreadable: the file's error, named.
             problems.append(f"{path}: cannot read: {error}")

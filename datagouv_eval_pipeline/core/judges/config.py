@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from datagouv_eval_pipeline.base.yaml_loading import safe_load
 from datagouv_eval_pipeline.core.benchmark import ModelsFile, ProviderKind, model_key
 from datagouv_eval_pipeline.core.providers import RateLimit
 
@@ -355,7 +356,7 @@ def _read_judge_file(path: Path) -> JudgeSpec:
     if not path.exists():
         return JudgeSpec()
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as error:
         raise JudgeSpecError(f"{path}: cannot read the judge configuration: {error}") from None
     if data is None:

@@ -26,6 +26,7 @@ from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from datagouv_eval_pipeline.base import vocabulary
+from datagouv_eval_pipeline.base.yaml_loading import safe_load
 from datagouv_eval_pipeline.core.semantic.code_calls import SENTINEL, ClientSpec
 
 SEMANTIC_ARGUMENTS: tuple[str, ...] = vocabulary.ARGUMENT_NAMES
@@ -1128,7 +1129,7 @@ def _read(path: Path | None) -> tuple[str, str]:
 
 def _build(text: str, source: str) -> ActionRegistry:
     try:
-        raw = yaml.safe_load(text)
+        raw = safe_load(text)
     except yaml.YAMLError as error:
         raise RegistryError(f"{source}: not valid YAML: {error}") from error
     if not isinstance(raw, dict):

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from datagouv_eval_pipeline.base.yaml_loading import SafeLoader
 from datagouv_eval_pipeline.core.tasks.errors import Loc, SpecError, field_path
 
 
@@ -128,7 +129,7 @@ def read_yaml(path: Path) -> tuple[YamlDocument | None, list[SpecError]]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         return None, [SpecError(path, None, "", f"cannot read the file: {error}")]
-    loader = yaml.SafeLoader(text)
+    loader = SafeLoader(text)
     try:
         root = loader.get_single_node()
         if root is not None and expanded_size(root) > MAX_EXPANDED_NODES:
@@ -143,6 +144,8 @@ def read_yaml(path: Path) -> tuple[YamlDocument | None, list[SpecError]]:
             ]
         data = loader.construct_document(root) if root is not None else None
     except yaml.MarkedYAMLError as error:
+        if "maximum nesting depth" in str(error.problem):  # libyaml's own limit
+            return None, [_too_deep(path)]
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark is not None else None
         reason = " ".join(part for part in (error.context, error.problem) if part)

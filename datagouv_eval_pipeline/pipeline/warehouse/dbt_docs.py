@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from datagouv_eval_pipeline.base.yaml_loading import safe_load
 from datagouv_eval_pipeline.core.metrics import registry
 from datagouv_eval_pipeline.pipeline.warehouse.schema import ALL_TABLES, TABLES_BY_NAME
 from datagouv_eval_pipeline.pipeline.warehouse.schema import METRICS as METRICS_TABLE
@@ -275,7 +276,7 @@ def generate(
         if line.startswith(("models:", "sources:")):
             break
         header.append(line)
-    document = yaml.safe_load(text)
+    document = safe_load(text)
     for model in document.get("models", []):
         columns = model.get("columns") or []
         if built and model["name"] in built:

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from datagouv_eval_pipeline.base.yaml_loading import safe_load
 from datagouv_eval_pipeline.core.judges import (
     TRAJECTORY_PASS_SCORE,
     CalibrationError,
@@ -73,8 +74,6 @@ from datagouv_eval_pipeline.pipeline.warehouse.schema import SCHEMA
 if TYPE_CHECKING:
     import duckdb
 
-_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's safe loader when available: review files are large."""
 
 RUBRIC: dict[str, str] = {
     "right_data": "Does the answer use the right dataset or source for the question?",
@@ -550,7 +549,7 @@ def read_review(path: Path) -> ReviewFile:
         ReviewError: Naming the file and each field that is not what was expected.
     """
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
+        data = safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as error:
         raise ReviewError(f"{path}: cannot read: {error}") from None
     if isinstance(data, dict) and data.get("version") == 1:
@@ -873,7 +872,7 @@ def draft_tasks(review: ReviewFile, task_dir: Path, *, source: str) -> list[tupl
             number += 1
         used.add(number)
         original = task_dir / f"{source_task}.yml"
-        data = yaml.safe_load(original.read_text(encoding="utf-8"))
+        data = safe_load(original.read_text(encoding="utf-8"))
         task_id = f"task_{number:04d}"
         data["task_id"] = task_id
         data["version"] = 1

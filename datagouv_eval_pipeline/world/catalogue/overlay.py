@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from datagouv_eval_pipeline.base.yaml_loading import safe_load
 from datagouv_eval_pipeline.world.catalogue import tabular
 from datagouv_eval_pipeline.world.catalogue.catalog import CatalogStore
 
@@ -163,7 +164,7 @@ class DriftOverlay(BaseModel):
         """
         source = Path(path)
         try:
-            data = yaml.safe_load(source.read_text(encoding="utf-8"))
+            data = safe_load(source.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as error:
             # RecursionError: YAML nested past the parser's depth, a bad file like any other.
             raise OverlayError(f"{source}: cannot read the overlay: {error}") from None

@@ -26,6 +26,7 @@ from typing import Any, Final
 import httpx
 import yaml
 
+from datagouv_eval_pipeline.base.yaml_loading import safe_load
 from datagouv_eval_pipeline.world.mcp import tools
 from datagouv_eval_pipeline.world.mcp.text import (
     FILTER_OPERATORS,
@@ -1100,7 +1101,7 @@ async def _openapi_document(env: ToolEnv, url: str) -> Any:
     with contextlib.suppress(ValueError):
         return json.loads(text)
     with contextlib.suppress(yaml.YAMLError):
-        return yaml.safe_load(text)
+        return safe_load(text)
     raise ValueError(f"Could not parse OpenAPI spec from {url} as JSON or YAML")
 
 

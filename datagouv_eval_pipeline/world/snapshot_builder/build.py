@@ -25,10 +25,9 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from datagouv_eval_pipeline.base import project_files
 from datagouv_eval_pipeline.base.text import fold
+from datagouv_eval_pipeline.base.yaml_loading import safe_load
 from datagouv_eval_pipeline.world.catalogue import catalogue_export, facts
 from datagouv_eval_pipeline.world.snapshot_builder import synth
 
@@ -134,7 +133,7 @@ def description_short(description: str) -> str:
 
 
 def _load_yaml(path: Path) -> list[dict[str, Any]]:
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = safe_load(path.read_text(encoding="utf-8"))
     if not isinstance(data, list):
         raise SourceError(f"{path}: expected a list of records at the top level")
     return data
@@ -491,7 +490,7 @@ def _build_dataservices(
             spec_path = SOURCE_DIR / "specs" / spec_name
             if not spec_path.is_file():
                 raise SourceError(f"{where}: spec file {spec_path} does not exist")
-            spec = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
+            spec = safe_load(spec_path.read_text(encoding="utf-8"))
             fmt = raw.get("spec_format") or ("json" if doc_url.endswith(".json") else "yaml")
             if fmt == "json":
                 content = json.dumps(spec, ensure_ascii=False, indent=2).encode("utf-8") + b"\n"
