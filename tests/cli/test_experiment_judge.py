@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +13,9 @@ from datagouv_eval_pipeline.cli import experiment
 RUN = ["--tasks", "task_0002", "--evaluation-type", "data_contamination"]
 
 
-def invoke(monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str, dict[str, Any]]:
+def invoke(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *args: str
+) -> tuple[int, str, dict[str, Any]]:
     seen: dict[str, Any] = {}
 
     def fake_execute(settings: dict[str, Any], **options: Any) -> Any:
@@ -21,6 +24,9 @@ def invoke(monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str, dict[
 
     monkeypatch.setattr(experiment, "_execute", fake_execute)
     monkeypatch.setenv("DAGSTER_HOME", "")
+    # Its own run store and warehouse: the defaults may be locked by another test's run.
+    monkeypatch.setenv("DATAGOUV_EVAL_RUN_STORE", str(tmp_path / "run_store"))
+    monkeypatch.setenv("DATAGOUV_EVAL_DUCKDB", str(tmp_path / "warehouse.duckdb"))
     result = CliRunner().invoke(experiment.command, [*RUN, *args])
     return result.exit_code, result.output, seen
 
@@ -35,33 +41,37 @@ def invoke(monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str, dict[
     ],
 )
 def test_a_bad_judge_is_a_usage_error_before_any_run(
-    monkeypatch: pytest.MonkeyPatch, choice: str, message: str
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, choice: str, message: str
 ) -> None:
-    code, output, seen = invoke(monkeypatch, "--judge", choice)
+    code, output, seen = invoke(monkeypatch, tmp_path, "--judge", choice)
     assert code == 2
     assert message in output
     assert "Traceback" not in output and not seen
 
 
-def test_a_missing_key_names_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_key_names_its_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("MISTRAL_API_KEY", raising=False)
-    code, output, _ = invoke(monkeypatch, "--judge", "hybrid:mistral/mistral-small-2603")
+    code, output, _ = invoke(monkeypatch, tmp_path, "--judge", "hybrid:mistral/mistral-small-2603")
     assert code == 2 and "$MISTRAL_API_KEY" in output
 
 
-def test_the_judge_choice_reaches_the_judge_resource(monkeypatch: pytest.MonkeyPatch) -> None:
-    code, _, seen = invoke(
+def test_the_judge_choice_reaches_the_judge_resource(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    code, output, seen = invoke(
         monkeypatch,
+        tmp_path,
         "--judge",
         "hybrid:mistral/mistral-small-2603",
         "--judge-base-url",
         "http://127.0.0.1:9/v1",
     )
-    assert code == 0
+    assert code == 0, output
     assert seen["judge"] == {
         "kind": "hybrid",
         "model": "mistral/mistral-small-2603",
         "base_url": "http://127.0.0.1:9/v1",
     }
-    code, _, seen = invoke(monkeypatch)
+    code, output, seen = invoke(monkeypatch, tmp_path)
+    assert code == 0, output
     assert seen["judge"] == {"kind": "deterministic", "model": ""}  # judge.yml's default
