@@ -22,7 +22,9 @@ from datagouv_eval_pipeline.core.judges.deterministic import JUDGE_ID
 from tests.providers.scripted_server import ScriptedServer
 
 CLI = str(Path(sys.executable).parent / "datagouv-eval")
-MODEL = "mistral/mistral-small-2603"
+# OpenAI's quota (500 requests a minute, models.yml) spaces the judge's requests 0.12 s apart;
+# Mistral's 60 made each of the tens of requests to the local server wait a second.
+MODEL = "openai/gpt-5.4-nano-2026-03-17"
 RULES = JUDGE_ID  # the deterministic judge decides the rules
 
 
@@ -35,7 +37,7 @@ def hybrid_env(tmp_path: Path, **extra: str) -> dict[str, str]:
         "DAGSTER_HOME": str(home),
         "DATAGOUV_EVAL_RUN_STORE": str(tmp_path / "run_store"),
         "DATAGOUV_EVAL_DUCKDB": str(tmp_path / "warehouse.duckdb"),
-        "MISTRAL_API_KEY": "test-key-for-a-local-server",
+        "OPENAI_API_KEY": "test-key-for-a-local-server",
         **extra,
     }
 

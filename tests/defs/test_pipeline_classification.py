@@ -37,7 +37,9 @@ from tests.defs.pipeline_helpers import CELL_STAGES, Paths, cells_instance, quer
 from tests.judges.judge_server import garbage, grading
 from tests.providers.scripted_server import Reply, ScriptedServer, always
 
-MODEL = "mistral/mistral-small-2603"
+# OpenAI's quota (500 requests a minute, models.yml) spaces the judge's requests 0.12 s apart;
+# Mistral's 60 made each of the tens of requests to the local server wait a second.
+MODEL = "openai/gpt-5.4-nano-2026-03-17"
 CELL = "offline~baseline-thorough__code__data_gouv_context"
 TASK = "task_0002"
 UNDECIDED = "https://www.data.gouv.fr/api/1/tags/suggest/?q=catalogue"
@@ -71,7 +73,7 @@ def _setup(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         return real(cell, tasks, model_factory=factory(agent), **options)
 
     monkeypatch.setattr(stages, "execute_cell", with_agent)
-    monkeypatch.setenv("MISTRAL_API_KEY", "test-key-for-a-local-server")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-for-a-local-server")
     # Restored after the test (monkeypatch): setting False here refused the model requests of
     # every later test of the session (the provider-pool tests failed only in the whole suite).
     monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)
