@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
 
-from datagouv_eval_pipeline.core.benchmark.cells import expand_cells
+from datagouv_eval_pipeline.core.benchmark.cells import Cell, expand_cells
 from datagouv_eval_pipeline.core.benchmark.loader import (
     BENCHMARK_CONFIG_DIR,
     BenchmarkConfigErrors,
     load_benchmark_config,
 )
 from datagouv_eval_pipeline.pipeline.experiment.lanes import (
+    WORKER_BOOT_DELAY_S,
     LanePlan,
     Lanes,
     plan_lanes,
@@ -123,3 +125,43 @@ def test_workers_see_the_environment_of_their_run_not_of_the_first_one(
     # (another proxy, CA bundle or key) must still give its workers its own environment.
     assert _pool_reads(monkeypatch, "first run") == "first run"
     assert _pool_reads(monkeypatch, "second run") == "second run"
+
+
+def _two_cells_on_two_lanes(hold_first: bool) -> tuple[list[str], int, list[str]]:
+    """Run two offline cells on two lanes (the second one a worker process).
+
+    The lane in this process runs its cells with a stand-in that returns at once, or, for the
+    first cell with ``hold_first``, only once the second cell is done elsewhere. Returns the
+    cells run here, the worker processes booted, and the cells in the order given.
+    """
+    cells = expand_cells(load_benchmark_config(BENCHMARK_CONFIG_DIR))[:2]
+    assert cells[0].model.provider == cells[1].model.provider == "offline"
+    plan = LanePlan("offline", slots=2, lanes=2, per_cell=1, processes=True)
+    ran_here: list[str] = []
+
+    def here(cell: Cell, _settings: object, _cancel: object) -> None:
+        ran_here.append(cell.key)
+        if hold_first and cell.key == cells[0].key:
+            lanes.futures[cells[1].key].exception(timeout=300)
+
+    # A worker runs the real stage function, on no task: it only has to answer.
+    arguments: dict[str, object] = {"tasks": [], "twin_urls": None, "snapshot_id": None}
+    lanes = Lanes({plan.provider: plan}, here, lambda _cell: arguments)  # type: ignore[arg-type]
+    with lanes:
+        lanes.start(cells, needs_parent=lambda _cell: False)
+        for future in lanes.futures.values():
+            assert future.exception(timeout=300) is None
+    # Leaving waited for the lanes: each worker boot a lane started is in ``_readies``.
+    return ran_here, len(lanes._readies), [cell.key for cell in cells]
+
+
+def test_a_short_stage_runs_here_and_boots_no_worker_process() -> None:
+    ran_here, workers, keys = _two_cells_on_two_lanes(hold_first=False)
+    assert ran_here == keys and workers == 0
+
+
+def test_a_cell_still_queued_after_the_boot_delay_goes_to_a_worker_process() -> None:
+    started = time.monotonic()
+    ran_here, workers, keys = _two_cells_on_two_lanes(hold_first=True)
+    assert ran_here == keys[:1] and workers == 1
+    assert time.monotonic() - started >= WORKER_BOOT_DELAY_S

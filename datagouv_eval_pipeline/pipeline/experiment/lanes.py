@@ -9,8 +9,9 @@ Offline baselines are CPU-bound Python in one process, so an offline provider's 
 in worker processes (one core each; the first lane stays in this process, which is also where
 cells with a real MCP build must run, since the builds are started here). A remote provider's
 lanes are threads: its runs wait on the network. The workers come from a ``forkserver`` that
-imports the agent code once, started when the lanes start, so the first lane works while the
-workers boot.
+imports the agent code once, started once the lanes have worked alone for
+``WORKER_BOOT_DELAY_S`` with cells still queued, so the first lane works while the workers boot
+and a short stage boots none.
 """
 
 from __future__ import annotations
@@ -43,6 +44,11 @@ OFFLINE_SLOTS_PER_CORE = 8
 
 POOL_PREFIX = "agent_runs."
 """A provider's slots are the Dagster pool ``agent_runs.<provider>`` (``defs/provider_pools``)."""
+
+WORKER_BOOT_DELAY_S = 2.0
+"""How long the lanes in this process work alone before a worker process boots. Booting costs
+seconds of CPU (the forkserver imports the agents' code: about 3.4 s on two cores), wasted on a
+stage those lanes finish sooner, as a resumed stage or a one-task run does."""
 
 # The workers' code: the lanes, and the agents' code they run (lanes imports it lazily).
 _PRELOAD = [
@@ -339,6 +345,16 @@ class Lanes:
         if self._stop is not None:
             self._stop.set()
 
+    def _still_busy_after(self, seconds: float, shared: queue.SimpleQueue[_Job | None]) -> bool:
+        """Whether cells are still queued after ``seconds`` (False at once if none or stopped)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            if shared.empty() or (self._cancel is not None and self._cancel.cancelled):
+                return False
+            if time.monotonic() >= deadline:
+                return True
+            time.sleep(0.1)
+
     def _next(
         self,
         shared: queue.SimpleQueue[_Job | None],
@@ -370,6 +386,8 @@ class Lanes:
             assert self._pool is not None
             self._starting.add(threading.get_ident())
             try:
+                if not self._still_busy_after(WORKER_BOOT_DELAY_S, shared):
+                    return
                 ready: Future[bool] = Future()
                 boot = threading.Thread(
                     target=_start_worker, args=(self._pool, ready), name="lane-boot", daemon=True
