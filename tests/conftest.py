@@ -50,27 +50,27 @@ _TESTS = Path(__file__).parent
 # The longest modules, longest first: pytest-xdist (`./dev test`: `--dist loadfile
 # --no-loadscope-reorder`) hands out whole modules in collection order, so these start first
 # and the short modules fill both workers at the end, instead of one long module starting last
-# while the other worker idles. Roughly seconds per module in CI (`--durations`), 2026-12-07;
+# while the other worker idles. Roughly seconds per module in CI (`--durations`), 2026-12-08;
 # only the order matters. A wrong figure costs balance, never a result.
 SLOW_MODULES: dict[str, int] = {
-    "cli/test_experiment_hybrid_judge_failures.py": 160,
+    "agents/runner/test_baseline_paraphrases.py": 200,
+    "cli/test_experiment_hybrid_judge.py": 165,
+    "cli/test_experiment_interrupts_late.py": 155,
     "mcp_builds/test_conformance.py": 155,  # with the releases built from git (DATAGOUV_MCP_GIT)
-    "agents/runner/test_baseline_paraphrases.py": 145,
-    "cli/test_experiment_interrupts_late.py": 130,
-    "cli/test_experiment_hybrid_judge.py": 125,
-    "cli/test_experiment_recovery.py": 120,
-    "cli/test_experiment_interrupts_early.py": 110,
-    "cli/test_dagster_ui_chromium.py": 90,
-    "cli/test_cli_sweep.py": 90,
-    "cli/test_experiment_interrupts.py": 80,
-    "cli/test_experiment_cells.py": 50,
-    "cli/test_inactive_models.py": 45,
+    "cli/test_experiment_recovery.py": 125,
+    "cli/test_experiment_hybrid_judge_failures.py": 110,
+    "cli/test_dagster_ui_chromium.py": 70,
+    "cli/test_experiment_interrupts_early.py": 65,
+    "cli/test_inactive_models.py": 65,
+    "cli/test_cli_sweep.py": 60,
+    "cli/test_experiment_cells.py": 45,
     "experiment/test_citation_passes.py": 45,
+    "defs/test_pipeline_judges.py": 45,
+    "defs/test_weekly_live.py": 40,
     "report/test_report_chromium.py": 40,
-    "defs/test_pipeline_judges.py": 35,
-    "defs/test_weekly_live.py": 30,
+    "defs/test_pipeline_classification.py": 35,
+    "cli/test_experiment_interrupts.py": 30,
     "local_models/test_plumbing_end_to_end.py": 30,
-    "defs/test_pipeline_classification.py": 30,
     "dbt/test_dbt_build.py": 25,
 }
 
