@@ -8,20 +8,16 @@ Dagster instance, run store and warehouse.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from datagouv_eval_pipeline.cli.dagster_home import DEFAULT_HOME
 from datagouv_eval_pipeline.core.judges.deterministic import JUDGE_ID
+from tests.cli.command_env import CLI, experiment_env
 from tests.providers.scripted_server import ScriptedServer
 
-CLI = str(Path(sys.executable).parent / "datagouv-eval")
 # OpenAI's quota (500 requests a minute, models.yml) spaces the judge's requests 0.12 s apart;
 # Mistral's 60 made each of the tens of requests to the local server wait a second.
 MODEL = "openai/gpt-5.4-nano-2026-03-17"
@@ -29,17 +25,7 @@ RULES = JUDGE_ID  # the deterministic judge decides the rules
 
 
 def hybrid_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    shutil.copy(DEFAULT_HOME / "dagster.yaml", home / "dagster.yaml")
-    return {
-        **os.environ,
-        "DAGSTER_HOME": str(home),
-        "DATAGOUV_EVAL_RUN_STORE": str(tmp_path / "run_store"),
-        "DATAGOUV_EVAL_DUCKDB": str(tmp_path / "warehouse.duckdb"),
-        "OPENAI_API_KEY": "test-key-for-a-local-server",
-        **extra,
-    }
+    return experiment_env(tmp_path, OPENAI_API_KEY="test-key-for-a-local-server", **extra)
 
 
 def experiment(env: dict[str, str], server: ScriptedServer) -> str:

@@ -12,18 +12,15 @@ progress a little late, so "the next stage" is the one that started after the si
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import dagster as dg
 
-from datagouv_eval_pipeline.cli.dagster_home import DEFAULT_HOME
+from tests.cli.command_env import CLI
 
-CLI = str(Path(sys.executable).parent / "datagouv-eval")
 SMALL = ["experiment", "--evaluation-type", "mcp_versions", "--tasks", "task_0003"]
 STAGES = (
     "task_specs",
@@ -39,19 +36,6 @@ STARTED, SUCCEEDED = dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_SU
 
 Moment = tuple[str, str, dg.DagsterEventType, float, signal.Signals]
 """The moment's name, the step and event the signal follows, seconds after it, the signal."""
-
-
-def experiment_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    home = tmp_path / "dagster_home"
-    home.mkdir(exist_ok=True)
-    shutil.copy(DEFAULT_HOME / "dagster.yaml", home / "dagster.yaml")
-    return {
-        **os.environ,
-        "DAGSTER_HOME": str(home),
-        "DATAGOUV_EVAL_RUN_STORE": str(tmp_path / "run_store"),
-        "DATAGOUV_EVAL_DUCKDB": str(tmp_path / "warehouse.duckdb"),
-        **extra,
-    }
 
 
 class Run:

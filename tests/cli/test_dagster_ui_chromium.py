@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from datagouv_eval_pipeline.pipeline.report_site import REPORT_URL_ENV
-from tests.cli.test_experiment_recovery import CLI, _env
+from tests.cli.command_env import CLI, experiment_env
 from tests.report.report_helpers import CHROMIUM, Tab, chromium, with_tab
 
 pytestmark = pytest.mark.skipif(
@@ -110,7 +110,7 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ui]:
     port, report_port = _free_port(), _free_port()
     report_url = f"http://127.0.0.1:{report_port}/"
     # The links are written at materialization time: to where this UI will serve the report.
-    env = {**_env(root), REPORT_URL_ENV: report_url}
+    env = {**experiment_env(root), REPORT_URL_ENV: report_url}
     done = subprocess.run(
         [CLI, *EXPERIMENT], env=env, capture_output=True, text=True, timeout=1800, check=False
     )

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import duckdb
 
-from tests.cli.test_experiment_recovery import CLI, _env
+from tests.cli.command_env import CLI, experiment_env
 
 BUILD = "offline~baseline-oneshot__mcp@0.2.14~build__data_gouv_context"
 BROKEN = "offline~baseline-oneshot__mcp@0.2.5__data_gouv_context"
@@ -23,7 +23,7 @@ BROKEN = "offline~baseline-oneshot__mcp@0.2.5__data_gouv_context"
 def test_an_inactive_type_runs_from_the_command_line_and_a_failed_cell_fails_the_command(
     tmp_path: Path,
 ) -> None:
-    env = _env(tmp_path)
+    env = experiment_env(tmp_path)
     corrupt = tmp_path / "run_store" / "agent_runs" / f"{BROKEN}.json"
     corrupt.parent.mkdir(parents=True)
     corrupt.write_text("{not json", encoding="utf-8")

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.interrupt_runs import SUCCEEDED, Run, assert_stopped, experiment_env
+from tests.cli.command_env import experiment_env
+from tests.cli.interrupt_runs import SUCCEEDED, Run, assert_stopped
 
 
 class _HangingJudge(http.server.BaseHTTPRequestHandler):

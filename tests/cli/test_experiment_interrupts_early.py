@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.cli.command_env import experiment_env
 from tests.cli.interrupt_runs import (
     END_OF_AGENT_RUNS,
     INSIDE_AGENT_RUNS,
     INSIDE_WAREHOUSE,
     START_OF_JUDGE_SCORES,
-    experiment_env,
     interrupt_at_each,
 )
 

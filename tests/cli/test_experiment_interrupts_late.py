@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.cli.command_env import experiment_env
 from tests.cli.interrupt_runs import (
     INSIDE_DBT,
     INSIDE_THE_REPORT,
     INSIDE_WAREHOUSE,
     Run,
-    experiment_env,
     interrupt_at_each,
 )
 

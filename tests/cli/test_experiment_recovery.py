@@ -7,33 +7,17 @@ two tasks) with its own Dagster instance, run store and warehouse, and interrupt
 
 from __future__ import annotations
 
-import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import duckdb
 
-from datagouv_eval_pipeline.cli.dagster_home import DEFAULT_HOME
+from tests.cli.command_env import CLI, experiment_env
 
-CLI = str(Path(sys.executable).parent / "datagouv-eval")
 SMALL = ["experiment", "--evaluation-type", "mcp_versions", "--tasks", "task_0002,task_0003"]
 PROGRESS = "] cell "
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    shutil.copy(DEFAULT_HOME / "dagster.yaml", home / "dagster.yaml")
-    return {
-        **os.environ,
-        "DAGSTER_HOME": str(home),
-        "DATAGOUV_EVAL_RUN_STORE": str(tmp_path / "run_store"),
-        "DATAGOUV_EVAL_DUCKDB": str(tmp_path / "warehouse.duckdb"),
-    }
 
 
 def _start_and_wait_for_agents(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -62,7 +46,7 @@ def _rerun(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 def test_kill_9_during_agent_runs_then_the_next_run_cleans_up_and_resumes(
     tmp_path: Path,
 ) -> None:
-    env = _env(tmp_path)
+    env = experiment_env(tmp_path)
     process = _start_and_wait_for_agents(env, tmp_path / "first.log")
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=30)
@@ -84,7 +68,7 @@ def test_kill_9_during_agent_runs_then_the_next_run_cleans_up_and_resumes(
 def test_sigint_during_agent_runs_stops_within_10_s_and_the_rerun_completes(
     tmp_path: Path,
 ) -> None:
-    env = _env(tmp_path)
+    env = experiment_env(tmp_path)
     process = _start_and_wait_for_agents(env, tmp_path / "first.log")
     sent = time.monotonic()
     process.send_signal(signal.SIGINT)

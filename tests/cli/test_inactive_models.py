@@ -13,7 +13,7 @@ from pathlib import Path
 
 import duckdb
 
-from tests.cli.test_experiment_recovery import CLI, _env
+from tests.cli.command_env import CLI, experiment_env
 from tests.providers.scripted_server import ScriptedServer, SearchThenAnswer
 
 KEY = "mistral~mistral-small-2603__mcp@0.2.26__data_gouv_context"
@@ -35,7 +35,7 @@ def test_run_cell_reaches_an_inactive_model(tmp_path: Path) -> None:
                 "--model-base-url",
                 server.base_url,
             ],
-            env={**_env(tmp_path), **SECRET},
+            env={**experiment_env(tmp_path), **SECRET},
             capture_output=True,
             text=True,
             timeout=600,
@@ -50,7 +50,7 @@ def test_run_cell_reaches_an_inactive_model(tmp_path: Path) -> None:
 
 
 def test_experiment_runs_only_the_chosen_cell_of_an_inactive_model(tmp_path: Path) -> None:
-    env = {**_env(tmp_path), **SECRET}
+    env = {**experiment_env(tmp_path), **SECRET}
     choose = ["--models", "mistral/mistral-small-2603", "--cells", "*__mcp@0.2.26__*"]
     with ScriptedServer(SearchThenAnswer()) as server:
         dry = subprocess.run(
